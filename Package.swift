@@ -1,0 +1,27 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Zero SwiftPM package dependencies: system C libraries only (design card).
+let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
+
+let package = Package(
+    name: "platform-proxy",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "platform-proxy", targets: ["platform-proxy"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .target(name: "JSON", swiftSettings: strict),
+        .target(name: "Config", dependencies: ["JSON"], swiftSettings: strict),
+        .target(name: "HTTP1", swiftSettings: strict),
+        .target(name: "EventLoop", dependencies: ["CLinux", "HTTP1"], swiftSettings: strict),
+        .target(name: "Proxy", dependencies: ["Config", "EventLoop", "HTTP1", "JSON"], swiftSettings: strict),
+        .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "EventLoop"], swiftSettings: strict),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "ConfigTests", dependencies: ["Config", "JSON"]),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "HTTP1"]),
+        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Config", "HTTP1", "EventLoop"]),
+    ]
+)

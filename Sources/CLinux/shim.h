@@ -1,0 +1,93 @@
+// Header-only shim for the Linux calls Glibc's Swift overlay does not export.
+// No feature macros here: every shim in the package must agree on them.
+#ifndef PLATFORM_PROXY_CLINUX_SHIM_H
+#define PLATFORM_PROXY_CLINUX_SHIM_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/types.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* accept4(2) is declared only under _GNU_SOURCE; declare it ourselves. */
+extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+
+static inline int cl_accept4(int fd, struct sockaddr *addr, socklen_t *len) {
+    return accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+static inline int cl_errno(void) { return errno; }
+
+static inline int cl_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+static inline int cl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
+    struct epoll_event ev;
+    ev.events = events;
+    ev.data.u64 = data;
+    return epoll_ctl(epfd, op, fd, &ev);
+}
+
+static inline int cl_epoll_wait(int epfd, struct epoll_event *events, int max, int timeout) {
+    return epoll_wait(epfd, events, max, timeout);
+}
+
+static inline uint64_t cl_epoll_event_data(const struct epoll_event *ev) { return ev->data.u64; }
+static inline uint32_t cl_epoll_event_events(const struct epoll_event *ev) { return ev->events; }
+
+static inline int cl_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+static inline int cl_timerfd_create(void) {
+    return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+}
+
+/* Arms the timer to fire once at an absolute CLOCK_MONOTONIC time; 0 disarms. */
+static inline int cl_timerfd_set_abs(int fd, int64_t nanos) {
+    struct itimerspec spec = {0};
+    spec.it_value.tv_sec = nanos / 1000000000;
+    spec.it_value.tv_nsec = nanos % 1000000000;
+    return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL);
+}
+
+/* Blocks SIGINT, SIGTERM, SIGHUP (delivered through a signalfd) and ignores SIGPIPE. */
+static inline int cl_signalfd_for_lifecycle(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return -1;
+    signal(SIGPIPE, SIG_IGN);
+    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/* Reads one signal from a signalfd; returns its number, 0 when none is pending, -1 on error. */
+static inline int cl_signalfd_read(int fd) {
+    struct signalfd_siginfo info;
+    ssize_t n = read(fd, &info, sizeof info);
+    if (n == (ssize_t)sizeof info) return (int)info.ssi_signo;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    return -1;
+}
+
+static inline int cl_monotonic_now(int64_t *out) {
+    struct timespec ts;
+    int r = clock_gettime(CLOCK_MONOTONIC, &ts);
+    *out = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return r;
+}
+
+static inline int cl_set_int_option(int fd, int level, int name, int value) {
+    return setsockopt(fd, level, name, &value, sizeof value);
+}
+
+#endif
