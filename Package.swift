@@ -15,7 +15,7 @@ let package = Package(
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "Config", dependencies: ["JSON"], swiftSettings: strict),
         .target(name: "HTTP1", swiftSettings: strict),
-        .target(name: "EventLoop", dependencies: ["CLinux", "HTTP1"], swiftSettings: strict),
+        .target(name: "EventLoop", dependencies: ["CLinux", "HTTP1", "JSON"], swiftSettings: strict),
         .target(name: "Proxy", dependencies: ["Config", "EventLoop", "HTTP1", "JSON"], swiftSettings: strict),
         .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "EventLoop"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),

@@ -1,0 +1,154 @@
+import CLinux
+import Glibc
+import Synchronization
+
+/// Something registered with a loop that reacts to readiness.
+public protocol Selectable: AnyObject {
+    /// Called on the loop thread with the epoll event bits.
+    func ready(_ events: UInt32)
+}
+
+/// One epoll loop on one thread: it owns its descriptors, its timers and everything
+/// registered with it. Only `execute` and `wakeup` may be called from other threads.
+public final class EventLoop: @unchecked Sendable {
+    private let selector: Selector
+    private let timerFD: CInt
+    private let wakeFD: CInt
+    private var timers = TimerHeap()
+    private var armedDeadline: NanoTime?
+    private var registrations: [(generation: UInt32, target: (any Selectable)?)] = []
+    private var nextGeneration: UInt32 = 1
+    private let inbox = Mutex<[@Sendable () -> Void]>([])
+    private var afterIteration: [() -> Void] = []
+    private var running = true
+    /// A name for logs, e.g. `loop-0`.
+    public let name: String
+
+    /// Creates a loop; call `run` on the thread that will own it.
+    public init(name: String) throws(IOError) {
+        self.name = name
+        selector = try Selector()
+        timerFD = try syscall(where: "timerfd_create") { cl_timerfd_create() }
+        wakeFD = try syscall(where: "eventfd") { cl_eventfd() }
+        try selector.register(fd: timerFD, generation: 0, interest: .read)
+        try selector.register(fd: wakeFD, generation: 0, interest: .read)
+    }
+
+    deinit {
+        closeDescriptor(timerFD)
+        closeDescriptor(wakeFD)
+    }
+
+    /// Registers `fd` for `interest`; events go to `target` until `deregister`.
+    public func register(fd: CInt, interest: Interest, target: any Selectable, exclusive: Bool = false) throws(IOError) {
+        let generation = slot(for: fd)
+        registrations[Int(fd)] = (generation, target)
+        try selector.register(fd: fd, generation: generation, interest: interest, exclusive: exclusive)
+    }
+
+    /// Changes the interest of a registered `fd`.
+    public func reregister(fd: CInt, interest: Interest) throws(IOError) {
+        try selector.reregister(fd: fd, generation: registrations[Int(fd)].generation, interest: interest)
+    }
+
+    /// Stops delivering events for `fd`; call before closing it.
+    public func deregister(fd: CInt) {
+        selector.deregister(fd: fd)
+        registrations[Int(fd)].target = nil
+    }
+
+    /// Schedules `callback` on this loop at `deadline`.
+    @discardableResult
+    public func schedule(at deadline: NanoTime, _ callback: @escaping () -> Void) -> TimerID {
+        let id = timers.schedule(at: deadline, callback)
+        armIfEarlier(deadline)
+        return id
+    }
+
+    /// Cancels a timer; a no-op if it already ran.
+    public func cancel(_ timer: TimerID) { timers.cancel(timer) }
+
+    /// Runs `task` on the loop thread soon; callable from any thread.
+    public func execute(_ task: @escaping @Sendable () -> Void) {
+        inbox.withLock { $0.append(task) }
+        wakeup()
+    }
+
+    /// Runs `task` at the end of the current iteration, after all events were handled (loop thread only).
+    public func afterEvents(_ task: @escaping () -> Void) { afterIteration.append(task) }
+
+    /// Interrupts `epoll_wait`; callable from any thread.
+    public func wakeup() {
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeFD, &one, 8)
+    }
+
+    /// Makes `run` return after the current iteration (loop thread only).
+    public func stop() { running = false }
+
+    /// Runs until `stop`.
+    public func run() {
+        while running {
+            do {
+                try selector.wait(timeoutMilliseconds: -1) { event in dispatch(event) }
+            } catch {
+                fatalError("\(name): \(error)")
+            }
+            runTimers()
+            while !afterIteration.isEmpty {
+                let tasks = afterIteration
+                afterIteration.removeAll(keepingCapacity: true)
+                for task in tasks { task() }
+            }
+        }
+    }
+
+    private func dispatch(_ event: SelectorEvent) {
+        switch event.fd {
+        case timerFD:
+            var expirations: UInt64 = 0
+            _ = Glibc.read(timerFD, &expirations, 8)
+            armedDeadline = nil
+        case wakeFD:
+            var value: UInt64 = 0
+            _ = Glibc.read(wakeFD, &value, 8)
+            let tasks = inbox.withLock { tasks in
+                defer { tasks.removeAll() }
+                return tasks
+            }
+            for task in tasks { task() }
+        default:
+            let index = Int(event.fd)
+            guard index < registrations.count, registrations[index].generation == event.generation,
+                  let target = registrations[index].target else { return }
+            target.ready(event.events)
+        }
+    }
+
+    private func runTimers() {
+        let now = NanoTime.now()
+        for callback in timers.due(at: now) { callback() }
+        if let next = timers.earliest() {
+            if armedDeadline.map({ next < $0 || $0 <= now }) ?? true { arm(next) }
+        }
+    }
+
+    private func armIfEarlier(_ deadline: NanoTime) {
+        if armedDeadline.map({ deadline < $0 }) ?? true { arm(deadline) }
+    }
+
+    private func arm(_ deadline: NanoTime) {
+        armedDeadline = deadline
+        // timerfd treats 0 as "disarm": never pass it.
+        _ = cl_timerfd_set_abs(timerFD, max(deadline.nanoseconds, 1))
+    }
+
+    private func slot(for fd: CInt) -> UInt32 {
+        let index = Int(fd)
+        if index >= registrations.count {
+            registrations.append(contentsOf: repeatElement((generation: UInt32(0), target: nil as (any Selectable)?), count: index - registrations.count + 1))
+        }
+        nextGeneration &+= 1
+        return nextGeneration
+    }
+}

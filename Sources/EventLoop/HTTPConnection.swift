@@ -1,0 +1,386 @@
+import CLinux
+import Glibc
+import HTTP1
+
+/// One client connection on one loop: reads, parses, hands exchanges to the handler,
+/// writes responses in order. Decisions come from `ConnectionStateMachine`; this class does the I/O.
+final class HTTPConnection: Selectable {
+    let fd: CInt
+    let peer: String
+    private let loop: EventLoop
+    private unowned let owner: LoopServer
+    private var machine: ConnectionStateMachine
+    private var parser: HTTPRequestHeadParser
+    private var decoder = HTTPBodyDecoder(framing: .none)
+    private let input: ByteBuffer
+    private let output = ByteBuffer(capacity: 16384)
+    private let inputLimit: Int
+    private var exchange: HTTPExchange?
+    private var interest: Interest = .read
+    private var timer: TimerID?
+    private var timerDeadline = NanoTime(nanoseconds: .max)
+    private var inReady = false
+    private var processing = false
+    private var closeAfterFlush = false
+    private var continueSent = false
+    private var closed = false
+    private var outputWasBlocked = false
+    var bodyPaused = false
+
+    private static let highWater = 256 * 1024
+    private static let continueLine = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
+    init(fd: CInt, peer: String, loop: EventLoop, owner: LoopServer) {
+        self.fd = fd
+        self.peer = peer
+        self.loop = loop
+        self.owner = owner
+        let limits = owner.configuration
+        machine = ConnectionStateMachine(now: .now(), headerTimeout: limits.headerTimeout, idleTimeout: limits.idleTimeout)
+        parser = HTTPRequestHeadParser(limits: HTTPHeadLimits(maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount))
+        inputLimit = max(limits.maxHeadBytes + 4096, 65536)
+        input = ByteBuffer(capacity: 8192)
+    }
+
+    func start() throws(IOError) {
+        try loop.register(fd: fd, interest: .read, target: self)
+        syncTimer()
+    }
+
+    var canWrite: Bool { output.readableBytes < Self.highWater }
+
+    // MARK: readiness
+
+    func ready(_ events: UInt32) {
+        inReady = true
+        if events & EPOLLOUT.rawValue != 0 { flush() }
+        if !closed, events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+            readAndProcess()
+        }
+        inReady = false
+        if !closed { flush() }
+    }
+
+    private func readAndProcess() {
+        let space = input.writableSpace(minimum: 4096, limit: inputLimit)
+        guard space.count > 0 else { updateInterest(); return }
+        let result: IOResult<Int>
+        do {
+            result = try syscall(blocking: false, where: "read") { Glibc.read(fd, space.baseAddress, space.count) }
+        } catch {
+            return close(reason: "read_error")
+        }
+        guard case .processed(let n) = result else { return }
+        if n == 0 {
+            process()
+            if closed { return }
+            switch machine.inputEnded() {
+            case .close: close(reason: exchange == nil ? "client_closed" : "client_closed_mid_request")
+            case .proceed, .readNextRequest: updateInterest()
+            }
+            return
+        }
+        input.didWrite(n)
+        process()
+    }
+
+    /// Parses heads and body bytes from the input buffer as far as the state allows.
+    private func process() {
+        guard !processing else { return }
+        processing = true
+        defer { processing = false }
+        while !closed {
+            switch machine.phase {
+            case .idle, .readingHead:
+                guard !input.isEmpty else { return syncTimer() }
+                switch parser.parse(input.readable) {
+                case .incomplete:
+                    machine.headBytesReceived(now: .now())
+                    return syncTimer()
+                case .invalid(let error):
+                    machine.headBytesReceived(now: .now())
+                    return refuse(status: error.status, code: error.errorCode, message: error.message, reason: error.reason)
+                case .complete(let head, let consumed):
+                    input.consume(consumed)
+                    parser.reset()
+                    startExchange(head)
+                }
+            case .readingBody:
+                guard !bodyPaused || exchange?.responseEnded != false, !input.isEmpty else { return syncTimer() }
+                decodeBody()
+            case .awaitingResponse, .closed:
+                return syncTimer()
+            }
+        }
+    }
+
+    private func startExchange(_ head: HTTPRequestHead) {
+        let now = NanoTime.now()
+        machine.headReceived(now: now, keepAlive: head.keepAlive, hasBody: head.framing != .none)
+        let exchange = HTTPExchange(head: head, peer: peer, startedAt: now, loop: loop, connection: self)
+        self.exchange = exchange
+        decoder = HTTPBodyDecoder(framing: head.framing)
+        continueSent = false
+        bodyPaused = false
+        if case .length(let n) = head.framing, n > owner.configuration.maxBodyBytes {
+            return refuse(status: 413, code: "body_too_large", message: "The request body is larger than the proxy accepts.")
+        }
+        owner.handler.handle(exchange)
+        guard self.exchange === exchange, !closed else { return }
+        if head.expectsContinue && !exchange.responseStarted {
+            output.append(Self.continueLine)
+            continueSent = true
+        }
+        if head.framing == .none && !exchange.responseEnded { exchange.onEnd?() }
+    }
+
+    private func decodeBody() {
+        let (consumed, event) = decoder.decode(input.readable)
+        switch event {
+        case .data(let range):
+            if let exchange {
+                exchange.bytesReceived += range.count
+                if exchange.bytesReceived > owner.configuration.maxBodyBytes {
+                    input.consume(consumed)
+                    return refuse(status: 413, code: "body_too_large", message: "The request body is larger than the proxy accepts.")
+                }
+                if !exchange.responseEnded, let onBody = exchange.onBody {
+                    onBody(UnsafeRawBufferPointer(rebasing: input.readable[range]))
+                }
+            }
+            input.consume(consumed)
+            machine.bodyProgress(now: .now())
+        case .needMore:
+            input.consume(consumed)
+        case .end:
+            input.consume(consumed)
+            let current = exchange
+            if let current, !current.responseEnded { current.onEnd?() }
+            // onEnd may have completed the response, which already advanced the machine.
+            if exchange === current, machine.phase == .readingBody { apply(machine.bodyEnded(now: .now())) }
+        case .invalid(let error):
+            input.consume(consumed)
+            refuse(status: error.status, code: error.errorCode, message: error.message, reason: error.reason)
+        }
+    }
+
+    // MARK: responses
+
+    /// Answers with a JSON error and closes: used when the request cannot be trusted further.
+    private func refuse(status: Int, code: String, message: String, reason: String? = nil) {
+        machine.failed()
+        if let exchange, exchange.responseStarted {
+            return close(reason: code)
+        }
+        let requestID = owner.requestIDs.next()
+        let body = Array("{\"error\":\"\(code)\",\"message\":\"\(message)\",\"requestID\":\"\(requestID)\"}".utf8)
+        let head = HTTPResponseHead(status: status, headers: [
+            ("Content-Type", "application/json"), ("Content-Length", String(body.count)),
+            ("X-Request-ID", requestID), ("Connection", "close"),
+        ])
+        var bytes: [UInt8] = []
+        head.serialize(into: &bytes)
+        output.append(bytes)
+        output.append(body)
+        if let exchange {
+            exchange.responseStarted = true
+            exchange.responseEnded = true
+            exchange.status = status
+            owner.handler.refused(exchange, status: status, code: reason ?? code)
+        } else {
+            owner.handler.protocolError(reason ?? code, status: status, peer: peer, requestID: requestID)
+        }
+        closeAfterFlush = true
+        if !inReady { flush() }
+    }
+
+    func respond(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], body: UnsafeRawBufferPointer) {
+        writeHead(exchange, status: status, headers: headers, framing: "Content-Length", value: String(body.count))
+        if !exchange.isHead { output.append(body) }
+        exchange.bytesSent = body.count
+        endResponse(exchange)
+    }
+
+    func startResponse(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], contentLength: Int?) {
+        if let contentLength {
+            writeHead(exchange, status: status, headers: headers, framing: "Content-Length", value: String(contentLength))
+        } else if exchange.head.version == .http11 {
+            exchange.chunkedResponse = !exchange.isHead
+            writeHead(exchange, status: status, headers: headers, framing: "Transfer-Encoding", value: "chunked")
+        } else {
+            machine.responseWillBeCloseDelimited()
+            writeHead(exchange, status: status, headers: headers, framing: nil, value: "")
+        }
+        if !inReady { flush() }
+    }
+
+    func writeBody(_ exchange: HTTPExchange, _ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count > 0, !exchange.isHead else { return }
+        if exchange.chunkedResponse {
+            output.append(Array((String(bytes.count, radix: 16) + "\r\n").utf8))
+            output.append(bytes)
+            output.append(Self.crlf)
+        } else {
+            output.append(bytes)
+        }
+        exchange.bytesSent += bytes.count
+        if !inReady { flush() }
+    }
+
+    func endResponse(_ exchange: HTTPExchange) {
+        if exchange.chunkedResponse { output.append(Self.lastChunk) }
+        exchange.responseEnded = true
+        exchange.onBody = nil
+        let mustClose = machine.phase == .readingBody && exchange.head.expectsContinue && !continueSent
+        let decision = machine.responseEnded(now: .now(), mustClose: mustClose)
+        owner.handler.completed(exchange)
+        apply(decision)
+        if !inReady && !closed { flush() }
+    }
+
+    private static let crlf = Array("\r\n".utf8)
+    private static let lastChunk = Array("0\r\n\r\n".utf8)
+
+    private func writeHead(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], framing: String?, value: String) {
+        exchange.responseStarted = true
+        exchange.status = status
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        bytes.append(contentsOf: HTTPResponseHead.statusLine(status))
+        for (name, value) in headers { appendField(name, value, into: &bytes) }
+        if let framing { appendField(framing, value, into: &bytes) }
+        if machine.closesAfterResponse { appendField("Connection", "close", into: &bytes) }
+        bytes.append(contentsOf: Self.crlf)
+        output.append(bytes)
+    }
+
+    private func appendField(_ name: String, _ value: String, into bytes: inout [UInt8]) {
+        bytes.append(contentsOf: name.utf8)
+        bytes.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: " ")])
+        bytes.append(contentsOf: value.utf8)
+        bytes.append(contentsOf: Self.crlf)
+    }
+
+    private func apply(_ decision: ConnectionStateMachine.Decision) {
+        switch decision {
+        case .proceed:
+            break
+        case .readNextRequest:
+            exchange?.connection = nil
+            exchange = nil
+            decoder = HTTPBodyDecoder(framing: .none)
+            if !processing { process() }
+        case .close:
+            exchange?.connection = nil
+            exchange = nil
+            closeAfterFlush = true
+            if !inReady { flush() }
+        }
+    }
+
+    func resumeBody() {
+        guard bodyPaused else { return }
+        bodyPaused = false
+        if !inReady {
+            process()
+            if !closed { flush() }
+        }
+    }
+
+    // MARK: output
+
+    private func flush() {
+        while !output.isEmpty {
+            let readable = output.readable
+            let result: IOResult<Int>
+            do {
+                result = try syscall(blocking: false, where: "write") { Glibc.write(fd, readable.baseAddress, readable.count) }
+            } catch {
+                return close(reason: "write_error")
+            }
+            guard case .processed(let n) = result else { break }
+            output.consume(n)
+        }
+        if output.isEmpty {
+            output.shrinkIfIdle(to: 16384)
+            if closeAfterFlush { return close(reason: nil) }
+            if outputWasBlocked {
+                outputWasBlocked = false
+                machine.outputBlocked(false, now: .now())
+                exchange?.onWritable?()
+                if closed { return }
+            }
+        } else if !outputWasBlocked {
+            outputWasBlocked = true
+            machine.outputBlocked(true, now: .now())
+        }
+        syncTimer()
+        updateInterest()
+    }
+
+    private func updateInterest() {
+        guard !closed else { return }
+        var wanted: Interest = []
+        let reading: Bool
+        switch machine.phase {
+        case .idle, .readingHead: reading = true
+        case .readingBody: reading = !bodyPaused || exchange?.responseEnded != false
+        case .awaitingResponse: reading = input.readableBytes < inputLimit && !machine.inputClosed
+        case .closed: reading = false
+        }
+        if reading && !closeAfterFlush && !outputWasBlocked { wanted.insert(.read) }
+        if !output.isEmpty { wanted.insert(.write) }
+        guard wanted != interest else { return }
+        interest = wanted
+        do { try loop.reregister(fd: fd, interest: wanted) } catch { close(reason: "epoll_error") }
+    }
+
+    // MARK: timers and closing
+
+    /// Keeps one timer per connection: extended deadlines are rechecked when it fires, an
+    /// earlier deadline replaces it.
+    private func syncTimer() {
+        guard !closed, let deadline = machine.deadline else { return }
+        if let timer {
+            guard deadline < timerDeadline else { return }
+            loop.cancel(timer)
+        }
+        timerDeadline = deadline
+        timer = loop.schedule(at: deadline) { [weak self] in self?.timerFired() }
+    }
+
+    private func timerFired() {
+        timer = nil
+        switch machine.timerFired(now: .now()) {
+        case .close: close(reason: "timeout")
+        case .proceed, .readNextRequest: syncTimer()
+        }
+    }
+
+    /// The server is stopping: close if idle, else after the current response.
+    func shutdown() {
+        switch machine.shutdown() {
+        case .close: close(reason: nil)
+        case .proceed, .readNextRequest: updateInterest()
+        }
+    }
+
+    func close(reason: String?) {
+        guard !closed else { return }
+        closed = true
+        machine.failed()
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        loop.deregister(fd: fd)
+        closeDescriptor(fd)
+        if let exchange, !exchange.responseEnded {
+            exchange.isAborted = true
+            exchange.connection = nil
+            exchange.onAbort?()
+            owner.handler.aborted(exchange, reason: reason ?? "closed")
+        }
+        exchange?.connection = nil
+        exchange = nil
+        owner.connectionClosed(self)
+    }
+}

@@ -1,0 +1,101 @@
+import CLinux
+import Glibc
+import Synchronization
+
+/// The HTTP/1.1 server: one event loop per worker thread, each with its own SO_REUSEPORT
+/// listener per TCP address (a Unix socket is one descriptor shared by all loops).
+public final class HTTPServer: @unchecked Sendable {
+    /// The configuration in force.
+    public let configuration: ServerConfiguration
+    private let shared: ServerShared
+    private var loops: [(loop: EventLoop, server: LoopServer)] = []
+    private var threads: [pthread_t] = []
+    private var sharedListeners: [CInt] = []
+
+    /// Creates a server; nothing is bound until `start`.
+    public init(configuration: ServerConfiguration) {
+        self.configuration = configuration
+        shared = ServerShared(maxConnections: configuration.maxConnections)
+    }
+
+    /// Binds every address, starts the loops and returns the bound addresses (ports resolved).
+    /// `makeHandler` is called once per loop, on the caller's thread.
+    public func start(makeHandler: (EventLoop, Int) throws -> any HTTPHandler) throws -> [BindAddress] {
+        let count = configuration.resolvedWorkers
+        var perLoop: [[(fd: CInt, ownsDescriptor: Bool)]] = Array(repeating: [], count: count)
+        var bound: [BindAddress] = []
+        for address in configuration.addresses {
+            switch address {
+            case .tcp(let host, var port):
+                for index in 0..<count {
+                    let fd = try Socket.listen(.tcp(host: host, port: port), reusePort: true)
+                    if port == 0 { port = try Socket.boundPort(fd) }
+                    perLoop[index].append((fd, true))
+                }
+                bound.append(.tcp(host: host, port: port))
+            case .unix:
+                let fd = try Socket.listen(address, reusePort: false)
+                sharedListeners.append(fd)
+                for index in 0..<count { perLoop[index].append((fd, false)) }
+                bound.append(address)
+            }
+        }
+        for index in 0..<count {
+            let loop = try EventLoop(name: "loop-\(index)")
+            let server = LoopServer(loop: loop, index: index, configuration: configuration, shared: shared,
+                                    listeners: perLoop[index], handler: try makeHandler(loop, index))
+            try server.start()
+            loops.append((loop, server))
+        }
+        for (loop, _) in loops { threads.append(try Self.spawn { loop.run() }) }
+        return bound
+    }
+
+    /// The event loops, in worker order.
+    public var eventLoops: [EventLoop] { loops.map(\.loop) }
+
+    /// Open client connections across all loops.
+    public var openConnections: Int { shared.openConnections.load(ordering: .relaxed) }
+
+    /// Stops accepting; idle connections close, busy ones after their current response.
+    public func beginShutdown() {
+        for (loop, server) in loops {
+            nonisolated(unsafe) let server = server
+            loop.execute { server.shutdown() }
+        }
+    }
+
+    /// Closes every remaining connection, stops the loops and joins their threads.
+    public func stop() {
+        for (loop, server) in loops {
+            nonisolated(unsafe) let server = server
+            loop.execute {
+                server.closeAll()
+                loop.stop()
+            }
+        }
+        for thread in threads { pthread_join(thread, nil) }
+        threads.removeAll()
+        for fd in sharedListeners { closeDescriptor(fd) }
+        sharedListeners.removeAll()
+    }
+
+    private final class ThreadBody: @unchecked Sendable {
+        let run: () -> Void
+        init(_ run: @escaping () -> Void) { self.run = run }
+    }
+
+    private static func spawn(_ body: @escaping () -> Void) throws(IOError) -> pthread_t {
+        var thread = pthread_t()
+        let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+        let result = pthread_create(&thread, nil, { arg in
+            Unmanaged<ThreadBody>.fromOpaque(arg!).takeRetainedValue().run()
+            return nil
+        }, box)
+        guard result == 0 else {
+            Unmanaged<ThreadBody>.fromOpaque(box).release()
+            throw IOError(errnoCode: result, call: "pthread_create")
+        }
+        return thread
+    }
+}

@@ -1,0 +1,128 @@
+import Glibc
+import JSON
+import Synchronization
+
+/// Severity of a log line.
+public enum LogLevel: Int, Sendable, Comparable {
+    case debug, info, warning, error
+    var name: String { switch self { case .debug: "debug"; case .info: "info"; case .warning: "warning"; case .error: "error" } }
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+
+    /// Parses `debug`, `info`, `warning` or `error`.
+    public init?(name: String) {
+        switch name {
+        case "debug": self = .debug
+        case "info": self = .info
+        case "warning", "warn": self = .warning
+        case "error": self = .error
+        default: return nil
+        }
+    }
+}
+
+/// A value in a log line.
+public enum LogValue: Sendable {
+    case string(String), int(Int), double(Double), bool(Bool)
+}
+
+/// JSON-lines logging to stderr: one object per line with `time`, `level`, `event` and fields.
+/// Callers pass only values that are safe to print; no secret is ever given to the log.
+public enum Log {
+    private static let minimum = Atomic<Int>(LogLevel.info.rawValue)
+
+    /// Sets the lowest level written.
+    public static func setMinimumLevel(_ level: LogLevel) { minimum.store(level.rawValue, ordering: .relaxed) }
+
+    /// Whether lines at `level` are written.
+    public static func enabled(_ level: LogLevel) -> Bool { level.rawValue >= minimum.load(ordering: .relaxed) }
+
+    /// Writes one line now (lifecycle events; request lines go through `LogBuffer`).
+    public static func emit(_ level: LogLevel, _ event: String, _ fields: KeyValuePairs<String, LogValue> = [:]) {
+        guard enabled(level) else { return }
+        var line: [UInt8] = []
+        format(level, event, fields.map { ($0.key, $0.value) }, into: &line)
+        write(line)
+    }
+
+    /// Appends one formatted line to `line`.
+    static func format(_ level: LogLevel, _ event: String, _ fields: [(String, LogValue)], into line: inout [UInt8]) {
+        line.append(contentsOf: "{\"time\":\"".utf8)
+        appendTimestamp(into: &line)
+        line.append(contentsOf: "\",\"level\":\"\(level.name)\",\"event\":\"\(jsonEscaped(event))\"".utf8)
+        for (key, value) in fields {
+            line.append(contentsOf: ",\"\(jsonEscaped(key))\":".utf8)
+            switch value {
+            case .string(let s): line.append(contentsOf: "\"\(jsonEscaped(s))\"".utf8)
+            case .int(let i): line.append(contentsOf: String(i).utf8)
+            case .double(let d): line.append(contentsOf: (d.isFinite ? String(d) : "null").utf8)
+            case .bool(let b): line.append(contentsOf: (b ? "true" : "false").utf8)
+            }
+        }
+        line.append(contentsOf: "}\n".utf8)
+    }
+
+    /// Writes plain text (CLI messages) to stderr.
+    public static func writeStandardError(_ text: String) { write(Array(text.utf8)) }
+
+    static func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(2, raw.baseAddress! + offset, raw.count - offset)
+                if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
+                offset += n
+            }
+        }
+    }
+
+    /// RFC 3339 UTC with milliseconds, e.g. `2026-11-22T11:30:00.123Z`.
+    static func appendTimestamp(into line: inout [UInt8]) {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        var t = time_t(ts.tv_sec)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func two(_ v: Int32) { line.append(UInt8(48 + v / 10)); line.append(UInt8(48 + v % 10)) }
+        let year = Int(parts.tm_year) + 1900
+        line.append(contentsOf: String(year).utf8)
+        line.append(UInt8(ascii: "-")); two(parts.tm_mon + 1)
+        line.append(UInt8(ascii: "-")); two(parts.tm_mday)
+        line.append(UInt8(ascii: "T")); two(parts.tm_hour)
+        line.append(UInt8(ascii: ":")); two(parts.tm_min)
+        line.append(UInt8(ascii: ":")); two(parts.tm_sec)
+        let ms = Int32(ts.tv_nsec / 1_000_000)
+        line.append(UInt8(ascii: ".")); line.append(UInt8(48 + ms / 100)); two(ms % 100)
+        line.append(UInt8(ascii: "Z"))
+    }
+}
+
+/// A per-loop buffer of log lines written once per loop iteration, so a busy loop makes one
+/// write(2) for many requests instead of one each.
+public final class LogBuffer {
+    private var pending: [UInt8] = []
+    private var flushScheduled = false
+    private let loop: EventLoop
+
+    /// Creates a buffer flushed at the end of `loop`'s iterations.
+    public init(loop: EventLoop) {
+        self.loop = loop
+        pending.reserveCapacity(16384)
+    }
+
+    /// Queues one line.
+    public func emit(_ level: LogLevel, _ event: String, _ fields: [(String, LogValue)]) {
+        guard Log.enabled(level) else { return }
+        Log.format(level, event, fields, into: &pending)
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        loop.afterEvents { [unowned self] in self.flush() }
+    }
+
+    /// Writes what is queued.
+    public func flush() {
+        flushScheduled = false
+        guard !pending.isEmpty else { return }
+        Log.write(pending)
+        pending.removeAll(keepingCapacity: pending.capacity <= 1 << 20)
+    }
+}

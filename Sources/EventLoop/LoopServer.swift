@@ -1,0 +1,119 @@
+import CLinux
+import Glibc
+import Synchronization
+
+/// State shared by all loops of one server: the connection count and the listeners' fate.
+final class ServerShared: Sendable {
+    let openConnections = Atomic<Int>(0)
+    let maxConnections: Int
+
+    init(maxConnections: Int) { self.maxConnections = maxConnections }
+}
+
+/// The per-loop half of the server: its listeners, its connections and its handler.
+final class LoopServer: Selectable {
+    let configuration: ServerConfiguration
+    let loop: EventLoop
+    let handler: any HTTPHandler
+    var requestIDs: RequestIDGenerator
+    private let shared: ServerShared
+    private var listeners: [(fd: CInt, ownsDescriptor: Bool)]
+    private var connections: [CInt: HTTPConnection] = [:]
+    private var acceptPaused = false
+    private var shuttingDown = false
+    private static let overloaded: [UInt8] = {
+        let body = "{\"error\":\"too_many_connections\",\"message\":\"The proxy has too many open connections.\"}"
+        return Array(("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+            + "Connection: close\r\n\r\n" + body).utf8)
+    }()
+
+    init(loop: EventLoop, index: Int, configuration: ServerConfiguration, shared: ServerShared,
+         listeners: [(fd: CInt, ownsDescriptor: Bool)], handler: any HTTPHandler) {
+        self.loop = loop
+        self.configuration = configuration
+        self.shared = shared
+        self.listeners = listeners
+        self.handler = handler
+        requestIDs = RequestIDGenerator(loopIndex: index)
+    }
+
+    func start() throws(IOError) {
+        for listener in listeners {
+            // A descriptor shared by all loops (a Unix socket) wakes one loop per connection.
+            try loop.register(fd: listener.fd, interest: .read, target: self, exclusive: !listener.ownsDescriptor)
+        }
+    }
+
+    var connectionCount: Int { connections.count }
+
+    /// A listener is readable: accept what is pending, a bounded batch per wake-up for fairness.
+    func ready(_ events: UInt32) {
+        for listener in listeners {
+            for _ in 0..<64 {
+                let accepted: (fd: CInt, peer: String)?
+                do {
+                    accepted = try Socket.accept(listener.fd)
+                } catch {
+                    acceptFailed(error)
+                    return
+                }
+                guard let (fd, peer) = accepted else { break }
+                admit(fd: fd, peer: peer)
+            }
+        }
+    }
+
+    private func admit(fd: CInt, peer: String) {
+        let open = shared.openConnections.add(1, ordering: .relaxed).newValue
+        guard open <= shared.maxConnections, !shuttingDown else {
+            shared.openConnections.subtract(1, ordering: .relaxed)
+            Self.overloaded.withUnsafeBytes { _ = Glibc.write(fd, $0.baseAddress, $0.count) }
+            closeDescriptor(fd)
+            Log.emit(.warning, "connection_refused", ["reason": .string("max_connections"), "peer": .string(peer)])
+            return
+        }
+        if peer != "unix" { Socket.setNoDelay(fd) }
+        let connection = HTTPConnection(fd: fd, peer: peer, loop: loop, owner: self)
+        do {
+            try connection.start()
+            connections[fd] = connection
+        } catch {
+            shared.openConnections.subtract(1, ordering: .relaxed)
+            closeDescriptor(fd)
+        }
+    }
+
+    /// EMFILE and friends: stop accepting briefly instead of spinning on a readable listener.
+    private func acceptFailed(_ error: IOError) {
+        Log.emit(.error, "accept_failed", ["error": .string(error.description)])
+        guard !acceptPaused else { return }
+        acceptPaused = true
+        for listener in listeners { try? loop.reregister(fd: listener.fd, interest: []) }
+        loop.schedule(at: NanoTime.now().adding(seconds: 0.1)) { [weak self] in
+            guard let self, !self.shuttingDown else { return }
+            self.acceptPaused = false
+            for listener in self.listeners { try? self.loop.reregister(fd: listener.fd, interest: .read) }
+        }
+    }
+
+    func connectionClosed(_ connection: HTTPConnection) {
+        guard connections.removeValue(forKey: connection.fd) != nil else { return }
+        shared.openConnections.subtract(1, ordering: .relaxed)
+    }
+
+    /// Stops accepting and lets connections finish their current exchange.
+    func shutdown() {
+        shuttingDown = true
+        for listener in listeners {
+            loop.deregister(fd: listener.fd)
+            if listener.ownsDescriptor { closeDescriptor(listener.fd) }
+        }
+        listeners.removeAll()
+        for connection in Array(connections.values) { connection.shutdown() }
+    }
+
+    /// Closes whatever is still open (the shutdown deadline passed).
+    func closeAll() {
+        for connection in Array(connections.values) { connection.close(reason: "shutdown_deadline") }
+    }
+}

@@ -1,0 +1,66 @@
+import CLinux
+import Glibc
+
+/// Readiness interest for a descriptor.
+public struct Interest: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// Readable.
+    public static let read = Interest(rawValue: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+    /// Writable.
+    public static let write = Interest(rawValue: EPOLLOUT.rawValue)
+}
+
+/// One readiness event; `token` is what `register` was given.
+struct SelectorEvent {
+    var fd: CInt
+    var generation: UInt32
+    var events: UInt32
+}
+
+/// The narrow epoll wrapper (swift-nio `SelectorEpoll.swift`): register, reregister, deregister, wait, close.
+/// The registration generation is packed with the fd into `epoll_data.u64` so events for a
+/// descriptor number that was closed and reused can be recognised and dropped.
+final class Selector {
+    let epfd: CInt
+    private var events: UnsafeMutablePointer<epoll_event>
+    private let capacity = 512
+
+    init() throws(IOError) {
+        epfd = try syscall(where: "epoll_create1") { cl_epoll_create() }
+        events = .allocate(capacity: capacity)
+    }
+
+    deinit {
+        events.deallocate()
+        closeDescriptor(epfd)
+    }
+
+    func register(fd: CInt, generation: UInt32, interest: Interest, exclusive: Bool = false) throws(IOError) {
+        let flags = interest.rawValue | (exclusive ? EPOLLEXCLUSIVE.rawValue : 0)
+        _ = try syscall(where: "epoll_ctl(ADD)") { cl_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, flags, Self.pack(fd, generation)) }
+    }
+
+    func reregister(fd: CInt, generation: UInt32, interest: Interest) throws(IOError) {
+        _ = try syscall(where: "epoll_ctl(MOD)") { cl_epoll_ctl(epfd, EPOLL_CTL_MOD, fd, interest.rawValue, Self.pack(fd, generation)) }
+    }
+
+    func deregister(fd: CInt) {
+        // Closing the descriptor removes it too; an ENOENT here is harmless.
+        _ = cl_epoll_ctl(epfd, EPOLL_CTL_DEL, fd, 0, 0)
+    }
+
+    /// Waits up to `timeoutMilliseconds` (-1 forever) and calls `body` for each event.
+    func wait(timeoutMilliseconds: CInt, _ body: (SelectorEvent) -> Void) throws(IOError) {
+        let n = try syscall(where: "epoll_wait") { cl_epoll_wait(epfd, events, CInt(capacity), timeoutMilliseconds) }
+        for i in 0..<Int(n) {
+            let data = cl_epoll_event_data(events + i)
+            body(SelectorEvent(fd: CInt(truncatingIfNeeded: data & 0xFFFF_FFFF), generation: UInt32(data >> 32),
+                               events: cl_epoll_event_events(events + i)))
+        }
+    }
+
+    private static func pack(_ fd: CInt, _ generation: UInt32) -> UInt64 {
+        UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
+    }
+}

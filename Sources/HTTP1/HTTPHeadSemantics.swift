@@ -1,0 +1,178 @@
+/// The framing and connection meaning of a head, with every smuggling defence of
+/// DESIGN.md §5 (nginx `ngx_http_request.c`, HAProxy `h1.c`): ambiguity is refused, never fixed up.
+enum HTTPHeadSemantics {
+    struct Meaning {
+        var framing: BodyFraming
+        var expectsContinue: Bool
+        var keepAlive: Bool
+    }
+
+    private static let host = Array("host".utf8)
+    private static let contentLength = Array("content-length".utf8)
+    private static let transferEncoding = Array("transfer-encoding".utf8)
+    private static let connection = Array("connection".utf8)
+    private static let expect = Array("expect".utf8)
+    private static let chunked = Array("chunked".utf8)
+    private static let close = Array("close".utf8)
+    private static let keepAliveToken = Array("keep-alive".utf8)
+    private static let continueToken = Array("100-continue".utf8)
+    private static let connect = Array("CONNECT".utf8)
+    private static let options = Array("OPTIONS".utf8)
+    private static let schemes = [Array("http://".utf8), Array("https://".utf8)]
+
+    static func check(_ head: UnsafeBufferPointer<UInt8>, _ parts: HTTPRequestHeadParser.Parts) -> Result<Meaning, HTTPParseError> {
+        if let error = checkTarget(head, parts) { return .failure(error) }
+        var hostCount = 0
+        var length: Int?
+        var sawTransferEncoding = false
+        var chunkedCount = 0
+        var lastCodingIsChunked = false
+        var otherCoding = false
+        var closeAfter = parts.version == .http10
+        var sawClose = false  // "close" wins over any keep-alive, in any order (RFC 9112 §9.3)
+        var expectsContinue = false
+
+        for field in parts.fields {
+            let name = field.name
+            switch name.count {
+            case 4 where equals(head, name, host):
+                hostCount += 1
+                guard hostCount == 1 else { return .failure(.duplicateHost) }
+                guard validHost(head, field.value) else { return .failure(.invalidHost) }
+            case 14 where equals(head, name, contentLength):
+                guard length == nil else { return .failure(.differingContentLengths) }
+                switch parseContentLength(head, field.value) {
+                case .success(let n): length = n
+                case .failure(let e): return .failure(e)
+                }
+            case 17 where equals(head, name, transferEncoding):
+                sawTransferEncoding = true
+                var ok = true
+                forEachListElement(head, field.value) { element in
+                    guard !element.isEmpty else { ok = false; return }
+                    if equals(head, element, chunked) {
+                        chunkedCount += 1
+                        lastCodingIsChunked = true
+                    } else {
+                        otherCoding = true
+                        lastCodingIsChunked = false
+                    }
+                }
+                guard ok else { return .failure(.transferEncodingNotChunked) }
+            case 10 where equals(head, name, connection):
+                forEachListElement(head, field.value) { element in
+                    if equals(head, element, close) { sawClose = true }
+                    else if equals(head, element, keepAliveToken), parts.version == .http10 { closeAfter = false }
+                }
+            case 6 where equals(head, name, expect):
+                guard equals(head, field.value, continueToken) else { return .failure(.unsupportedExpectation) }
+                expectsContinue = parts.version == .http11
+            default:
+                continue
+            }
+        }
+
+        if hostCount == 0 && parts.version == .http11 { return .failure(.missingHost) }
+        var framing = BodyFraming.none
+        if sawTransferEncoding {
+            guard parts.version == .http11 else { return .failure(.transferEncodingOnHTTP10) }
+            guard length == nil else { return .failure(.contentLengthWithTransferEncoding) }
+            guard chunkedCount <= 1 else { return .failure(.chunkedTwice) }
+            guard lastCodingIsChunked else { return .failure(chunkedCount == 0 && otherCoding ? .unsupportedTransferCoding : .transferEncodingNotChunked) }
+            guard !otherCoding else { return .failure(.unsupportedTransferCoding) }
+            framing = .chunked
+        } else if let length, length > 0 {
+            framing = .length(length)
+        }
+        if framing == .none { expectsContinue = false }
+        return .success(Meaning(framing: framing, expectsContinue: expectsContinue, keepAlive: !closeAfter && !sawClose))
+    }
+
+    /// origin-form for all methods, absolute-form (http/https) too, asterisk-form for OPTIONS only; no CONNECT.
+    private static func checkTarget(_ head: UnsafeBufferPointer<UInt8>, _ parts: HTTPRequestHeadParser.Parts) -> HTTPParseError? {
+        if equals(head, parts.method, connect, caseSensitive: true) { return .connectNotSupported }
+        let first = head[parts.target.lowerBound]
+        if first == UInt8(ascii: "/") { return nil }
+        if parts.target.count == 1 && first == UInt8(ascii: "*") {
+            return equals(head, parts.method, options, caseSensitive: true) ? nil : .invalidTarget
+        }
+        for s in schemes {
+            if parts.target.count > s.count,
+               equals(head, parts.target.lowerBound..<(parts.target.lowerBound + s.count), s) { return nil }
+        }
+        return .invalidTarget
+    }
+
+    /// `1*DIGIT`, nothing else: no sign, no list, no hex or octal prefix, at most 18 significant digits.
+    private static func parseContentLength(_ head: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Result<Int, HTTPParseError> {
+        guard !range.isEmpty else { return .failure(.invalidContentLength) }
+        var value = 0
+        var significant = 0
+        for i in range {
+            let d = head[i] &- 0x30
+            guard d < 10 else {
+                return .failure(head[i] == .comma ? .differingContentLengths : .invalidContentLength)
+            }
+            if value > 0 || d > 0 { significant += 1 }
+            guard significant <= 18 else { return .failure(.contentLengthOverflow) }
+            value = value * 10 + Int(d)
+        }
+        return .success(value)
+    }
+
+    /// `uri-host [":" port]`: no userinfo, path, comma or whitespace; a bracketed IP literal or a reg-name.
+    private static func validHost(_ head: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool {
+        guard !range.isEmpty else { return false }
+        var i = range.lowerBound
+        if head[i] == UInt8(ascii: "[") {
+            while i < range.upperBound, head[i] != UInt8(ascii: "]") {
+                guard ByteClass.host[Int(head[i])] else { return false }
+                i += 1
+            }
+            guard i < range.upperBound else { return false }
+            i += 1
+        } else {
+            while i < range.upperBound, head[i] != .colon {
+                guard ByteClass.host[Int(head[i])], head[i] != UInt8(ascii: "["), head[i] != UInt8(ascii: "]") else { return false }
+                i += 1
+            }
+            guard i > range.lowerBound else { return false }
+        }
+        guard i < range.upperBound else { return true }
+        guard head[i] == .colon else { return false }
+        i += 1
+        guard i < range.upperBound, range.upperBound - i <= 5 else { return false }
+        while i < range.upperBound {
+            guard head[i] &- 0x30 < 10 else { return false }
+            i += 1
+        }
+        return true
+    }
+
+    /// Calls `body` with each comma-separated element of a list value, trimmed of whitespace.
+    private static func forEachListElement(_ head: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ body: (Range<Int>) -> Void) {
+        var start = range.lowerBound
+        var i = start
+        while i <= range.upperBound {
+            if i == range.upperBound || head[i] == .comma {
+                var lo = start, hi = i
+                while lo < hi, head[lo] == .space || head[lo] == .tab { lo += 1 }
+                while hi > lo, head[hi - 1] == .space || head[hi - 1] == .tab { hi -= 1 }
+                body(lo..<hi)
+                start = i + 1
+            }
+            i += 1
+        }
+    }
+
+    private static func equals(_ head: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ wanted: [UInt8], caseSensitive: Bool = false) -> Bool {
+        guard range.count == wanted.count else { return false }
+        var j = 0
+        for i in range {
+            let a = caseSensitive ? head[i] : asciiLower(head[i])
+            if a != wanted[j] { return false }
+            j += 1
+        }
+        return true
+    }
+}

@@ -1,0 +1,127 @@
+/// HTTP protocol version of a request (1.0 or 1.1 once parsed).
+public struct HTTPVersion: Sendable, Hashable {
+    /// Major digit.
+    public var major: UInt8
+    /// Minor digit.
+    public var minor: UInt8
+    /// HTTP/1.0.
+    public static let http10 = HTTPVersion(major: 1, minor: 0)
+    /// HTTP/1.1.
+    public static let http11 = HTTPVersion(major: 1, minor: 1)
+}
+
+/// How the request body is delimited, decided once from the head.
+public enum BodyFraming: Sendable, Hashable {
+    /// No body at all.
+    case none
+    /// Exactly this many bytes.
+    case length(Int)
+    /// `Transfer-Encoding: chunked`.
+    case chunked
+    /// Until the peer closes (responses only; never chosen for a request).
+    case untilClose
+}
+
+/// One header field as byte ranges into the head's storage.
+public struct HTTPFieldRange: Sendable, Hashable {
+    /// Range of the name.
+    public var name: Range<Int>
+    /// Range of the value, without surrounding whitespace.
+    public var value: Range<Int>
+}
+
+/// A parsed request head: one copy of the head's bytes plus ranges into it.
+///
+/// Strings are made only when asked for, so the hot path allocates once per head.
+public struct HTTPRequestHead: Sendable {
+    /// The raw head bytes (request line through the final CRLF CRLF).
+    public let storage: [UInt8]
+    /// Range of the method.
+    public let methodRange: Range<Int>
+    /// Range of the request target.
+    public let targetRange: Range<Int>
+    /// Protocol version.
+    public let version: HTTPVersion
+    /// Header fields in arrival order.
+    public let fields: [HTTPFieldRange]
+    /// Body framing decided from Content-Length / Transfer-Encoding.
+    public let framing: BodyFraming
+    /// Whether the client asked for `100 Continue`.
+    public let expectsContinue: Bool
+    /// Whether the connection may be kept open after this exchange.
+    public let keepAlive: Bool
+
+    /// The method, e.g. `GET`.
+    public var method: String { string(methodRange) }
+    /// The request target as sent, e.g. `/accounts/me?x=1`.
+    public var target: String { string(targetRange) }
+    /// Number of header fields.
+    public var fieldCount: Int { fields.count }
+
+    /// The name of field `index`.
+    public func name(at index: Int) -> String { string(fields[index].name) }
+    /// The value of field `index`.
+    public func value(at index: Int) -> String { string(fields[index].value) }
+
+    /// The first value of `name` (ASCII case-insensitive), if present.
+    public func first(_ name: String) -> String? {
+        guard let index = firstIndex(of: name) else { return nil }
+        return value(at: index)
+    }
+
+    /// Index of the first field called `name` (ASCII case-insensitive).
+    public func firstIndex(of name: String) -> Int? {
+        var name = name
+        return name.withUTF8 { wanted in
+            storage.withUnsafeBufferPointer { bytes in
+                fields.firstIndex { asciiCaseInsensitiveEquals(bytes, $0.name, wanted) }
+            }
+        }
+    }
+
+    /// Whether the method bytes equal `method` exactly (methods are case-sensitive).
+    public func methodIs(_ method: StaticString) -> Bool {
+        guard method.utf8CodeUnitCount == methodRange.count else { return false }
+        return storage.withUnsafeBufferPointer { bytes in
+            var i = 0
+            for b in bytes[methodRange] {
+                if b != method.utf8Start[i] { return false }
+                i += 1
+            }
+            return true
+        }
+    }
+
+    /// Whether the raw target equals `target` exactly.
+    public func targetIs(_ target: StaticString) -> Bool {
+        guard target.utf8CodeUnitCount == targetRange.count else { return false }
+        return storage.withUnsafeBufferPointer { bytes in
+            var i = 0
+            for b in bytes[targetRange] {
+                if b != target.utf8Start[i] { return false }
+                i += 1
+            }
+            return true
+        }
+    }
+
+    private func string(_ range: Range<Int>) -> String {
+        storage.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
+    }
+}
+
+/// ASCII case-insensitive comparison of `range` in `bytes` with `wanted`.
+@inline(__always)
+func asciiCaseInsensitiveEquals(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard range.count == wanted.count else { return false }
+    var j = 0
+    for i in range {
+        if asciiLower(bytes[i]) != asciiLower(wanted[j]) { return false }
+        j += 1
+    }
+    return true
+}
+
+/// Lowercases an ASCII letter and leaves every other byte alone.
+@inline(__always)
+func asciiLower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }

@@ -1,0 +1,161 @@
+/// Limits the head parser enforces; the caller bounds them (picohttpparser style).
+public struct HTTPHeadLimits: Sendable, Hashable {
+    /// Largest head, request line through the blank line, in bytes. Default 32 KiB.
+    public var maxHeadBytes: Int
+    /// Most header fields in one head. Default 100.
+    public var maxHeaderCount: Int
+
+    /// Creates limits; the defaults are those of SPEC.md.
+    public init(maxHeadBytes: Int = 32768, maxHeaderCount: Int = 100) {
+        self.maxHeadBytes = maxHeadBytes
+        self.maxHeaderCount = maxHeaderCount
+    }
+}
+
+/// Outcome of one parse attempt over the bytes received so far.
+public enum HeadParseResult: Sendable {
+    /// A whole head; `consumed` bytes of the buffer belong to it (leading empty lines included).
+    case complete(HTTPRequestHead, consumed: Int)
+    /// More bytes are needed.
+    case incomplete
+    /// The request is refused; answer `error.status` and close.
+    case invalid(HTTPParseError)
+}
+
+/// Incremental request-head parser: re-entered with the growing buffer, it never rescans
+/// bytes whose line endings it already checked, so a byte-at-a-time client costs O(n).
+public struct HTTPRequestHeadParser: Sendable {
+    /// The limits in force.
+    public var limits: HTTPHeadLimits
+    private var scanned = 0
+    private var lineStart = 0
+    private var start = 0
+
+    /// Creates a parser for one head at a time.
+    public init(limits: HTTPHeadLimits = HTTPHeadLimits()) { self.limits = limits }
+
+    /// Forgets progress; call after a head completed and its bytes were consumed.
+    public mutating func reset() { scanned = 0; lineStart = 0; start = 0 }
+
+    /// Parses the head at the start of `buffer`. The buffer must hold the same prefix as on earlier calls.
+    public mutating func parse(_ buffer: UnsafeRawBufferPointer) -> HeadParseResult {
+        let bytes = buffer.bindMemory(to: UInt8.self)
+        let count = bytes.count
+        var i = scanned
+        // RFC 9112 §2.2: ignore empty lines received before the request line.
+        if i == start {
+            while start + 1 < count, bytes[start] == .cr, bytes[start + 1] == .lf { start += 2 }
+            if start < count, bytes[start] == .lf { return .invalid(.bareLF) }
+            // The caller must keep these bytes until the head completes: bound them too.
+            if start > limits.maxHeadBytes { return .invalid(.headTooLarge) }
+            i = start
+            lineStart = start
+        }
+        while i < count {
+            let b = bytes[i]
+            if b == .cr {
+                guard i + 1 < count else { break }
+                guard bytes[i + 1] == .lf else { return .invalid(.bareCR) }
+                if i == lineStart && lineStart != start {
+                    let end = i + 2
+                    if end - start > limits.maxHeadBytes { return .invalid(.headTooLarge) }
+                    scanned = end
+                    return Self.parseHead(bytes, from: start, to: end, limits: limits)
+                }
+                i += 2
+                lineStart = i
+                continue
+            }
+            if b == .lf { return .invalid(.bareLF) }
+            i += 1
+        }
+        scanned = i
+        if count - start > limits.maxHeadBytes { return .invalid(.headTooLarge) }
+        return .incomplete
+    }
+
+    /// Parses a head whose line endings are known to be CRLF; `end` is just past the blank line.
+    private static func parseHead(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int, limits: HTTPHeadLimits) -> HeadParseResult {
+        let storage = Array(bytes[start..<end])
+        return storage.withUnsafeBufferPointer { head in
+            switch parseLines(head, limits: limits) {
+            case .failure(let error):
+                return .invalid(error)
+            case .success(let parts):
+                switch HTTPHeadSemantics.check(head, parts) {
+                case .failure(let error):
+                    return .invalid(error)
+                case .success(let meaning):
+                    let result = HTTPRequestHead(
+                        storage: storage, methodRange: parts.method, targetRange: parts.target,
+                        version: parts.version, fields: parts.fields, framing: meaning.framing,
+                        expectsContinue: meaning.expectsContinue, keepAlive: meaning.keepAlive)
+                    return .complete(result, consumed: end)
+                }
+            }
+        }
+    }
+
+    /// The syntactic pieces of a head.
+    struct Parts {
+        var method: Range<Int>
+        var target: Range<Int>
+        var version: HTTPVersion
+        var fields: [HTTPFieldRange]
+    }
+
+    private static func parseLines(_ head: UnsafeBufferPointer<UInt8>, limits: HTTPHeadLimits) -> Result<Parts, HTTPParseError> {
+        var i = 0
+        // method SP
+        while i < head.count, ByteClass.token[Int(head[i])] { i += 1 }
+        let method = 0..<i
+        guard !method.isEmpty else { return .failure(head[i] == .cr ? .invalidRequestLine : .invalidMethod) }
+        guard head[i] == .space else { return .failure(head[i] == .cr ? .invalidRequestLine : .invalidMethod) }
+        i += 1
+        // request-target SP
+        let targetStart = i
+        while ByteClass.target[Int(head[i])] { i += 1 }
+        let target = targetStart..<i
+        guard !target.isEmpty else { return .failure(.invalidRequestLine) }
+        guard head[i] == .space else {
+            return .failure(head[i] == .cr ? .invalidRequestLine : .invalidTarget)
+        }
+        i += 1
+        // HTTP-version CRLF: exactly "HTTP/" DIGIT "." DIGIT
+        guard i + 10 <= head.count, head[i + 8] == .cr,
+              head[i] == 0x48, head[i + 1] == 0x54, head[i + 2] == 0x54, head[i + 3] == 0x50, head[i + 4] == 0x2F,
+              head[i + 6] == 0x2E, isDigit(head[i + 5]), isDigit(head[i + 7])
+        else { return .failure(.invalidVersion) }
+        let version = HTTPVersion(major: head[i + 5] - 0x30, minor: head[i + 7] - 0x30)
+        guard version == .http11 || version == .http10 else { return .failure(.unsupportedVersion) }
+        i += 10
+
+        var fields: [HTTPFieldRange] = []
+        fields.reserveCapacity(16)
+        while !(head[i] == .cr) {
+            if fields.count == limits.maxHeaderCount { return .failure(.tooManyHeaders) }
+            if head[i] == .space || head[i] == .tab { return .failure(.obsFold) }
+            let nameStart = i
+            while ByteClass.token[Int(head[i])] { i += 1 }
+            let name = nameStart..<i
+            if head[i] == .space || head[i] == .tab { return .failure(.whitespaceBeforeColon) }
+            guard head[i] == .colon, !name.isEmpty else { return .failure(.invalidHeaderName) }
+            i += 1
+            while head[i] == .space || head[i] == .tab { i += 1 }
+            let valueStart = i
+            var valueEnd = i
+            while head[i] != .cr {
+                let b = head[i]
+                guard ByteClass.fieldValue[Int(b)] else { return .failure(.invalidHeaderValue) }
+                i += 1
+                if b != .space && b != .tab { valueEnd = i }
+            }
+            fields.append(HTTPFieldRange(name: name, value: valueStart..<valueEnd))
+            i += 2
+        }
+        return .success(Parts(method: method, target: target, version: version, fields: fields))
+    }
+
+    @inline(__always)
+    private static func isDigit(_ b: UInt8) -> Bool { b &- 0x30 < 10 }
+}

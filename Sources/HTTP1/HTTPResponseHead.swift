@@ -1,0 +1,81 @@
+/// A response head to serialise: status line plus fields, in order.
+public struct HTTPResponseHead: Sendable {
+    /// Status code, e.g. 200.
+    public var status: Int
+    /// Header fields in order; the serialiser adds nothing on its own.
+    public var headers: [(name: String, value: String)]
+
+    /// Creates a head.
+    public init(status: Int, headers: [(name: String, value: String)] = []) {
+        self.status = status
+        self.headers = headers
+    }
+
+    /// Appends `HTTP/1.1 <status> <reason>\r\n`, the fields and the blank line to `buffer`.
+    public func serialize(into buffer: inout [UInt8]) {
+        buffer.append(contentsOf: Self.statusLine(status))
+        for (name, value) in headers {
+            buffer.append(contentsOf: name.utf8)
+            buffer.append(.colon)
+            buffer.append(.space)
+            buffer.append(contentsOf: value.utf8)
+            buffer.append(.cr)
+            buffer.append(.lf)
+        }
+        buffer.append(.cr)
+        buffer.append(.lf)
+    }
+
+    /// Preformatted status lines for the statuses the proxy makes itself.
+    private static let commonLines: [Int: [UInt8]] = Dictionary(
+        uniqueKeysWithValues: [100, 200, 201, 202, 204, 301, 302, 303, 304, 307, 308, 400, 401, 403, 404, 405, 409,
+                               413, 417, 426, 431, 500, 501, 502, 503, 504, 505].map { ($0, makeStatusLine($0)) })
+
+    /// `HTTP/1.1 <status> <reason>\r\n` as bytes.
+    public static func statusLine(_ status: Int) -> [UInt8] { commonLines[status] ?? makeStatusLine(status) }
+
+    private static func makeStatusLine(_ status: Int) -> [UInt8] {
+        Array("HTTP/1.1 \(status) \(reasonPhrase(status))\r\n".utf8)
+    }
+
+    /// The RFC 9110 reason phrase, or "Unknown".
+    public static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 100: "Continue"
+        case 101: "Switching Protocols"
+        case 200: "OK"
+        case 201: "Created"
+        case 202: "Accepted"
+        case 204: "No Content"
+        case 206: "Partial Content"
+        case 301: "Moved Permanently"
+        case 302: "Found"
+        case 303: "See Other"
+        case 304: "Not Modified"
+        case 307: "Temporary Redirect"
+        case 308: "Permanent Redirect"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
+        case 409: "Conflict"
+        case 413: "Content Too Large"
+        case 414: "URI Too Long"
+        case 415: "Unsupported Media Type"
+        case 417: "Expectation Failed"
+        case 422: "Unprocessable Content"
+        case 426: "Upgrade Required"
+        case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        case 505: "HTTP Version Not Supported"
+        default: "Unknown"
+        }
+    }
+}

@@ -1,0 +1,18 @@
+import EventLoop
+
+/// What the proxy keeps with one exchange for its log line.
+final class ExchangeInfo {
+    let requestID: String
+    let path: Substring
+    var route: String?
+    var upstream: String?
+
+    init(requestID: String, path: Substring) {
+        self.requestID = requestID
+        self.path = path
+    }
+}
+
+extension HTTPExchange {
+    var info: ExchangeInfo? { context as? ExchangeInfo }
+}

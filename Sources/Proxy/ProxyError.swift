@@ -1,0 +1,69 @@
+import JSON
+
+/// An error the proxy answers itself: HTTP status, snake_case code and a human sentence.
+/// A struct over a private enum so new errors are additive (DESIGN.md §8).
+public struct ProxyError: Error, Sendable, Equatable {
+    private enum Code: String, Sendable {
+        case noRoute = "no_route"
+        case hostNotAllowed = "host_not_allowed"
+        case originNotAllowed = "origin_not_allowed"
+        case proxyKeyRequired = "proxy_key_required"
+        case mockNotFound = "mock_not_found"
+        case mockUnreadable = "mock_unreadable"
+        case invalidPath = "invalid_path"
+        case methodNotAllowed = "method_not_allowed"
+        case notReady = "not_ready"
+        case upstreamUnreachable = "upstream_unreachable"
+        case upstreamTimeout = "upstream_timeout"
+        case tooManyRedirects = "too_many_redirects"
+        case bodyTooLarge = "body_too_large"
+        case invalidRequest = "invalid_request"
+    }
+
+    private let code: Code
+    /// The HTTP status.
+    public let status: Int
+    /// The human sentence.
+    public let message: String
+
+    private init(_ code: Code, _ status: Int, _ message: String) {
+        self.code = code
+        self.status = status
+        self.message = message
+    }
+
+    /// The snake_case code.
+    public var errorCode: String { code.rawValue }
+
+    /// No route matches the path.
+    public static func noRoute(_ path: String) -> Self { Self(.noRoute, 404, "No route matches \(path).") }
+    /// The Host header names a host outside `allowedHosts`.
+    public static let hostNotAllowed = Self(.hostNotAllowed, 403, "The Host header names a host this proxy does not serve.")
+    /// The Origin header names an origin outside `allowedHosts`.
+    public static let originNotAllowed = Self(.originNotAllowed, 403, "Requests from this origin are not allowed.")
+    /// `apiKey` is set and `X-Proxy-Key` is missing or wrong.
+    public static let proxyKeyRequired = Self(.proxyKeyRequired, 401, "A valid X-Proxy-Key header is required.")
+    /// The mock file for the path does not exist.
+    public static func mockNotFound(_ file: String) -> Self { Self(.mockNotFound, 404, "No mock file at \(file).") }
+    /// The mock file exists but cannot be read.
+    public static func mockUnreadable(_ file: String) -> Self { Self(.mockUnreadable, 500, "The mock file \(file) cannot be read.") }
+    /// The path escapes its route (dot segments, encoded slashes).
+    public static let invalidPath = Self(.invalidPath, 400, "The path contains dot segments or encoded separators.")
+    /// The control endpoint does not take this method.
+    public static func methodNotAllowed(_ allowed: String) -> Self { Self(.methodNotAllowed, 405, "This endpoint accepts \(allowed) only.") }
+    /// The upstream could not be reached.
+    public static let upstreamUnreachable = Self(.upstreamUnreachable, 502, "The upstream could not be reached.")
+    /// The upstream did not answer in time.
+    public static let upstreamTimeout = Self(.upstreamTimeout, 504, "The upstream did not answer in time.")
+    /// More redirects than the route allows.
+    public static let tooManyRedirects = Self(.tooManyRedirects, 502, "The upstream redirected more times than the route allows.")
+    /// The body exceeds `limits.maxBodyBytes`.
+    public static let bodyTooLarge = Self(.bodyTooLarge, 413, "The request body is larger than the proxy accepts.")
+    /// A request the proxy cannot act on, with a reason.
+    public static func invalidRequest(_ message: String) -> Self { Self(.invalidRequest, 400, message) }
+
+    /// The JSON body `{"error":…,"message":…,"requestID":…}`.
+    public func body(requestID: String) -> [UInt8] {
+        Array("{\"error\":\"\(code.rawValue)\",\"message\":\(jsonQuoted(message)),\"requestID\":\(jsonQuoted(requestID))}".utf8)
+    }
+}

@@ -1,0 +1,127 @@
+import Config
+import EventLoop
+import HTTP1
+
+/// The request pipeline of one loop: local security → control endpoints → router → route policy.
+public final class ProxyHandler: HTTPHandler {
+    /// The runtime in force; replaced (on this loop) by a reload.
+    public var runtime: ProxyRuntime
+    private let loop: EventLoop
+    private let log: LogBuffer
+    private var requestIDs: RequestIDGenerator
+    private let control: ControlEndpoints
+
+    /// Creates the handler for `loop`.
+    public init(runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int) {
+        self.runtime = runtime
+        self.loop = loop
+        log = LogBuffer(loop: loop)
+        requestIDs = RequestIDGenerator(loopIndex: loopIndex)
+        control = ControlEndpoints()
+    }
+
+    public func handle(_ exchange: HTTPExchange) {
+        let head = exchange.head
+        let target = RequestTarget(head.target)
+        let info = ExchangeInfo(requestID: requestID(head), path: target.path)
+        exchange.context = info
+
+        if target.path == "*" { return respondOptions(exchange) }
+        if let host = target.authority ?? head.first("Host").map({ Substring($0) }),
+           !HostName.isAllowed(host, runtime.allowedHosts) {
+            return fail(exchange, .hostNotAllowed)
+        }
+        if target.path == "/_platform" || target.path.hasPrefix("/_platform/") {
+            info.route = "_platform"
+            return control.handle(exchange, path: target.path, runtime: runtime, reply: reply)
+        }
+        guard let (index, rest) = runtime.router.match(target.path) else {
+            return fail(exchange, .noRoute(String(target.path)))
+        }
+        let route = runtime.configuration.routes[index]
+        info.route = route.name
+        if runtime.replaysMocks(route), let mock = route.mock {
+            return replayMock(exchange, directory: mock.directory, rest: rest)
+        }
+        fail(exchange, .noRoute(String(target.path)))
+    }
+
+    // MARK: answers
+
+    /// The reply function given to endpoint handlers: a whole JSON (or other) response.
+    private var reply: (HTTPExchange, Int, [(name: String, value: String)], [UInt8]) -> Void {
+        { [unowned self] exchange, status, headers, body in self.send(exchange, status: status, headers: headers, body: body) }
+    }
+
+    private func replayMock(_ exchange: HTTPExchange, directory: String, rest: Substring) {
+        let mocks = runtime.mocks
+        exchange.onEnd = { [unowned self, unowned exchange] in
+            switch mocks.lookup(directory: directory, rest: rest) {
+            case .found(let body, _):
+                self.send(exchange, status: 200, headers: [("Content-Type", "application/json")], body: body)
+            case .missing(let file): self.fail(exchange, .mockNotFound(file))
+            case .unreadable(let file): self.fail(exchange, .mockUnreadable(file))
+            case .invalidPath: self.fail(exchange, .invalidPath)
+            }
+        }
+    }
+
+    private func respondOptions(_ exchange: HTTPExchange) {
+        send(exchange, status: 200, headers: [("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")], body: [])
+    }
+
+    /// Answers with the JSON error body.
+    func fail(_ exchange: HTTPExchange, _ error: ProxyError) {
+        let id = exchange.info?.requestID ?? requestIDs.next()
+        send(exchange, status: error.status, headers: [("Content-Type", "application/json")], body: error.body(requestID: id))
+    }
+
+    private func send(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+        var all = headers
+        if let id = exchange.info?.requestID { all.append(("X-Request-ID", id)) }
+        exchange.respond(status: status, headers: all, body: body)
+    }
+
+    /// The client's X-Request-ID when it is a sane token (≤ 128 visible ASCII bytes), else a new one.
+    private func requestID(_ head: HTTPRequestHead) -> String {
+        if let given = head.first("X-Request-ID"), !given.isEmpty, given.utf8.count <= 128,
+           given.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            return given
+        }
+        return requestIDs.next()
+    }
+
+    // MARK: server events
+
+    public func completed(_ exchange: HTTPExchange) { logExchange(exchange, level: .info, outcome: nil) }
+
+    public func aborted(_ exchange: HTTPExchange, reason: String) { logExchange(exchange, level: .info, outcome: reason) }
+
+    public func refused(_ exchange: HTTPExchange, status: Int, code: String) {
+        logExchange(exchange, level: .warning, outcome: code)
+    }
+
+    public func protocolError(_ error: String, status: Int, peer: String, requestID: String) {
+        log.emit(.warning, "bad_request", [("requestID", .string(requestID)), ("status", .int(status)),
+                                           ("reason", .string(error)), ("peer", .string(peer))])
+    }
+
+    private func logExchange(_ exchange: HTTPExchange, level: LogLevel, outcome: String?) {
+        guard Log.enabled(level) else { return }
+        let info = exchange.info
+        var fields: [(String, LogValue)] = [
+            ("requestID", .string(info?.requestID ?? "")),
+            ("method", .string(exchange.head.method)),
+            ("path", .string(String(info?.path ?? ""))),
+            ("route", .string(info?.route ?? "")),
+            ("status", .int(exchange.status)),
+            ("durationMs", .double((NanoTime.now().seconds(since: exchange.startedAt) * 1e6).rounded() / 1e3)),
+            ("bytesIn", .int(exchange.bytesReceived)),
+            ("bytesOut", .int(exchange.bytesSent)),
+            ("peer", .string(exchange.peer)),
+        ]
+        if let upstream = info?.upstream { fields.append(("upstream", .string(upstream))) }
+        if let outcome { fields.append(("outcome", .string(outcome))) }
+        log.emit(level, "request", fields)
+    }
+}

@@ -1,0 +1,136 @@
+import CLinux
+import Config
+import EventLoop
+import Glibc
+
+/// Runs the proxy: loads the config, starts the loops, and handles signals on the calling
+/// thread through a signalfd (SIGTERM/SIGINT graceful then forced, SIGHUP reload).
+public enum ProxyService {
+    /// The version printed by `--version` and logged at start.
+    public static let version = "0.1.0"
+    /// How long a graceful shutdown waits for in-flight requests: under Docker's 10 s stop timeout.
+    public static let shutdownSeconds = 9.0
+
+    /// Serves until stopped; returns the process exit code.
+    public static func serve(configPath: String) -> Int32 {
+        let configuration: ProxyConfiguration
+        switch ConfigLoader.load(path: configPath) {
+        case .success(let loaded): configuration = loaded
+        case .failure(let errors):
+            printErrors(errors, path: configPath)
+            return 1
+        }
+        // Block the lifecycle signals before any thread exists so every thread inherits the mask.
+        let signals = cl_signalfd_for_lifecycle()
+        guard signals >= 0 else {
+            Log.emit(.error, "startup_failed", ["error": .string("signalfd failed")])
+            return 1
+        }
+        let server = HTTPServer(configuration: serverConfiguration(configuration))
+        let runtime = ProxyRuntime(configuration: configuration)
+        var handlers: [ProxyHandler] = []
+        do {
+            let bound = try server.start { loop, index in
+                let handler = ProxyHandler(runtime: runtime, loop: loop, loopIndex: index)
+                handlers.append(handler)
+                return handler
+            }
+            for address in bound { Log.emit(.info, "listening", ["address": .string(address.description)]) }
+        } catch {
+            Log.emit(.error, "startup_failed", ["error": .string("\(error)")])
+            return 1
+        }
+        Log.emit(.info, "started", ["version": .string(version), "config": .string(configPath),
+                                    "workers": .int(server.eventLoops.count), "routes": .int(configuration.routes.count)])
+        return waitForSignals(signals, server: server, handlers: handlers, configPath: configPath, current: runtime)
+    }
+
+    /// Validates a config; prints every problem. Returns the exit code.
+    public static func checkConfig(configPath: String) -> Int32 {
+        switch ConfigLoader.load(path: configPath) {
+        case .success(let configuration):
+            print("\(configPath): ok (\(configuration.routes.count) routes)")
+            return 0
+        case .failure(let errors):
+            printErrors(errors, path: configPath)
+            return 1
+        }
+    }
+
+    private static func printErrors(_ errors: ConfigErrors, path: String) {
+        var text = "\(path): \(errors.errors.count) problem\(errors.errors.count == 1 ? "" : "s")\n"
+        for error in errors.errors { text += "  \(error)\n" }
+        Log.writeStandardError(text)
+    }
+
+    /// The server's settings from the proxy config.
+    static func serverConfiguration(_ config: ProxyConfiguration) -> ServerConfiguration {
+        var server = ServerConfiguration()
+        server.addresses = config.listen.map { address in
+            switch address {
+            case .tcp(let host, let port): .tcp(host: host, port: port)
+            case .unix(let path): .unix(path: path)
+            }
+        }
+        server.workers = config.workers
+        server.maxHeadBytes = config.limits.maxHeaderBytes
+        server.maxBodyBytes = config.limits.maxBodyBytes
+        server.maxConnections = config.limits.maxConnections
+        server.headerTimeout = config.limits.headerTimeoutSeconds
+        server.idleTimeout = config.limits.idleTimeoutSeconds
+        server.shutdownTimeout = shutdownSeconds
+        return server
+    }
+
+    private static func waitForSignals(_ signals: CInt, server: HTTPServer, handlers: [ProxyHandler],
+                                       configPath: String, current: ProxyRuntime) -> Int32 {
+        var runtime = current
+        var drainDeadline: NanoTime?
+        while true {
+            var pfd = pollfd(fd: signals, events: Int16(POLLIN), revents: 0)
+            _ = poll(&pfd, 1, drainDeadline == nil ? -1 : 50)
+            while case let signal = cl_signalfd_read(signals), signal > 0 {
+                switch signal {
+                case SIGHUP:
+                    runtime = reload(configPath: configPath, server: server, handlers: handlers, current: runtime)
+                default:
+                    if drainDeadline != nil {
+                        Log.emit(.warning, "forced_exit", ["signal": .int(Int(signal)), "open": .int(server.openConnections)])
+                        _exit(1)
+                    }
+                    Log.emit(.info, "shutting_down", ["signal": .int(Int(signal)), "open": .int(server.openConnections),
+                                                      "deadlineSeconds": .double(shutdownSeconds)])
+                    drainDeadline = NanoTime.now().adding(seconds: shutdownSeconds)
+                    server.beginShutdown()
+                }
+            }
+            if let deadline = drainDeadline, server.openConnections == 0 || NanoTime.now() >= deadline {
+                let open = server.openConnections
+                server.stop()
+                Log.emit(.info, "stopped", ["closedInFlight": .int(open)])
+                return 0
+            }
+        }
+    }
+
+    /// SIGHUP: a valid config replaces the runtime on every loop for new requests; an invalid one is logged and ignored.
+    private static func reload(configPath: String, server: HTTPServer, handlers: [ProxyHandler], current: ProxyRuntime) -> ProxyRuntime {
+        switch ConfigLoader.load(path: configPath) {
+        case .failure(let errors):
+            Log.emit(.error, "config_reload_failed", ["config": .string(configPath), "errors": .string(errors.description)])
+            return current
+        case .success(let configuration):
+            let next = ProxyRuntime(configuration: configuration, mocks: current.mocks)
+            for (loop, handler) in zip(server.eventLoops, handlers) {
+                nonisolated(unsafe) let handler = handler
+                loop.execute { handler.runtime = next }
+            }
+            let old = current.configuration
+            if old.listen != configuration.listen || old.workers != configuration.workers || old.limits != configuration.limits {
+                Log.emit(.warning, "config_reload_partial", ["message": .string("listen, workers and limits take effect at the next start")])
+            }
+            Log.emit(.info, "config_reloaded", ["config": .string(configPath), "routes": .int(configuration.routes.count)])
+            return next
+        }
+    }
+}

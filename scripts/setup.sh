@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what building and testing need on a fresh Debian 12 machine with the Swift toolchain:
+# the C libraries (libcurl, SQLite), the real test peers (nginx, wrk, slowhttptest) and pytest.
+# Idempotent and quiet when everything is already there.
+set -euo pipefail
+
+packages=(pkg-config libcurl4-openssl-dev libsqlite3-dev nginx-light wrk slowhttptest haproxy curl ca-certificates)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The nginx package starts a system nginx on port 80; the tests start their own.
+  { command -v systemctl >/dev/null && $SUDO systemctl disable --now nginx haproxy; } >/dev/null 2>&1 || true
+  $SUDO pkill -x nginx >/dev/null 2>&1 || true
+  $SUDO pkill -x haproxy >/dev/null 2>&1 || true
+fi
+
+python3 - <<'PY' || python3 -m pip install -q --disable-pip-version-check -r "$(dirname "$0")/../Tests/Integration/requirements.txt"
+import importlib.util, sys
+sys.exit(0 if all(importlib.util.find_spec(m) for m in ("pytest",)) else 1)
+PY
