@@ -1,0 +1,38 @@
+/// The analytics sidecar: keypath root, upload endpoint and queue limits.
+public struct AnalyticsConfiguration: Sendable, Equatable {
+    /// Dot-path prefix added to every key ("pennmobile"). Required.
+    public var root: String
+    /// Where batches are POSTed. Required.
+    public var endpoint: UpstreamURL
+    /// Token sent with uploads. Default `.accessToken`.
+    public var credential: CredentialKind
+    /// Product number in every upload body. Default 1.
+    public var product: Int
+    /// Seconds between uploads. Default 30.
+    public var pushIntervalSeconds: Double
+    /// Seconds after which stored values are pruned. Default 604800 (7 days).
+    public var expireIntervalSeconds: Double
+    /// Seconds within which a repeated key is dropped. Default 5.
+    public var bufferIntervalSeconds: Double
+    /// Most values in one upload, 1...10000. Default 500.
+    public var maxBatch: Int
+    /// Most values kept on disk; the oldest are dropped beyond it. Default 100000.
+    public var maxStoredEvents: Int
+
+    /// Analytics settings with the documented defaults unless given.
+    public init(
+        root: String, endpoint: UpstreamURL, credential: CredentialKind = .accessToken, product: Int = 1,
+        pushIntervalSeconds: Double = 30, expireIntervalSeconds: Double = 604_800,
+        bufferIntervalSeconds: Double = 5, maxBatch: Int = 500, maxStoredEvents: Int = 100_000
+    ) {
+        self.root = root
+        self.endpoint = endpoint
+        self.credential = credential
+        self.product = product
+        self.pushIntervalSeconds = pushIntervalSeconds
+        self.expireIntervalSeconds = expireIntervalSeconds
+        self.bufferIntervalSeconds = bufferIntervalSeconds
+        self.maxBatch = maxBatch
+        self.maxStoredEvents = maxStoredEvents
+    }
+}

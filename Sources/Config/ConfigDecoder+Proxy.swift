@@ -1,0 +1,113 @@
+import JSON
+
+extension ConfigDecoder {
+    static let topLevelKeys = [
+        "listen", "workers", "allowedHosts", "apiKey", "stateDirectory", "mock",
+        "provider", "gate", "limits", "routes", "analytics",
+    ]
+
+    /// The whole document; nil only when the root is not an object (reported).
+    func proxyConfiguration(_ root: JSONValue) -> ProxyConfiguration? {
+        guard case .object = root else {
+            return failure("", "the config must be a JSON object, not \(root.kindDescription)")
+        }
+        guard let top = ObjectReader(root, at: "", keys: ConfigDecoder.topLevelKeys, decoder: self) else { return nil }
+        var config = ProxyConfiguration(configDirectory: directory)
+        if let listen = top.read("listen", listenAddresses) { config.listen = listen }
+        if let workers = top.integer("workers", in: 0...1024) { config.workers = workers }
+        if let hosts = top.read("allowedHosts", allowedHosts) { config.allowedHosts = hosts }
+        config.apiKey = top.secret("apiKey")
+        if let state = top.read("stateDirectory", filePath) { config.stateDirectory = state }
+        if let mock = top.bool("mock") { config.mock = mock }
+        config.provider = top.object("provider", keys: ConfigDecoder.providerKeys).flatMap(provider)
+        if let gate = top.object("gate", keys: ["mode", "waitSeconds"]).map(gate) { config.gate = gate }
+        if let limits = top.object("limits", keys: ConfigDecoder.limitsKeys).map(limits) { config.limits = limits }
+        let routes = top.read("routes", routes) ?? []
+        config.routes = routes.map(\.route)
+        config.analytics = top.object("analytics", keys: ConfigDecoder.analyticsKeys).flatMap(analytics)
+
+        // Credentials need a provider able to issue them; skip when the provider itself was invalid.
+        let providerGiven = top.has("provider")
+        if providerGiven, config.provider == nil { return config }
+        for (route, path) in routes where route.credential != .none {
+            checkCredential(route.credential, at: path + ".credential", provider: config.provider)
+        }
+        if let analytics = config.analytics, analytics.credential != .none {
+            checkCredential(analytics.credential, at: "analytics.credential", provider: config.provider)
+        }
+        return config
+    }
+
+    private func checkCredential(_ kind: CredentialKind, at path: String, provider: ProviderConfiguration?) {
+        guard let provider else { return report(path, "needs a provider") }
+        guard kind == .jwt else { return }
+        switch provider.grant {
+        case .clientCredentials:
+            report(path, "\"jwt\" needs an id_token, which grant \"client_credentials\" does not give")
+        case .staticTokens where provider.idToken == nil:
+            report(path, "\"jwt\" needs provider.idToken with grant \"static\"")
+        case .authorizationCode where !provider.scopes.contains("openid"):
+            report(path, "\"jwt\" needs the \"openid\" scope in provider.scopes")
+        default:
+            break
+        }
+    }
+
+    func listenAddresses(_ value: JSONValue, at path: String) -> [ListenAddress]? {
+        guard let items = array(value, at: path) else { return nil }
+        guard !items.isEmpty else { return failure(path, "must list at least one address") }
+        var addresses: [ListenAddress] = []
+        for (itemPath, item) in items {
+            guard let text = string(item, at: itemPath) else { continue }
+            switch ListenAddress.validate(text, relativeTo: directory) {
+            case .success(let address) where addresses.contains(address):
+                report(itemPath, "\(address) is listed twice")
+            case .success(let address):
+                addresses.append(address)
+            case .failure(let refusal):
+                report(itemPath, "\"\(text)\" is not a listen address: \(refusal.reason)")
+            }
+        }
+        return addresses
+    }
+
+    func allowedHosts(_ value: JSONValue, at path: String) -> [String]? {
+        guard let items = array(value, at: path) else { return nil }
+        guard !items.isEmpty else { return failure(path, "must list at least one host") }
+        var hosts: [String] = []
+        for (itemPath, item) in items {
+            guard let text = string(item, at: itemPath) else { continue }
+            if let host = HostSyntax.normalizedHost(text) {
+                if !hosts.contains(host) { hosts.append(host) }
+            } else if HostSyntax.splitHostPort(text)?.port != nil {
+                report(itemPath, "\"\(text)\" must be a host without a port (the Host header's port is ignored)")
+            } else {
+                report(itemPath, "\"\(text)\" is not a host name or IP address (IPv6 in brackets)")
+            }
+        }
+        return hosts
+    }
+
+    func gate(_ object: ObjectReader) -> GateConfiguration {
+        var gate = GateConfiguration()
+        if let mode: GateConfiguration.Mode = object.choice("mode") { gate.mode = mode }
+        if let wait = object.seconds("waitSeconds") { gate.waitSeconds = wait }
+        return gate
+    }
+
+    static let limitsKeys = [
+        "maxHeaderBytes", "maxBodyBytes", "retryBodyBytes", "maxConnections",
+        "headerTimeoutSeconds", "idleTimeoutSeconds",
+    ]
+
+    func limits(_ object: ObjectReader) -> LimitsConfiguration {
+        var limits = LimitsConfiguration()
+        if let v = object.integer("maxHeaderBytes", in: 1024...16_777_216) { limits.maxHeaderBytes = v }
+        if let v = object.integer("maxBodyBytes", in: 0...Int.max) { limits.maxBodyBytes = v }
+        if let v = object.integer("retryBodyBytes", in: 0...Int.max) { limits.retryBodyBytes = v }
+        if let v = object.integer("maxConnections", in: 1...1_000_000) { limits.maxConnections = v }
+        if let v = object.seconds("headerTimeoutSeconds", positive: true) { limits.headerTimeoutSeconds = v }
+        if let v = object.seconds("idleTimeoutSeconds", positive: true) { limits.idleTimeoutSeconds = v }
+        return limits
+    }
+}

@@ -1,0 +1,57 @@
+/// The whole validated config file; relative paths in it are already absolute.
+public struct ProxyConfiguration: Sendable, Equatable {
+    /// The config `serve` uses when no `--config` is given, relative to the working directory.
+    public static let defaultPath = "Config/platform-proxy.json"
+
+    /// Listeners. Default ["127.0.0.1:8080"].
+    public var listen: [ListenAddress]
+    /// Event loops; 0 means one per core. Default 0.
+    public var workers: Int
+    /// Host header values (port ignored, lowercased) that are served; others get 403. Default ["localhost", "127.0.0.1", "[::1]"].
+    public var allowedHosts: [String]
+    /// Value every request must carry in X-Proxy-Key; nil turns the check off. Default nil.
+    public var apiKey: SecretSource?
+    /// Absolute directory for tokens.json and the analytics store. Default "state" beside the config file.
+    public var stateDirectory: String
+    /// Global switch: every route with a mock directory replays. Default false.
+    public var mock: Bool
+    /// The token issuer; nil when no route needs credentials. Default nil.
+    public var provider: ProviderConfiguration?
+    /// Behaviour while logged out. Default reject.
+    public var gate: GateConfiguration
+    /// Size and time limits.
+    public var limits: LimitsConfiguration
+    /// Proxied path prefixes, in config order. Default [].
+    public var routes: [RouteConfiguration]
+    /// The analytics sidecar; nil disables `/_platform/analytics/*`. Default nil.
+    public var analytics: AnalyticsConfiguration?
+    /// Absolute directory of the config file, against which relative paths were resolved.
+    public var configDirectory: String
+
+    /// The default listener.
+    public static let defaultListen: [ListenAddress] = [.tcp(host: "127.0.0.1", port: 8080)]
+    /// The default allowed hosts.
+    public static let defaultAllowedHosts = ["localhost", "127.0.0.1", "[::1]"]
+
+    /// A configuration with the documented defaults unless given; `stateDirectory` defaults to "state" in `configDirectory`.
+    public init(
+        configDirectory: String, listen: [ListenAddress] = ProxyConfiguration.defaultListen, workers: Int = 0,
+        allowedHosts: [String] = ProxyConfiguration.defaultAllowedHosts, apiKey: SecretSource? = nil,
+        stateDirectory: String? = nil, mock: Bool = false, provider: ProviderConfiguration? = nil,
+        gate: GateConfiguration = GateConfiguration(), limits: LimitsConfiguration = LimitsConfiguration(),
+        routes: [RouteConfiguration] = [], analytics: AnalyticsConfiguration? = nil
+    ) {
+        self.configDirectory = configDirectory
+        self.listen = listen
+        self.workers = workers
+        self.allowedHosts = allowedHosts
+        self.apiKey = apiKey
+        self.stateDirectory = stateDirectory ?? FileSystem.resolve("state", against: configDirectory)
+        self.mock = mock
+        self.provider = provider
+        self.gate = gate
+        self.limits = limits
+        self.routes = routes
+        self.analytics = analytics
+    }
+}

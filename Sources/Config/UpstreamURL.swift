@@ -1,0 +1,88 @@
+/// An absolute http or https URL, split into the parts a proxy needs.
+///
+/// IPv6 hosts keep their brackets (`[::1]`), so `hostPort` and `origin` are
+/// ready to use in a Host header or a URL.
+public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertible {
+    /// "http" or "https", lowercased.
+    public var scheme: String
+    /// Lowercased host name, IPv4 literal, or bracketed IPv6 literal.
+    public var host: String
+    /// The explicit port, or the scheme's default (80, 443).
+    public var port: UInt16
+    /// The path, always beginning with "/"; percent-escapes kept as written.
+    public var path: String
+    /// The query after "?", without the "?"; nil when there is none.
+    public var query: String?
+
+    /// A URL from its parts; `parse` is the validating way in.
+    public init(scheme: String, host: String, port: UInt16? = nil, path: String = "/", query: String? = nil) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port ?? UpstreamURL.defaultPort(for: scheme)
+        self.path = path
+        self.query = query
+    }
+
+    /// 443 for https, 80 otherwise.
+    public static func defaultPort(for scheme: String) -> UInt16 { scheme == "https" ? 443 : 80 }
+
+    /// True when the port is the scheme's default.
+    public var hasDefaultPort: Bool { port == UpstreamURL.defaultPort(for: scheme) }
+
+    /// "host:port", port always present: the unit credentials are scoped to.
+    public var hostPort: String { "\(host):\(port)" }
+
+    /// "scheme://host" plus ":port" when not the default (RFC 6454 serialization).
+    public var origin: String { hasDefaultPort ? "\(scheme)://\(host)" : "\(scheme)://\(host):\(port)" }
+
+    /// The whole URL.
+    public var description: String { origin + path + (query.map { "?" + $0 } ?? "") }
+
+    /// The URL, or nil if it is not an absolute http(s) URL without user info or fragment.
+    public static func parse(_ text: String) -> UpstreamURL? {
+        try? validate(text).get()
+    }
+
+    /// The URL, or the reason it is refused (a sentence fragment for config errors).
+    static func validate(_ text: String) -> Result<UpstreamURL, Refusal> {
+        guard !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
+            return .failure(Refusal("it contains spaces or control characters"))
+        }
+        guard let schemeEnd = text.firstRange(of: "://") else { return .failure(Refusal("it has no scheme")) }
+        let scheme = text[..<schemeEnd.lowerBound].lowercased()
+        guard scheme == "http" || scheme == "https" else {
+            return .failure(Refusal("the scheme \"\(scheme)\" is not http or https"))
+        }
+        guard !text.contains("#") else { return .failure(Refusal("a fragment (#) is not allowed")) }
+        let rest = text[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        let authority = String(rest[..<authorityEnd])
+        guard !authority.contains("@") else { return .failure(Refusal("user info (user@) is not allowed")) }
+        guard !authority.isEmpty else { return .failure(Refusal("the host is empty")) }
+        guard let (host, portText) = HostSyntax.splitHostPort(authority) else {
+            return .failure(Refusal("\"\(authority)\" is not a valid host"))
+        }
+        var port = defaultPort(for: scheme)
+        if let portText {
+            guard let explicit = HostSyntax.port(portText) else {
+                return .failure(Refusal("the port \"\(portText)\" is not a number from 1 to 65535"))
+            }
+            port = explicit
+        }
+        let target = rest[authorityEnd...]
+        var path = target
+        var query: String?
+        if let mark = target.firstIndex(of: "?") {
+            path = target[..<mark]
+            query = String(target[target.index(after: mark)...])
+        }
+        return .success(UpstreamURL(
+            scheme: scheme, host: host, port: port, path: path.isEmpty ? "/" : String(path), query: query))
+    }
+
+    /// Why a URL was refused.
+    struct Refusal: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+}
