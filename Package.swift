@@ -12,16 +12,22 @@ let package = Package(
     ],
     targets: [
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "Config", dependencies: ["JSON"], swiftSettings: strict),
         .target(name: "HTTP1", swiftSettings: strict),
         .target(name: "EventLoop", dependencies: ["CLinux", "HTTP1", "JSON"], swiftSettings: strict),
-        .target(name: "Proxy", dependencies: ["Config", "EventLoop", "HTTP1", "JSON"], swiftSettings: strict),
+        .target(name: "Upstream", dependencies: ["CCurl", "EventLoop"], swiftSettings: strict),
+        .target(name: "Credentials", dependencies: ["Config", "EventLoop", "JSON"], swiftSettings: strict),
+        .target(name: "Proxy", dependencies: ["Config", "Credentials", "EventLoop", "HTTP1", "JSON", "Upstream"], swiftSettings: strict),
         .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "EventLoop"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "JSON"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "HTTP1"]),
+        .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "EventLoop"]),
+        .testTarget(name: "CredentialsTests", dependencies: ["Credentials", "Config"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Config", "HTTP1", "EventLoop"]),
     ]
 )

@@ -64,3 +64,15 @@ final class Selector {
         UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
     }
 }
+
+/// Reading the event bits `Selectable.ready` receives.
+public enum ReadyEvents {
+    /// Data, end of stream or hang-up: a read will not block.
+    public static func isReadable(_ events: UInt32) -> Bool {
+        events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0
+    }
+    /// A write will not block.
+    public static func isWritable(_ events: UInt32) -> Bool { events & EPOLLOUT.rawValue != 0 }
+    /// The socket has an error pending.
+    public static func isError(_ events: UInt32) -> Bool { events & EPOLLERR.rawValue != 0 }
+}

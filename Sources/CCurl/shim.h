@@ -1,0 +1,48 @@
+// Typed wrappers for libcurl's variadic setters, which Swift cannot call.
+// No feature macros here: every shim in the package must agree on them.
+#ifndef PLATFORM_PROXY_CCURL_SHIM_H
+#define PLATFORM_PROXY_CCURL_SHIM_H
+
+#include <curl/curl.h>
+
+static inline CURLcode cc_easy_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode cc_easy_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode cc_easy_str(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode cc_easy_ptr(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode cc_easy_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
+
+typedef size_t (*cc_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
+static inline CURLcode cc_easy_write_function(CURL *h, cc_data_callback f) { return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, f); }
+static inline CURLcode cc_easy_read_function(CURL *h, cc_data_callback f) { return curl_easy_setopt(h, CURLOPT_READFUNCTION, f); }
+static inline CURLcode cc_easy_header_function(CURL *h, cc_data_callback f) { return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, f); }
+
+static inline CURLcode cc_info_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode cc_info_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
+
+typedef int (*cc_socket_callback)(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp);
+typedef int (*cc_timer_callback)(CURLM *multi, long timeout_ms, void *userp);
+static inline CURLMcode cc_multi_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode cc_multi_ptr(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode cc_multi_socket_function(CURLM *m, cc_socket_callback f) { return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, f); }
+static inline CURLMcode cc_multi_timer_function(CURLM *m, cc_timer_callback f) { return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, f); }
+
+/* CURLMsg's result sits in a union; read it here. */
+static inline CURLcode cc_msg_result(const CURLMsg *m) { return m->data.result; }
+
+/* The macros Swift does not import. */
+static const size_t CC_WRITEFUNC_PAUSE = CURL_WRITEFUNC_PAUSE;
+static const size_t CC_READFUNC_PAUSE = CURL_READFUNC_PAUSE;
+static const size_t CC_READFUNC_ABORT = CURL_READFUNC_ABORT;
+static const int CC_SOCKET_TIMEOUT = CURL_SOCKET_TIMEOUT;
+static const int CC_POLL_IN = CURL_POLL_IN;
+static const int CC_POLL_OUT = CURL_POLL_OUT;
+static const int CC_POLL_INOUT = CURL_POLL_INOUT;
+static const int CC_POLL_REMOVE = CURL_POLL_REMOVE;
+static const int CC_CSELECT_IN = CURL_CSELECT_IN;
+static const int CC_CSELECT_OUT = CURL_CSELECT_OUT;
+static const int CC_CSELECT_ERR = CURL_CSELECT_ERR;
+static const int CC_PAUSE_CONT = CURLPAUSE_CONT;
+static const long CC_HTTP_VERSION_2TLS = CURL_HTTP_VERSION_2TLS;
+static const long CC_PIPE_MULTIPLEX = CURLPIPE_MULTIPLEX;
+
+#endif

@@ -1,0 +1,35 @@
+import Config
+
+/// The tokens requests use, as one immutable value per token generation. Loops hold a
+/// reference and get a new one pushed when tokens change, so requests never take a lock.
+/// Header values are formatted once here, not per request.
+public final class CredentialSnapshot: Sendable {
+    /// Increases with every change of tokens; 0 means no tokens were ever loaded.
+    public let generation: UInt64
+    /// `"<type> <access token>"`, or nil when there is no access token.
+    public let accessTokenValue: String?
+    /// `"<type> <id_token>"`, or nil when there is no id_token.
+    public let idTokenValue: String?
+    /// Every secret value, so that tests and logs can prove none leaked.
+    let secrets: [String]
+
+    /// A snapshot of `accessToken` / `idToken` with `tokenType` (normally `Bearer`).
+    public init(generation: UInt64, accessToken: String?, idToken: String?, tokenType: String) {
+        self.generation = generation
+        accessTokenValue = accessToken.map { "\(tokenType) \($0)" }
+        idTokenValue = idToken.map { "\(tokenType) \($0)" }
+        secrets = [accessToken, idToken].compactMap { $0 }
+    }
+
+    /// No tokens at all.
+    public static let empty = CredentialSnapshot(generation: 0, accessToken: nil, idToken: nil, tokenType: "Bearer")
+
+    /// The header value a route of `kind` injects, or nil if that token is missing (or kind is `none`).
+    public func value(for kind: CredentialKind) -> String? {
+        switch kind {
+        case .accessToken: accessTokenValue
+        case .jwt: idTokenValue
+        case .none: nil
+        }
+    }
+}

@@ -1,0 +1,76 @@
+/// A request body passing from the client connection to a curl transfer, with backpressure
+/// both ways, and kept whole for a replay (redirect 307/308, 401 retry) while it stays small.
+public final class RequestBody {
+    private var storage: [UInt8] = []
+    private var readIndex = 0
+    private var retained = true
+    private let replayLimit: Int
+    /// Whether the client finished the body.
+    public private(set) var ended = false
+    /// Bytes received from the client so far.
+    public private(set) var totalBytes = 0
+    /// Called (after the current event) when buffered bytes fell below the low-water mark.
+    public var onDrained: (() -> Void)?
+    var onData: (() -> Void)?
+
+    /// Above this many unread bytes the client should be paused.
+    public static let highWater = 256 * 1024
+    private static let lowWater = 64 * 1024
+
+    /// A body keeping up to `replayLimit` bytes for a replay.
+    public init(replayLimit: Int) { self.replayLimit = replayLimit }
+
+    /// Unread bytes.
+    public var buffered: Int { storage.count - readIndex }
+
+    /// Whether the whole body is kept, so another transfer can send it again.
+    public var isReplayable: Bool { ended && retained }
+
+    /// A fresh body with the same bytes, for a replay; nil unless `isReplayable`.
+    public func replay() -> RequestBody? {
+        guard isReplayable else { return nil }
+        let copy = RequestBody(replayLimit: replayLimit)
+        copy.storage = storage
+        copy.totalBytes = totalBytes
+        copy.ended = true
+        return copy
+    }
+
+    /// Adds client bytes.
+    public func append(_ bytes: UnsafeRawBufferPointer) {
+        totalBytes += bytes.count
+        if retained && totalBytes > replayLimit { retained = false }
+        if !retained && readIndex > 0 && readIndex >= storage.count / 2 {
+            storage.removeFirst(readIndex)
+            readIndex = 0
+        }
+        storage.append(contentsOf: bytes)
+        onData?()
+    }
+
+    /// The client finished the body.
+    public func finish() {
+        ended = true
+        onData?()
+    }
+
+    enum ReadResult { case bytes(Int), wait, end }
+
+    /// Copies unread bytes into `buffer` for curl.
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+        let available = storage.count - readIndex
+        guard available > 0 else { return ended ? .end : .wait }
+        let n = min(available, buffer.count)
+        storage.withUnsafeBytes { src in
+            buffer.baseAddress!.copyMemory(from: src.baseAddress! + readIndex, byteCount: n)
+        }
+        let before = available
+        readIndex += n
+        if !retained && readIndex == storage.count {
+            storage.removeAll(keepingCapacity: true)
+            readIndex = 0
+        }
+        if before >= Self.lowWater && buffered < Self.lowWater { onDrained?() }
+        return .bytes(n)
+    }
+}

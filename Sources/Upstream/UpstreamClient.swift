@@ -1,0 +1,164 @@
+import CCurl
+import EventLoop
+import Glibc
+
+/// One libcurl multi handle driven by one event loop, exactly as curl's `ephiperfifo.c`:
+/// the socket callback maps `CURL_POLL_*` to epoll interest, the timer callback only arms a
+/// loop timer, and `curl_multi_socket_action` runs from loop events, never from a callback.
+/// Connections to upstreams are pooled by the multi handle; easy handles are reused.
+public final class UpstreamClient {
+    let loop: EventLoop
+    let multi: UnsafeMutableRawPointer
+    private var timer: TimerID?
+    private var sockets: [CInt: CurlSocket] = [:]
+    private var idleHandles: [EasyHandle] = []
+    private(set) var active: [UnsafeMutableRawPointer: UpstreamTransfer] = [:]
+    /// Non-zero while libcurl is running our callbacks: handles must not be removed then.
+    var callbackDepth = 0
+
+    /// Initialises libcurl once per process; call before any loop thread starts.
+    public static func globalInit() { _ = initialised }
+    private static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+
+    /// Creates the client of `loop` (call on that loop's thread or before it runs).
+    public init(loop: EventLoop) {
+        Self.globalInit()
+        self.loop = loop
+        multi = curl_multi_init()
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        cc_multi_socket_function(multi, { _, fd, what, userp, _ in
+            Unmanaged<UpstreamClient>.fromOpaque(userp!).takeUnretainedValue().socketChanged(fd, what)
+            return 0
+        })
+        cc_multi_ptr(multi, CURLMOPT_SOCKETDATA, me)
+        cc_multi_timer_function(multi, { _, timeout, userp in
+            Unmanaged<UpstreamClient>.fromOpaque(userp!).takeUnretainedValue().timerChanged(timeout)
+            return 0
+        })
+        cc_multi_ptr(multi, CURLMOPT_TIMERDATA, me)
+        cc_multi_long(multi, CURLMOPT_PIPELINING, CC_PIPE_MULTIPLEX)
+        cc_multi_long(multi, CURLMOPT_MAXCONNECTS, 512)
+    }
+
+    deinit { curl_multi_cleanup(multi) }
+
+    /// Starts `request`; events go to `delegate` on this loop. `body` streams the request body.
+    public func start(_ request: UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
+        let handle = idleHandles.popLast() ?? EasyHandle()
+        let transfer = UpstreamTransfer(client: self, handle: handle, request: request, body: body, delegate: delegate)
+        active[handle.easy] = transfer
+        let result = curl_multi_add_handle(multi, handle.easy)
+        if result != CURLM_OK {
+            loop.afterEvents { transfer.finish(.unreachable("curl_multi_add_handle: \(result.rawValue)")) }
+        }
+        return transfer
+    }
+
+    /// Number of transfers in flight on this loop.
+    public var activeTransfers: Int { active.count }
+
+    /// Detaches a finished or cancelled transfer and keeps its easy handle for the next one.
+    func release(_ transfer: UpstreamTransfer) {
+        guard active.removeValue(forKey: transfer.handle.easy) != nil else { return }
+        curl_multi_remove_handle(multi, transfer.handle.easy)
+        curl_easy_reset(transfer.handle.easy)
+        idleHandles.append(transfer.handle)
+    }
+
+    // MARK: libcurl callbacks (they only record what to watch)
+
+    private func socketChanged(_ fd: curl_socket_t, _ what: Int32) {
+        if what == CC_POLL_REMOVE {
+            if sockets.removeValue(forKey: fd) != nil { loop.deregister(fd: fd) }
+            return
+        }
+        var interest: Interest = []
+        if what == CC_POLL_IN || what == CC_POLL_INOUT { interest.insert(.read) }
+        if what == CC_POLL_OUT || what == CC_POLL_INOUT { interest.insert(.write) }
+        if let socket = sockets[fd] {
+            try? loop.reregister(fd: fd, interest: interest)
+            socket.interest = interest
+        } else {
+            let socket = CurlSocket(fd: fd, client: self, interest: interest)
+            sockets[fd] = socket
+            do { try loop.register(fd: fd, interest: interest, target: socket) } catch { sockets[fd] = nil }
+        }
+    }
+
+    private func timerChanged(_ milliseconds: Int) {
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        guard milliseconds >= 0 else { return }
+        let deadline = NanoTime.now().adding(seconds: Double(milliseconds) / 1000)
+        timer = loop.schedule(at: deadline) { [weak self] in
+            guard let self else { return }
+            self.timer = nil
+            self.socketAction(fd: CC_SOCKET_TIMEOUT, events: 0)
+        }
+    }
+
+    // MARK: driving
+
+    func socketAction(fd: CInt, events: Int32) {
+        var running: Int32 = 0
+        callbackDepth += 1
+        curl_multi_socket_action(multi, fd, events, &running)
+        callbackDepth -= 1
+        drainCompleted()
+    }
+
+    /// Resumes a paused direction of a transfer; libcurl may call back synchronously.
+    func unpause(_ transfer: UpstreamTransfer, mask: Int32) {
+        callbackDepth += 1
+        curl_easy_pause(transfer.handle.easy, mask)
+        callbackDepth -= 1
+        drainCompleted()
+    }
+
+    private func drainCompleted() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
+                  let transfer = active[easy] else { continue }
+            transfer.completed(code: cc_msg_result(message))
+        }
+    }
+}
+
+/// A curl socket registered with the loop.
+final class CurlSocket: Selectable {
+    let fd: CInt
+    unowned let client: UpstreamClient
+    var interest: Interest
+
+    init(fd: CInt, client: UpstreamClient, interest: Interest) {
+        self.fd = fd
+        self.client = client
+        self.interest = interest
+    }
+
+    func ready(_ events: UInt32) {
+        var mask: Int32 = 0
+        if ReadyEvents.isReadable(events) { mask |= CC_CSELECT_IN }
+        if ReadyEvents.isWritable(events) { mask |= CC_CSELECT_OUT }
+        if ReadyEvents.isError(events) { mask |= CC_CSELECT_ERR }
+        client.socketAction(fd: fd, events: mask)
+    }
+}
+
+/// A reusable easy handle and its error buffer.
+final class EasyHandle {
+    let easy: UnsafeMutableRawPointer
+    let errorBuffer: UnsafeMutablePointer<CChar>
+
+    init() {
+        easy = curl_easy_init()
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        errorBuffer.deallocate()
+    }
+}
