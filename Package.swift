@@ -28,6 +28,6 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "HTTP1"]),
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "EventLoop"]),
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials", "Config"]),
-        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Config", "HTTP1", "EventLoop"]),
+        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Config", "HTTP1", "EventLoop", "JSON"]),
     ]
 )

@@ -6,8 +6,8 @@ final class ByteBuffer {
     private(set) var writerIndex = 0
 
     init(capacity: Int) {
-        self.capacity = capacity
-        storage = .allocate(byteCount: capacity, alignment: 16)
+        self.capacity = max(capacity, 1)
+        storage = .allocate(byteCount: self.capacity, alignment: 16)
     }
 
     deinit { storage.deallocate() }
@@ -56,7 +56,7 @@ final class ByteBuffer {
             writerIndex = live
         }
         guard capacity - writerIndex < needed else { return }
-        var newCapacity = capacity
+        var newCapacity = max(capacity, 64)
         while newCapacity - live < needed && newCapacity < limit { newCapacity *= 2 }
         newCapacity = min(max(newCapacity, capacity), max(limit, capacity))
         guard newCapacity > capacity else { return }

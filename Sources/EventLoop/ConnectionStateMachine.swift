@@ -85,7 +85,11 @@ public struct ConnectionStateMachine: Sendable {
     public mutating func responseEnded(now: NanoTime, mustClose: Bool = false) -> Decision {
         responseDone = true
         if mustClose { keepAlive = false }
-        guard requestDone else { return mustClose ? .close : .proceed }
+        guard requestDone else {
+            guard mustClose else { return .proceed }
+            phase = .closed
+            return .close
+        }
         return exchangeComplete(now: now)
     }
 
@@ -109,7 +113,8 @@ public struct ConnectionStateMachine: Sendable {
     /// Output could not be written fully (true) or drained again (false): a stalled reader times out.
     public mutating func outputBlocked(_ blocked: Bool, now: NanoTime) {
         outputBlocked = blocked
-        if blocked { deadline = now.adding(seconds: idleTimeout) }
+        // A head in progress keeps its (shorter) header deadline.
+        if blocked && phase != .readingHead { deadline = now.adding(seconds: idleTimeout) }
         else if phase == .awaitingResponse { deadline = nil }
     }
 

@@ -201,14 +201,19 @@ final class HTTPConnection: Selectable {
         endResponse(exchange)
     }
 
-    func startResponse(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], contentLength: Int?) {
-        if let contentLength {
-            writeHead(exchange, status: status, headers: headers, framing: "Content-Length", value: String(contentLength))
-        } else if exchange.head.version == .http11 {
+    func startResponse(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], framing: HTTPExchange.ResponseFraming) {
+        switch framing {
+        case .length(let length):
+            writeHead(exchange, status: status, headers: headers, framing: "Content-Length", value: String(length))
+        case .bodiless:
+            exchange.isHead = true
+            writeHead(exchange, status: status, headers: headers, framing: nil, value: "")
+        case .streamed where exchange.head.version == .http11:
             exchange.chunkedResponse = !exchange.isHead
-            writeHead(exchange, status: status, headers: headers, framing: "Transfer-Encoding", value: "chunked")
-        } else {
-            machine.responseWillBeCloseDelimited()
+            writeHead(exchange, status: status, headers: headers, framing: exchange.isHead ? nil : "Transfer-Encoding",
+                      value: "chunked")
+        case .streamed:
+            if !exchange.isHead { machine.responseWillBeCloseDelimited() }
             writeHead(exchange, status: status, headers: headers, framing: nil, value: "")
         }
         if !inReady { flush() }

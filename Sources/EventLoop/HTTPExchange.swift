@@ -58,10 +58,20 @@ public final class HTTPExchange {
         body.withUnsafeBytes { connection.respond(self, status: status, headers: headers, body: $0) }
     }
 
-    /// Starts a streamed response; `contentLength` nil means chunked (HTTP/1.1) or close-delimited (1.0).
-    public func startResponse(status: Int, headers: [(name: String, value: String)], contentLength: Int?) {
+    /// How a streamed response body is delimited.
+    public enum ResponseFraming: Sendable, Equatable {
+        /// Exactly this many bytes follow (`Content-Length`).
+        case length(Int)
+        /// Length unknown: chunked for HTTP/1.1 clients, close-delimited for 1.0.
+        case streamed
+        /// No body and no framing header (1xx, 204, 304).
+        case bodiless
+    }
+
+    /// Starts a streamed response.
+    public func startResponse(status: Int, headers: [(name: String, value: String)], framing: ResponseFraming) {
         guard let connection, !responseStarted else { return }
-        connection.startResponse(self, status: status, headers: headers, contentLength: contentLength)
+        connection.startResponse(self, status: status, headers: headers, framing: framing)
     }
 
     /// Queues body bytes of a streamed response.

@@ -31,7 +31,7 @@ public struct RequestTarget: Sendable, Equatable {
 
 /// Host handling for the allowed-hosts check.
 enum HostName {
-    /// The host part of a Host value, lowercased: `Example.COM:8080` → `example.com`, `[::1]:80` → `[::1]`.
+    /// The host part of a Host value, as written: `Example.COM:8080` → `Example.COM`, `[::1]:80` → `[::1]`.
     static func hostPart(_ value: Substring) -> Substring {
         if value.first == "[" {
             if let close = value.firstIndex(of: "]") { return value[...close] }

@@ -25,8 +25,8 @@ public struct Router: Sendable {
     public func match(_ path: Substring) -> (index: Int, rest: Substring)? {
         for entry in entries {
             if entry.prefix == "/" { return (entry.index, path) }
-            guard path.hasPrefix(entry.prefix) else { continue }
-            let rest = path.dropFirst(entry.prefix.utf8.count)
+            guard path.utf8.starts(with: entry.prefix.utf8) else { continue }
+            let rest = Substring(path.utf8.dropFirst(entry.prefix.utf8.count))
             if rest.isEmpty || rest.first == "/" { return (entry.index, rest) }
         }
         return nil

@@ -1,0 +1,128 @@
+import Testing
+@testable import EventLoop
+
+private func ns(_ n: Int64) -> NanoTime { NanoTime(nanoseconds: n) }
+
+/// Runs the callbacks due at `now` and returns the tags they recorded.
+private func fire(_ heap: inout TimerHeap, at now: Int64, _ log: FiredLog) -> [Int] {
+    log.fired = []
+    for callback in heap.due(at: ns(now)) { callback() }
+    return log.fired
+}
+
+@Suite("TimerHeap")
+struct TimerHeapTests {
+    @Test("timers come due in deadline order, not scheduling order")
+    func dueOrder() {
+        var heap = TimerHeap()
+        let log = FiredLog()
+        for (tag, deadline) in [(3, 300), (1, 100), (5, 500), (2, 200), (4, 400)] as [(Int, Int64)] {
+            _ = heap.schedule(at: ns(deadline)) { log.fired.append(tag) }
+        }
+        #expect(heap.count == 5)
+        #expect(heap.earliest() == ns(100))
+        #expect(fire(&heap, at: 99, log) == [])
+        #expect(fire(&heap, at: 250, log) == [1, 2])
+        #expect(heap.earliest() == ns(300))
+        #expect(fire(&heap, at: 1_000, log) == [3, 4, 5])
+        #expect(heap.count == 0)
+        #expect(heap.earliest() == nil)
+    }
+
+    @Test("a deadline equal to now is due")
+    func deadlineEqualToNowIsDue() {
+        var heap = TimerHeap()
+        let log = FiredLog()
+        _ = heap.schedule(at: ns(100)) { log.fired.append(1) }
+        #expect(fire(&heap, at: 100, log) == [1])
+    }
+
+    @Test("timers with equal deadlines all fire together, exactly once")
+    func equalDeadlines() {
+        var heap = TimerHeap()
+        let log = FiredLog()
+        for tag in 1...5 { _ = heap.schedule(at: ns(100)) { log.fired.append(tag) } }
+        _ = heap.schedule(at: ns(50)) { log.fired.append(0) }
+        #expect(fire(&heap, at: 99, log) == [0])
+        #expect(fire(&heap, at: 100, log).sorted() == [1, 2, 3, 4, 5])
+        #expect(fire(&heap, at: 1_000, log) == [])
+    }
+
+    @Test("a cancelled timer never fires and no longer counts")
+    func cancelSkipped() {
+        var heap = TimerHeap()
+        let log = FiredLog()
+        _ = heap.schedule(at: ns(100)) { log.fired.append(1) }
+        let cancelled = heap.schedule(at: ns(200)) { log.fired.append(2) }
+        _ = heap.schedule(at: ns(300)) { log.fired.append(3) }
+        heap.cancel(cancelled)
+        #expect(heap.count == 2)
+        #expect(fire(&heap, at: 1_000, log) == [1, 3])
+        // Cancelling again, or after firing, is harmless.
+        heap.cancel(cancelled)
+        #expect(heap.count == 0)
+    }
+
+    @Test("earliest() skips cancelled timers at the top")
+    func earliestSkipsCancelled() {
+        var heap = TimerHeap()
+        let first = heap.schedule(at: ns(100)) {}
+        let second = heap.schedule(at: ns(200)) {}
+        _ = heap.schedule(at: ns(300)) {}
+        heap.cancel(first)
+        #expect(heap.earliest() == ns(200))
+        heap.cancel(second)
+        #expect(heap.earliest() == ns(300))
+    }
+
+    @Test("earliest() is nil when every timer is cancelled")
+    func earliestAllCancelled() {
+        var heap = TimerHeap()
+        let ids = (1...4).map { heap.schedule(at: ns(Int64($0) * 10)) {} }
+        ids.forEach { heap.cancel($0) }
+        #expect(heap.earliest() == nil)
+        #expect(heap.count == 0)
+    }
+
+    @Test("timer IDs are distinct")
+    func distinctIDs() {
+        var heap = TimerHeap()
+        let ids = (0..<100).map { _ in heap.schedule(at: ns(1)) {} }
+        #expect(Set(ids).count == 100)
+    }
+
+    @Test("many random deadlines, some cancelled, come out sorted")
+    func randomDeadlinesSorted() {
+        var rng = SeededGenerator(seed: 0x5EED)
+        var heap = TimerHeap()
+        let log = FiredLog()
+        var deadlines: [Int: Int64] = [:]
+        var ids: [Int: TimerID] = [:]
+        for tag in 0..<2_000 {
+            let deadline = Int64.random(in: 0..<500, using: &rng)
+            deadlines[tag] = deadline
+            ids[tag] = heap.schedule(at: ns(deadline)) { log.fired.append(tag) }
+        }
+        var live = Set(0..<2_000)
+        for tag in 0..<2_000 where Bool.random(using: &rng) && tag % 3 == 0 {
+            heap.cancel(ids[tag]!)
+            live.remove(tag)
+        }
+        #expect(heap.count == live.count)
+
+        // Drain in random steps; every step's output and the whole sequence stay sorted.
+        var now: Int64 = -1
+        var all: [Int] = []
+        while now < 600 {
+            now += Int64.random(in: 1...40, using: &rng)
+            let step = fire(&heap, at: now, log)
+            #expect(step.allSatisfy { deadlines[$0]! <= now })
+            if let next = heap.earliest() { #expect(next.nanoseconds > now) }
+            all += step
+        }
+        let order = all.map { deadlines[$0]! }
+        #expect(order == order.sorted())
+        #expect(Set(all) == live)
+        #expect(all.count == live.count)
+    }
+}
