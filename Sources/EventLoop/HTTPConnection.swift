@@ -106,7 +106,8 @@ final class HTTPConnection: Selectable {
                     startExchange(head)
                 }
             case .readingBody:
-                guard !bodyPaused || exchange?.responseEnded != false, !input.isEmpty else { return syncTimer() }
+                // A finished decoder still owes its end event, even with nothing left to read.
+                guard !bodyPaused || exchange?.responseEnded != false, !input.isEmpty || decoder.isComplete else { return syncTimer() }
                 decodeBody()
             case .awaitingResponse, .closed:
                 return syncTimer()

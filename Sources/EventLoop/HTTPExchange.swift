@@ -86,6 +86,9 @@ public final class HTTPExchange {
         connection.endResponse(self)
     }
 
+    /// Closes the client connection at once: a streamed response cannot be finished.
+    public func abort(reason: String) { connection?.close(reason: reason) }
+
     /// Whether more output may be queued without exceeding the high-water mark.
     public var canWrite: Bool { connection?.canWrite ?? false }
 

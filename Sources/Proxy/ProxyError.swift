@@ -18,6 +18,7 @@ public struct ProxyError: Error, Sendable, Equatable {
         case tooManyRedirects = "too_many_redirects"
         case bodyTooLarge = "body_too_large"
         case invalidRequest = "invalid_request"
+        case credentialsUnavailable = "credentials_unavailable"
     }
 
     private let code: Code
@@ -59,6 +60,10 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static let tooManyRedirects = Self(.tooManyRedirects, 502, "The upstream redirected more times than the route allows.")
     /// The body exceeds `limits.maxBodyBytes`.
     public static let bodyTooLarge = Self(.bodyTooLarge, 413, "The request body is larger than the proxy accepts.")
+    /// The route needs a token the proxy does not have.
+    public static func credentialsUnavailable(_ kind: String) -> Self {
+        Self(.credentialsUnavailable, 503, "No \(kind) credential is available for this route.")
+    }
     /// A request the proxy cannot act on, with a reason.
     public static func invalidRequest(_ message: String) -> Self { Self(.invalidRequest, 400, message) }
 

@@ -1,6 +1,8 @@
 import Config
+import Credentials
 import EventLoop
 import HTTP1
+import Upstream
 
 /// The request pipeline of one loop: local security → control endpoints → router → route policy.
 public final class ProxyHandler: HTTPHandler {
@@ -10,6 +12,10 @@ public final class ProxyHandler: HTTPHandler {
     private let log: LogBuffer
     private var requestIDs: RequestIDGenerator
     private let control: ControlEndpoints
+    /// This loop's libcurl multi handle.
+    let upstream: UpstreamClient
+    /// The tokens in force; replaced (on this loop) when they change.
+    public var credentials: CredentialSnapshot = .empty
 
     /// Creates the handler for `loop`.
     public init(runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int) {
@@ -18,6 +24,7 @@ public final class ProxyHandler: HTTPHandler {
         log = LogBuffer(loop: loop)
         requestIDs = RequestIDGenerator(loopIndex: loopIndex)
         control = ControlEndpoints()
+        upstream = UpstreamClient(loop: loop)
     }
 
     public func handle(_ exchange: HTTPExchange) {
@@ -43,8 +50,28 @@ public final class ProxyHandler: HTTPHandler {
         if runtime.replaysMocks(route), let mock = route.mock {
             return replayMock(exchange, directory: mock.directory, rest: rest)
         }
-        fail(exchange, .noRoute(String(target.path)))
+        guard let upstreamBase = route.upstream else { return fail(exchange, .noRoute(String(target.path))) }
+        guard !UpstreamTarget.hasDotSegment(target.path) else { return fail(exchange, .invalidPath) }
+        let injector = runtime.injectors[index]
+        guard let lines = injector.lines(credentials, names: route.headers) else {
+            return fail(exchange, .credentialsUnavailable(route.credential.rawValue))
+        }
+        let forwarded = ForwardedExchange(
+            exchange: exchange, route: route, upstream: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query),
+            handler: self, requestID: info.requestID, credentialLines: lines, injector: injector)
+        forwarded.start(retryBodyBytes: runtime.configuration.limits.retryBodyBytes)
     }
+
+    /// An upstream transfer failed; logged with libcurl's reason (which never holds headers).
+    func upstreamFailed(_ exchange: HTTPExchange, error: UpstreamError) {
+        log.emit(.warning, "upstream_failed", [("requestID", .string(exchange.info?.requestID ?? "")),
+                                               ("route", .string(exchange.info?.route ?? "")),
+                                               ("upstream", .string(exchange.info?.upstream ?? "")),
+                                               ("error", .string(error.description))])
+    }
+
+    /// A redirect left the credential hosts: injected headers, cookies and Authorization were dropped.
+    func credentialsStripped(route: String) {}
 
     // MARK: answers
 

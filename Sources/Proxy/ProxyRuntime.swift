@@ -1,4 +1,5 @@
 import Config
+import Credentials
 
 /// Everything a request reads that a config reload can change, built once per config and
 /// never mutated: loops swap their reference to a new one, so requests take no lock.
@@ -11,6 +12,8 @@ public final class ProxyRuntime: Sendable {
     public let allowedHosts: [String]
     /// Mock folder state, shared by every loop and kept across reloads.
     public let mocks: MockFiles
+    /// Each route's credential injector, by route index.
+    public let injectors: [CredentialInjector]
 
     /// Compiles `configuration`.
     public init(configuration: ProxyConfiguration, mocks: MockFiles = MockFiles()) {
@@ -18,6 +21,7 @@ public final class ProxyRuntime: Sendable {
         router = Router(routes: configuration.routes)
         allowedHosts = configuration.allowedHosts.map { $0.lowercased() }
         self.mocks = mocks
+        injectors = configuration.routes.map(CredentialInjector.init(route:))
     }
 
     /// Whether `route` answers from its mock folder now.

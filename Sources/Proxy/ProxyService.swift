@@ -1,7 +1,9 @@
 import CLinux
 import Config
+import Credentials
 import EventLoop
 import Glibc
+import Upstream
 
 /// Runs the proxy: loads the config, starts the loops, and handles signals on the calling
 /// thread through a signalfd (SIGTERM/SIGINT graceful then forced, SIGHUP reload).
@@ -26,12 +28,16 @@ public enum ProxyService {
             Log.emit(.error, "startup_failed", ["error": .string("signalfd failed")])
             return 1
         }
+        UpstreamClient.globalInit()
         let server = HTTPServer(configuration: serverConfiguration(configuration))
         let runtime = ProxyRuntime(configuration: configuration)
+        let tokens = TokenWatcher(configuration.provider)
+        let initial = tokens.poll() ?? .empty
         var handlers: [ProxyHandler] = []
         do {
             let bound = try server.start { loop, index in
                 let handler = ProxyHandler(runtime: runtime, loop: loop, loopIndex: index)
+                handler.credentials = initial
                 handlers.append(handler)
                 return handler
             }
@@ -42,7 +48,7 @@ public enum ProxyService {
         }
         Log.emit(.info, "started", ["version": .string(version), "config": .string(configPath),
                                     "workers": .int(server.eventLoops.count), "routes": .int(configuration.routes.count)])
-        return waitForSignals(signals, server: server, handlers: handlers, configPath: configPath, current: runtime)
+        return waitForSignals(signals, server: server, handlers: handlers, configPath: configPath, current: runtime, tokens: tokens)
     }
 
     /// Validates a config; prints every problem. Returns the exit code.
@@ -83,12 +89,13 @@ public enum ProxyService {
     }
 
     private static func waitForSignals(_ signals: CInt, server: HTTPServer, handlers: [ProxyHandler],
-                                       configPath: String, current: ProxyRuntime) -> Int32 {
+                                       configPath: String, current: ProxyRuntime, tokens: TokenWatcher) -> Int32 {
         var runtime = current
         var drainDeadline: NanoTime?
         while true {
             var pfd = pollfd(fd: signals, events: Int16(POLLIN), revents: 0)
-            _ = poll(&pfd, 1, drainDeadline == nil ? -1 : 50)
+            _ = poll(&pfd, 1, drainDeadline == nil ? 1000 : 50)
+            if let snapshot = tokens.poll() { publish(snapshot, server: server, handlers: handlers) }
             while case let signal = cl_signalfd_read(signals), signal > 0 {
                 switch signal {
                 case SIGHUP:
@@ -110,6 +117,15 @@ public enum ProxyService {
                 Log.emit(.info, "stopped", ["closedInFlight": .int(open)])
                 return 0
             }
+        }
+    }
+
+    /// Hands a new token snapshot to every loop; requests after it carry the new tokens.
+    private static func publish(_ snapshot: CredentialSnapshot, server: HTTPServer, handlers: [ProxyHandler]) {
+        Log.emit(.info, "credentials_changed", ["generation": .int(Int(snapshot.generation))])
+        for (loop, handler) in zip(server.eventLoops, handlers) {
+            nonisolated(unsafe) let handler = handler
+            loop.execute { handler.credentials = snapshot }
         }
     }
 

@@ -1,0 +1,151 @@
+import Config
+import Credentials
+import EventLoop
+import HTTP1
+import Upstream
+
+/// One client request forwarded upstream: the request streams to curl, the response streams
+/// back, redirects are followed hop by hop with credentials re-decided per hop.
+final class ForwardedExchange: UpstreamTransferDelegate {
+    private let exchange: HTTPExchange
+    private let route: RouteConfiguration
+    private let injector: CredentialInjector
+    private unowned let handler: ProxyHandler
+    private let requestID: String
+    /// Client headers minus hop-by-hop and credential fields, plus the forwarding fields.
+    private let baseLines: [String]
+    /// The injected `Name: <type> <token>` lines (empty on `none` routes).
+    private let credentialLines: [String]
+    private var body: RequestBody?
+    private var url: UpstreamURL
+    private var method: String
+    private var hops = 0
+    private var transfer: UpstreamTransfer?
+    private var pendingRedirect: RedirectPolicy.Decision?
+
+    init(exchange: HTTPExchange, route: RouteConfiguration, upstream: UpstreamURL, handler: ProxyHandler,
+         requestID: String, credentialLines: [String], injector: CredentialInjector) {
+        self.exchange = exchange
+        self.route = route
+        self.handler = handler
+        self.requestID = requestID
+        self.injector = injector
+        self.credentialLines = credentialLines
+        url = upstream
+        method = exchange.head.method
+        let removing: Set<String> = route.credential == .none ? [] : Set(injector.headerNames)
+        baseLines = HeaderPolicy.upstreamLines(exchange.head, peer: exchange.peer, requestID: requestID, removing: removing)
+    }
+
+    /// Wires the client body into a `RequestBody` and sends the first hop.
+    func start(retryBodyBytes: Int) {
+        let head = exchange.head
+        if head.framing != .none {
+            let body = RequestBody(replayLimit: retryBodyBytes)
+            let exchange = self.exchange
+            exchange.onBody = { [unowned body, unowned exchange] bytes in
+                body.append(bytes)
+                if body.buffered > RequestBody.highWater { exchange.pauseBody() }
+            }
+            exchange.onEnd = { [unowned body] in body.finish() }
+            body.onDrained = { [unowned exchange] in
+                // Called from inside a libcurl callback: resume the client after this event.
+                exchange.loop.afterEvents { [weak exchange] in exchange?.resumeBody() }
+            }
+            self.body = body
+        }
+        exchange.onAbort = { [unowned self] in
+            self.transfer?.cancel()
+            self.transfer = nil
+        }
+        exchange.onWritable = { [unowned self] in self.transfer?.resumeResponse() }
+        send(lines: baseLines + credentialLines)
+    }
+
+    private func send(lines: [String]) {
+        var length: Int?
+        if case .length(let n) = exchange.head.framing { length = n }
+        if let body, body.ended { length = body.totalBytes }
+        exchange.info?.upstream = url.origin + url.path
+        let request = UpstreamRequest(method: method, url: url.description, headers: lines, hasBody: body != nil,
+                                      bodyLength: length, timeout: route.timeoutSeconds)
+        transfer = handler.upstream.start(request, body: body, delegate: self)
+    }
+
+    // MARK: transfer events
+
+    func transfer(_ transfer: UpstreamTransfer, receivedHead head: UpstreamResponseHead) {
+        let decision = RedirectPolicy.decide(
+            status: head.status, location: head.first("Location"), method: method, hasBody: body != nil,
+            bodyReplayable: body?.isReplayable ?? false, current: url, follow: route.redirects.follow,
+            max: route.redirects.max, hops: hops)
+        if decision != .relay {
+            pendingRedirect = decision
+            return
+        }
+        let fields = HeaderPolicy.responseFields(head.headers, requestID: requestID)
+        let framing: HTTPExchange.ResponseFraming
+        let length = head.first("Content-Length").flatMap { Int($0) }
+        if head.status == 204 || head.status == 304 || (exchange.isHeadRequest && length == nil) {
+            framing = .bodiless
+        } else if let length {
+            framing = .length(length)
+        } else {
+            framing = .streamed
+        }
+        exchange.startResponse(status: head.status, headers: fields, framing: framing)
+    }
+
+    func transfer(_ transfer: UpstreamTransfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
+        guard pendingRedirect == nil else { return true }  // a followed redirect's body is dropped
+        guard exchange.canWrite else { return false }
+        exchange.writeBody(bytes)
+        return true
+    }
+
+    func transfer(_ transfer: UpstreamTransfer, completedWith error: UpstreamError?) {
+        self.transfer = nil
+        if let error {
+            if error.isCancelled { return }
+            handler.upstreamFailed(exchange, error: error)
+            if exchange.responseStarted { return exchange.abort(reason: "upstream_failed_mid_response") }
+            return handler.fail(exchange, error.isTimeout ? .upstreamTimeout : .upstreamUnreachable)
+        }
+        guard let redirect = pendingRedirect else { return exchange.endResponse() }
+        pendingRedirect = nil
+        switch redirect {
+        case .relay:
+            exchange.endResponse()
+        case .tooManyRedirects:
+            handler.fail(exchange, .tooManyRedirects)
+        case .follow(let target, let nextMethod, let keepsBody):
+            follow(to: target, method: nextMethod, keepsBody: keepsBody)
+        }
+    }
+
+    private func follow(to target: UpstreamURL, method nextMethod: String, keepsBody: Bool) {
+        hops += 1
+        let credentials = injector.mayCarryCredentials(from: url, to: target)
+        url = target
+        method = nextMethod
+        if keepsBody {
+            body = body?.replay()
+        } else {
+            // The client may still be sending: let the connection drain it.
+            exchange.onBody = nil
+            exchange.resumeBody()
+            body = nil
+        }
+        if credentials {
+            send(lines: baseLines + credentialLines)
+        } else {
+            handler.credentialsStripped(route: route.name)
+            send(lines: HeaderPolicy.removing(Set(injector.strippedOnForeignHosts), from: baseLines))
+        }
+    }
+}
+
+extension HTTPExchange {
+    /// Whether the request is a HEAD (the response carries no body).
+    var isHeadRequest: Bool { head.methodIs("HEAD") }
+}
