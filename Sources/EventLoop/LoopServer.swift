@@ -21,12 +21,6 @@ final class LoopServer: Selectable {
     private var connections: [CInt: HTTPConnection] = [:]
     private var acceptPaused = false
     private var shuttingDown = false
-    private static let overloaded: [UInt8] = {
-        let body = "{\"error\":\"too_many_connections\",\"message\":\"The proxy has too many open connections.\"}"
-        return Array(("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
-            + "Connection: close\r\n\r\n" + body).utf8)
-    }()
-
     init(loop: EventLoop, index: Int, configuration: ServerConfiguration, shared: ServerShared,
          listeners: [(fd: CInt, ownsDescriptor: Bool)], handler: any HTTPHandler) {
         self.loop = loop
@@ -67,9 +61,16 @@ final class LoopServer: Selectable {
         let open = shared.openConnections.add(1, ordering: .relaxed).newValue
         guard open <= shared.maxConnections, !shuttingDown else {
             shared.openConnections.subtract(1, ordering: .relaxed)
-            Self.overloaded.withUnsafeBytes { _ = Glibc.write(fd, $0.baseAddress, $0.count) }
+            let requestID = requestIDs.next()
+            let body = "{\"error\":\"too_many_connections\",\"message\":\"The proxy has too many open connections.\",\"requestID\":\"\(requestID)\"}"
+            let response = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+                + "X-Request-ID: \(requestID)\r\nConnection: close\r\n\r\n" + body
+            // Best effort on a fresh socket: its send buffer is empty, so the write does not block.
+            var bytes = Array(response.utf8)
+            _ = Glibc.write(fd, &bytes, bytes.count)
             closeDescriptor(fd)
-            Log.emit(.warning, "connection_refused", ["reason": .string("max_connections"), "peer": .string(peer)])
+            Log.emit(.warning, "connection_refused", ["reason": .string("max_connections"), "peer": .string(peer),
+                                                      "requestID": .string(requestID)])
             return
         }
         if peer != "unix" { Socket.setNoDelay(fd) }

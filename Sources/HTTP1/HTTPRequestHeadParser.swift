@@ -27,6 +27,8 @@ public enum HeadParseResult: Sendable {
 public struct HTTPRequestHeadParser: Sendable {
     /// The limits in force.
     public var limits: HTTPHeadLimits
+    /// Methods are short tokens; a longer run of token bytes before the first space is refused.
+    static let maxMethodBytes = 64
     private var scanned = 0
     private var lineStart = 0
     private var start = 0
@@ -70,6 +72,12 @@ public struct HTTPRequestHeadParser: Sendable {
             i += 1
         }
         scanned = i
+        if lineStart == start && count - start > Self.maxMethodBytes {
+            // Still in the request line: a method longer than any real one is malformed, not large.
+            var j = start
+            while j < start + Self.maxMethodBytes, ByteClass.token[Int(bytes[j])] { j += 1 }
+            if j == start + Self.maxMethodBytes { return .invalid(.invalidMethod) }
+        }
         if count - start > limits.maxHeadBytes { return .invalid(.headTooLarge) }
         return .incomplete
     }
@@ -109,6 +117,7 @@ public struct HTTPRequestHeadParser: Sendable {
         // method SP
         while i < head.count, ByteClass.token[Int(head[i])] { i += 1 }
         let method = 0..<i
+        guard method.count <= maxMethodBytes else { return .failure(.invalidMethod) }
         guard !method.isEmpty else { return .failure(head[i] == .cr ? .invalidRequestLine : .invalidMethod) }
         guard head[i] == .space else { return .failure(head[i] == .cr ? .invalidRequestLine : .invalidMethod) }
         i += 1

@@ -19,6 +19,7 @@ public struct ProxyError: Error, Sendable, Equatable {
         case bodyTooLarge = "body_too_large"
         case invalidRequest = "invalid_request"
         case credentialsUnavailable = "credentials_unavailable"
+        case hostMismatch = "host_mismatch"
     }
 
     private let code: Code
@@ -60,6 +61,8 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static let tooManyRedirects = Self(.tooManyRedirects, 502, "The upstream redirected more times than the route allows.")
     /// The body exceeds `limits.maxBodyBytes`.
     public static let bodyTooLarge = Self(.bodyTooLarge, 413, "The request body is larger than the proxy accepts.")
+    /// An absolute-form target names another host than the Host header.
+    public static let hostMismatch = Self(.hostMismatch, 400, "The request target and the Host header name different hosts.")
     /// The route needs a token the proxy does not have.
     public static func credentialsUnavailable(_ kind: String) -> Self {
         Self(.credentialsUnavailable, 503, "No \(kind) credential is available for this route.")

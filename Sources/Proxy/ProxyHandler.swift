@@ -34,8 +34,12 @@ public final class ProxyHandler: HTTPHandler {
         exchange.context = info
 
         if target.path == "*" { return respondOptions(exchange) }
-        if let host = target.authority ?? head.first("Host").map({ Substring($0) }),
-           !HostName.isAllowed(host, runtime.allowedHosts) {
+        let hostHeader = head.first("Host")
+        if let authority = target.authority, let hostHeader, authority.lowercased() != hostHeader.lowercased() {
+            // Two different hosts in one request is the shape of a routing-confusion attack.
+            return fail(exchange, .hostMismatch)
+        }
+        if let host = target.authority ?? hostHeader.map({ Substring($0) }), !HostName.isAllowed(host, runtime.allowedHosts) {
             return fail(exchange, .hostNotAllowed)
         }
         if target.path == "/_platform" || target.path.hasPrefix("/_platform/") {
