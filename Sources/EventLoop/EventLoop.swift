@@ -21,6 +21,8 @@ public final class EventLoop: @unchecked Sendable {
     private let inbox = Mutex<[@Sendable () -> Void]>([])
     private var afterIteration: [() -> Void] = []
     private var running = true
+    /// The time the current iteration started: cheap and precise enough for deadlines.
+    public private(set) var now = NanoTime.now()
     /// A name for logs, e.g. `loop-0`.
     public let name: String
 
@@ -61,7 +63,8 @@ public final class EventLoop: @unchecked Sendable {
     @discardableResult
     public func schedule(at deadline: NanoTime, _ callback: @escaping () -> Void) -> TimerID {
         let id = timers.schedule(at: deadline, callback)
-        armIfEarlier(deadline)
+        // Timers already due run at the end of this iteration without touching the timerfd.
+        if deadline > now { armIfEarlier(deadline) }
         return id
     }
 
@@ -90,7 +93,9 @@ public final class EventLoop: @unchecked Sendable {
     public func run() {
         while running {
             do {
-                try selector.wait(timeoutMilliseconds: -1) { event in dispatch(event) }
+                try selector.wait(timeoutMilliseconds: -1) { event in
+                    dispatch(event)
+                }
             } catch {
                 fatalError("\(name): \(error)")
             }
@@ -104,6 +109,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func dispatch(_ event: SelectorEvent) {
+        now = NanoTime.now()
         switch event.fd {
         case timerFD:
             var expirations: UInt64 = 0
@@ -126,7 +132,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runTimers() {
-        let now = NanoTime.now()
+        now = NanoTime.now()
         for callback in timers.due(at: now) { callback() }
         if let next = timers.earliest() {
             if armedDeadline.map({ next < $0 || $0 <= now }) ?? true { arm(next) }

@@ -25,6 +25,7 @@ final class HTTPConnection: Selectable {
     private var continueSent = false
     private var closed = false
     private var outputWasBlocked = false
+    private var flushScheduled = false
     var bodyPaused = false
 
     private static let highWater = 256 * 1024
@@ -36,7 +37,7 @@ final class HTTPConnection: Selectable {
         self.loop = loop
         self.owner = owner
         let limits = owner.configuration
-        machine = ConnectionStateMachine(now: .now(), headerTimeout: limits.headerTimeout, idleTimeout: limits.idleTimeout)
+        machine = ConnectionStateMachine(now: loop.now, headerTimeout: limits.headerTimeout, idleTimeout: limits.idleTimeout)
         parser = HTTPRequestHeadParser(limits: HTTPHeadLimits(maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount))
         inputLimit = max(limits.maxHeadBytes + 4096, 65536)
         input = ByteBuffer(capacity: 8192)
@@ -95,10 +96,10 @@ final class HTTPConnection: Selectable {
                 guard !input.isEmpty else { return syncTimer() }
                 switch parser.parse(input.readable) {
                 case .incomplete:
-                    machine.headBytesReceived(now: .now())
+                    machine.headBytesReceived(now: loop.now)
                     return syncTimer()
                 case .invalid(let error):
-                    machine.headBytesReceived(now: .now())
+                    machine.headBytesReceived(now: loop.now)
                     return refuse(status: error.status, code: error.errorCode, message: error.message, reason: error.reason)
                 case .complete(let head, let consumed):
                     input.consume(consumed)
@@ -116,7 +117,7 @@ final class HTTPConnection: Selectable {
     }
 
     private func startExchange(_ head: HTTPRequestHead) {
-        let now = NanoTime.now()
+        let now = loop.now
         machine.headReceived(now: now, keepAlive: head.keepAlive, hasBody: head.framing != .none)
         let exchange = HTTPExchange(head: head, peer: peer, startedAt: now, loop: loop, connection: self)
         self.exchange = exchange
@@ -150,7 +151,7 @@ final class HTTPConnection: Selectable {
                 }
             }
             input.consume(consumed)
-            machine.bodyProgress(now: .now())
+            machine.bodyProgress(now: loop.now)
         case .needMore:
             input.consume(consumed)
         case .end:
@@ -158,7 +159,7 @@ final class HTTPConnection: Selectable {
             let current = exchange
             if let current, !current.responseEnded { current.onEnd?() }
             // onEnd may have completed the response, which already advanced the machine.
-            if exchange === current, machine.phase == .readingBody { apply(machine.bodyEnded(now: .now())) }
+            if exchange === current, machine.phase == .readingBody { apply(machine.bodyEnded(now: loop.now)) }
         case .invalid(let error):
             input.consume(consumed)
             refuse(status: error.status, code: error.errorCode, message: error.message, reason: error.reason)
@@ -192,7 +193,7 @@ final class HTTPConnection: Selectable {
             owner.handler.protocolError(reason ?? code, status: status, peer: peer, requestID: requestID)
         }
         closeAfterFlush = true
-        if !inReady { flush() }
+        scheduleFlush()
     }
 
     func respond(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], body: UnsafeRawBufferPointer) {
@@ -217,7 +218,7 @@ final class HTTPConnection: Selectable {
             if !exchange.isHead { machine.responseWillBeCloseDelimited() }
             writeHead(exchange, status: status, headers: headers, framing: nil, value: "")
         }
-        if !inReady { flush() }
+        scheduleFlush()
     }
 
     func writeBody(_ exchange: HTTPExchange, _ bytes: UnsafeRawBufferPointer) {
@@ -230,7 +231,7 @@ final class HTTPConnection: Selectable {
             output.append(bytes)
         }
         exchange.bytesSent += bytes.count
-        if !inReady { flush() }
+        scheduleFlush()
     }
 
     func endResponse(_ exchange: HTTPExchange) {
@@ -238,10 +239,10 @@ final class HTTPConnection: Selectable {
         exchange.responseEnded = true
         exchange.onBody = nil
         let mustClose = machine.phase == .readingBody && exchange.head.expectsContinue && !continueSent
-        let decision = machine.responseEnded(now: .now(), mustClose: mustClose)
+        let decision = machine.responseEnded(now: loop.now, mustClose: mustClose)
         owner.handler.completed(exchange)
         apply(decision)
-        if !inReady && !closed { flush() }
+        scheduleFlush()
     }
 
     private static let crlf = Array("\r\n".utf8)
@@ -280,7 +281,7 @@ final class HTTPConnection: Selectable {
             exchange?.connection = nil
             exchange = nil
             closeAfterFlush = true
-            if !inReady { flush() }
+            scheduleFlush()
         }
     }
 
@@ -289,7 +290,20 @@ final class HTTPConnection: Selectable {
         bodyPaused = false
         if !inReady {
             process()
-            if !closed { flush() }
+            scheduleFlush()
+        }
+    }
+
+    /// Output queued outside this connection's own event (an upstream callback, a timer) is
+    /// written once at the end of the loop iteration: head and body leave in one segment, and no
+    /// write error can close the connection from inside a libcurl callback.
+    private func scheduleFlush() {
+        guard !inReady, !flushScheduled, !closed else { return }
+        flushScheduled = true
+        loop.afterEvents { [weak self] in
+            guard let self else { return }
+            self.flushScheduled = false
+            if !self.closed { self.flush() }
         }
     }
 
@@ -312,13 +326,13 @@ final class HTTPConnection: Selectable {
             if closeAfterFlush { return close(reason: nil) }
             if outputWasBlocked {
                 outputWasBlocked = false
-                machine.outputBlocked(false, now: .now())
+                machine.outputBlocked(false, now: loop.now)
                 exchange?.onWritable?()
                 if closed { return }
             }
         } else if !outputWasBlocked {
             outputWasBlocked = true
-            machine.outputBlocked(true, now: .now())
+            machine.outputBlocked(true, now: loop.now)
         }
         syncTimer()
         updateInterest()
@@ -357,7 +371,7 @@ final class HTTPConnection: Selectable {
 
     private func timerFired() {
         timer = nil
-        switch machine.timerFired(now: .now()) {
+        switch machine.timerFired(now: loop.now) {
         case .close: close(reason: "timeout")
         case .proceed, .readNextRequest: syncTimer()
         }

@@ -105,6 +105,25 @@ public struct HTTPRequestHead: Sendable {
         }
     }
 
+    /// Whether the name of field `index` equals `lowercased` (given in lowercase), ignoring ASCII case.
+    public func nameEquals(_ index: Int, _ lowercased: [UInt8]) -> Bool {
+        let range = fields[index].name
+        guard range.count == lowercased.count else { return false }
+        return storage.withUnsafeBufferPointer { bytes in
+            var j = 0
+            for i in range {
+                if asciiLower(bytes[i]) != lowercased[j] { return false }
+                j += 1
+            }
+            return true
+        }
+    }
+
+    /// Field `index` as written, `Name: value` (with the client's own spacing after the colon).
+    public func line(at index: Int) -> String {
+        string(fields[index].name.lowerBound..<fields[index].value.upperBound)
+    }
+
     private func string(_ range: Range<Int>) -> String {
         storage.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
     }

@@ -33,7 +33,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         self.credentialLines = credentialLines
         url = upstream
         method = exchange.head.method
-        let removing: Set<String> = route.credential == .none ? [] : Set(injector.headerNames)
+        let removing = route.credential == .none ? [] : injector.headerNames.map { Array($0.utf8) }
         baseLines = HeaderPolicy.upstreamLines(exchange.head, peer: exchange.peer, requestID: requestID, removing: removing)
     }
 

@@ -61,7 +61,6 @@ public final class UpstreamClient {
     func release(_ transfer: UpstreamTransfer) {
         guard active.removeValue(forKey: transfer.handle.easy) != nil else { return }
         curl_multi_remove_handle(multi, transfer.handle.easy)
-        curl_easy_reset(transfer.handle.easy)
         idleHandles.append(transfer.handle)
     }
 
@@ -76,6 +75,7 @@ public final class UpstreamClient {
         if what == CC_POLL_IN || what == CC_POLL_INOUT { interest.insert(.read) }
         if what == CC_POLL_OUT || what == CC_POLL_INOUT { interest.insert(.write) }
         if let socket = sockets[fd] {
+            guard socket.interest != interest else { return }
             try? loop.reregister(fd: fd, interest: interest)
             socket.interest = interest
         } else {
@@ -89,7 +89,7 @@ public final class UpstreamClient {
         if let timer { loop.cancel(timer) }
         timer = nil
         guard milliseconds >= 0 else { return }
-        let deadline = NanoTime.now().adding(seconds: Double(milliseconds) / 1000)
+        let deadline = loop.now.adding(seconds: Double(milliseconds) / 1000)
         timer = loop.schedule(at: deadline) { [weak self] in
             guard let self else { return }
             self.timer = nil
@@ -146,19 +146,81 @@ final class CurlSocket: Selectable {
     }
 }
 
-/// A reusable easy handle and its error buffer.
+/// A reusable easy handle and its error buffer. Options every request shares are set once
+/// here; per-request options are set by `UpstreamTransfer` and remembered to avoid repeats.
 final class EasyHandle {
     let easy: UnsafeMutableRawPointer
     let errorBuffer: UnsafeMutablePointer<CChar>
+    private var timeout: Double = -1
+    private var method: Method?
+
+    /// The request shape, which decides the method options.
+    enum Method: Equatable {
+        case get, head
+        case bodiless(method: String)
+        case withBody(method: String, length: Int?)
+    }
 
     init() {
         easy = curl_easy_init()
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        cc_easy_long(easy, CURLOPT_NOSIGNAL, 1)
+        cc_easy_str(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        cc_easy_long(easy, CURLOPT_PATH_AS_IS, 1)
+        cc_easy_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
+        cc_easy_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        cc_easy_long(easy, CURLOPT_HTTP_VERSION, CC_HTTP_VERSION_2TLS)
+        cc_easy_long(easy, CURLOPT_BUFFERSIZE, 65536)
+        cc_easy_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+        cc_easy_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        cc_easy_write_function(easy, { data, size, count, user in
+            Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().received(data!, size * count)
+        })
+        cc_easy_header_function(easy, { data, size, count, user in
+            Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().receivedHeader(data!, size * count)
+        })
+        cc_easy_read_function(easy, { data, size, count, user in
+            Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().send(data!, size * count)
+        })
     }
 
     deinit {
         curl_easy_cleanup(easy)
         errorBuffer.deallocate()
+    }
+
+    /// Connect timeout (capped at 10 s) and the stall limit: below 1 byte/s for `seconds` ends the transfer.
+    func setTimeout(_ seconds: Double) {
+        guard seconds != timeout else { return }
+        timeout = seconds
+        cc_easy_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(min(seconds, 10) * 1000))
+        cc_easy_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(seconds.rounded(.up))))
+    }
+
+    func setMethod(_ next: Method) {
+        guard next != method else { return }
+        method = next
+        // Back to a plain GET first, so nothing of the previous request's method remains.
+        cc_easy_ptr(easy, CURLOPT_CUSTOMREQUEST, nil)
+        cc_easy_long(easy, CURLOPT_NOBODY, 0)
+        cc_easy_long(easy, CURLOPT_HTTPGET, 1)
+        switch next {
+        case .get:
+            break
+        case .head:
+            cc_easy_long(easy, CURLOPT_NOBODY, 1)
+        case .bodiless(let name):
+            // No body at all: POST-like with an empty, zero-length body.
+            cc_easy_long(easy, CURLOPT_POST, 1)
+            cc_easy_ptr(easy, CURLOPT_POSTFIELDS, nil)
+            cc_easy_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, 0)
+            cc_easy_str(easy, CURLOPT_CUSTOMREQUEST, name)
+        case .withBody(let name, let length):
+            cc_easy_long(easy, CURLOPT_POST, 1)
+            cc_easy_ptr(easy, CURLOPT_POSTFIELDS, nil)
+            cc_easy_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(length ?? -1))
+            if name != "POST" { cc_easy_str(easy, CURLOPT_CUSTOMREQUEST, name) }
+        }
     }
 }

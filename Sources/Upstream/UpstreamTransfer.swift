@@ -38,7 +38,7 @@ public final class UpstreamTransfer {
         self.delegate = delegate
         configure()
         body?.onData = { [unowned self] in self.bodyDataArrived() }
-        headTimer = client.loop.schedule(at: NanoTime.now().adding(seconds: request.timeout)) { [weak self] in
+        headTimer = client.loop.schedule(at: client.loop.now.adding(seconds: request.timeout)) { [weak self] in
             guard let self, !self.headDelivered else { return }
             self.finish(.timeout("no response head within \(request.timeout) s"))
         }
@@ -75,59 +75,35 @@ public final class UpstreamTransfer {
 
     // MARK: setup
 
+    /// Sets what differs per request; options common to every request were set once on the
+    /// handle (`EasyHandle.init`), so no `curl_easy_reset` and no re-setting them per request.
     private func configure() {
         let easy = handle.easy
         let me = Unmanaged.passUnretained(self).toOpaque()
         cc_easy_str(easy, CURLOPT_URL, request.url)
         cc_easy_ptr(easy, CURLOPT_PRIVATE, me)
-        cc_easy_long(easy, CURLOPT_NOSIGNAL, 1)
-        cc_easy_str(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        cc_easy_long(easy, CURLOPT_PATH_AS_IS, 1)
-        cc_easy_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
-        cc_easy_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
-        cc_easy_long(easy, CURLOPT_HTTP_VERSION, CC_HTTP_VERSION_2TLS)
-        cc_easy_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(min(request.timeout, 10) * 1000))
-        // A stall longer than the route timeout mid-transfer ends it (below 1 byte/s).
-        cc_easy_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
-        cc_easy_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(request.timeout.rounded(.up))))
-        cc_easy_long(easy, CURLOPT_BUFFERSIZE, 65536)
-        cc_easy_ptr(easy, CURLOPT_ERRORBUFFER, handle.errorBuffer)
-        handle.errorBuffer[0] = 0
-        cc_easy_write_function(easy, { data, size, count, user in
-            Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().received(data!, size * count)
-        })
         cc_easy_ptr(easy, CURLOPT_WRITEDATA, me)
-        cc_easy_header_function(easy, { data, size, count, user in
-            Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().receivedHeader(data!, size * count)
-        })
         cc_easy_ptr(easy, CURLOPT_HEADERDATA, me)
+        cc_easy_ptr(easy, CURLOPT_READDATA, me)
+        handle.setTimeout(request.timeout)
+        handle.errorBuffer[0] = 0
 
-        switch request.method {
-        case "GET" where !request.hasBody:
-            cc_easy_long(easy, CURLOPT_HTTPGET, 1)
-        case "HEAD":
-            cc_easy_long(easy, CURLOPT_NOBODY, 1)
-        default:
-            cc_easy_str(easy, CURLOPT_CUSTOMREQUEST, request.method)
-            if request.hasBody {
-                cc_easy_long(easy, CURLOPT_POST, 1)
-                cc_easy_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.bodyLength ?? -1))
-                cc_easy_read_function(easy, { data, size, count, user in
-                    Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().send(data!, size * count)
-                })
-                cc_easy_ptr(easy, CURLOPT_READDATA, me)
-            } else if request.method != "GET" {
-                // A bodiless POST/PUT/DELETE: send exactly no body, with Content-Length: 0 for POST-likes.
-                cc_easy_long(easy, CURLOPT_POST, 1)
-                cc_easy_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, 0)
-                cc_easy_str(easy, CURLOPT_POSTFIELDS, "")
-            }
+        let method = request.method
+        if method == "HEAD" {
+            handle.setMethod(.head)
+        } else if request.hasBody {
+            handle.setMethod(.withBody(method: method, length: request.bodyLength))
+        } else if method == "GET" {
+            handle.setMethod(.get)
+        } else {
+            handle.setMethod(.bodiless(method: method))
         }
         var list: UnsafeMutablePointer<curl_slist>?
         for line in request.headers { list = curl_slist_append(list, line) }
         // Suppress what curl would add on its own: the client decides Accept, and no Expect round trip.
-        for line in ["Expect:", "Accept:"] where !request.headers.contains(where: { $0.hasPrefix(line) }) {
-            list = curl_slist_append(list, line)
+        list = curl_slist_append(list, "Expect:")
+        if !request.headers.contains(where: { $0.utf8.count > 6 && $0.lowercased().hasPrefix("accept:") }) {
+            list = curl_slist_append(list, "Accept:")
         }
         headerList = list
         cc_easy_slist(easy, CURLOPT_HTTPHEADER, list)
@@ -135,7 +111,7 @@ public final class UpstreamTransfer {
 
     // MARK: libcurl callbacks
 
-    private func receivedHeader(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
+    func receivedHeader(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
         guard !cancelled else { return 0 }
         let line = UnsafeRawBufferPointer(start: data, count: length)
         var end = length
@@ -149,25 +125,35 @@ public final class UpstreamTransfer {
             }
             return length
         }
-        let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[0..<end]), as: UTF8.self)
-        if text.hasPrefix("HTTP/") {
-            status = text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) } ?? 0
+        if end > 12 && line[0] == 0x48 && line[1] == 0x54 && line[2] == 0x54 && line[3] == 0x50 && line[4] == 0x2F {
+            // "HTTP/x[.y] NNN ...": a new response head begins.
+            var i = 5
+            while i < end && line[i] != 0x20 { i += 1 }
+            status = 0
+            i += 1
+            while i < end, line[i] &- 0x30 < 10 { status = status * 10 + Int(line[i] &- 0x30); i += 1 }
             fields.removeAll(keepingCapacity: true)
-        } else if let colon = text.firstIndex(of: ":"), line[0] != 0x20, line[0] != 0x09 {
-            let value = text[text.index(after: colon)...].trimmingWhitespace()
-            fields.append((String(text[..<colon]), String(value)))
+            return length
         }
+        // Obsolete line folding (a continuation line) is dropped.
+        guard line[0] != 0x20, line[0] != 0x09, let colon = line[0..<end].firstIndex(of: 0x3A) else { return length }
+        var valueStart = colon + 1
+        while valueStart < end && (line[valueStart] == 0x20 || line[valueStart] == 0x09) { valueStart += 1 }
+        var valueEnd = end
+        while valueEnd > valueStart && (line[valueEnd - 1] == 0x20 || line[valueEnd - 1] == 0x09) { valueEnd -= 1 }
+        fields.append((String(decoding: UnsafeRawBufferPointer(rebasing: line[0..<colon]), as: UTF8.self),
+                       String(decoding: UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]), as: UTF8.self)))
         return length
     }
 
-    private func received(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
+    func received(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
         guard !cancelled, let delegate else { return 0 }
         if delegate.transfer(self, receivedBody: UnsafeRawBufferPointer(start: data, count: length)) { return length }
         downloadPaused = true
         return CC_WRITEFUNC_PAUSE
     }
 
-    private func send(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
+    func send(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
         guard !cancelled, let body else { return CC_READFUNC_ABORT }
         switch body.read(into: UnsafeMutableRawBufferPointer(start: data, count: length)) {
         case .bytes(let n): return n
@@ -206,12 +192,3 @@ public final class UpstreamTransfer {
     }
 }
 
-extension Substring {
-    /// Without leading and trailing spaces and tabs.
-    func trimmingWhitespace() -> Substring {
-        var s = self
-        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
-        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
-        return s
-    }
-}
