@@ -30,16 +30,17 @@ public final class StaticCredentialSource {
         }
         if lastValues != nil && stamps == fingerprint { return nil }
         fingerprint = stamps
-        var access: String?
-        var id: String?
-        do {
-            access = try accessToken?.resolve()
-            id = try idToken?.resolve()
-            lastError = nil
-        } catch {
-            lastError = error.description
-            (access, id) = (nil, nil)
+        // Each token stands alone: a missing id_token file must not stop access-token routes.
+        var problems: [String] = []
+        func read(_ source: SecretSource?) -> String? {
+            do { return try source?.resolve() } catch {
+                problems.append(error.description)
+                return nil
+            }
         }
+        let access = read(accessToken)
+        let id = read(idToken)
+        lastError = problems.isEmpty ? nil : problems.joined(separator: "; ")
         if let lastValues, lastValues == (access, id) { return nil }
         lastValues = (access, id)
         generation += 1

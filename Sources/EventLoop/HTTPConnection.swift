@@ -29,6 +29,8 @@ final class HTTPConnection: Selectable {
     var bodyPaused = false
 
     private static let highWater = 256 * 1024
+    private static let lowWater = 64 * 1024
+    private var writerWaiting = false
     private static let continueLine = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
     init(fd: CInt, peer: String, loop: EventLoop, owner: LoopServer) {
@@ -48,7 +50,13 @@ final class HTTPConnection: Selectable {
         syncTimer()
     }
 
-    var canWrite: Bool { output.readableBytes < Self.highWater }
+    /// Whether more output may be queued; a refusal is remembered, and `onWritable` follows once
+    /// the buffer drained below the low-water mark (whether or not a write ever blocked).
+    var canWrite: Bool {
+        if output.readableBytes < Self.highWater { return true }
+        writerWaiting = true
+        return false
+    }
 
     // MARK: readiness
 
@@ -327,12 +335,15 @@ final class HTTPConnection: Selectable {
             if outputWasBlocked {
                 outputWasBlocked = false
                 machine.outputBlocked(false, now: loop.now)
-                exchange?.onWritable?()
-                if closed { return }
             }
         } else if !outputWasBlocked {
             outputWasBlocked = true
             machine.outputBlocked(true, now: loop.now)
+        }
+        if writerWaiting && output.readableBytes < Self.lowWater {
+            writerWaiting = false
+            exchange?.onWritable?()
+            if closed { return }
         }
         syncTimer()
         updateInterest()

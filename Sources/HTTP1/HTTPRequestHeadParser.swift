@@ -64,6 +64,12 @@ public struct HTTPRequestHeadParser: Sendable {
                     scanned = end
                     return Self.parseHead(bytes, from: start, to: end, limits: limits)
                 }
+                if lineStart == start {
+                    // The request line is complete: refuse a malformed one now rather than
+                    // waiting for a blank line that an HTTP/0.9-style client never sends.
+                    let line = UnsafeBufferPointer(rebasing: bytes[start..<(i + 2)])
+                    if case .failure(let error) = Self.parseRequestLine(line) { return .invalid(error) }
+                }
                 i += 2
                 lineStart = i
                 continue
@@ -113,32 +119,13 @@ public struct HTTPRequestHeadParser: Sendable {
     }
 
     private static func parseLines(_ head: UnsafeBufferPointer<UInt8>, limits: HTTPHeadLimits) -> Result<Parts, HTTPParseError> {
-        var i = 0
-        // method SP
-        while i < head.count, ByteClass.token[Int(head[i])] { i += 1 }
-        let method = 0..<i
-        guard method.count <= maxMethodBytes else { return .failure(.invalidMethod) }
-        guard !method.isEmpty else { return .failure(head[i] == .cr ? .invalidRequestLine : .invalidMethod) }
-        guard head[i] == .space else { return .failure(head[i] == .cr ? .invalidRequestLine : .invalidMethod) }
-        i += 1
-        // request-target SP
-        let targetStart = i
-        while ByteClass.target[Int(head[i])] { i += 1 }
-        let target = targetStart..<i
-        guard !target.isEmpty else { return .failure(.invalidRequestLine) }
-        guard head[i] == .space else {
-            return .failure(head[i] == .cr ? .invalidRequestLine : .invalidTarget)
+        let requestLine: (method: Range<Int>, target: Range<Int>, version: HTTPVersion, end: Int)
+        switch parseRequestLine(head) {
+        case .success(let parsed): requestLine = parsed
+        case .failure(let error): return .failure(error)
         }
-        i += 1
-        // HTTP-version CRLF: exactly "HTTP/" DIGIT "." DIGIT
-        guard i + 10 <= head.count, head[i + 8] == .cr,
-              head[i] == 0x48, head[i + 1] == 0x54, head[i + 2] == 0x54, head[i + 3] == 0x50, head[i + 4] == 0x2F,
-              head[i + 6] == 0x2E, isDigit(head[i + 5]), isDigit(head[i + 7])
-        else { return .failure(.invalidVersion) }
-        let version = HTTPVersion(major: head[i + 5] - 0x30, minor: head[i + 7] - 0x30)
-        guard version == .http11 || version == .http10 else { return .failure(.unsupportedVersion) }
-        i += 10
-
+        let (method, target, version) = (requestLine.method, requestLine.target, requestLine.version)
+        var i = requestLine.end
         var fields: [HTTPFieldRange] = []
         fields.reserveCapacity(16)
         while !(head[i] == .cr) {
@@ -163,6 +150,30 @@ public struct HTTPRequestHeadParser: Sendable {
             i += 2
         }
         return .success(Parts(method: method, target: target, version: version, fields: fields))
+    }
+
+    /// `method SP request-target SP HTTP-version CRLF` at the start of `head`; `end` is past the CRLF.
+    static func parseRequestLine(_ head: UnsafeBufferPointer<UInt8>) -> Result<(method: Range<Int>, target: Range<Int>, version: HTTPVersion, end: Int), HTTPParseError> {
+        var i = 0
+        while i < head.count, ByteClass.token[Int(head[i])] { i += 1 }
+        let method = 0..<i
+        guard method.count <= maxMethodBytes, i < head.count else { return .failure(.invalidMethod) }
+        guard !method.isEmpty, head[i] == .space else { return .failure(head[i] == .cr ? .invalidRequestLine : .invalidMethod) }
+        i += 1
+        let targetStart = i
+        while i < head.count, ByteClass.target[Int(head[i])] { i += 1 }
+        let target = targetStart..<i
+        guard i < head.count, !target.isEmpty else { return .failure(.invalidRequestLine) }
+        guard head[i] == .space else { return .failure(head[i] == .cr ? .invalidRequestLine : .invalidTarget) }
+        i += 1
+        // HTTP-version CRLF: exactly "HTTP/" DIGIT "." DIGIT
+        guard i + 10 <= head.count, head[i + 8] == .cr,
+              head[i] == 0x48, head[i + 1] == 0x54, head[i + 2] == 0x54, head[i + 3] == 0x50, head[i + 4] == 0x2F,
+              head[i + 6] == 0x2E, isDigit(head[i + 5]), isDigit(head[i + 7])
+        else { return .failure(.invalidVersion) }
+        let version = HTTPVersion(major: head[i + 5] - 0x30, minor: head[i + 7] - 0x30)
+        guard version == .http11 || version == .http10 else { return .failure(.unsupportedVersion) }
+        return .success((method, target, version, i + 10))
     }
 
     @inline(__always)

@@ -6,6 +6,8 @@ final class ExchangeInfo {
     let path: Substring
     var route: String?
     var upstream: String?
+    /// The forwarding of this exchange, kept alive until the response ends.
+    var forwarded: ForwardedExchange?
 
     init(requestID: String, path: Substring) {
         self.requestID = requestID

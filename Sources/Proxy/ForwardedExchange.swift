@@ -40,26 +40,37 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     /// Wires the client body into a `RequestBody` and sends the first hop.
     func start(retryBodyBytes: Int) {
         let head = exchange.head
+        // The exchange keeps this object alive (ExchangeInfo.forwarded) until its response ends;
+        // the hooks hold it weakly so no cycle outlives the exchange.
+        exchange.info?.forwarded = self
         if head.framing != .none {
             let body = RequestBody(replayLimit: retryBodyBytes)
-            let exchange = self.exchange
-            exchange.onBody = { [unowned body, unowned exchange] bytes in
-                body.append(bytes)
-                if body.buffered > RequestBody.highWater { exchange.pauseBody() }
-            }
-            exchange.onEnd = { [unowned body] in body.finish() }
-            body.onDrained = { [unowned exchange] in
+            exchange.onBody = { [weak self] bytes in self?.clientSent(bytes) }
+            exchange.onEnd = { [weak self] in self?.body?.finish() }
+            body.onDrained = { [weak exchange] in
                 // Called from inside a libcurl callback: resume the client after this event.
-                exchange.loop.afterEvents { [weak exchange] in exchange?.resumeBody() }
+                exchange?.loop.afterEvents { [weak exchange] in exchange?.resumeBody() }
             }
             self.body = body
         }
-        exchange.onAbort = { [unowned self] in
-            self.transfer?.cancel()
-            self.transfer = nil
+        exchange.onAbort = { [weak self] in
+            self?.transfer?.cancel()
+            self?.transfer = nil
         }
-        exchange.onWritable = { [unowned self] in self.transfer?.resumeResponse() }
+        exchange.onWritable = { [weak self] in self?.transfer?.resumeResponse() }
         send(lines: baseLines + credentialLines)
+    }
+
+    /// Stops the upstream side (the server refused the rest of the request).
+    func cancel() {
+        transfer?.cancel()
+        transfer = nil
+    }
+
+    private func clientSent(_ bytes: UnsafeRawBufferPointer) {
+        guard let body else { return }
+        body.append(bytes)
+        if body.buffered > RequestBody.highWater { exchange.pauseBody() }
     }
 
     private func send(lines: [String]) {

@@ -50,7 +50,7 @@ public struct ProxyError: Error, Sendable, Equatable {
     /// The mock file exists but cannot be read.
     public static func mockUnreadable(_ file: String) -> Self { Self(.mockUnreadable, 500, "The mock file \(file) cannot be read.") }
     /// The path escapes its route (dot segments, encoded slashes).
-    public static let invalidPath = Self(.invalidPath, 400, "The path contains dot segments or encoded separators.")
+    public static let invalidPath = Self(.invalidPath, 400, "The path contains dot segments, encoded separators or NUL.")
     /// The control endpoint does not take this method.
     public static func methodNotAllowed(_ allowed: String) -> Self { Self(.methodNotAllowed, 405, "This endpoint accepts \(allowed) only.") }
     /// The upstream could not be reached.

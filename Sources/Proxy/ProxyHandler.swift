@@ -34,6 +34,10 @@ public final class ProxyHandler: HTTPHandler {
         exchange.context = info
 
         if target.path == "*" { return respondOptions(exchange) }
+        if head.methodIs("TRACE") || head.methodIs("TRACK") {
+            // A TRACE echo would hand the injected credentials back to the caller.
+            return fail(exchange, .methodNotAllowed("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"))
+        }
         let hostHeader = head.first("Host")
         if let authority = target.authority, let hostHeader, authority.lowercased() != hostHeader.lowercased() {
             // Two different hosts in one request is the shape of a routing-confusion attack.
@@ -124,12 +128,20 @@ public final class ProxyHandler: HTTPHandler {
 
     // MARK: server events
 
-    public func completed(_ exchange: HTTPExchange) { logExchange(exchange, level: .info, outcome: nil) }
+    public func completed(_ exchange: HTTPExchange) {
+        logExchange(exchange, level: .info, outcome: nil)
+        exchange.info?.forwarded = nil
+    }
 
-    public func aborted(_ exchange: HTTPExchange, reason: String) { logExchange(exchange, level: .info, outcome: reason) }
+    public func aborted(_ exchange: HTTPExchange, reason: String) {
+        logExchange(exchange, level: .info, outcome: reason)
+        exchange.info?.forwarded = nil
+    }
 
     public func refused(_ exchange: HTTPExchange, status: Int, code: String) {
         logExchange(exchange, level: .warning, outcome: code)
+        exchange.info?.forwarded?.cancel()
+        exchange.info?.forwarded = nil
     }
 
     public func protocolError(_ error: String, status: Int, peer: String, requestID: String) {

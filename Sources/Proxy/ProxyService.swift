@@ -28,6 +28,7 @@ public enum ProxyService {
             Log.emit(.error, "startup_failed", ["error": .string("signalfd failed")])
             return 1
         }
+        raiseDescriptorLimit(for: configuration.limits.maxConnections)
         UpstreamClient.globalInit()
         let server = HTTPServer(configuration: serverConfiguration(configuration))
         let runtime = ProxyRuntime(configuration: configuration)
@@ -49,6 +50,18 @@ public enum ProxyService {
         Log.emit(.info, "started", ["version": .string(version), "config": .string(configPath),
                                     "workers": .int(server.eventLoops.count), "routes": .int(configuration.routes.count)])
         return waitForSignals(signals, server: server, handlers: handlers, configPath: configPath, current: runtime, tokens: tokens)
+    }
+
+    /// Raises the soft open-file limit to the hard one: each client connection and each upstream
+    /// connection is a descriptor, and the default soft limit (1024) is below `maxConnections`.
+    private static func raiseDescriptorLimit(for connections: Int) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        if Int(limit.rlim_cur) < connections * 2 + 64 {
+            Log.emit(.warning, "descriptor_limit", ["limit": .int(Int(limit.rlim_cur)), "maxConnections": .int(connections)])
+        }
     }
 
     /// Validates a config; prints every problem. Returns the exit code.

@@ -210,11 +210,14 @@ final class EasyHandle {
             break
         case .head:
             cc_easy_long(easy, CURLOPT_NOBODY, 1)
-        case .bodiless(let name):
-            // No body at all: POST-like with an empty, zero-length body.
+        case .bodiless(let name) where ["POST", "PUT", "PATCH"].contains(name):
+            // These methods announce an empty body with Content-Length: 0.
             cc_easy_long(easy, CURLOPT_POST, 1)
             cc_easy_ptr(easy, CURLOPT_POSTFIELDS, nil)
             cc_easy_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, 0)
+            if name != "POST" { cc_easy_str(easy, CURLOPT_CUSTOMREQUEST, name) }
+        case .bodiless(let name):
+            // DELETE, OPTIONS, …: the method on a GET-shaped request, no framing fields at all.
             cc_easy_str(easy, CURLOPT_CUSTOMREQUEST, name)
         case .withBody(let name, let length):
             cc_easy_long(easy, CURLOPT_POST, 1)

@@ -100,10 +100,11 @@ public final class UpstreamTransfer {
         }
         var list: UnsafeMutablePointer<curl_slist>?
         for line in request.headers { list = curl_slist_append(list, line) }
-        // Suppress what curl would add on its own: the client decides Accept, and no Expect round trip.
+        // Suppress what curl would add on its own: no Expect round trip, and no Accept or
+        // Content-Type the client did not send.
         list = curl_slist_append(list, "Expect:")
-        if !request.headers.contains(where: { $0.utf8.count > 6 && $0.lowercased().hasPrefix("accept:") }) {
-            list = curl_slist_append(list, "Accept:")
+        for name in ["accept:", "content-type:"] where !request.headers.contains(where: { $0.lowercased().hasPrefix(name) }) {
+            list = curl_slist_append(list, name)
         }
         headerList = list
         cc_easy_slist(easy, CURLOPT_HTTPHEADER, list)

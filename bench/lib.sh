@@ -1,0 +1,182 @@
+# Helpers for the benchmark scripts in bench/. Source it; do not run it.
+#
+#   source "$(dirname "$0")/lib.sh"
+#   bench_init                      # temp dir + cleanup trap
+#   ensure_tools nginx wrk          # apt-get only what is missing
+#   PROXY_BIN=$(build_release)
+#   start_nginx PORT CONF_SNIPPET   # sets NGINX_PID
+#   start_proxy PORT CONFIG_JSON    # sets PROXY_PID
+#   run_wrk NAME URL                # wrk --latency, output saved as $BENCH_DIR/NAME.wrk
+#   parse_wrk FILE                  # prints "rps p50_ms p99_ms errors"
+#
+# Knobs (environment): WRK_THREADS (2), WRK_CONNECTIONS (64), WRK_DURATION (10s).
+
+BENCH_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+WRK_THREADS="${WRK_THREADS:-2}"
+WRK_CONNECTIONS="${WRK_CONNECTIONS:-64}"
+WRK_DURATION="${WRK_DURATION:-10s}"
+
+BENCH_PIDS=()
+
+bench_log() { printf '[bench] %s\n' "$*" >&2; }
+
+bench_die() { bench_log "error: $*"; exit 1; }
+
+# Temp dir and a trap that stops every process we started (by PID) and removes it.
+bench_init() {
+    BENCH_DIR="$(mktemp -d "${TMPDIR:-/tmp}/platform-proxy-bench.XXXXXX")"
+    trap bench_cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+
+bench_cleanup() {
+    local pid
+    for pid in "${BENCH_PIDS[@]}"; do
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null || true
+        fi
+    done
+    for pid in "${BENCH_PIDS[@]}"; do
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    if [[ -n "${BENCH_DIR:-}" && -d "$BENCH_DIR" && -z "${BENCH_KEEP:-}" ]]; then
+        rm -rf "$BENCH_DIR"
+    fi
+}
+
+# ensure_tools nginx wrk: install the Debian packages for missing commands (needs root).
+ensure_tools() {
+    local missing=() tool
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+    done
+    ((${#missing[@]})) || return 0
+    [[ $(id -u) -eq 0 ]] || bench_die "missing ${missing[*]}; install them (apt-get install ${missing[*]})"
+    bench_log "installing ${missing[*]}"
+    apt-get update -qq >&2
+    for tool in "${missing[@]}"; do
+        case "$tool" in
+            nginx) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >&2 \
+                       || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >&2 ;;
+            *) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$tool" >&2 ;;
+        esac
+        command -v "$tool" >/dev/null 2>&1 || bench_die "could not install $tool"
+    done
+}
+
+# build_release: prints the release binary's path. PLATFORM_PROXY_RELEASE_BIN skips the build;
+# SWIFT_SCRATCH_PATH picks the build directory (default .build).
+build_release() {
+    if [[ -n "${PLATFORM_PROXY_RELEASE_BIN:-}" ]]; then
+        [[ -x "$PLATFORM_PROXY_RELEASE_BIN" ]] || bench_die "PLATFORM_PROXY_RELEASE_BIN=$PLATFORM_PROXY_RELEASE_BIN is not executable"
+        echo "$PLATFORM_PROXY_RELEASE_BIN"
+        return
+    fi
+    local scratch="${SWIFT_SCRATCH_PATH:-$BENCH_REPO_ROOT/.build}"
+    bench_log "swift build -c release (scratch path $scratch)"
+    (cd "$BENCH_REPO_ROOT" && swift build -c release --scratch-path "$scratch" >&2) || bench_die "release build failed"
+    local bin
+    bin="$(cd "$BENCH_REPO_ROOT" && swift build -c release --scratch-path "$scratch" --show-bin-path)/platform-proxy"
+    [[ -x "$bin" ]] || bench_die "no binary at $bin"
+    echo "$bin"
+}
+
+# free_port: an unused loopback TCP port.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# wait_http URL [seconds]: until URL answers 2xx.
+wait_http() {
+    local url="$1" seconds="${2:-10}" i
+    for ((i = 0; i < seconds * 20; i++)); do
+        curl -sf -o /dev/null --max-time 1 "$url" && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# start_nginx PORT [LOCATION_BODY]: nginx on 127.0.0.1:PORT with its own prefix, pid and logs
+# under $BENCH_DIR/nginx. LOCATION_BODY is the inside of "location / { ... }" (default: return
+# the health JSON). Extra http-level config can be given in NGINX_HTTP_EXTRA. Sets NGINX_PID.
+start_nginx() {
+    local port="$1"
+    local location="${2:-default_type application/json; return 200 '{\"status\":\"ok\"}';}"
+    local dir="$BENCH_DIR/nginx"
+    mkdir -p "$dir/logs" "$dir/tmp"
+    cat >"$dir/nginx.conf" <<EOF
+worker_processes auto;
+pid $dir/nginx.pid;
+error_log $dir/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    client_body_temp_path $dir/tmp/body;
+    proxy_temp_path $dir/tmp/proxy;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+    ${NGINX_HTTP_EXTRA:-}
+    server {
+        listen 127.0.0.1:$port;
+        location / { $location }
+    }
+}
+EOF
+    nginx -p "$dir" -c "$dir/nginx.conf" -g 'daemon off;' >"$dir/logs/stdout.log" 2>&1 &
+    NGINX_PID=$!
+    BENCH_PIDS+=("$NGINX_PID")
+    wait_http "http://127.0.0.1:$port/" 10 || { cat "$dir/logs/error.log" >&2; bench_die "nginx did not start"; }
+    bench_log "nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') on 127.0.0.1:$port (pid $NGINX_PID)"
+}
+
+# start_proxy BIN PORT CONFIG_JSON: platform-proxy serve with that config (written to
+# $BENCH_DIR/proxy.json); stderr (one log line per request) goes to /dev/null unless
+# PROXY_LOG is set to a file. Sets PROXY_PID.
+start_proxy() {
+    local bin="$1" port="$2" config="$3"
+    printf '%s\n' "$config" >"$BENCH_DIR/proxy.json"
+    "$bin" serve --config "$BENCH_DIR/proxy.json" 2>"${PROXY_LOG:-/dev/null}" >/dev/null &
+    PROXY_PID=$!
+    BENCH_PIDS+=("$PROXY_PID")
+    wait_http "http://127.0.0.1:$port/_platform/health" 10 || bench_die "platform-proxy did not start (set PROXY_LOG=file to see its log)"
+    bench_log "platform-proxy on 127.0.0.1:$port (pid $PROXY_PID)"
+}
+
+# run_wrk NAME URL [extra wrk args...]: saves the output as $BENCH_DIR/NAME.wrk, prints its path.
+run_wrk() {
+    local name="$1" url="$2"
+    shift 2
+    local out="$BENCH_DIR/$name.wrk"
+    wrk -t"$WRK_THREADS" -c"$WRK_CONNECTIONS" -d"$WRK_DURATION" --latency "$@" "$url" >"$out" 2>&1 \
+        || { cat "$out" >&2; bench_die "wrk failed for $name"; }
+    echo "$out"
+}
+
+# parse_wrk FILE: "rps p50_ms p99_ms errors" (errors = socket errors + non-2xx/3xx responses).
+parse_wrk() {
+    awk '
+        function ms(v) {
+            if (v ~ /us$/) { sub(/us$/, "", v); return v / 1000 }
+            if (v ~ /ms$/) { sub(/ms$/, "", v); return v + 0 }
+            if (v ~ /m$/)  { sub(/m$/, "", v);  return v * 60000 }
+            if (v ~ /s$/)  { sub(/s$/, "", v);  return v * 1000 }
+            return v + 0
+        }
+        /Requests\/sec:/ { rps = $2 }
+        $1 == "50%" { p50 = ms($2) }
+        $1 == "99%" { p99 = ms($2) }
+        /Socket errors:/ {
+            for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) { n = $i; sub(/,/, "", n); errors += n }
+        }
+        /Non-2xx or 3xx responses:/ { errors += $NF }
+        END { printf "%.0f %.3f %.3f %d\n", rps, p50, p99, errors }
+    ' "$1"
+}
+
+# rss_kb PID: resident set size in kB (VmRSS); peak_rss_kb PID: VmHWM.
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+peak_rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
