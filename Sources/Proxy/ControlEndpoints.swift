@@ -21,8 +21,47 @@ struct ControlEndpoints {
             } else {
                 reply(exchange, 200, Self.json, Array("{\"status\":\"ready\"}".utf8))
             }
+        case "/_platform/mock":
+            guard exchange.head.methodIs("POST") else { return methodNotAllowed(exchange, "POST", reply) }
+            readJSON(exchange, reply) { body in switchMock(exchange, body, runtime: runtime, reply: reply) }
         default:
             error(exchange, .noRoute(String(path)), reply)
+        }
+    }
+
+    /// `{"route": "name", "mode": "replay" | "record" | "off"}`: the QA switch.
+    private func switchMock(_ exchange: HTTPExchange, _ body: JSONValue, runtime: ProxyRuntime, reply: Reply) {
+        guard let name = body["route"]?.stringValue, let modeName = body["mode"]?.stringValue,
+              let mode = MockSwitchboard.Mode(name: modeName) else {
+            return error(exchange, .invalidRequest("Expected {\"route\": name, \"mode\": \"replay\"|\"record\"|\"off\"}."), reply)
+        }
+        guard let route = runtime.configuration.routes.first(where: { $0.name == name }) else {
+            return error(exchange, .invalidRequest("No route is named \(name)."), reply)
+        }
+        guard route.mock != nil else { return error(exchange, .invalidRequest("The route \(name) has no mock directory."), reply) }
+        guard route.upstream != nil || mode == .replay else {
+            return error(exchange, .invalidRequest("The route \(name) has no upstream, so it can only replay."), reply)
+        }
+        runtime.mockModes.set(mode, for: name)
+        Log.emit(.info, "mock_switched", ["route": .string(name), "mode": .string(modeName)])
+        reply(exchange, 200, Self.json, Array("{\"route\":\(jsonQuoted(name)),\"mode\":\"\(modeName)\"}".utf8))
+    }
+
+    /// Collects a small JSON request body (≤ 64 KiB) and parses it.
+    private func readJSON(_ exchange: HTTPExchange, _ reply: @escaping Reply, _ then: @escaping (JSONValue) -> Void) {
+        final class Collected { var bytes: [UInt8] = []; var tooLarge = false }
+        let collected = Collected()
+        exchange.onBody = { bytes in
+            if collected.bytes.count + bytes.count > 65536 { collected.tooLarge = true } else { collected.bytes.append(contentsOf: bytes) }
+        }
+        exchange.onEnd = { [weak exchange] in
+            guard let exchange else { return }
+            if collected.tooLarge { return error(exchange, .bodyTooLarge, reply) }
+            do {
+                then(try JSONValue.parse(collected.bytes))
+            } catch {
+                self.error(exchange, .invalidRequest("The body is not valid JSON: \(error)."), reply)
+            }
         }
     }
 

@@ -22,6 +22,8 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     private var hops = 0
     private var transfer: UpstreamTransfer?
     private var pendingRedirect: RedirectPolicy.Decision?
+    /// Set on a route in record mode.
+    var recorder: MockRecorder?
 
     init(exchange: HTTPExchange, route: RouteConfiguration, upstream: UpstreamURL, handler: ProxyHandler,
          requestID: String, credentialLines: [String], injector: CredentialInjector) {
@@ -104,12 +106,14 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         } else {
             framing = .streamed
         }
+        recorder?.responseStarted(status: head.status)
         exchange.startResponse(status: head.status, headers: fields, framing: framing)
     }
 
     func transfer(_ transfer: UpstreamTransfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
         guard pendingRedirect == nil else { return true }  // a followed redirect's body is dropped
         guard exchange.canWrite else { return false }
+        recorder?.append(bytes)
         exchange.writeBody(bytes)
         return true
     }
@@ -122,7 +126,10 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             if exchange.responseStarted { return exchange.abort(reason: "upstream_failed_mid_response") }
             return handler.fail(exchange, error.isTimeout ? .upstreamTimeout : .upstreamUnreachable)
         }
-        guard let redirect = pendingRedirect else { return exchange.endResponse() }
+        guard let redirect = pendingRedirect else {
+            if let recorded = recorder?.finish() { handler.mockRecorded(exchange, file: recorded.file, error: recorded.error) }
+            return exchange.endResponse()
+        }
         pendingRedirect = nil
         switch redirect {
         case .relay:

@@ -12,19 +12,23 @@ public final class ProxyHandler: HTTPHandler {
     private let log: LogBuffer
     private var requestIDs: RequestIDGenerator
     private let control: ControlEndpoints
+    private let metrics = LoopMetrics()
+    private let hub: MetricsHub
     /// This loop's libcurl multi handle.
     let upstream: UpstreamClient
     /// The tokens in force; replaced (on this loop) when they change.
     public var credentials: CredentialSnapshot = .empty
 
     /// Creates the handler for `loop`.
-    public init(runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int) {
+    public init(runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int, hub: MetricsHub) {
         self.runtime = runtime
+        self.hub = hub
         self.loop = loop
         log = LogBuffer(loop: loop)
         requestIDs = RequestIDGenerator(loopIndex: loopIndex)
         control = ControlEndpoints()
         upstream = UpstreamClient(loop: loop)
+        hub.add(loop: loop, metrics: metrics)
     }
 
     public func handle(_ exchange: HTTPExchange) {
@@ -43,11 +47,16 @@ public final class ProxyHandler: HTTPHandler {
             // Two different hosts in one request is the shape of a routing-confusion attack.
             return fail(exchange, .hostMismatch)
         }
-        if let host = target.authority ?? hostHeader.map({ Substring($0) }), !HostName.isAllowed(host, runtime.allowedHosts) {
+        let access = runtime.access
+        if let host = target.authority ?? hostHeader.map({ Substring($0) }), !access.hostAllowed(host) {
             return fail(exchange, .hostNotAllowed)
         }
+        guard access.keyAccepted(head.first("X-Proxy-Key")) else { return fail(exchange, .proxyKeyRequired) }
+        let origin = head.first("Origin")
         if target.path == "/_platform" || target.path.hasPrefix("/_platform/") {
             info.route = "_platform"
+            if let origin, !access.originAllowed(origin) { return fail(exchange, .originNotAllowed) }
+            if target.path == "/_platform/metrics" { return scrapeMetrics(exchange) }
             return control.handle(exchange, path: target.path, runtime: runtime, reply: reply)
         }
         guard let (index, rest) = runtime.router.match(target.path) else {
@@ -55,7 +64,11 @@ public final class ProxyHandler: HTTPHandler {
         }
         let route = runtime.configuration.routes[index]
         info.route = route.name
-        if runtime.replaysMocks(route), let mock = route.mock {
+        if let origin, route.credential != .none, !access.originAllowed(origin) {
+            return fail(exchange, .originNotAllowed)
+        }
+        let mockMode = runtime.mockMode(route)
+        if mockMode == .replay, let mock = route.mock {
             return replayMock(exchange, directory: mock.directory, rest: rest)
         }
         guard let upstreamBase = route.upstream else { return fail(exchange, .noRoute(String(target.path))) }
@@ -64,10 +77,36 @@ public final class ProxyHandler: HTTPHandler {
         guard let lines = injector.lines(credentials, names: route.headers) else {
             return fail(exchange, .credentialsUnavailable(route.credential.rawValue))
         }
+        if !lines.isEmpty { metrics.injected(route: route.name) }
         let forwarded = ForwardedExchange(
             exchange: exchange, route: route, upstream: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query),
             handler: self, requestID: info.requestID, credentialLines: lines, injector: injector)
+        if mockMode == .record, let mock = route.mock {
+            forwarded.recorder = MockRecorder(directory: mock.directory, rest: rest, overwrite: mock.overwrite)
+        }
         forwarded.start(retryBodyBytes: runtime.configuration.limits.retryBodyBytes)
+    }
+
+    private func scrapeMetrics(_ exchange: HTTPExchange) {
+        guard exchange.head.methodIs("GET") || exchange.head.methodIs("HEAD") else {
+            return fail(exchange, .methodNotAllowed("GET"))
+        }
+        hub.gather(on: loop) { [weak self, weak exchange] text in
+            guard let self, let exchange else { return }
+            self.send(exchange, status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                      body: Array(text.utf8))
+        }
+    }
+
+    /// A record-mode response was written (or could not be: logged, never fatal).
+    func mockRecorded(_ exchange: HTTPExchange, file: String, error: String?) {
+        if let error {
+            log.emit(.warning, "mock_record_failed", [("requestID", .string(exchange.info?.requestID ?? "")),
+                                                      ("file", .string(file)), ("error", .string(error))])
+        } else {
+            metrics.mockRecorded(route: exchange.info?.route ?? "")
+            log.emit(.info, "mock_recorded", [("requestID", .string(exchange.info?.requestID ?? "")), ("file", .string(file))])
+        }
     }
 
     /// An upstream transfer failed; logged with libcurl's reason (which never holds headers).
@@ -76,10 +115,11 @@ public final class ProxyHandler: HTTPHandler {
                                                ("route", .string(exchange.info?.route ?? "")),
                                                ("upstream", .string(exchange.info?.upstream ?? "")),
                                                ("error", .string(error.description))])
+        metrics.upstreamError(route: exchange.info?.route ?? "", kind: error.isTimeout ? "timeout" : "unreachable")
     }
 
     /// A redirect left the credential hosts: injected headers, cookies and Authorization were dropped.
-    func credentialsStripped(route: String) {}
+    func credentialsStripped(route: String) { metrics.stripped(route: route) }
 
     // MARK: answers
 
@@ -145,11 +185,14 @@ public final class ProxyHandler: HTTPHandler {
     }
 
     public func protocolError(_ error: String, status: Int, peer: String, requestID: String) {
+        metrics.request(route: "_unrouted", status: status, seconds: 0)
         log.emit(.warning, "bad_request", [("requestID", .string(requestID)), ("status", .int(status)),
                                            ("reason", .string(error)), ("peer", .string(peer))])
     }
 
     private func logExchange(_ exchange: HTTPExchange, level: LogLevel, outcome: String?) {
+        let seconds = loop.now.seconds(since: exchange.startedAt)
+        metrics.request(route: exchange.info?.route ?? "_unrouted", status: exchange.status, seconds: seconds)
         guard Log.enabled(level) else { return }
         let info = exchange.info
         var fields: [(String, LogValue)] = [
@@ -158,7 +201,7 @@ public final class ProxyHandler: HTTPHandler {
             ("path", .string(String(info?.path ?? ""))),
             ("route", .string(info?.route ?? "")),
             ("status", .int(exchange.status)),
-            ("durationMs", .double((NanoTime.now().seconds(since: exchange.startedAt) * 1e6).rounded() / 1e3)),
+            ("durationMs", .double((seconds * 1e6).rounded() / 1e3)),
             ("bytesIn", .int(exchange.bytesReceived)),
             ("bytesOut", .int(exchange.bytesSent)),
             ("peer", .string(exchange.peer)),

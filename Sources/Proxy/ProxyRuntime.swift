@@ -8,8 +8,10 @@ public final class ProxyRuntime: Sendable {
     public let configuration: ProxyConfiguration
     /// Routing over `configuration.routes`.
     public let router: Router
-    /// `allowedHosts`, lowercased.
-    public let allowedHosts: [String]
+    /// Host, Origin and key checks.
+    let access: AccessPolicy
+    /// Run-time mock switches.
+    public let mockModes: MockSwitchboard
     /// Mock folder state, shared by every loop and kept across reloads.
     public let mocks: MockFiles
     /// Each route's credential injector, by route index.
@@ -19,15 +21,25 @@ public final class ProxyRuntime: Sendable {
     public init(configuration: ProxyConfiguration, mocks: MockFiles = MockFiles()) {
         self.configuration = configuration
         router = Router(routes: configuration.routes)
-        allowedHosts = configuration.allowedHosts.map { $0.lowercased() }
+        // The key was resolved once at load; a source that stopped resolving refuses everything.
+        let key = configuration.apiKey.map { (try? $0.resolve()) ?? "" }
+        access = AccessPolicy(allowedHosts: configuration.allowedHosts, apiKey: key)
+        mockModes = MockSwitchboard(routes: configuration.routes)
         self.mocks = mocks
         injectors = configuration.routes.map(CredentialInjector.init(route:))
     }
 
-    /// Whether `route` answers from its mock folder now.
-    public func replaysMocks(_ route: RouteConfiguration) -> Bool {
-        guard let mock = route.mock else { return false }
-        return configuration.mock || mock.mode == .replay || route.upstream == nil
+    /// How `route` uses its mock folder now: the run-time switch, else the global `mock`
+    /// switch, else the route's configured mode. A route without an upstream always replays.
+    public func mockMode(_ route: RouteConfiguration) -> MockConfiguration.Mode? {
+        guard let mock = route.mock else { return nil }
+        if route.upstream == nil { return .replay }
+        switch mockModes.mode(of: route.name) {
+        case .replay: return .replay
+        case .record: return .record
+        case .off: return .off
+        case .configured: return configuration.mock ? .replay : mock.mode
+        }
     }
 
     /// Why credentials are not usable, or nil when `/_platform/ready` may answer 200.

@@ -3,6 +3,7 @@ import Config
 import Credentials
 import EventLoop
 import Glibc
+import Synchronization
 import Upstream
 
 /// Runs the proxy: loads the config, starts the loops, and handles signals on the calling
@@ -10,6 +11,14 @@ import Upstream
 public enum ProxyService {
     /// The version printed by `--version` and logged at start.
     public static let version = "0.1.0"
+    /// SIGHUP outcomes, for the metrics.
+    private static let reloadCounts = ReloadCounts()
+
+    private final class ReloadCounts: Sendable {
+        let ok = Atomic<Int>(0)
+        let failed = Atomic<Int>(0)
+    }
+
     /// How long a graceful shutdown waits for in-flight requests: under Docker's 10 s stop timeout.
     public static let shutdownSeconds = 9.0
 
@@ -35,9 +44,12 @@ public enum ProxyService {
         let tokens = TokenWatcher(configuration.provider)
         let initial = tokens.poll() ?? .empty
         var handlers: [ProxyHandler] = []
+        let hub = MetricsHub()
+        hub.setSources(openConnections: { [server] in server.openConnections },
+                       reloads: { (reloadCounts.ok.load(ordering: .relaxed), reloadCounts.failed.load(ordering: .relaxed)) })
         do {
             let bound = try server.start { loop, index in
-                let handler = ProxyHandler(runtime: runtime, loop: loop, loopIndex: index)
+                let handler = ProxyHandler(runtime: runtime, loop: loop, loopIndex: index, hub: hub)
                 handler.credentials = initial
                 handlers.append(handler)
                 return handler
@@ -146,6 +158,7 @@ public enum ProxyService {
     private static func reload(configPath: String, server: HTTPServer, handlers: [ProxyHandler], current: ProxyRuntime) -> ProxyRuntime {
         switch ConfigLoader.load(path: configPath) {
         case .failure(let errors):
+            reloadCounts.failed.add(1, ordering: .relaxed)
             Log.emit(.error, "config_reload_failed", ["config": .string(configPath), "errors": .string(errors.description)])
             return current
         case .success(let configuration):
@@ -158,6 +171,7 @@ public enum ProxyService {
             if old.listen != configuration.listen || old.workers != configuration.workers || old.limits != configuration.limits {
                 Log.emit(.warning, "config_reload_partial", ["message": .string("listen, workers and limits take effect at the next start")])
             }
+            reloadCounts.ok.add(1, ordering: .relaxed)
             Log.emit(.info, "config_reloaded", ["config": .string(configPath), "routes": .int(configuration.routes.count)])
             return next
         }

@@ -1,0 +1,42 @@
+import Config
+
+/// Local security (SPEC "Local security"): which Host and Origin values are served, and the
+/// optional proxy key. DNS rebinding is defeated by the Host check, cross-site requests from a
+/// browser by the Origin check, other local processes by the key.
+struct AccessPolicy: Sendable {
+    /// `allowedHosts`, lowercased.
+    let allowedHosts: [String]
+    /// The `apiKey` bytes, when set.
+    let apiKey: [UInt8]?
+
+    init(allowedHosts: [String], apiKey: String?) {
+        self.allowedHosts = allowedHosts.map { $0.lowercased() }
+        self.apiKey = apiKey.map { Array($0.utf8) }
+    }
+
+    /// Whether a Host value (or an absolute-form authority) names an allowed host; the port is ignored.
+    func hostAllowed(_ host: Substring) -> Bool { HostName.isAllowed(host, allowedHosts) }
+
+    /// Whether an `Origin` (`scheme://host[:port]`) names an allowed host; `null` and garbage never do.
+    func originAllowed(_ origin: String) -> Bool {
+        guard let schemeEnd = origin.firstRange(of: "://") else { return false }
+        let scheme = origin[..<schemeEnd.lowerBound].lowercased()
+        guard scheme == "http" || scheme == "https" else { return false }
+        let authority = origin[schemeEnd.upperBound...]
+        guard !authority.isEmpty, !authority.contains("/"), !authority.contains("@") else { return false }
+        return hostAllowed(authority)
+    }
+
+    /// Whether `given` equals the key, in time independent of where they differ.
+    func keyAccepted(_ given: String?) -> Bool {
+        guard let apiKey else { return true }
+        guard let given, !apiKey.isEmpty else { return false }
+        let bytes = Array(given.utf8)
+        // Always walk the whole key: the time depends on the key's length only.
+        var difference = bytes.count ^ apiKey.count
+        for i in 0..<apiKey.count {
+            difference |= Int(apiKey[i] ^ (i < bytes.count ? bytes[i] : 0))
+        }
+        return difference == 0
+    }
+}

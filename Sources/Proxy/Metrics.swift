@@ -1,0 +1,116 @@
+import EventLoop
+
+/// One loop's counters. Mutated only on its loop, so the request path takes no lock; a scrape
+/// asks every loop for a copy by message (`MetricsHub.gather`).
+final class LoopMetrics: @unchecked Sendable {
+    private var snapshot = MetricsSnapshot()
+
+    func request(route: String, status: Int, seconds: Double) {
+        snapshot.requests[RouteStatus(route: route, status: status), default: 0] += 1
+        snapshot.latency.observe(seconds)
+    }
+
+    func injected(route: String) { snapshot.injected[route, default: 0] += 1 }
+    func stripped(route: String) { snapshot.stripped[route, default: 0] += 1 }
+    func upstreamError(route: String, kind: String) { snapshot.upstreamErrors[RouteKind(route: route, kind: kind), default: 0] += 1 }
+    func mockRecorded(route: String) { snapshot.mockRecorded[route, default: 0] += 1 }
+
+    func copy() -> MetricsSnapshot { snapshot }
+}
+
+struct RouteStatus: Hashable, Sendable {
+    var route: String
+    var status: Int
+}
+
+struct RouteKind: Hashable, Sendable {
+    var route: String
+    var kind: String
+}
+
+/// Request latency histogram with fixed buckets (seconds).
+struct LatencyHistogram: Sendable {
+    static let bounds: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    var counts = [Int](repeating: 0, count: LatencyHistogram.bounds.count)
+    var sum = 0.0
+    var count = 0
+
+    mutating func observe(_ seconds: Double) {
+        if let index = Self.bounds.firstIndex(where: { seconds <= $0 }) { counts[index] += 1 }
+        sum += seconds
+        count += 1
+    }
+
+    mutating func merge(_ other: LatencyHistogram) {
+        for i in counts.indices { counts[i] += other.counts[i] }
+        sum += other.sum
+        count += other.count
+    }
+}
+
+/// All counters, as one value that loops' copies merge into.
+struct MetricsSnapshot: Sendable {
+    var requests: [RouteStatus: Int] = [:]
+    var latency = LatencyHistogram()
+    var injected: [String: Int] = [:]
+    var stripped: [String: Int] = [:]
+    var upstreamErrors: [RouteKind: Int] = [:]
+    var mockRecorded: [String: Int] = [:]
+
+    mutating func merge(_ other: MetricsSnapshot) {
+        requests.merge(other.requests, uniquingKeysWith: +)
+        latency.merge(other.latency)
+        injected.merge(other.injected, uniquingKeysWith: +)
+        stripped.merge(other.stripped, uniquingKeysWith: +)
+        upstreamErrors.merge(other.upstreamErrors, uniquingKeysWith: +)
+        mockRecorded.merge(other.mockRecorded, uniquingKeysWith: +)
+    }
+}
+
+/// Knows every loop's counters; filled before the loops start, read-only afterwards.
+public final class MetricsHub: @unchecked Sendable {
+    private var members: [(loop: EventLoop, metrics: LoopMetrics)] = []
+    private var openConnections: @Sendable () -> Int = { 0 }
+    private var reloads: @Sendable () -> (ok: Int, failed: Int) = { (0, 0) }
+
+    /// Creates an empty hub.
+    public init() {}
+
+    func add(loop: EventLoop, metrics: LoopMetrics) { members.append((loop, metrics)) }
+
+    /// Where the open-connection gauge and the reload counts come from (set before the loops start).
+    public func setSources(openConnections: @escaping @Sendable () -> Int,
+                           reloads: @escaping @Sendable () -> (ok: Int, failed: Int)) {
+        self.openConnections = openConnections
+        self.reloads = reloads
+    }
+
+    /// Asks every loop for its counters and calls `completion` on `loop` with their sum.
+    func gather(on loop: EventLoop, _ completion: @escaping (String) -> Void) {
+        let box = GatherBox(remaining: members.count, completion: completion)
+        let open = openConnections
+        let reloads = reloads
+        for member in members {
+            let metrics = member.metrics
+            member.loop.execute {
+                let copy = metrics.copy()
+                loop.execute {
+                    box.total.merge(copy)
+                    box.remaining -= 1
+                    if box.remaining == 0 { box.completion(PrometheusText.render(box.total, open: open(), reloads: reloads())) }
+                }
+            }
+        }
+    }
+
+    /// The gathering state, touched only on the scraping loop.
+    private final class GatherBox: @unchecked Sendable {
+        var total = MetricsSnapshot()
+        var remaining: Int
+        let completion: (String) -> Void
+        init(remaining: Int, completion: @escaping (String) -> Void) {
+            self.remaining = remaining
+            self.completion = completion
+        }
+    }
+}

@@ -1,0 +1,57 @@
+/// The Prometheus text exposition format (version 0.0.4).
+enum PrometheusText {
+    static func render(_ m: MetricsSnapshot, open: Int, reloads: (ok: Int, failed: Int)) -> String {
+        var out = ""
+        header(&out, "platform_proxy_requests_total", "counter", "Requests answered, by route and status.")
+        for (key, value) in m.requests.sorted(by: { ($0.key.route, $0.key.status) < ($1.key.route, $1.key.status) }) {
+            out += "platform_proxy_requests_total{route=\"\(escape(key.route))\",status=\"\(key.status)\"} \(value)\n"
+        }
+        header(&out, "platform_proxy_request_duration_seconds", "histogram", "Time from a request head to the end of its response.")
+        var cumulative = 0
+        for (bound, count) in zip(LatencyHistogram.bounds, m.latency.counts) {
+            cumulative += count
+            out += "platform_proxy_request_duration_seconds_bucket{le=\"\(bound)\"} \(cumulative)\n"
+        }
+        out += "platform_proxy_request_duration_seconds_bucket{le=\"+Inf\"} \(m.latency.count)\n"
+        out += "platform_proxy_request_duration_seconds_sum \(m.latency.sum)\n"
+        out += "platform_proxy_request_duration_seconds_count \(m.latency.count)\n"
+        perRoute(&out, "platform_proxy_credentials_injected_total", "Requests sent upstream with injected credentials.", m.injected)
+        perRoute(&out, "platform_proxy_credentials_stripped_total", "Redirect hops to hosts outside credentialHosts, sent without credentials.", m.stripped)
+        header(&out, "platform_proxy_upstream_errors_total", "counter", "Upstream transfers that failed, by route and kind.")
+        for (key, value) in m.upstreamErrors.sorted(by: { ($0.key.route, $0.key.kind) < ($1.key.route, $1.key.kind) }) {
+            out += "platform_proxy_upstream_errors_total{route=\"\(escape(key.route))\",kind=\"\(key.kind)\"} \(value)\n"
+        }
+        perRoute(&out, "platform_proxy_mock_recorded_total", "Responses written to a mock folder in record mode.", m.mockRecorded)
+        header(&out, "platform_proxy_config_reloads_total", "counter", "SIGHUP config reloads, by result.")
+        out += "platform_proxy_config_reloads_total{result=\"ok\"} \(reloads.ok)\n"
+        out += "platform_proxy_config_reloads_total{result=\"failed\"} \(reloads.failed)\n"
+        header(&out, "platform_proxy_open_connections", "gauge", "Open client connections.")
+        out += "platform_proxy_open_connections \(open)\n"
+        return out
+    }
+
+    private static func header(_ out: inout String, _ name: String, _ type: String, _ help: String) {
+        out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+    }
+
+    private static func perRoute(_ out: inout String, _ name: String, _ help: String, _ values: [String: Int]) {
+        header(&out, name, "counter", help)
+        for (route, value) in values.sorted(by: { $0.key < $1.key }) {
+            out += "\(name){route=\"\(escape(route))\"} \(value)\n"
+        }
+    }
+
+    /// Label values escape backslash, double quote and newline.
+    static func escape(_ value: String) -> String {
+        var out = ""
+        for c in value {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+}
