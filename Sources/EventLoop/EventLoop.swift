@@ -48,6 +48,18 @@ public final class EventLoop: @unchecked Sendable {
         try selector.register(fd: fd, generation: generation, interest: interest, exclusive: exclusive)
     }
 
+    /// (Re)claims `fd` for `target`: modifies an existing epoll entry, or adds one when the kernel
+    /// has none (the descriptor was closed and its number reused). One syscall either way.
+    public func claim(fd: CInt, interest: Interest, target: any Selectable) throws(IOError) {
+        let generation = slot(for: fd)
+        registrations[Int(fd)] = (generation, target)
+        do {
+            try selector.reregister(fd: fd, generation: generation, interest: interest)
+        } catch where error.errnoCode == ENOENT {
+            try selector.register(fd: fd, generation: generation, interest: interest)
+        }
+    }
+
     /// Changes the interest of a registered `fd`.
     public func reregister(fd: CInt, interest: Interest) throws(IOError) {
         try selector.reregister(fd: fd, generation: registrations[Int(fd)].generation, interest: interest)

@@ -68,16 +68,25 @@ public final class UpstreamClient {
 
     private func socketChanged(_ fd: curl_socket_t, _ what: Int32) {
         if what == CC_POLL_REMOVE {
-            if sockets.removeValue(forKey: fd) != nil { loop.deregister(fd: fd) }
+            // A pooled connection between transfers: keep its registration (the next transfer
+            // usually watches it the same way, saving two epoll_ctl calls per request) and drop
+            // it only if it becomes ready while parked, or reuse it when curl asks again.
+            sockets[fd]?.parked = true
             return
         }
         var interest: Interest = []
         if what == CC_POLL_IN || what == CC_POLL_INOUT { interest.insert(.read) }
         if what == CC_POLL_OUT || what == CC_POLL_INOUT { interest.insert(.write) }
-        if let socket = sockets[fd] {
+        if let socket = sockets[fd], !socket.parked {
             guard socket.interest != interest else { return }
             try? loop.reregister(fd: fd, interest: interest)
             socket.interest = interest
+        } else if let socket = sockets[fd] {
+            // Watched again after a pause: the same pooled connection, or a new socket that got
+            // the number of a closed one. `claim` is right for both, in one epoll_ctl.
+            socket.parked = false
+            socket.interest = interest
+            do { try loop.claim(fd: fd, interest: interest, target: socket) } catch { sockets[fd] = nil }
         } else {
             let socket = CurlSocket(fd: fd, client: self, interest: interest)
             sockets[fd] = socket
@@ -131,6 +140,9 @@ final class CurlSocket: Selectable {
     unowned let client: UpstreamClient
     var interest: Interest
 
+    /// curl stopped watching it (CURL_POLL_REMOVE) but the registration was kept.
+    var parked = false
+
     init(fd: CInt, client: UpstreamClient, interest: Interest) {
         self.fd = fd
         self.client = client
@@ -138,6 +150,12 @@ final class CurlSocket: Selectable {
     }
 
     func ready(_ events: UInt32) {
+        if parked {
+            // Activity on an idle pooled connection (the server closed it): stop watching; curl
+            // finds it dead when it next checks the connection.
+            client.loop.deregister(fd: fd)
+            return
+        }
         var mask: Int32 = 0
         if ReadyEvents.isReadable(events) { mask |= CC_CSELECT_IN }
         if ReadyEvents.isWritable(events) { mask |= CC_CSELECT_OUT }

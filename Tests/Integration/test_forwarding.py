@@ -10,7 +10,6 @@ client got back.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import secrets
