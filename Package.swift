@@ -19,7 +19,7 @@ let package = Package(
         .target(name: "HTTP1", swiftSettings: strict),
         .target(name: "EventLoop", dependencies: ["CLinux", "HTTP1", "JSON"], swiftSettings: strict),
         .target(name: "Upstream", dependencies: ["CCurl", "EventLoop"], swiftSettings: strict),
-        .target(name: "Credentials", dependencies: ["Config", "EventLoop", "JSON"], swiftSettings: strict),
+        .target(name: "Credentials", dependencies: ["Config", "EventLoop", "JSON", "Upstream"], swiftSettings: strict),
         .target(name: "Proxy", dependencies: ["Config", "Credentials", "EventLoop", "HTTP1", "JSON", "Upstream"], swiftSettings: strict),
         .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "EventLoop"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
@@ -27,7 +27,7 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "HTTP1"]),
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "EventLoop"]),
-        .testTarget(name: "CredentialsTests", dependencies: ["Credentials", "Config"]),
+        .testTarget(name: "CredentialsTests", dependencies: ["Credentials", "Config", "JSON"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Config", "HTTP1", "EventLoop", "JSON"]),
     ]
 )

@@ -10,19 +10,29 @@ public final class CredentialSnapshot: Sendable {
     public let accessTokenValue: String?
     /// `"<type> <id_token>"`, or nil when there is no id_token.
     public let idTokenValue: String?
-    /// Every secret value, so that tests and logs can prove none leaked.
-    let secrets: [String]
+    /// The login state that goes with these tokens.
+    public let status: AuthStatus
+    /// The analytics subject (`pennkey`, else `sub`), if known.
+    public var subject: String? { status.subject }
+
+    /// Why the provider cannot be used (discovery failed), if so.
+    public let providerProblem: String?
 
     /// A snapshot of `accessToken` / `idToken` with `tokenType` (normally `Bearer`).
-    public init(generation: UInt64, accessToken: String?, idToken: String?, tokenType: String) {
+    public init(generation: UInt64, accessToken: String?, idToken: String?, tokenType: String, status: AuthStatus? = nil,
+                providerProblem: String? = nil) {
         self.generation = generation
+        self.providerProblem = providerProblem
         accessTokenValue = accessToken.map { "\(tokenType) \($0)" }
         idTokenValue = idToken.map { "\(tokenType) \($0)" }
-        secrets = [accessToken, idToken].compactMap { $0 }
+        self.status = status ?? AuthStatus(state: accessToken == nil ? .loggedOut : .loggedIn)
     }
 
     /// No tokens at all.
     public static let empty = CredentialSnapshot(generation: 0, accessToken: nil, idToken: nil, tokenType: "Bearer")
+
+    /// Whether the access token's expiry has passed at `now` (Unix seconds).
+    public func isExpired(now: Double) -> Bool { status.expiresAt.map { $0 <= now } ?? false }
 
     /// The header value a route of `kind` injects, or nil if that token is missing (or kind is `none`).
     public func value(for kind: CredentialKind) -> String? {

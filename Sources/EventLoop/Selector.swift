@@ -37,7 +37,8 @@ final class Selector {
     }
 
     func register(fd: CInt, generation: UInt32, interest: Interest, exclusive: Bool = false) throws(IOError) {
-        let flags = interest.rawValue | (exclusive ? EPOLLEXCLUSIVE.rawValue : 0)
+        // EPOLLEXCLUSIVE allows only EPOLLIN/EPOLLOUT with it (EPOLLRDHUP is EINVAL); a listener needs no more.
+        let flags = exclusive ? (interest.rawValue & (EPOLLIN.rawValue | EPOLLOUT.rawValue)) | EPOLLEXCLUSIVE.rawValue : interest.rawValue
         _ = try syscall(where: "epoll_ctl(ADD)") { cl_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, flags, Self.pack(fd, generation)) }
     }
 

@@ -14,13 +14,6 @@ struct ControlEndpoints {
         case "/_platform/health":
             guard isRead else { return methodNotAllowed(exchange, "GET", reply) }
             reply(exchange, 200, Self.json, Self.healthBody)
-        case "/_platform/ready":
-            guard isRead else { return methodNotAllowed(exchange, "GET", reply) }
-            if let reason = runtime.unreadyReason() {
-                reply(exchange, 503, Self.json, Array("{\"status\":\"not_ready\",\"reason\":\(jsonQuoted(reason))}".utf8))
-            } else {
-                reply(exchange, 200, Self.json, Array("{\"status\":\"ready\"}".utf8))
-            }
         case "/_platform/mock":
             guard exchange.head.methodIs("POST") else { return methodNotAllowed(exchange, "POST", reply) }
             readJSON(exchange, reply) { body in switchMock(exchange, body, runtime: runtime, reply: reply) }
@@ -66,11 +59,11 @@ struct ControlEndpoints {
     }
 
     private func methodNotAllowed(_ exchange: HTTPExchange, _ allowed: String, _ reply: Reply) {
-        error(exchange, .methodNotAllowed(allowed), reply, extra: [("Allow", allowed)])
+        error(exchange, .methodNotAllowed(allowed), reply)
     }
 
-    private func error(_ exchange: HTTPExchange, _ error: ProxyError, _ reply: Reply, extra: [(name: String, value: String)] = []) {
+    private func error(_ exchange: HTTPExchange, _ error: ProxyError, _ reply: Reply) {
         let id = exchange.info?.requestID ?? ""
-        reply(exchange, error.status, Self.json + extra, error.body(requestID: id))
+        reply(exchange, error.status, Self.json + (error.allow.map { [("Allow", $0)] } ?? []), error.body(requestID: id))
     }
 }

@@ -15,7 +15,13 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     /// Client headers minus hop-by-hop and credential fields, plus the forwarding fields.
     private let baseLines: [String]
     /// The injected `Name: <type> <token>` lines (empty on `none` routes).
-    private let credentialLines: [String]
+    private var credentialLines: [String]
+    /// The token generation those lines came from.
+    private var generation: UInt64
+    /// Whether the one retry after a 401 was used.
+    private var retried = false
+    /// The upstream said 401 and a refresh-and-retry follows once the transfer ends.
+    private var retryPending = false
     private var body: RequestBody?
     private var url: UpstreamURL
     private var method: String
@@ -26,7 +32,8 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     var recorder: MockRecorder?
 
     init(exchange: HTTPExchange, route: RouteConfiguration, upstream: UpstreamURL, handler: ProxyHandler,
-         requestID: String, credentialLines: [String], injector: CredentialInjector) {
+         requestID: String, credentialLines: [String], generation: UInt64, injector: CredentialInjector) {
+        self.generation = generation
         self.exchange = exchange
         self.route = route
         self.handler = handler
@@ -61,6 +68,8 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         }
         exchange.onWritable = { [weak self] in self?.transfer?.resumeResponse() }
         send(lines: baseLines + credentialLines)
+        // The body may have been held while credentials were awaited.
+        exchange.resumeBody()
     }
 
     /// Stops the upstream side (the server refused the rest of the request).
@@ -88,6 +97,10 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     // MARK: transfer events
 
     func transfer(_ transfer: UpstreamTransfer, receivedHead head: UpstreamResponseHead) {
+        if head.status == 401 && mayRetryAfter401 {
+            retryPending = true
+            return
+        }
         let decision = RedirectPolicy.decide(
             status: head.status, location: head.first("Location"), method: method, hasBody: body != nil,
             bodyReplayable: body?.isReplayable ?? false, current: url, follow: route.redirects.follow,
@@ -111,7 +124,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     }
 
     func transfer(_ transfer: UpstreamTransfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
-        guard pendingRedirect == nil else { return true }  // a followed redirect's body is dropped
+        guard pendingRedirect == nil && !retryPending else { return true }  // a body that will not be relayed
         guard exchange.canWrite else { return false }
         recorder?.append(bytes)
         exchange.writeBody(bytes)
@@ -126,6 +139,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             if exchange.responseStarted { return exchange.abort(reason: "upstream_failed_mid_response") }
             return handler.fail(exchange, error.isTimeout ? .upstreamTimeout : .upstreamUnreachable)
         }
+        if retryPending { return retryAfter401() }
         guard let redirect = pendingRedirect else {
             if let recorded = recorder?.finish() { handler.mockRecorded(exchange, file: recorded.file, error: recorded.error) }
             return exchange.endResponse()
@@ -138,6 +152,38 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             handler.fail(exchange, .tooManyRedirects)
         case .follow(let target, let nextMethod, let keepsBody):
             follow(to: target, method: nextMethod, keepsBody: keepsBody)
+        }
+    }
+
+    /// SPEC: on a `retryOn401` route, refresh (or take tokens that changed since this request
+    /// was sent) and retry once; a body too large to keep is streamed and its 401 relayed.
+    private var mayRetryAfter401: Bool {
+        route.retryOn401 && !retried && route.credential != .none && handler.credentialManager != nil && hops == 0
+            && (body == nil || body?.isReplayable == true)
+    }
+
+    private func retryAfter401() {
+        retryPending = false
+        retried = true
+        guard let manager = handler.credentialManager else { return handler.fail(exchange, .awaitingAuthorization) }
+        manager.refresh(seen: generation, replyOn: exchange.loop) { [self] outcome in
+            guard !exchange.isAborted else { return }
+            switch outcome {
+            case .unavailable(let reason):
+                handler.fail(exchange, .authServerUnavailable(reason))
+            case .notLoggedIn:
+                handler.fail(exchange, .awaitingAuthorization)
+            case .ready:
+                let snapshot = handler.credentials
+                guard let lines = injector.lines(snapshot, names: route.headers) else {
+                    return handler.fail(exchange, .credentialsUnavailable(route.credential.rawValue))
+                }
+                credentialLines = lines
+                generation = snapshot.generation
+                body = body?.replay()
+                handler.metrics.retriedAfter401(route: route.name)
+                send(lines: baseLines + credentialLines)
+            }
         }
     }
 

@@ -14,6 +14,8 @@ final class LoopMetrics: @unchecked Sendable {
     func stripped(route: String) { snapshot.stripped[route, default: 0] += 1 }
     func upstreamError(route: String, kind: String) { snapshot.upstreamErrors[RouteKind(route: route, kind: kind), default: 0] += 1 }
     func mockRecorded(route: String) { snapshot.mockRecorded[route, default: 0] += 1 }
+    func gateRejected(route: String) { snapshot.gateRejections[route, default: 0] += 1 }
+    func retriedAfter401(route: String) { snapshot.retries401[route, default: 0] += 1 }
 
     func copy() -> MetricsSnapshot { snapshot }
 }
@@ -56,6 +58,8 @@ struct MetricsSnapshot: Sendable {
     var stripped: [String: Int] = [:]
     var upstreamErrors: [RouteKind: Int] = [:]
     var mockRecorded: [String: Int] = [:]
+    var gateRejections: [String: Int] = [:]
+    var retries401: [String: Int] = [:]
 
     mutating func merge(_ other: MetricsSnapshot) {
         requests.merge(other.requests, uniquingKeysWith: +)
@@ -64,6 +68,8 @@ struct MetricsSnapshot: Sendable {
         stripped.merge(other.stripped, uniquingKeysWith: +)
         upstreamErrors.merge(other.upstreamErrors, uniquingKeysWith: +)
         mockRecorded.merge(other.mockRecorded, uniquingKeysWith: +)
+        gateRejections.merge(other.gateRejections, uniquingKeysWith: +)
+        retries401.merge(other.retries401, uniquingKeysWith: +)
     }
 }
 

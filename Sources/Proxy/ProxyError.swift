@@ -20,6 +20,11 @@ public struct ProxyError: Error, Sendable, Equatable {
         case invalidRequest = "invalid_request"
         case credentialsUnavailable = "credentials_unavailable"
         case hostMismatch = "host_mismatch"
+        case awaitingAuthorization = "awaiting_authorization"
+        case authServerUnavailable = "auth_server_unavailable"
+        case loginUnavailable = "login_unavailable"
+        case loginFailed = "login_failed"
+        case notLoggedIn = "not_logged_in"
     }
 
     private let code: Code
@@ -51,8 +56,14 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static func mockUnreadable(_ file: String) -> Self { Self(.mockUnreadable, 500, "The mock file \(file) cannot be read.") }
     /// The path escapes its route (dot segments, encoded slashes).
     public static let invalidPath = Self(.invalidPath, 400, "The path contains dot segments, encoded separators or NUL.")
-    /// The control endpoint does not take this method.
-    public static func methodNotAllowed(_ allowed: String) -> Self { Self(.methodNotAllowed, 405, "This endpoint accepts \(allowed) only.") }
+    /// The endpoint does not take this method; `allowed` also goes in the `Allow` header.
+    public static func methodNotAllowed(_ allowed: String) -> Self {
+        var error = Self(.methodNotAllowed, 405, "This endpoint accepts \(allowed) only.")
+        error.allow = allowed
+        return error
+    }
+    /// For 405: the methods for the `Allow` header.
+    public private(set) var allow: String?
     /// The upstream could not be reached.
     public static let upstreamUnreachable = Self(.upstreamUnreachable, 502, "The upstream could not be reached.")
     /// The upstream did not answer in time.
@@ -61,6 +72,18 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static let tooManyRedirects = Self(.tooManyRedirects, 502, "The upstream redirected more times than the route allows.")
     /// The body exceeds `limits.maxBodyBytes`.
     public static let bodyTooLarge = Self(.bodyTooLarge, 413, "The request body is larger than the proxy accepts.")
+    /// No login: credentialed routes are gated (SPEC "Awaiting-authorization gate").
+    public static let awaitingAuthorization = Self(.awaitingAuthorization, 401, "Sign in first: open /_platform/login.")
+    /// The auth server could not refresh the tokens; the login is kept.
+    public static func authServerUnavailable(_ reason: String) -> Self {
+        Self(.authServerUnavailable, 503, "The auth server is unavailable (\(reason)); the login is kept and the refresh retried.")
+    }
+    /// This provider or grant offers no such login.
+    public static func loginUnavailable(_ reason: String) -> Self { Self(.loginUnavailable, 404, reason) }
+    /// A login attempt failed.
+    public static func loginFailed(_ reason: String) -> Self { Self(.loginFailed, 400, reason) }
+    /// The action needs a login.
+    public static let notLoggedIn = Self(.notLoggedIn, 409, "There is no login.")
     /// An absolute-form target names another host than the Host header.
     public static let hostMismatch = Self(.hostMismatch, 400, "The request target and the Host header name different hosts.")
     /// The route needs a token the proxy does not have.
@@ -72,6 +95,8 @@ public struct ProxyError: Error, Sendable, Equatable {
 
     /// The JSON body `{"error":…,"message":…,"requestID":…}`.
     public func body(requestID: String) -> [UInt8] {
-        Array("{\"error\":\"\(code.rawValue)\",\"message\":\(jsonQuoted(message)),\"requestID\":\(jsonQuoted(requestID))}".utf8)
+        // The gate tells apps where to send the user.
+        let login = code == .awaitingAuthorization ? ",\"login\":\"/_platform/login\"" : ""
+        return Array("{\"error\":\"\(code.rawValue)\",\"message\":\(jsonQuoted(message))\(login),\"requestID\":\(jsonQuoted(requestID))}".utf8)
     }
 }

@@ -2,22 +2,30 @@ import Config
 import Credentials
 import EventLoop
 import HTTP1
+import JSON
 import Upstream
 
 /// The request pipeline of one loop: local security → control endpoints → router → route policy.
 public final class ProxyHandler: HTTPHandler {
     /// The runtime in force; replaced (on this loop) by a reload.
     public var runtime: ProxyRuntime
-    private let loop: EventLoop
+    let loop: EventLoop
     private let log: LogBuffer
     private var requestIDs: RequestIDGenerator
     private let control: ControlEndpoints
-    private let metrics = LoopMetrics()
+    let metrics = LoopMetrics()
     private let hub: MetricsHub
     /// This loop's libcurl multi handle.
     let upstream: UpstreamClient
-    /// The tokens in force; replaced (on this loop) when they change.
-    public var credentials: CredentialSnapshot = .empty
+    /// The tokens in force; replaced (on this loop) by `credentialsChanged`.
+    public internal(set) var credentials: CredentialSnapshot = .empty
+    /// The token lifecycle (OAuth grants); nil for the static grant or no provider.
+    public var credentialManager: CredentialManager?
+    /// Requests held by the gate in `wait` mode, released by a login or their timer.
+    var gated: [GatedRequest] = []
+    /// `/_platform/auth/events` streams on this loop.
+    var eventStreams: [HTTPExchange] = []
+    var heartbeat: TimerID?
 
     /// Creates the handler for `loop`.
     public init(runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int, hub: MetricsHub) {
@@ -57,6 +65,8 @@ public final class ProxyHandler: HTTPHandler {
             info.route = "_platform"
             if let origin, !access.originAllowed(origin) { return fail(exchange, .originNotAllowed) }
             if target.path == "/_platform/metrics" { return scrapeMetrics(exchange) }
+            if target.path == "/_platform/ready" { return ready(exchange) }
+            if handleAuthEndpoint(exchange, path: target.path, query: target.query) { return }
             return control.handle(exchange, path: target.path, runtime: runtime, reply: reply)
         }
         guard let (index, rest) = runtime.router.match(target.path) else {
@@ -73,18 +83,56 @@ public final class ProxyHandler: HTTPHandler {
         }
         guard let upstreamBase = route.upstream else { return fail(exchange, .noRoute(String(target.path))) }
         guard !UpstreamTarget.hasDotSegment(target.path) else { return fail(exchange, .invalidPath) }
-        let injector = runtime.injectors[index]
-        guard let lines = injector.lines(credentials, names: route.headers) else {
+        let plan = ForwardPlan(route: route, injector: runtime.injectors[index], rest: rest,
+                               url: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query), mockMode: mockMode)
+        forward(exchange, plan, refreshed: false)
+    }
+
+    /// Sends a routed request upstream once its credentials are usable: gated while there is no
+    /// login, refreshed first when the token has expired (single-flight, on the home loop).
+    func forward(_ exchange: HTTPExchange, _ plan: ForwardPlan, refreshed: Bool) {
+        guard !exchange.isAborted else { return }
+        let route = plan.route
+        if route.credential != .none {
+            let snapshot = credentials
+            // The gate is for logins; a static token that cannot be read is a 503 below.
+            if !snapshot.status.loggedIn && credentialManager != nil {
+                return gate(exchange) { [weak self] in self?.forward(exchange, plan, refreshed: refreshed) }
+            }
+            if !refreshed, let manager = credentialManager, snapshot.isExpired(now: UnixTime.now()) {
+                // The body waits in the socket until the refresh answers.
+                exchange.pauseBody()
+                return manager.refresh(seen: snapshot.generation, replyOn: loop) { [weak self, weak exchange] outcome in
+                    guard let self, let exchange else { return }
+                    switch outcome {
+                    case .ready: self.forward(exchange, plan, refreshed: true)
+                    case .unavailable(let reason): self.fail(exchange, .authServerUnavailable(reason))
+                    case .notLoggedIn: self.forward(exchange, plan, refreshed: true)
+                    }
+                }
+            }
+        }
+        guard let lines = plan.injector.lines(credentials, names: route.headers) else {
             return fail(exchange, .credentialsUnavailable(route.credential.rawValue))
         }
         if !lines.isEmpty { metrics.injected(route: route.name) }
-        let forwarded = ForwardedExchange(
-            exchange: exchange, route: route, upstream: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query),
-            handler: self, requestID: info.requestID, credentialLines: lines, injector: injector)
-        if mockMode == .record, let mock = route.mock {
-            forwarded.recorder = MockRecorder(directory: mock.directory, rest: rest, overwrite: mock.overwrite)
+        let forwarded = ForwardedExchange(exchange: exchange, route: route, upstream: plan.url, handler: self,
+                                          requestID: exchange.info?.requestID ?? "", credentialLines: lines,
+                                          generation: credentials.generation, injector: plan.injector)
+        if plan.mockMode == .record, let mock = route.mock {
+            forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite)
         }
         forwarded.start(retryBodyBytes: runtime.configuration.limits.retryBodyBytes)
+    }
+
+    private func ready(_ exchange: HTTPExchange) {
+        guard exchange.head.methodIs("GET") || exchange.head.methodIs("HEAD") else { return fail(exchange, .methodNotAllowed("GET")) }
+        let headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+        if let reason = unreadyReason() {
+            send(exchange, status: 503, headers: headers, body: Array("{\"status\":\"not_ready\",\"reason\":\(jsonQuoted(reason))}".utf8))
+        } else {
+            send(exchange, status: 200, headers: headers, body: Array("{\"status\":\"ready\"}".utf8))
+        }
     }
 
     private func scrapeMetrics(_ exchange: HTTPExchange) {
@@ -124,7 +172,7 @@ public final class ProxyHandler: HTTPHandler {
     // MARK: answers
 
     /// The reply function given to endpoint handlers: a whole JSON (or other) response.
-    private var reply: (HTTPExchange, Int, [(name: String, value: String)], [UInt8]) -> Void {
+    var reply: (HTTPExchange, Int, [(name: String, value: String)], [UInt8]) -> Void {
         { [unowned self] exchange, status, headers, body in self.send(exchange, status: status, headers: headers, body: body) }
     }
 
@@ -148,10 +196,12 @@ public final class ProxyHandler: HTTPHandler {
     /// Answers with the JSON error body.
     func fail(_ exchange: HTTPExchange, _ error: ProxyError) {
         let id = exchange.info?.requestID ?? requestIDs.next()
-        send(exchange, status: error.status, headers: [("Content-Type", "application/json")], body: error.body(requestID: id))
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/json")]
+        if let allow = error.allow { headers.append(("Allow", allow)) }
+        send(exchange, status: error.status, headers: headers, body: error.body(requestID: id))
     }
 
-    private func send(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+    func send(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
         var all = headers
         if let id = exchange.info?.requestID { all.append(("X-Request-ID", id)) }
         exchange.respond(status: status, headers: all, body: body)

@@ -55,7 +55,7 @@ public final class ProxyRuntime: Sendable {
                 return "the static tokens cannot be read: \(error.message)"
             }
         default:
-            return "the \(provider.grant.rawValue) grant has no login state yet"
+            return nil
         }
     }
 }

@@ -43,6 +43,7 @@ public enum ProxyService {
         let runtime = ProxyRuntime(configuration: configuration)
         let tokens = TokenWatcher(configuration.provider)
         let initial = tokens.poll() ?? .empty
+        let lifecycle = OAuthLifecycle(configuration)
         var handlers: [ProxyHandler] = []
         let hub = MetricsHub()
         hub.setSources(openConnections: { [server] in server.openConnections },
@@ -50,10 +51,13 @@ public enum ProxyService {
         do {
             let bound = try server.start { loop, index in
                 let handler = ProxyHandler(runtime: runtime, loop: loop, loopIndex: index, hub: hub)
-                handler.credentials = initial
+                handler.credentialsChanged(initial)
+                handler.credentialManager = lifecycle?.manager(home: loop, http: handler.upstream)
                 handlers.append(handler)
+                lifecycle?.directory.add(loop: loop, handler: handler)
                 return handler
             }
+            lifecycle?.start()
             for address in bound { Log.emit(.info, "listening", ["address": .string(address.description)]) }
         } catch {
             Log.emit(.error, "startup_failed", ["error": .string("\(error)")])
@@ -61,7 +65,8 @@ public enum ProxyService {
         }
         Log.emit(.info, "started", ["version": .string(version), "config": .string(configPath),
                                     "workers": .int(server.eventLoops.count), "routes": .int(configuration.routes.count)])
-        return waitForSignals(signals, server: server, handlers: handlers, configPath: configPath, current: runtime, tokens: tokens)
+        return waitForSignals(signals, server: server, handlers: handlers, configPath: configPath, current: runtime, tokens: tokens,
+                              lifecycle: lifecycle)
     }
 
     /// Raises the soft open-file limit to the hard one: each client connection and each upstream
@@ -114,8 +119,10 @@ public enum ProxyService {
     }
 
     private static func waitForSignals(_ signals: CInt, server: HTTPServer, handlers: [ProxyHandler],
-                                       configPath: String, current: ProxyRuntime, tokens: TokenWatcher) -> Int32 {
+                                       configPath: String, current: ProxyRuntime, tokens: TokenWatcher,
+                                       lifecycle: OAuthLifecycle?) -> Int32 {
         var runtime = current
+        var tokens = tokens
         var drainDeadline: NanoTime?
         while true {
             var pfd = pollfd(fd: signals, events: Int16(POLLIN), revents: 0)
@@ -124,7 +131,11 @@ public enum ProxyService {
             while case let signal = cl_signalfd_read(signals), signal > 0 {
                 switch signal {
                 case SIGHUP:
+                    let previous = runtime
                     runtime = reload(configPath: configPath, server: server, handlers: handlers, current: runtime)
+                    if runtime !== previous, runtime.configuration.provider != previous.configuration.provider {
+                        reloadProvider(from: previous, to: runtime, tokens: &tokens, lifecycle: lifecycle, server: server, handlers: handlers)
+                    }
                 default:
                     if drainDeadline != nil {
                         Log.emit(.warning, "forced_exit", ["signal": .int(Int(signal)), "open": .int(server.openConnections)])
@@ -139,9 +150,23 @@ public enum ProxyService {
             if let deadline = drainDeadline, server.openConnections == 0 || NanoTime.now() >= deadline {
                 let open = server.openConnections
                 server.stop()
+                lifecycle?.worker.shutdown()  // pending token-store writes reach the disk
                 Log.emit(.info, "stopped", ["closedInFlight": .int(open)])
                 return 0
             }
+        }
+    }
+
+    /// A reloaded provider: static tokens switch at once; an OAuth provider change needs a restart
+    /// (the login, its store and the endpoints belong to the running lifecycle).
+    private static func reloadProvider(from old: ProxyRuntime, to new: ProxyRuntime, tokens: inout TokenWatcher,
+                                       lifecycle: OAuthLifecycle?, server: HTTPServer, handlers: [ProxyHandler]) {
+        let grant = new.configuration.provider?.grant
+        if lifecycle == nil && (grant == .staticTokens || grant == nil) {
+            tokens = TokenWatcher(new.configuration.provider)
+            publish(tokens.poll() ?? .empty, server: server, handlers: handlers)
+        } else {
+            Log.emit(.warning, "config_reload_partial", ["message": .string("provider changes of an OAuth grant take effect at the next start")])
         }
     }
 
@@ -150,7 +175,7 @@ public enum ProxyService {
         Log.emit(.info, "credentials_changed", ["generation": .int(Int(snapshot.generation))])
         for (loop, handler) in zip(server.eventLoops, handlers) {
             nonisolated(unsafe) let handler = handler
-            loop.execute { handler.credentials = snapshot }
+            loop.execute { handler.credentialsChanged(snapshot) }
         }
     }
 

@@ -1,0 +1,212 @@
+/// The token lifecycle as a value (DESIGN.md §3): `loggedOut / awaitingAuthorization →
+/// valid ⇄ refreshing(waiters) → backoff`. Events in, actions out; `CredentialManager` performs
+/// the I/O. Refresh is single-flight: every request that needs one while it runs only waits.
+public struct CredentialLifecycle: Sendable {
+    /// Identifies a request waiting for a refresh.
+    public typealias Waiter = UInt64
+
+    /// How a wait ended.
+    public enum Outcome: Sendable, Equatable {
+        /// Tokens are usable (possibly unchanged, if no refresh was possible or needed).
+        case ready
+        /// The auth server could not be reached; the login is kept.
+        case unavailable(String)
+        /// There is no login (refused, logged out, or never logged in).
+        case notLoggedIn
+    }
+
+    /// Work for the owner.
+    public enum Action: Sendable, Equatable {
+        /// Call the token endpoint: refresh with `refreshToken`, or (nil) a client-credentials grant.
+        case startRefresh(refreshToken: String?)
+        /// Write the tokens to the store.
+        case persist(TokenSet)
+        /// Remove the store.
+        case clearStore
+        /// Revoke this refresh token (RFC 7009), best effort.
+        case revoke(String)
+        /// Tell every loop the new snapshot.
+        case publish
+        /// Refresh proactively at this time (Unix seconds); nil cancels.
+        case scheduleRefresh(at: Double?)
+        /// Retry a failed refresh at this time.
+        case scheduleRetry(at: Double)
+        /// End these waits.
+        case resolve([Waiter], Outcome)
+    }
+
+    private enum State: Sendable, Equatable {
+        case loggedOut
+        case awaitingAuthorization(reason: String)
+        case valid(TokenSet)
+        case refreshing(TokenSet?, waiters: [Waiter])
+        case backoff(TokenSet?, retryAt: Double, error: String)
+    }
+
+    private var state: State = .loggedOut
+    /// Whether tokens are renewed without a user (client_credentials): no refresh token needed.
+    public let selfService: Bool
+    /// Seconds before expiry at which to refresh.
+    public let refreshBefore: Double
+    /// Increases whenever the tokens change.
+    public private(set) var generation: UInt64 = 0
+    private var lastError: String?
+    /// Consecutive unavailable refreshes, for the backoff.
+    private var failures = 0
+
+    /// A lifecycle for a grant; `selfService` for client_credentials.
+    public init(selfService: Bool, refreshBefore: Double) {
+        self.selfService = selfService
+        self.refreshBefore = refreshBefore
+    }
+
+    /// The tokens in use, if any.
+    public var tokens: TokenSet? {
+        switch state {
+        case .valid(let t): t
+        case .refreshing(let t, _), .backoff(let t, _, _): t
+        case .loggedOut, .awaitingAuthorization: nil
+        }
+    }
+
+    /// The state as apps see it.
+    public var status: AuthStatus {
+        let tokens = self.tokens
+        let state: AuthState
+        switch self.state {
+        case .loggedOut: state = .loggedOut
+        case .awaitingAuthorization: state = .awaitingAuthorization
+        case .valid: state = .loggedIn
+        case .refreshing(let t, _): state = t == nil ? .loggedOut : .refreshing
+        case .backoff(let t, _, _): state = t == nil ? .loggedOut : .loggedIn
+        }
+        return AuthStatus(state: state, expiresAt: tokens?.expiresAt, subject: tokens?.subject, lastError: lastError)
+    }
+
+    // MARK: events
+
+    /// Tokens found in the store at start (or none). A self-service grant fetches its first token.
+    public mutating func started(with stored: TokenSet?, now: Double) -> [Action] {
+        if let stored {
+            state = .valid(stored)
+            generation += 1
+            return [.publish, .scheduleRefresh(at: refreshTime(stored))]
+        }
+        if selfService { return refreshWanted(waiter: nil, now: now) }
+        return [.publish]
+    }
+
+    /// A login completed (code exchange, device flow, demo).
+    public mutating func loggedIn(_ tokens: TokenSet) -> [Action] {
+        let waiters = currentWaiters
+        state = .valid(tokens)
+        generation += 1
+        lastError = nil
+        failures = 0
+        return [.persist(tokens), .publish, .scheduleRefresh(at: refreshTime(tokens))] + resolve(waiters, .ready)
+    }
+
+    /// A request (or the proactive timer, with no waiter) wants fresh tokens.
+    public mutating func refreshWanted(waiter: Waiter?, now: Double) -> [Action] {
+        let mine = waiter.map { [$0] } ?? []
+        switch state {
+        case .loggedOut, .awaitingAuthorization:
+            guard selfService else { return resolve(mine, .notLoggedIn) }
+            state = .refreshing(nil, waiters: mine)
+            return [.startRefresh(refreshToken: nil), .publish]
+        case .valid(let tokens):
+            if !selfService && tokens.refreshToken == nil {
+                // Nothing to refresh with: the login lasts until the token expires.
+                guard let expiry = tokens.expiresAt, expiry <= now else { return resolve(mine, .ready) }
+                return loginLost("the access token expired and there is no refresh token", waiters: mine)
+            }
+            state = .refreshing(tokens, waiters: mine)
+            return [.startRefresh(refreshToken: selfService ? nil : tokens.refreshToken), .publish]
+        case .refreshing(let tokens, let waiters):
+            state = .refreshing(tokens, waiters: waiters + mine)
+            return []
+        case .backoff(let tokens, let retryAt, let error):
+            guard now >= retryAt else { return resolve(mine, .unavailable(error)) }
+            state = .refreshing(tokens, waiters: mine)
+            return [.startRefresh(refreshToken: selfService ? nil : tokens?.refreshToken), .publish]
+        }
+    }
+
+    /// The token endpoint answered with tokens.
+    public mutating func refreshSucceeded(_ response: TokenSet) -> [Action] {
+        guard case .refreshing(let old, let waiters) = state else { return [] }
+        let merged = old.map { $0.merging(refresh: response) } ?? response
+        state = .valid(merged)
+        generation += 1
+        lastError = nil
+        failures = 0
+        return [.persist(merged), .publish, .scheduleRefresh(at: refreshTime(merged))] + resolve(waiters, .ready)
+    }
+
+    /// The auth server refused the refresh (4xx such as invalid_grant): the login is gone.
+    public mutating func refreshRefused(_ reason: String) -> [Action] {
+        guard case .refreshing(_, let waiters) = state else { return [] }
+        return loginLost(reason, waiters: waiters)
+    }
+
+    /// The auth server was unreachable or answered 5xx: keep the login, retry with backoff.
+    public mutating func refreshUnavailable(_ reason: String, now: Double, jitter: Double) -> [Action] {
+        guard case .refreshing(let tokens, let waiters) = state else { return [] }
+        failures += 1
+        // 1, 2, 4 … 60 s, times a jitter in [0.5, 1.5) so many proxies do not retry in step.
+        let retryAt = now + min(60, pow2(failures - 1)) * (0.5 + jitter)
+        state = .backoff(tokens, retryAt: retryAt, error: reason)
+        lastError = reason
+        return [.publish, .scheduleRetry(at: retryAt)] + resolve(waiters, .unavailable(reason))
+    }
+
+    /// The retry time came.
+    public mutating func retryDue(now: Double) -> [Action] {
+        guard case .backoff = state else { return [] }
+        return refreshWanted(waiter: nil, now: now)
+    }
+
+    /// The user logged out: revoke, forget, tell everyone.
+    public mutating func loggedOut() -> [Action] {
+        let waiters = currentWaiters
+        let refresh = tokens?.refreshToken
+        state = .loggedOut
+        generation += 1
+        lastError = nil
+        failures = 0
+        var actions: [Action] = refresh.map { [.revoke($0)] } ?? []
+        actions += [.clearStore, .publish, .scheduleRefresh(at: nil)]
+        return actions + resolve(waiters, .notLoggedIn)
+    }
+
+    // MARK: helpers
+
+    private var currentWaiters: [Waiter] {
+        if case .refreshing(_, let waiters) = state { return waiters }
+        return []
+    }
+
+    private mutating func loginLost(_ reason: String, waiters: [Waiter]) -> [Action] {
+        state = .awaitingAuthorization(reason: reason)
+        generation += 1
+        lastError = reason
+        failures = 0
+        return [.clearStore, .publish, .scheduleRefresh(at: nil)] + resolve(waiters, .notLoggedIn)
+    }
+
+    private func resolve(_ waiters: [Waiter], _ outcome: Outcome) -> [Action] {
+        waiters.isEmpty ? [] : [.resolve(waiters, outcome)]
+    }
+
+    private func refreshTime(_ tokens: TokenSet) -> Double? {
+        guard let expiry = tokens.expiresAt else { return nil }
+        guard selfService || tokens.refreshToken != nil else { return expiry }
+        return expiry - refreshBefore
+    }
+
+    private func pow2(_ n: Int) -> Double {
+        var value = 1.0
+        for _ in 0..<max(0, n) { value *= 2 }
+        return value
+    }
+}

@@ -1,0 +1,178 @@
+import Config
+import EventLoop
+import Upstream
+
+/// Runs the token lifecycle for the OAuth grants on one "home" loop: the single place where
+/// tokens change. IdP calls go through that loop's libcurl client; store writes go to a
+/// blocking worker thread; every change is published as a new snapshot to every loop.
+/// Other loops talk to it only through the `…(replyOn:)` methods, which hop by message.
+public final class CredentialManager: @unchecked Sendable {
+    let loop: EventLoop
+    let provider: ProviderConfiguration
+    let oauth: OAuthClient
+    let store: TokenStore
+    let worker: BlockingWorker
+    var lifecycle: CredentialLifecycle
+    private let publishSnapshot: @Sendable (CredentialSnapshot) -> Void
+    private var waiters: [CredentialLifecycle.Waiter: (EventLoop, LoopBound<(CredentialLifecycle.Outcome) -> Void>)] = [:]
+    private var nextWaiter: CredentialLifecycle.Waiter = 1
+    private var refreshTimer: TimerID?
+    private var retryTimer: TimerID?
+    var pendingLogins: [String: PendingLogin] = [:]
+    var device: DeviceFlow?
+    /// Why the provider is not usable yet (discovery failed), if so.
+    var providerProblem: String?
+    private var discoveryFailures = 0
+
+    /// Creates the manager; call `start` on its loop.
+    public init(provider: ProviderConfiguration, loop: EventLoop, http: UpstreamClient, store: TokenStore,
+                worker: BlockingWorker, clientSecret: String?, publish: @escaping @Sendable (CredentialSnapshot) -> Void) {
+        self.provider = provider
+        self.loop = loop
+        self.store = store
+        self.worker = worker
+        publishSnapshot = publish
+        oauth = OAuthClient(http: http, provider: provider, clientSecret: clientSecret, now: UnixTime.now)
+        lifecycle = CredentialLifecycle(selfService: provider.grant == .clientCredentials,
+                                        refreshBefore: provider.refreshBeforeExpirySeconds)
+    }
+
+    /// Starts with the stored tokens (read before the loops ran); discovers the provider first
+    /// when configured to, so the first refresh has a token endpoint.
+    public func start(stored: TokenSet?) {
+        loop.execute { [self] in
+            if let url = provider.discoveryURL {
+                providerProblem = "OIDC discovery has not completed yet"
+                discover(url, stored: stored)
+            } else {
+                perform(lifecycle.started(with: stored, now: UnixTime.now()))
+            }
+        }
+    }
+
+    private func discover(_ url: UpstreamURL, stored: TokenSet?) {
+        oauth.discover(url) { [self] result in
+            switch result {
+            case .success(let endpoints):
+                oauth.endpoints = endpoints
+                providerProblem = nil
+                discoveryFailures = 0
+                Log.emit(.info, "provider_discovered", ["issuer": .string(url.origin)])
+                perform(lifecycle.started(with: stored, now: UnixTime.now()))
+            case .failure(let failure):
+                discoveryFailures += 1
+                let delay = min(60.0, Double(1 << min(discoveryFailures - 1, 6)))
+                providerProblem = "OIDC discovery failed: \(failure.reason)"
+                Log.emit(.warning, "provider_discovery_failed", ["reason": .string(failure.reason), "retryInSeconds": .double(delay)])
+                publish()
+                loop.schedule(at: loop.now.adding(seconds: delay)) { [self] in discover(url, stored: stored) }
+            }
+        }
+    }
+
+    // MARK: requests from any loop
+
+    /// A request on `replyOn` needs tokens newer than `generation` (it saw them expire, or got
+    /// a 401 with them). If they already changed, it is told at once; otherwise it joins the
+    /// single refresh. `done` runs on `replyOn` after that loop received the new snapshot.
+    public func refresh(seen generation: UInt64, replyOn caller: EventLoop, _ done: @escaping (CredentialLifecycle.Outcome) -> Void) {
+        let done = LoopBound(done)
+        loop.execute { [self] in
+            if lifecycle.generation != generation, lifecycle.tokens != nil {
+                return caller.execute { done.value(.ready) }
+            }
+            let id = nextWaiter
+            nextWaiter += 1
+            waiters[id] = (caller, done)
+            perform(lifecycle.refreshWanted(waiter: id, now: UnixTime.now()))
+        }
+    }
+
+    // MARK: actions
+
+    func perform(_ actions: [CredentialLifecycle.Action]) {
+        for action in actions {
+            switch action {
+            case .startRefresh(let refreshToken):
+                startRefresh(refreshToken)
+            case .persist(let tokens):
+                let store = self.store
+                worker.submit {
+                    do { try store.save(tokens) } catch { Log.emit(.error, "token_store_failed", ["error": .string("\(error)")]) }
+                }
+            case .clearStore:
+                let store = self.store
+                worker.submit {
+                    do { try store.delete() } catch { Log.emit(.error, "token_store_failed", ["error": .string("\(error)")]) }
+                }
+            case .revoke(let token):
+                oauth.revoke(token, hint: "refresh_token") { accepted in
+                    Log.emit(accepted ? .info : .warning, "token_revoked", ["accepted": .bool(accepted)])
+                }
+            case .publish:
+                publish()
+            case .scheduleRefresh(let at):
+                if let refreshTimer { loop.cancel(refreshTimer) }
+                refreshTimer = at.map { at in
+                    loop.schedule(at: loop.now.adding(seconds: max(0, at - UnixTime.now()))) { [self] in
+                        refreshTimer = nil
+                        perform(lifecycle.refreshWanted(waiter: nil, now: UnixTime.now()))
+                    }
+                }
+            case .scheduleRetry(let at):
+                if let retryTimer { loop.cancel(retryTimer) }
+                retryTimer = loop.schedule(at: loop.now.adding(seconds: max(0, at - UnixTime.now()))) { [self] in
+                    retryTimer = nil
+                    perform(lifecycle.retryDue(now: UnixTime.now()))
+                }
+            case .resolve(let ids, let outcome):
+                for id in ids {
+                    guard let (caller, done) = waiters.removeValue(forKey: id) else { continue }
+                    caller.execute { done.value(outcome) }
+                }
+            }
+        }
+    }
+
+    private func startRefresh(_ refreshToken: String?) {
+        let finish: (Result<TokenSet, OAuthFailure>) -> Void = { [self] result in
+            switch result {
+            case .success(let tokens):
+                Log.emit(.info, "token_refreshed", ["expiresAt": tokens.expiresAt.map { .double($0) } ?? .string("unknown")])
+                perform(lifecycle.refreshSucceeded(tokens))
+            case .failure(.refused(let reason)):
+                Log.emit(.warning, "token_refresh_refused", ["reason": .string(reason)])
+                perform(lifecycle.refreshRefused("the auth server refused the refresh: \(reason)"))
+            case .failure(.unavailable(let reason)):
+                Log.emit(.warning, "token_refresh_unavailable", ["reason": .string(reason)])
+                perform(lifecycle.refreshUnavailable("the auth server is unavailable: \(reason)", now: UnixTime.now(),
+                                                     jitter: Double.random(in: 0..<1)))
+            }
+        }
+        if let refreshToken {
+            oauth.refresh(refreshToken, scopes: nil, completion: finish)
+        } else {
+            oauth.clientCredentials(scopes: provider.scopes, completion: finish)
+        }
+    }
+
+    /// Builds the snapshot of the current tokens and hands it to every loop.
+    func publish() {
+        var status = lifecycle.status
+        if status.lastError == nil, let providerProblem { status.lastError = providerProblem }
+        let tokens = lifecycle.tokens
+        let snapshot = CredentialSnapshot(generation: lifecycle.generation, accessToken: tokens?.accessToken,
+                                          idToken: tokens?.idToken, tokenType: tokens?.tokenType ?? provider.tokenType,
+                                          status: status, providerProblem: providerProblem)
+        publishSnapshot(snapshot)
+    }
+}
+
+extension OAuthFailure {
+    /// The reason in words (never a token).
+    public var reason: String {
+        switch self {
+        case .refused(let reason), .unavailable(let reason): reason
+        }
+    }
+}

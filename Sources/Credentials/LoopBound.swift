@@ -1,0 +1,20 @@
+import EventLoop
+import Glibc
+
+/// A value that is only ever used on one loop's thread, carried through `execute` to get there.
+/// The compiler cannot see the confinement, so it is asserted by construction: the value is
+/// created on that loop and unwrapped only inside a task running on it.
+struct LoopBound<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// Wall-clock time in Unix seconds (token expiry is wall-clock).
+public enum UnixTime {
+    /// Now.
+    public static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}

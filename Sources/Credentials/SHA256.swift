@@ -1,0 +1,89 @@
+/// SHA-256 (FIPS 180-4) in pure Swift, for PKCE challenges: the proxy links no crypto
+/// library, and hashing one 43-byte verifier per login does not justify one.
+public enum SHA256 {
+    /// The 32-byte digest of `bytes`.
+    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+        let digest = bytes.withContiguousStorageIfAvailable { hash(UnsafeRawBufferPointer($0)) }
+        if let digest { return digest }
+        return Array(bytes).withUnsafeBytes { hash($0) }
+    }
+
+    private static func hash(_ message: UnsafeRawBufferPointer) -> [UInt8] {
+        var h: [UInt32] = [
+            0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a,
+            0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
+        ]
+        let fullBlocks = message.count / 64
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+            for block in 0..<fullBlocks {
+                compress(UnsafeRawBufferPointer(rebasing: message[(block * 64)..<(block * 64 + 64)]), &h, w)
+            }
+            // The tail: leftover bytes, 0x80, zeros, then the bit length big-endian (§5.1.1).
+            let rest = message.count - fullBlocks * 64
+            var tail = [UInt8](repeating: 0, count: rest < 56 ? 64 : 128)
+            for i in 0..<rest { tail[i] = message[fullBlocks * 64 + i] }
+            tail[rest] = 0x80
+            let bitLength = UInt64(message.count) &* 8
+            for i in 0..<8 { tail[tail.count - 1 - i] = UInt8(truncatingIfNeeded: bitLength >> (8 * UInt64(i))) }
+            tail.withUnsafeBytes { buffer in
+                for offset in stride(from: 0, to: buffer.count, by: 64) {
+                    compress(UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + 64)]), &h, w)
+                }
+            }
+        }
+        var digest: [UInt8] = []
+        digest.reserveCapacity(32)
+        for word in h {
+            digest.append(UInt8(truncatingIfNeeded: word >> 24))
+            digest.append(UInt8(truncatingIfNeeded: word >> 16))
+            digest.append(UInt8(truncatingIfNeeded: word >> 8))
+            digest.append(UInt8(truncatingIfNeeded: word))
+        }
+        return digest
+    }
+
+    /// One 64-byte block into the state (§6.2.2); `w` is scratch for the message schedule.
+    @inline(__always)
+    private static func compress(_ block: UnsafeRawBufferPointer, _ h: inout [UInt32], _ w: UnsafeMutableBufferPointer<UInt32>) {
+        for t in 0..<16 {
+            let i = t * 4
+            w[t] = UInt32(block[i]) << 24 | UInt32(block[i + 1]) << 16 | UInt32(block[i + 2]) << 8 | UInt32(block[i + 3])
+        }
+        for t in 16..<64 {
+            let x = w[t - 15], y = w[t - 2]
+            let s0 = rotr(x, 7) ^ rotr(x, 18) ^ (x >> 3)
+            let s1 = rotr(y, 17) ^ rotr(y, 19) ^ (y >> 10)
+            w[t] = w[t - 16] &+ s0 &+ w[t - 7] &+ s1
+        }
+        var a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7]
+        k.withUnsafeBufferPointer { k in
+            for t in 0..<64 {
+                let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
+                let choose = (e & f) ^ (~e & g)
+                let t1 = hh &+ s1 &+ choose &+ k[t] &+ w[t]
+                let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
+                let majority = (a & b) ^ (a & c) ^ (b & c)
+                let t2 = s0 &+ majority
+                hh = g; g = f; f = e; e = d &+ t1
+                d = c; c = b; b = a; a = t1 &+ t2
+            }
+        }
+        h[0] &+= a; h[1] &+= b; h[2] &+= c; h[3] &+= d
+        h[4] &+= e; h[5] &+= f; h[6] &+= g; h[7] &+= hh
+    }
+
+    @inline(__always)
+    private static func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }
+
+    /// The first 32 bits of the fractional parts of the cube roots of the first 64 primes (§4.2.2).
+    private static let k: [UInt32] = [
+        0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
+        0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
+        0xe49b_69c1, 0xefbe_4786, 0x0fc1_9dc6, 0x240c_a1cc, 0x2de9_2c6f, 0x4a74_84aa, 0x5cb0_a9dc, 0x76f9_88da,
+        0x983e_5152, 0xa831_c66d, 0xb003_27c8, 0xbf59_7fc7, 0xc6e0_0bf3, 0xd5a7_9147, 0x06ca_6351, 0x1429_2967,
+        0x27b7_0a85, 0x2e1b_2138, 0x4d2c_6dfc, 0x5338_0d13, 0x650a_7354, 0x766a_0abb, 0x81c2_c92e, 0x9272_2c85,
+        0xa2bf_e8a1, 0xa81a_664b, 0xc24b_8b70, 0xc76c_51a3, 0xd192_e819, 0xd699_0624, 0xf40e_3585, 0x106a_a070,
+        0x19a4_c116, 0x1e37_6c08, 0x2748_774c, 0x34b0_bcb5, 0x391c_0cb3, 0x4ed8_aa4a, 0x5b9c_ca4f, 0x682e_6ff3,
+        0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
+    ]
+}

@@ -1,0 +1,101 @@
+import Config
+import Credentials
+import EventLoop
+import JSON
+
+/// A request held by the gate (`gate.mode: wait`).
+struct GatedRequest {
+    weak var exchange: HTTPExchange?
+    let resume: () -> Void
+    let timer: TimerID
+}
+
+extension ProxyHandler {
+    /// New tokens or a new login state, sent by whoever owns the tokens (manager or file watcher).
+    public func credentialsChanged(_ snapshot: CredentialSnapshot) {
+        let previous = credentials.status
+        credentials = snapshot
+        if snapshot.status != previous { broadcastState() }
+        if snapshot.status.loggedIn && !gated.isEmpty {
+            let released = gated
+            gated.removeAll()
+            for request in released {
+                loop.cancel(request.timer)
+                request.resume()
+            }
+        }
+    }
+
+    /// The awaiting-authorization gate: `reject` answers 401 at once; `wait` holds the request
+    /// (its body stays in the socket) until a login or `waitSeconds`.
+    func gate(_ exchange: HTTPExchange, resume: @escaping () -> Void) {
+        let gate = runtime.configuration.gate
+        metrics.gateRejected(route: exchange.info?.route ?? "")
+        guard gate.mode == .wait, gate.waitSeconds > 0 else { return fail(exchange, .awaitingAuthorization) }
+        exchange.pauseBody()
+        let timer = loop.schedule(at: loop.now.adding(seconds: gate.waitSeconds)) { [weak self, weak exchange] in
+            guard let self, let exchange else { return }
+            self.gated.removeAll { $0.exchange === exchange }
+            self.fail(exchange, .awaitingAuthorization)
+        }
+        gated.append(GatedRequest(exchange: exchange, resume: resume, timer: timer))
+    }
+
+    /// Why `/_platform/ready` is not 200, or nil.
+    func unreadyReason() -> String? {
+        guard let provider = runtime.configuration.provider else { return nil }
+        if provider.grant == .staticTokens { return runtime.unreadyReason() }
+        if let problem = credentials.providerProblem { return problem }
+        guard credentials.status.loggedIn else { return "not logged in (state \(credentials.status.state.rawValue))" }
+        return nil
+    }
+
+    // MARK: /_platform/auth and its event stream
+
+    /// `{"state":…, "loggedIn":…, "expiresAt":…, "subject":…, "lastError":…}`.
+    func authJSON() -> [UInt8] {
+        let status = credentials.status
+        var object = JSONObject()
+        object["state"] = .string(status.state.rawValue)
+        object["loggedIn"] = .bool(status.loggedIn)
+        object["expiresAt"] = status.expiresAt.map { .number(JSONNumber(($0).rounded())) } ?? .null
+        object["subject"] = status.subject.map { .string($0) } ?? .null
+        object["lastError"] = status.lastError.map { .string($0) } ?? .null
+        return JSONValue.object(object).serializedBytes()
+    }
+
+    /// Opens a Server-Sent Events stream: one `state` event now and one at every change.
+    func openEventStream(_ exchange: HTTPExchange) {
+        exchange.startResponse(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
+                                                      ("X-Request-ID", exchange.info?.requestID ?? "")],
+                               framing: .streamed)
+        exchange.onAbort = { [weak self, weak exchange] in self?.eventStreams.removeAll { $0 === exchange } }
+        eventStreams.append(exchange)
+        writeEvent(to: exchange)
+        if heartbeat == nil { scheduleHeartbeat() }
+    }
+
+    private func broadcastState() {
+        for stream in eventStreams { writeEvent(to: stream) }
+    }
+
+    private func writeEvent(to exchange: HTTPExchange) {
+        var bytes = Array("event: state\ndata: ".utf8)
+        bytes += authJSON()
+        bytes += Array("\n\n".utf8)
+        bytes.withUnsafeBytes { exchange.writeBody($0) }
+    }
+
+    /// A comment line every 15 s keeps intermediaries from closing idle streams and finds dead clients.
+    private func scheduleHeartbeat() {
+        heartbeat = loop.schedule(at: loop.now.adding(seconds: 15)) { [weak self] in
+            guard let self else { return }
+            self.heartbeat = nil
+            self.eventStreams.removeAll { $0.isAborted || $0.responseEnded }
+            guard !self.eventStreams.isEmpty else { return }
+            let comment = Array(": keep-alive\n\n".utf8)
+            for stream in self.eventStreams { comment.withUnsafeBytes { stream.writeBody($0) } }
+            self.scheduleHeartbeat()
+        }
+    }
+}
