@@ -10,6 +10,9 @@ let usage = """
     Usage:
       platform-proxy serve [--config FILE]          serve (default config: \(ProxyConfiguration.defaultPath))
       platform-proxy check-config [--config FILE]   validate a config, print every problem, exit 1 on error
+      platform-proxy login [--device] [--config FILE]  sign in through the running proxy, wait until done
+      platform-proxy status [--config FILE]         login state and token expiry (no secrets)
+      platform-proxy logout [--config FILE]         revoke and forget the login
       platform-proxy --version | --help
 
     Options:
@@ -27,6 +30,7 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 var configPath = ProxyConfiguration.defaultPath
 var logLevel = getenv("PLATFORM_PROXY_LOG_LEVEL").map { String(cString: $0) }
 var command: String?
+var device = false
 while !arguments.isEmpty {
     let argument = arguments.removeFirst()
     switch argument {
@@ -39,6 +43,8 @@ while !arguments.isEmpty {
     case "--config":
         guard !arguments.isEmpty else { fail("--config needs a file") }
         configPath = arguments.removeFirst()
+    case "--device":
+        device = true
     case "--log-level":
         guard !arguments.isEmpty else { fail("--log-level needs a level") }
         logLevel = arguments.removeFirst()
@@ -56,6 +62,12 @@ case "serve":
     exit(ProxyService.serve(configPath: configPath))
 case "check-config":
     exit(ProxyService.checkConfig(configPath: configPath))
+case "login":
+    exit(LoginCommands.login(configPath: configPath, device: device))
+case "status":
+    exit(LoginCommands.status(configPath: configPath))
+case "logout":
+    exit(LoginCommands.logout(configPath: configPath))
 case nil:
     fail("no command given")
 case let other?:

@@ -1,0 +1,130 @@
+import Config
+import EventLoop
+import Glibc
+import JSON
+import Upstream
+
+/// The `login`, `status` and `logout` commands: they talk to the running proxy named by the
+/// config (its first listener, with its `apiKey`), so the proxy stays the only token holder.
+public enum LoginCommands {
+    /// `status`: prints the login state without secrets; exit 0 logged in, 1 not, 2 proxy unreachable.
+    public static func status(configPath: String) -> Int32 {
+        guard let target = target(configPath) else { return 2 }
+        switch BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5) {
+        case .failure(let error):
+            print("platform-proxy is not reachable at \(target.unixSocket ?? target.baseURL): \(error)")
+            return 2
+        case .success(let response):
+            guard let auth = try? JSONValue.parse(response.body) else {
+                print("unexpected answer (HTTP \(response.status)) from \(target.baseURL)/_platform/auth")
+                return 2
+            }
+            describe(auth)
+            return auth["loggedIn"]?.boolValue == true ? 0 : 1
+        }
+    }
+
+    /// `login`: prints the proxy's login URL (or starts a device login) and waits for `logged_in`.
+    public static func login(configPath: String, device: Bool) -> Int32 {
+        guard let target = target(configPath) else { return 2 }
+        if case .success(let response) = BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5),
+           let auth = try? JSONValue.parse(response.body), auth["loggedIn"]?.boolValue == true {
+            describe(auth)
+            return 0
+        }
+        if device {
+            switch BlockingHTTP.request("POST", "/_platform/login/device", to: target, timeout: 30) {
+            case .success(let response) where response.status == 200:
+                guard let body = try? JSONValue.parse(response.body) else { return 1 }
+                print("Go to \(body["verification_uri"]?.stringValue ?? "?") and enter the code \(body["user_code"]?.stringValue ?? "?")")
+                if let complete = body["verification_uri_complete"]?.stringValue { print("(or open \(complete))") }
+            case .success(let response):
+                print("device login refused: \(String(decoding: response.body, as: UTF8.self))")
+                return 1
+            case .failure(let error):
+                print("platform-proxy is not reachable: \(error)")
+                return 2
+            }
+        } else {
+            print("Open this URL in a browser to sign in:\n  \(target.baseURL)/_platform/login")
+        }
+        print("Waiting for the login to complete …")
+        var buffer: [UInt8] = []
+        var signedIn: JSONValue?
+        let result = BlockingHTTP.request("GET", "/_platform/auth/events", to: target, timeout: 600) { bytes in
+            buffer.append(contentsOf: bytes)
+            // Each event ends with a blank line; its data line holds the auth JSON.
+            while let end = findBlankLine(buffer) {
+                let event = String(decoding: buffer[..<end], as: UTF8.self)
+                buffer.removeFirst(end + 2)
+                for line in event.split(separator: "\n") where line.hasPrefix("data: ") {
+                    if let auth = try? JSONValue.parse(String(line.dropFirst(6))), auth["loggedIn"]?.boolValue == true {
+                        signedIn = auth
+                        return false
+                    }
+                }
+            }
+            return true
+        }
+        if let signedIn {
+            describe(signedIn)
+            return 0
+        }
+        if case .failure(let error) = result { print("the event stream ended: \(error)") }
+        return 1
+    }
+
+    /// `logout`: revokes and forgets the login in the running proxy.
+    public static func logout(configPath: String) -> Int32 {
+        guard let target = target(configPath) else { return 2 }
+        switch BlockingHTTP.request("POST", "/_platform/logout", to: target, timeout: 30) {
+        case .success(let response) where response.status == 200:
+            let body = try? JSONValue.parse(response.body)
+            print("Logged out (refresh token revoked: \(body?["revoked"]?.boolValue == true ? "yes" : "no")).")
+            return 0
+        case .success(let response):
+            print("logout refused (HTTP \(response.status)): \(String(decoding: response.body, as: UTF8.self))")
+            return 1
+        case .failure(let error):
+            print("platform-proxy is not reachable: \(error)")
+            return 2
+        }
+    }
+
+    private static func describe(_ auth: JSONValue) {
+        print("state: \(auth["state"]?.stringValue ?? "?")")
+        if let subject = auth["subject"]?.stringValue { print("subject: \(subject)") }
+        if let expires = auth["expiresAt"]?.doubleValue {
+            let minutes = Int((expires - Double(time(nil))) / 60)
+            print("access token expires: in \(minutes) min (Unix \(Int(expires)))")
+        }
+        if let error = auth["lastError"]?.stringValue { print("last error: \(error)") }
+    }
+
+    private static func findBlankLine(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 2 else { return nil }
+        for i in 0..<(bytes.count - 1) where bytes[i] == 0x0A && bytes[i + 1] == 0x0A { return i }
+        return nil
+    }
+
+    /// The running proxy's address from the config: its first listener, and its key.
+    private static func target(_ configPath: String) -> BlockingHTTP.Target? {
+        switch ConfigLoader.load(path: configPath) {
+        case .failure(let errors):
+            Log.writeStandardError("\(configPath):\n\(errors)\n")
+            return nil
+        case .success(let config):
+            let key = config.apiKey.flatMap { try? $0.resolve() }.map { ["X-Proxy-Key: \($0)"] } ?? []
+            switch config.listen.first {
+            case .unix(let path)?:
+                return BlockingHTTP.Target(baseURL: "http://localhost", unixSocket: path, headers: key)
+            case .tcp(let host, let port)?:
+                let reachable = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
+                let authority = reachable.contains(":") ? "[\(reachable)]:\(port)" : "\(reachable):\(port)"
+                return BlockingHTTP.Target(baseURL: "http://\(authority)", unixSocket: nil, headers: key)
+            case nil:
+                return nil
+            }
+        }
+    }
+}
