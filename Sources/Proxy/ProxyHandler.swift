@@ -46,8 +46,10 @@ public final class ProxyHandler: HTTPHandler {
         exchange.context = info
 
         if target.path == "*" { return respondOptions(exchange) }
-        if head.methodIs("TRACE") || head.methodIs("TRACK") {
-            // A TRACE echo would hand the injected credentials back to the caller.
+        let method = head.method.uppercased()
+        if method == "TRACE" || method == "TRACK" {
+            // A TRACE echo would hand the injected credentials back to the caller; an upstream
+            // may treat `trace` like TRACE, so every spelling is refused.
             return fail(exchange, .methodNotAllowed("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"))
         }
         let hostHeader = head.first("Host")
