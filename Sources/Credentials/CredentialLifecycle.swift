@@ -144,8 +144,10 @@ public struct CredentialLifecycle: Sendable {
     }
 
     /// The auth server refused the refresh (4xx such as invalid_grant): the login is gone.
-    public mutating func refreshRefused(_ reason: String) -> [Action] {
+    public mutating func refreshRefused(_ reason: String, now: Double, jitter: Double) -> [Action] {
         guard case .refreshing(_, let waiters) = state else { return [] }
+        // A service identity has no user to log in again: keep retrying, as for an outage.
+        if selfService { return refreshUnavailable(reason, now: now, jitter: jitter) }
         return loginLost(reason, waiters: waiters)
     }
 
@@ -162,8 +164,10 @@ public struct CredentialLifecycle: Sendable {
 
     /// The retry time came.
     public mutating func retryDue(now: Double) -> [Action] {
-        guard case .backoff = state else { return [] }
-        return refreshWanted(waiter: nil, now: now)
+        // The retry timer is the authority: a timer firing a hair early must not be lost.
+        guard case .backoff(let tokens, _, _) = state else { return [] }
+        state = .refreshing(tokens, waiters: [])
+        return [.startRefresh(refreshToken: selfService ? nil : tokens?.refreshToken), .publish]
     }
 
     /// The user logged out: revoke, forget, tell everyone.

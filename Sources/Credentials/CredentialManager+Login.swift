@@ -82,8 +82,7 @@ extension CredentialManager {
                 switch result {
                 case .success(let tokens):
                     Log.emit(.info, "logged_in", ["grant": .string("authorization_code")])
-                    perform(lifecycle.loggedIn(tokens))
-                    reply(.success(()))
+                    perform(lifecycle.loggedIn(tokens)) { reply(.success(())) }
                 case .failure(let failure):
                     Log.emit(.warning, "login_failed", ["reason": .string(failure.reason)])
                     reply(.failure(LoginFailure("The code exchange failed: \(failure.reason).")))
@@ -158,8 +157,7 @@ extension CredentialManager {
                 switch sendable.value {
                 case .success(let tokens):
                     Log.emit(.info, "logged_in", ["grant": .string("demo")])
-                    perform(lifecycle.loggedIn(tokens))
-                    caller.execute { done.value(.success(())) }
+                    perform(lifecycle.loggedIn(tokens)) { caller.execute { done.value(.success(())) } }
                 case .failure(let failure):
                     caller.execute { done.value(.failure(failure)) }
                 }

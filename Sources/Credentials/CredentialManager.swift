@@ -1,5 +1,6 @@
 import Config
 import EventLoop
+import Synchronization
 import Upstream
 
 /// Runs the token lifecycle for the OAuth grants on one "home" loop: the single place where
@@ -23,6 +24,12 @@ public final class CredentialManager: @unchecked Sendable {
     /// Why the provider is not usable yet (discovery failed), if so.
     var providerProblem: String?
     private var discoveryFailures = 0
+    /// The token generation the loops last received.
+    private var publishedGeneration: UInt64 = 0
+    /// Requests told to use newer tokens that were not published yet.
+    private var awaitingPublish: [(EventLoop, LoopBound<(CredentialLifecycle.Outcome) -> Void>)] = []
+    /// Refreshes by outcome, for the metrics.
+    public let refreshOutcomes = RefreshCounters()
 
     /// Creates the manager; call `start` on its loop.
     public init(provider: ProviderConfiguration, loop: EventLoop, http: UpstreamClient, store: TokenStore,
@@ -41,16 +48,16 @@ public final class CredentialManager: @unchecked Sendable {
     /// when configured to, so the first refresh has a token endpoint.
     public func start(stored: TokenSet?) {
         loop.execute { [self] in
-            if let url = provider.discoveryURL {
-                providerProblem = "OIDC discovery has not completed yet"
-                discover(url, stored: stored)
-            } else {
-                perform(lifecycle.started(with: stored, now: UnixTime.now()))
-            }
+            guard let url = provider.discoveryURL else { return perform(lifecycle.started(with: stored, now: UnixTime.now())) }
+            providerProblem = "OIDC discovery has not completed yet"
+            // A stored login is usable at once, even while the provider is unreachable; only
+            // a self-service grant waits for discovery before its first token request.
+            if stored != nil || !lifecycle.selfService { perform(lifecycle.started(with: stored, now: UnixTime.now())) }
+            discover(url, startAfter: stored == nil && lifecycle.selfService)
         }
     }
 
-    private func discover(_ url: UpstreamURL, stored: TokenSet?) {
+    private func discover(_ url: UpstreamURL, startAfter: Bool) {
         oauth.discover(url) { [self] result in
             switch result {
             case .success(let endpoints):
@@ -58,14 +65,20 @@ public final class CredentialManager: @unchecked Sendable {
                 providerProblem = nil
                 discoveryFailures = 0
                 Log.emit(.info, "provider_discovered", ["issuer": .string(url.origin)])
-                perform(lifecycle.started(with: stored, now: UnixTime.now()))
+                if startAfter {
+                    perform(lifecycle.started(with: nil, now: UnixTime.now()))
+                } else {
+                    // A refresh that failed only because the endpoints were unknown retries now.
+                    publish()
+                    perform(lifecycle.retryDue(now: UnixTime.now()))
+                }
             case .failure(let failure):
                 discoveryFailures += 1
                 let delay = min(60.0, Double(1 << min(discoveryFailures - 1, 6)))
                 providerProblem = "OIDC discovery failed: \(failure.reason)"
                 Log.emit(.warning, "provider_discovery_failed", ["reason": .string(failure.reason), "retryInSeconds": .double(delay)])
                 publish()
-                loop.schedule(at: loop.now.adding(seconds: delay)) { [self] in discover(url, stored: stored) }
+                loop.schedule(at: NanoTime.now().adding(seconds: delay)) { [self] in discover(url, startAfter: startAfter) }
             }
         }
     }
@@ -79,7 +92,9 @@ public final class CredentialManager: @unchecked Sendable {
         let done = LoopBound(done)
         loop.execute { [self] in
             if lifecycle.generation != generation, lifecycle.tokens != nil {
-                return caller.execute { done.value(.ready) }
+                // Newer tokens exist; if they are still being written, answer once they are published.
+                if publishedGeneration == lifecycle.generation { return caller.execute { done.value(.ready) } }
+                return awaitingPublish.append((caller, done))
             }
             let id = nextWaiter
             nextWaiter += 1
@@ -90,16 +105,22 @@ public final class CredentialManager: @unchecked Sendable {
 
     // MARK: actions
 
-    func perform(_ actions: [CredentialLifecycle.Action]) {
-        for action in actions {
+    /// Performs `actions` in order; `then` runs after the last of them, also when a store
+    /// write made the rest wait (so a reply sent from `then` follows the published snapshot).
+    func perform(_ actions: [CredentialLifecycle.Action], then: (() -> Void)? = nil) {
+        for (index, action) in actions.enumerated() {
             switch action {
             case .startRefresh(let refreshToken):
                 startRefresh(refreshToken)
             case .persist(let tokens):
+                // The login is announced only once it is on disk: the rest waits for the write.
                 let store = self.store
-                worker.submit {
+                let rest = LoopBound((Array(actions[(index + 1)...]), then))
+                worker.submit { [self] in
                     do { try store.save(tokens) } catch { Log.emit(.error, "token_store_failed", ["error": .string("\(error)")]) }
+                    loop.execute { [self] in perform(rest.value.0, then: rest.value.1) }
                 }
+                return
             case .clearStore:
                 let store = self.store
                 worker.submit {
@@ -114,14 +135,14 @@ public final class CredentialManager: @unchecked Sendable {
             case .scheduleRefresh(let at):
                 if let refreshTimer { loop.cancel(refreshTimer) }
                 refreshTimer = at.map { at in
-                    loop.schedule(at: loop.now.adding(seconds: max(0, at - UnixTime.now()))) { [self] in
+                    loop.schedule(at: Self.deadline(for: at)) { [self] in
                         refreshTimer = nil
                         perform(lifecycle.refreshWanted(waiter: nil, now: UnixTime.now()))
                     }
                 }
             case .scheduleRetry(let at):
                 if let retryTimer { loop.cancel(retryTimer) }
-                retryTimer = loop.schedule(at: loop.now.adding(seconds: max(0, at - UnixTime.now()))) { [self] in
+                retryTimer = loop.schedule(at: Self.deadline(for: at)) { [self] in
                     retryTimer = nil
                     perform(lifecycle.retryDue(now: UnixTime.now()))
                 }
@@ -132,18 +153,29 @@ public final class CredentialManager: @unchecked Sendable {
                 }
             }
         }
+        then?()
+    }
+
+    /// The monotonic deadline for a wall-clock time, read fresh (not the iteration's cached
+    /// time) plus a millisecond, so the timer never fires before the wall clock reaches `at`.
+    static func deadline(for at: Double) -> NanoTime {
+        NanoTime.now().adding(seconds: max(0, at - UnixTime.now()) + 0.001)
     }
 
     private func startRefresh(_ refreshToken: String?) {
         let finish: (Result<TokenSet, OAuthFailure>) -> Void = { [self] result in
             switch result {
             case .success(let tokens):
+                refreshOutcomes.ok.add(1, ordering: .relaxed)
                 Log.emit(.info, "token_refreshed", ["expiresAt": tokens.expiresAt.map { .double($0) } ?? .string("unknown")])
                 perform(lifecycle.refreshSucceeded(tokens))
             case .failure(.refused(let reason)):
+                refreshOutcomes.refused.add(1, ordering: .relaxed)
                 Log.emit(.warning, "token_refresh_refused", ["reason": .string(reason)])
-                perform(lifecycle.refreshRefused("the auth server refused the refresh: \(reason)"))
+                perform(lifecycle.refreshRefused("the auth server refused the refresh: \(reason)", now: UnixTime.now(),
+                                                 jitter: Double.random(in: 0..<1)))
             case .failure(.unavailable(let reason)):
+                refreshOutcomes.unavailable.add(1, ordering: .relaxed)
                 Log.emit(.warning, "token_refresh_unavailable", ["reason": .string(reason)])
                 perform(lifecycle.refreshUnavailable("the auth server is unavailable: \(reason)", now: UnixTime.now(),
                                                      jitter: Double.random(in: 0..<1)))
@@ -165,7 +197,21 @@ public final class CredentialManager: @unchecked Sendable {
                                           idToken: tokens?.idToken, tokenType: tokens?.tokenType ?? provider.tokenType,
                                           status: status, providerProblem: providerProblem)
         publishSnapshot(snapshot)
+        publishedGeneration = lifecycle.generation
+        let ready = awaitingPublish
+        awaitingPublish.removeAll()
+        for (caller, done) in ready { caller.execute { done.value(.ready) } }
     }
+}
+
+/// Token refreshes by outcome.
+public final class RefreshCounters: Sendable {
+    /// New tokens received.
+    public let ok = Atomic<Int>(0)
+    /// The auth server refused (4xx).
+    public let refused = Atomic<Int>(0)
+    /// The auth server was unreachable or failed (5xx, 408, 429).
+    public let unavailable = Atomic<Int>(0)
 }
 
 extension OAuthFailure {

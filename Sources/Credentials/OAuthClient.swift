@@ -155,7 +155,7 @@ final class OAuthClient {
                 completion(.failure(.unavailable(error.detail)))
             case .success(let response) where (200...299).contains(response.status):
                 completion(.success(response.body))
-            case .success(let response) where (400...499).contains(response.status):
+            case .success(let response) where (400...499).contains(response.status) && ![408, 429].contains(response.status):
                 let reason = OAuthErrorBody.parse(response.body).map { parsed in
                     parsed.description.map { "\(parsed.error): \($0)" } ?? parsed.error
                 }

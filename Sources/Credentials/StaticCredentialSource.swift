@@ -44,7 +44,10 @@ public final class StaticCredentialSource {
         if let lastValues, lastValues == (access, id) { return nil }
         lastValues = (access, id)
         generation += 1
-        return CredentialSnapshot(generation: generation, accessToken: access, idToken: id, tokenType: tokenType)
+        let claims = id.flatMap(JWTClaims.decode)
+        let status = AuthStatus(state: access == nil ? .loggedOut : .loggedIn, expiresAt: claims?.expiresAt,
+                                subject: claims?.analyticsSubject, lastError: lastError)
+        return CredentialSnapshot(generation: generation, accessToken: access, idToken: id, tokenType: tokenType, status: status)
     }
 }
 

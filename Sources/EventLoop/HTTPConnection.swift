@@ -85,7 +85,9 @@ final class HTTPConnection: Selectable {
             if closed { return }
             switch machine.inputEnded() {
             case .close: close(reason: exchange == nil ? "client_closed" : "client_closed_mid_request")
-            case .proceed, .readNextRequest: updateInterest()
+            case .proceed, .readNextRequest:
+                exchange?.onInputClosed?()
+                if !closed { updateInterest() }
             }
             return
         }

@@ -22,6 +22,8 @@ public final class HTTPExchange {
     public var onEnd: (() -> Void)?
     /// Called once if the connection closes before the response ended.
     public var onAbort: (() -> Void)?
+    /// Called when the client shut down its sending side while the response is still open.
+    public var onInputClosed: (() -> Void)?
     /// Called when output drained below the low-water mark after `canWrite` was false.
     public var onWritable: (() -> Void)?
 

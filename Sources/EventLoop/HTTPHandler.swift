@@ -10,6 +10,8 @@ public protocol HTTPHandler: AnyObject {
     func refused(_ exchange: HTTPExchange, status: Int, code: String)
     /// The server refused bytes that never became a request (malformed head).
     func protocolError(_ error: String, status: Int, peer: String, requestID: String)
+    /// The server is stopping: end responses that would otherwise never end (event streams).
+    func shutdown()
 }
 
 /// Request IDs unique across the process: a random per-process prefix plus a per-loop counter.

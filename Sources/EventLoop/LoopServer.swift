@@ -105,6 +105,7 @@ final class LoopServer: Selectable {
     /// Stops accepting and lets connections finish their current exchange.
     func shutdown() {
         shuttingDown = true
+        handler.shutdown()
         for listener in listeners {
             loop.deregister(fd: listener.fd)
             if listener.ownsDescriptor { closeDescriptor(listener.fd) }

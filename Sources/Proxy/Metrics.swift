@@ -1,3 +1,4 @@
+import Analytics
 import EventLoop
 
 /// One loop's counters. Mutated only on its loop, so the request path takes no lock; a scrape
@@ -78,6 +79,10 @@ public final class MetricsHub: @unchecked Sendable {
     private var members: [(loop: EventLoop, metrics: LoopMetrics)] = []
     private var openConnections: @Sendable () -> Int = { 0 }
     private var reloads: @Sendable () -> (ok: Int, failed: Int) = { (0, 0) }
+    private var analytics: AnalyticsCounters?
+
+    /// The analytics counters to report (set before the loops serve).
+    func setAnalytics(_ counters: AnalyticsCounters) { analytics = counters }
 
     /// Creates an empty hub.
     public init() {}
@@ -96,6 +101,7 @@ public final class MetricsHub: @unchecked Sendable {
         let box = GatherBox(remaining: members.count, completion: completion)
         let open = openConnections
         let reloads = reloads
+        let analytics = analytics
         for member in members {
             let metrics = member.metrics
             member.loop.execute {
@@ -103,7 +109,10 @@ public final class MetricsHub: @unchecked Sendable {
                 loop.execute {
                     box.total.merge(copy)
                     box.remaining -= 1
-                    if box.remaining == 0 { box.completion(PrometheusText.render(box.total, open: open(), reloads: reloads())) }
+                    if box.remaining == 0 {
+                        box.completion(PrometheusText.render(box.total, open: open(), reloads: reloads())
+                                       + (analytics.map(PrometheusText.render(analytics:)) ?? ""))
+                    }
                 }
             }
         }

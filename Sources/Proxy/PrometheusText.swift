@@ -1,3 +1,5 @@
+import Analytics
+
 /// The Prometheus text exposition format (version 0.0.4).
 enum PrometheusText {
     static func render(_ m: MetricsSnapshot, open: Int, reloads: (ok: Int, failed: Int)) -> String {
@@ -29,6 +31,27 @@ enum PrometheusText {
         out += "platform_proxy_config_reloads_total{result=\"failed\"} \(reloads.failed)\n"
         header(&out, "platform_proxy_open_connections", "gauge", "Open client connections.")
         out += "platform_proxy_open_connections \(open)\n"
+        return out
+    }
+
+    /// The analytics sidecar's counters.
+    static func render(analytics a: AnalyticsCounters) -> String {
+        var out = ""
+        header(&out, "platform_proxy_analytics_queued_total", "counter", "Analytics values committed and acknowledged with 202.")
+        out += "platform_proxy_analytics_queued_total \(a.queued.load(ordering: .relaxed))\n"
+        header(&out, "platform_proxy_analytics_sent_total", "counter", "Analytics values the endpoint accepted.")
+        out += "platform_proxy_analytics_sent_total \(a.sent.load(ordering: .relaxed))\n"
+        header(&out, "platform_proxy_analytics_dropped_total", "counter", "Analytics values dropped, by reason.")
+        for (reason, value) in [("rejected", a.droppedRejected.load(ordering: .relaxed)), ("expired", a.droppedExpired.load(ordering: .relaxed)),
+                                ("cap", a.droppedCap.load(ordering: .relaxed)), ("duplicate", a.droppedDuplicate.load(ordering: .relaxed))] {
+            out += "platform_proxy_analytics_dropped_total{reason=\"\(reason)\"} \(value)\n"
+        }
+        header(&out, "platform_proxy_analytics_commits_total", "counter", "Analytics store transactions (each one fsync of the WAL).")
+        out += "platform_proxy_analytics_commits_total \(a.commits.load(ordering: .relaxed))\n"
+        header(&out, "platform_proxy_analytics_queue_depth", "gauge", "Analytics values stored and not yet sent.")
+        out += "platform_proxy_analytics_queue_depth \(a.depth.load(ordering: .relaxed))\n"
+        header(&out, "platform_proxy_analytics_last_upload_timestamp_seconds", "gauge", "Unix time of the last accepted upload (0: none).")
+        out += "platform_proxy_analytics_last_upload_timestamp_seconds \(a.lastUpload.load(ordering: .relaxed))\n"
         return out
     }
 

@@ -25,6 +25,10 @@ public struct ProxyError: Error, Sendable, Equatable {
         case loginUnavailable = "login_unavailable"
         case loginFailed = "login_failed"
         case notLoggedIn = "not_logged_in"
+        case invalidAnalytics = "invalid_analytics"
+        case shuttingDown = "shutting_down"
+        case unknownOperation = "unknown_operation"
+        case analyticsStoreFailed = "analytics_store_failed"
     }
 
     private let code: Code
@@ -84,6 +88,18 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static func loginFailed(_ reason: String) -> Self { Self(.loginFailed, 400, reason) }
     /// The action needs a login.
     public static let notLoggedIn = Self(.notLoggedIn, 409, "There is no login.")
+    /// Analytics values need a subject: nothing is recorded while logged out.
+    public static let notLoggedInForAnalytics = Self(.notLoggedIn, 409, "Nothing is recorded while logged out: there is no subject to attribute it to.")
+    /// An analytics request that breaks the key or body rules; `index` names the offending event.
+    public static func invalidAnalytics(_ message: String, index: Int?) -> Self {
+        Self(.invalidAnalytics, 400, index.map { "events[\($0)]: \(message)" } ?? message)
+    }
+    /// The proxy is stopping.
+    public static let shuttingDown = Self(.shuttingDown, 503, "The proxy is shutting down.")
+    /// No running operation matches.
+    public static func unknownOperation(_ name: String) -> Self { Self(.unknownOperation, 404, "No operation \(name) is running on that path or above it.") }
+    /// The analytics store could not commit.
+    public static let analyticsStoreFailed = Self(.analyticsStoreFailed, 500, "The analytics store could not commit the values; nothing was acknowledged.")
     /// An absolute-form target names another host than the Host header.
     public static let hostMismatch = Self(.hostMismatch, 400, "The request target and the Host header name different hosts.")
     /// The route needs a token the proxy does not have.

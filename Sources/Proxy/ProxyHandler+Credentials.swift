@@ -15,6 +15,7 @@ extension ProxyHandler {
     public func credentialsChanged(_ snapshot: CredentialSnapshot) {
         let previous = credentials.status
         credentials = snapshot
+        if uploadsHere { analytics?.credentialsChanged(snapshot) }
         if snapshot.status != previous { broadcastState() }
         if snapshot.status.loggedIn && !gated.isEmpty {
             let released = gated
@@ -39,6 +40,19 @@ extension ProxyHandler {
             self.fail(exchange, .awaitingAuthorization)
         }
         gated.append(GatedRequest(exchange: exchange, resume: resume, timer: timer))
+    }
+
+    /// Stopping: event streams end (their clients reconnect elsewhere), held requests get 503.
+    public func shutdown() {
+        let streams = eventStreams
+        eventStreams.removeAll()
+        for stream in streams { stream.endResponse() }
+        let held = gated
+        gated.removeAll()
+        for request in held {
+            loop.cancel(request.timer)
+            if let exchange = request.exchange { fail(exchange, .shuttingDown) }
+        }
     }
 
     /// Why `/_platform/ready` is not 200, or nil.
@@ -70,6 +84,8 @@ extension ProxyHandler {
                                                       ("X-Request-ID", exchange.info?.requestID ?? "")],
                                framing: .streamed)
         exchange.onAbort = { [weak self, weak exchange] in self?.eventStreams.removeAll { $0 === exchange } }
+        // An event-stream client that hangs up is gone; nothing more will be read from it.
+        exchange.onInputClosed = { [weak exchange] in exchange?.abort(reason: "client_closed_stream") }
         eventStreams.append(exchange)
         writeEvent(to: exchange)
         if heartbeat == nil { scheduleHeartbeat() }

@@ -1,3 +1,4 @@
+import Analytics
 import Config
 import Credentials
 import EventLoop
@@ -10,7 +11,7 @@ public final class ProxyHandler: HTTPHandler {
     /// The runtime in force; replaced (on this loop) by a reload.
     public var runtime: ProxyRuntime
     let loop: EventLoop
-    private let log: LogBuffer
+    let log: LogBuffer
     private var requestIDs: RequestIDGenerator
     private let control: ControlEndpoints
     let metrics = LoopMetrics()
@@ -19,6 +20,10 @@ public final class ProxyHandler: HTTPHandler {
     let upstream: UpstreamClient
     /// The tokens in force; replaced (on this loop) by `credentialsChanged`.
     public internal(set) var credentials: CredentialSnapshot = .empty
+    /// The analytics sidecar, when configured.
+    public var analytics: AnalyticsService?
+    /// Set on the home loop's handler: the uploader follows this loop's token snapshots.
+    var uploadsHere = false
     /// The token lifecycle (OAuth grants); nil for the static grant or no provider.
     public var credentialManager: CredentialManager?
     /// Requests held by the gate in `wait` mode, released by a login or their timer.
@@ -69,6 +74,7 @@ public final class ProxyHandler: HTTPHandler {
             if target.path == "/_platform/metrics" { return scrapeMetrics(exchange) }
             if target.path == "/_platform/ready" { return ready(exchange) }
             if handleAuthEndpoint(exchange, path: target.path, query: target.query) { return }
+            if handleAnalyticsEndpoint(exchange, path: target.path) { return }
             return control.handle(exchange, path: target.path, runtime: runtime, reply: reply)
         }
         guard let (index, rest) = runtime.router.match(target.path) else {

@@ -1,4 +1,5 @@
 import CLinux
+import Analytics
 import Config
 import Credentials
 import EventLoop
@@ -44,6 +45,15 @@ public enum ProxyService {
         let tokens = TokenWatcher(configuration.provider)
         let initial = tokens.poll() ?? .empty
         let lifecycle = OAuthLifecycle(configuration)
+        var analytics: AnalyticsService?
+        if let settings = configuration.analytics {
+            do {
+                analytics = try AnalyticsService(configuration: settings, stateDirectory: configuration.stateDirectory)
+            } catch {
+                Log.emit(.error, "startup_failed", ["error": .string("analytics store: \(error)")])
+                return 1
+            }
+        }
         var handlers: [ProxyHandler] = []
         let hub = MetricsHub()
         hub.setSources(openConnections: { [server] in server.openConnections },
@@ -51,6 +61,8 @@ public enum ProxyService {
         do {
             let bound = try server.start { loop, index in
                 let handler = ProxyHandler(runtime: runtime, loop: loop, loopIndex: index, hub: hub)
+                handler.analytics = analytics
+                handler.uploadsHere = index == 0
                 handler.credentialsChanged(initial)
                 handler.credentialManager = lifecycle?.manager(home: loop, http: handler.upstream)
                 handlers.append(handler)
@@ -58,6 +70,10 @@ public enum ProxyService {
                 return handler
             }
             lifecycle?.start()
+            if let analytics, let home = handlers.first {
+                analytics.start(home: server.eventLoops[0], http: home.upstream)
+                hub.setAnalytics(analytics.counters)
+            }
             for address in bound { Log.emit(.info, "listening", ["address": .string(address.description)]) }
         } catch {
             Log.emit(.error, "startup_failed", ["error": .string("\(error)")])
@@ -66,7 +82,7 @@ public enum ProxyService {
         Log.emit(.info, "started", ["version": .string(version), "config": .string(configPath),
                                     "workers": .int(server.eventLoops.count), "routes": .int(configuration.routes.count)])
         return waitForSignals(signals, server: server, handlers: handlers, configPath: configPath, current: runtime, tokens: tokens,
-                              lifecycle: lifecycle)
+                              lifecycle: lifecycle, analytics: analytics)
     }
 
     /// Raises the soft open-file limit to the hard one: each client connection and each upstream
@@ -120,7 +136,7 @@ public enum ProxyService {
 
     private static func waitForSignals(_ signals: CInt, server: HTTPServer, handlers: [ProxyHandler],
                                        configPath: String, current: ProxyRuntime, tokens: TokenWatcher,
-                                       lifecycle: OAuthLifecycle?) -> Int32 {
+                                       lifecycle: OAuthLifecycle?, analytics: AnalyticsService?) -> Int32 {
         var runtime = current
         var tokens = tokens
         var drainDeadline: NanoTime?
@@ -149,7 +165,14 @@ public enum ProxyService {
             }
             if let deadline = drainDeadline, server.openConnections == 0 || NanoTime.now() >= deadline {
                 let open = server.openConnections
+                if let analytics {
+                    // One last upload within what is left of the deadline; the rest stays on disk.
+                    let left = max(0.5, deadline.seconds(since: NanoTime.now()))
+                    let uploaded = analytics.finalUpload(within: left, home: server.eventLoops[0])
+                    Log.emit(.info, "analytics_final_upload", ["completed": .bool(uploaded)])
+                }
                 server.stop()
+                analytics?.shutdown()
                 lifecycle?.worker.shutdown()  // pending token-store writes reach the disk
                 Log.emit(.info, "stopped", ["closedInFlight": .int(open)])
                 return 0

@@ -41,8 +41,15 @@ struct BlockingWorkerTests {
     func shutdownFromJob() {
         let worker = BlockingWorker(name: "self-stop")
         let ran = Mutex(false)
-        worker.submit { [worker] in worker.shutdown() }
+        let bothQueued = Mutex(false)
+        // The stopping job waits until the second job is queued: a shutdown that ran first
+        // would rightly refuse it, which is not what this test is about.
+        worker.submit { [worker] in
+            while !bothQueued.withLock({ $0 }) { usleep(100) }
+            worker.shutdown()
+        }
         worker.submit { ran.withLock { $0 = true } }
+        bothQueued.withLock { $0 = true }
         // The job's shutdown drains: the second job runs before the thread exits.
         var waited = 0
         while !ran.withLock({ $0 }), waited < 5_000 { usleep(1_000); waited += 1 }

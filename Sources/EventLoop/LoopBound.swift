@@ -1,12 +1,13 @@
-import EventLoop
 import Glibc
 
 /// A value that is only ever used on one loop's thread, carried through `execute` to get there.
 /// The compiler cannot see the confinement, so it is asserted by construction: the value is
 /// created on that loop and unwrapped only inside a task running on it.
-struct LoopBound<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
+public struct LoopBound<Value>: @unchecked Sendable {
+    /// The value.
+    public let value: Value
+    /// Wraps `value`, created on the loop that will use it.
+    public init(_ value: Value) { self.value = value }
 }
 
 /// Wall-clock time in Unix seconds (token expiry is wall-clock).

@@ -1,0 +1,26 @@
+import Synchronization
+
+/// The analytics numbers the metrics endpoint reports; written from any thread.
+public final class AnalyticsCounters: Sendable {
+    /// Values acknowledged (committed) with 202.
+    public let queued = Atomic<Int>(0)
+    /// Values the endpoint accepted.
+    public let sent = Atomic<Int>(0)
+    /// Values dropped because the endpoint refused their batch.
+    public let droppedRejected = Atomic<Int>(0)
+    /// Values pruned for age.
+    public let droppedExpired = Atomic<Int>(0)
+    /// Values dropped at `maxStoredEvents`.
+    public let droppedCap = Atomic<Int>(0)
+    /// Values dropped as repeats within the buffer interval.
+    public let droppedDuplicate = Atomic<Int>(0)
+    /// Values stored and not yet sent (as of the last store operation).
+    public let depth = Atomic<Int>(0)
+    /// Unix seconds of the last successful upload, 0 if none.
+    public let lastUpload = Atomic<Int>(0)
+    /// Store transactions (each one fsync).
+    public let commits = Atomic<Int>(0)
+
+    /// Zero counters.
+    public init() {}
+}

@@ -1,0 +1,119 @@
+import Config
+import Credentials
+import EventLoop
+import Synchronization
+import Upstream
+
+/// The analytics sidecar: takes values from apps (any loop), makes them durable through the
+/// group-committing writer thread before the 202, and uploads them in batches from the home
+/// loop. Delivery is at least once: a batch is deleted only after the endpoint accepted it.
+public final class AnalyticsService: @unchecked Sendable {
+    /// The configuration.
+    public let configuration: AnalyticsConfiguration
+    /// Key rules with the configured root.
+    public let keys: AnalyticsKeys
+    /// The numbers for the metrics endpoint.
+    public let counters = AnalyticsCounters()
+    let writer: AnalyticsWriter
+    private let intake: Mutex<Intake>
+    let uploader: AnalyticsUploader
+
+    struct Intake {
+        var dedup: DedupBuffer
+        var operations = TimedOperations()
+    }
+
+    /// Opens (or creates) `<stateDirectory>/analytics.sqlite`.
+    public init(configuration: AnalyticsConfiguration, stateDirectory: String) throws(AnalyticsStoreError) {
+        self.configuration = configuration
+        keys = AnalyticsKeys(root: configuration.root)
+        let store = try AnalyticsStore(path: stateDirectory + "/analytics.sqlite")
+        writer = AnalyticsWriter(store: store)
+        intake = Mutex(Intake(dedup: DedupBuffer(intervalSeconds: configuration.bufferIntervalSeconds)))
+        uploader = AnalyticsUploader(configuration: configuration)
+    }
+
+    // MARK: intake (any loop)
+
+    /// Stores `values` for `subject`; `done` runs on `caller` once they are committed, with the
+    /// number stored (repeats within the buffer interval are dropped first).
+    public func record(_ values: [AnalyticsValue], subject: String, replyOn caller: EventLoop,
+                       _ done: @escaping (Result<Int, AnalyticsStoreError>) -> Void) {
+        let admitted = intake.withLock { intake in values.filter { intake.dedup.admit(key: $0.key, timestamp: $0.timestamp) } }
+        counters.droppedDuplicate.add(values.count - admitted.count, ordering: .relaxed)
+        guard !admitted.isEmpty else { return done(.success(0)) }
+        let done = LoopBound(done)
+        let counters = self.counters
+        let writer = self.writer
+        writer.append(admitted.map { NewEvent(subject: subject, key: $0.key, value: $0.value, timestamp: $0.timestamp) }) { result in
+            counters.commits.store(writer.commits, ordering: .relaxed)
+            if case .success = result {
+                counters.queued.add(admitted.count, ordering: .relaxed)
+                counters.depth.add(admitted.count, ordering: .relaxed)
+            }
+            caller.execute { done.value(result.map { admitted.count }) }
+        }
+    }
+
+    /// Starts (or restarts) a timed operation; returns its key.
+    public func begin(_ request: OperationRequest, now: Int64) -> Result<String, AnalyticsKeyError> {
+        keys.operationKey(path: request.path, operation: request.operation).map { key in
+            intake.withLock { $0.operations.begin(key: key, cancelOn: request.cancelOn, now: now) }
+            return key
+        }
+    }
+
+    /// Ends the nearest running operation from `request.path` upward: its key and duration, nil if none runs.
+    public func finish(_ request: OperationRequest, now: Int64) -> Result<(key: String, milliseconds: Int64)?, AnalyticsKeyError> {
+        keys.operationSearch(path: request.path, operation: request.operation).map { candidates in
+            intake.withLock { $0.operations.finish(searchingFrom: candidates, now: now) }
+        }
+    }
+
+    /// Drops the nearest running operation; its key, nil if none runs.
+    public func cancel(_ request: OperationRequest) -> Result<String?, AnalyticsKeyError> {
+        keys.operationSearch(path: request.path, operation: request.operation).map { candidates in
+            intake.withLock { $0.operations.cancel(searchingFrom: candidates) }
+        }
+    }
+
+    /// Drops the operations registered to be cancelled by `phase`.
+    public func phase(_ phase: AppPhase) -> [String] {
+        intake.withLock { $0.operations.phase(phase) }
+    }
+
+    // MARK: lifecycle
+
+    /// Starts the uploader on `home` with that loop's libcurl client.
+    public func start(home: EventLoop, http: UpstreamClient) {
+        uploader.start(service: self, home: home, http: http)
+    }
+
+    /// Asks for an upload now; `done` runs on `caller` with what this cycle did.
+    public func flush(replyOn caller: EventLoop, _ done: @escaping (FlushReport) -> Void) {
+        uploader.flush(replyOn: caller, done)
+    }
+
+    /// The tokens the uploader uses (call on the home loop).
+    public func credentialsChanged(_ snapshot: CredentialSnapshot) { uploader.credentials = snapshot }
+
+    /// At shutdown: one last upload, bounded by `seconds`; what is not sent stays on disk.
+    public func finalUpload(within seconds: Double, home: EventLoop) -> Bool {
+        uploader.finalUpload(within: seconds, home: home)
+    }
+
+    /// Commits what is queued and closes the store.
+    public func shutdown() { writer.shutdown() }
+}
+
+/// What one upload cycle did.
+public struct FlushReport: Sendable, Equatable {
+    /// Values the endpoint accepted.
+    public var sent = 0
+    /// Values it refused for good.
+    public var dropped = 0
+    /// Values still stored.
+    public var remaining = 0
+    /// Why the cycle stopped early (endpoint unavailable, no credential), if it did.
+    public var deferredReason: String?
+}

@@ -1,0 +1,92 @@
+import CSQLite
+import Glibc
+
+/// The durable queue of analytics values: one SQLite database in WAL mode whose every commit
+/// is fsynced before the call returns. Not thread-safe: it lives on the `AnalyticsWriter` thread
+/// (created elsewhere, then handed over whole).
+public final class AnalyticsStore {
+    /// The database file.
+    public let path: String
+    /// The connection; nil once closed.
+    var db: OpaquePointer?
+    /// The prepared statements; nil once closed.
+    var statements: StoreStatements?
+
+    /// Milliseconds to wait for another connection's lock (a second process on the same file).
+    static let busyTimeoutMilliseconds: CInt = 5_000
+
+    /// Opens (or creates) the database at `path`, creating missing parent directories (mode 0700).
+    public init(path: String) throws(AnalyticsStoreError) {
+        self.path = path
+        let directory = StoreDirectory.parent(of: path)
+        try StoreDirectory.make(directory)
+        var handle: OpaquePointer?
+        // NOMUTEX: one thread at a time uses the connection, so SQLite's own locking is wasted work.
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let result = sqlite3_open_v2(path, &handle, flags, nil)
+        guard result == SQLITE_OK, let handle else {
+            let error = AnalyticsStoreError.sqlite("sqlite3_open_v2(\(path))", result, db: handle)
+            sqlite3_close_v2(handle)
+            throw error
+        }
+        db = handle
+        do {
+            try configure(handle)
+            statements = try StoreStatements(db: handle)
+            // A new database file's directory entry must be durable too, or a crash can lose the
+            // whole file along with every commit fsynced into it.
+            try StoreDirectory.sync(directory)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// Finalizes the statements and closes the connection (checkpointing the WAL). Idempotent.
+    public func close() {
+        statements?.finalize()
+        statements = nil
+        if let db { sqlite3_close_v2(db) }
+        db = nil
+    }
+
+    private func configure(_ db: OpaquePointer) throws(AnalyticsStoreError) {
+        sqlite3_busy_timeout(db, Self.busyTimeoutMilliseconds)
+        let mode = try pragma(db, "journal_mode=WAL")
+        guard mode == "wal" else {
+            // A file system without shared-memory support keeps the old mode; group commit needs WAL.
+            throw .sqlite("PRAGMA journal_mode=WAL (got \(mode))", SQLITE_CANTOPEN, db: nil)
+        }
+        // FULL in WAL mode fsyncs the WAL at every commit: a 202 means the values are on disk.
+        try exec(db, "PRAGMA synchronous=FULL")
+        try exec(db, """
+            CREATE TABLE IF NOT EXISTS events(
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                subject TEXT NOT NULL,
+                key TEXT NOT NULL,
+                value TEXT NOT NULL,
+                timestamp INTEGER NOT NULL);
+            CREATE INDEX IF NOT EXISTS events_batch ON events(subject, timestamp, id);
+            """)
+    }
+
+    /// Runs `sql` (one or more statements, no rows wanted).
+    private func exec(_ db: OpaquePointer, _ sql: String) throws(AnalyticsStoreError) {
+        let result = sqlite3_exec(db, sql, nil, nil, nil)
+        guard result == SQLITE_OK else { throw .sqlite("sqlite3_exec(\(sql.prefix(40)))", result, db: db) }
+    }
+
+    /// Runs `PRAGMA <assignment>` and returns the first column of its row.
+    private func pragma(_ db: OpaquePointer, _ assignment: String) throws(AnalyticsStoreError) -> String {
+        var handle: OpaquePointer?
+        let sql = "PRAGMA \(assignment)"
+        let prepared = sqlite3_prepare_v2(db, sql, -1, &handle, nil)
+        guard prepared == SQLITE_OK, let handle else { throw .sqlite("sqlite3_prepare_v2(\(sql))", prepared, db: db) }
+        defer { sqlite3_finalize(handle) }
+        let stepped = sqlite3_step(handle)
+        guard stepped == SQLITE_ROW else { throw .sqlite("sqlite3_step(\(sql))", stepped, db: db) }
+        return SQLiteStatement(handle: handle, name: sql).text(0)
+    }
+}

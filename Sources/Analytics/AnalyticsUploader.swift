@@ -1,0 +1,182 @@
+import Config
+import Credentials
+import EventLoop
+import Glibc
+import JSON
+import Synchronization
+import Upstream
+
+/// The upload loop, confined to the home loop: every `pushIntervalSeconds` (or on flush) it
+/// prunes and caps the store, then sends the oldest batch — values of one subject recorded in
+/// the same second, so one `timestamp` is true for all — until the store is empty or the
+/// endpoint asks to wait. Store work runs on the writer thread, in order with intake.
+final class AnalyticsUploader: @unchecked Sendable {
+    private let configuration: AnalyticsConfiguration
+    private var schedule: UploadSchedule
+    private weak var service: AnalyticsService?
+    private var home: EventLoop?
+    private var http: UpstreamClient?
+    private var pushTimer: TimerID?
+    private var report = FlushReport()
+    private var waiters: [(EventLoop, LoopBound<(FlushReport) -> Void>)] = []
+    /// The tokens to send with (home loop copy).
+    var credentials: CredentialSnapshot = .empty
+    static let timeout = 30.0
+
+    init(configuration: AnalyticsConfiguration) {
+        self.configuration = configuration
+        schedule = UploadSchedule(interval: configuration.pushIntervalSeconds)
+    }
+
+    func start(service: AnalyticsService, home: EventLoop, http: UpstreamClient) {
+        self.service = service
+        self.home = home
+        self.http = http
+        // Prune and count at start, then upload on the interval.
+        home.execute { [self] in cycle(force: false) }
+    }
+
+    func flush(replyOn caller: EventLoop, _ done: @escaping (FlushReport) -> Void) {
+        guard let home else { return done(FlushReport(deferredReason: "analytics is not running")) }
+        let done = LoopBound(done)
+        home.execute { [self] in
+            waiters.append((caller, done))
+            cycle(force: true)
+        }
+    }
+
+    func finalUpload(within seconds: Double, home: EventLoop) -> Bool {
+        let box = FinishedBox()
+        flush(replyOn: home) { _ in box.done.store(true, ordering: .releasing) }
+        let deadline = UnixTime.now() + seconds
+        while !box.done.load(ordering: .acquiring) && UnixTime.now() < deadline { usleep(10_000) }
+        return box.done.load(ordering: .acquiring)
+    }
+
+    private final class FinishedBox: Sendable { let done = Atomic<Bool>(false) }
+
+    // MARK: the cycle (home loop)
+
+    private func cycle(force: Bool) {
+        guard schedule.begin(now: UnixTime.now(), force: force) else { return }
+        if let pushTimer, let home { home.cancel(pushTimer) }
+        pushTimer = nil
+        nextBatch()
+    }
+
+    private func nextBatch() {
+        guard let service, let home else { return }
+        let now = Int64(UnixTime.now())
+        let expireBefore = now - Int64(configuration.expireIntervalSeconds)
+        let maxStored = configuration.maxStoredEvents
+        let limit = configuration.maxBatch
+        let counters = service.counters
+        service.writer.perform { [self] store in
+            let result: Result<[StoredEvent], AnalyticsStoreError>
+            do throws(AnalyticsStoreError) {
+                counters.droppedExpired.add(try store.prune(olderThan: expireBefore), ordering: .relaxed)
+                counters.droppedCap.add(try store.enforceCap(maxStored), ordering: .relaxed)
+                counters.depth.store(try store.count(), ordering: .relaxed)
+                result = .success(try store.oldestBatch(limit: limit))
+            } catch {
+                result = .failure(error)
+            }
+            home.execute { [self] in
+                switch result {
+                case .success(let batch) where batch.isEmpty: finished(.empty, reason: nil)
+                case .success(let batch): send(batch)
+                case .failure(let error): finished(.retryLater, reason: "store: \(error)")
+                }
+            }
+        }
+    }
+
+    private func send(_ batch: [StoredEvent]) {
+        guard let http, let first = batch.first else { return }
+        guard let credential = credentials.value(for: configuration.credential) ?? (configuration.credential == .none ? "" : nil) else {
+            return finished(.retryLater, reason: "no \(configuration.credential.rawValue) credential to upload with")
+        }
+        var headers = ["Content-Type: application/json", "Accept: application/json"]
+        if !credential.isEmpty { headers += ["Authorization: \(credential)", "X-Authorization: \(credential)"] }
+        let body = Self.body(batch, product: configuration.product, subject: first.subject, timestamp: first.timestamp)
+        let request = UpstreamRequest(method: "POST", url: configuration.endpoint.description, headers: headers,
+                                      hasBody: true, bodyLength: body.count, timeout: Self.timeout)
+        http.fetch(request, body: body) { [self] result in
+            switch result {
+            case .success(let response) where (200...299).contains(response.status):
+                remove(batch, outcome: .sent)
+            case .success(let response) where [401, 408, 429].contains(response.status) || response.status >= 500:
+                finished(.retryLater, reason: "the endpoint answered HTTP \(response.status)")
+            case .success(let response):
+                Log.emit(.warning, "analytics_batch_dropped", ["status": .int(response.status), "values": .int(batch.count)])
+                remove(batch, outcome: .dropped)
+            case .failure(let error):
+                finished(.retryLater, reason: error.detail)
+            }
+        }
+    }
+
+    /// Deletes a finished batch, then goes on.
+    private func remove(_ batch: [StoredEvent], outcome: UploadSchedule.BatchOutcome) {
+        guard let service, let home else { return }
+        let ids = batch.map(\.id)
+        let counters = service.counters
+        service.writer.perform { [self] store in
+            let deleted = (try? store.delete(ids: ids)) != nil
+            home.execute { [self] in
+                if deleted {
+                    counters.depth.subtract(ids.count, ordering: .relaxed)
+                    if outcome == .sent {
+                        counters.sent.add(ids.count, ordering: .relaxed)
+                        counters.lastUpload.store(Int(UnixTime.now()), ordering: .relaxed)
+                        report.sent += ids.count
+                    } else {
+                        counters.droppedRejected.add(ids.count, ordering: .relaxed)
+                        report.dropped += ids.count
+                    }
+                }
+                finished(deleted ? outcome : .retryLater, reason: deleted ? nil : "the store could not delete a sent batch")
+            }
+        }
+    }
+
+    private func finished(_ outcome: UploadSchedule.BatchOutcome, reason: String?) {
+        guard let home, let service else { return }
+        switch schedule.finished(outcome, now: UnixTime.now(), jitter: Double.random(in: 0..<1)) {
+        case .continueUploading:
+            nextBatch()
+        case .wait(let until):
+            if let reason {
+                report.deferredReason = reason
+                Log.emit(.warning, "analytics_upload_deferred", ["reason": .string(reason), "retryInSeconds": .double(until - UnixTime.now())])
+            }
+            report.remaining = service.counters.depth.load(ordering: .relaxed)
+            let finishedReport = report
+            report = FlushReport()
+            for (caller, done) in waiters { caller.execute { done.value(finishedReport) } }
+            waiters.removeAll()
+            pushTimer = home.schedule(at: home.now.adding(seconds: max(0.01, until - UnixTime.now()))) { [weak self] in
+                self?.pushTimer = nil
+                self?.cycle(force: false)
+            }
+        }
+    }
+
+    /// `{"product":…,"pennkey":…,"timestamp":…,"data":[{"key":…,"value":…},…]}`.
+    static func body(_ batch: [StoredEvent], product: Int, subject: String, timestamp: Int64) -> [UInt8] {
+        var data: [JSONValue] = []
+        data.reserveCapacity(batch.count)
+        for event in batch {
+            var pair = JSONObject()
+            pair["key"] = .string(event.key)
+            pair["value"] = .string(event.value)
+            data.append(.object(pair))
+        }
+        var object = JSONObject()
+        object["product"] = .number(JSONNumber(product))
+        object["pennkey"] = .string(subject)
+        object["timestamp"] = .number(JSONNumber(timestamp))
+        object["data"] = .array(data)
+        return JSONValue.object(object).serializedBytes()
+    }
+}
