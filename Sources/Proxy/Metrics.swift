@@ -1,4 +1,5 @@
 import Analytics
+import Credentials
 import EventLoop
 
 /// One loop's counters. Mutated only on its loop, so the request path takes no lock; a scrape
@@ -80,6 +81,10 @@ public final class MetricsHub: @unchecked Sendable {
     private var openConnections: @Sendable () -> Int = { 0 }
     private var reloads: @Sendable () -> (ok: Int, failed: Int) = { (0, 0) }
     private var analytics: AnalyticsCounters?
+    private var refreshes: RefreshCounters?
+
+    /// The token refresh counters to report (OAuth grants).
+    func setRefreshes(_ counters: RefreshCounters) { refreshes = counters }
 
     /// The analytics counters to report (set before the loops serve).
     func setAnalytics(_ counters: AnalyticsCounters) { analytics = counters }
@@ -102,6 +107,7 @@ public final class MetricsHub: @unchecked Sendable {
         let open = openConnections
         let reloads = reloads
         let analytics = analytics
+        let refreshes = refreshes
         for member in members {
             let metrics = member.metrics
             member.loop.execute {
@@ -111,7 +117,8 @@ public final class MetricsHub: @unchecked Sendable {
                     box.remaining -= 1
                     if box.remaining == 0 {
                         box.completion(PrometheusText.render(box.total, open: open(), reloads: reloads())
-                                       + (analytics.map(PrometheusText.render(analytics:)) ?? ""))
+                                       + (analytics.map(PrometheusText.render(analytics:)) ?? "")
+                                       + (refreshes.map(PrometheusText.render(refreshes:)) ?? ""))
                     }
                 }
             }

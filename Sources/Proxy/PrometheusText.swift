@@ -1,4 +1,5 @@
 import Analytics
+import Credentials
 
 /// The Prometheus text exposition format (version 0.0.4).
 enum PrometheusText {
@@ -31,6 +32,16 @@ enum PrometheusText {
         out += "platform_proxy_config_reloads_total{result=\"failed\"} \(reloads.failed)\n"
         header(&out, "platform_proxy_open_connections", "gauge", "Open client connections.")
         out += "platform_proxy_open_connections \(open)\n"
+        return out
+    }
+
+    /// Token refreshes by outcome.
+    static func render(refreshes r: RefreshCounters) -> String {
+        var out = ""
+        header(&out, "platform_proxy_token_refreshes_total", "counter", "Token refreshes (and client-credentials fetches), by outcome.")
+        out += "platform_proxy_token_refreshes_total{outcome=\"ok\"} \(r.ok.load(ordering: .relaxed))\n"
+        out += "platform_proxy_token_refreshes_total{outcome=\"refused\"} \(r.refused.load(ordering: .relaxed))\n"
+        out += "platform_proxy_token_refreshes_total{outcome=\"unavailable\"} \(r.unavailable.load(ordering: .relaxed))\n"
         return out
     }
 

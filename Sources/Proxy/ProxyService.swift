@@ -70,6 +70,7 @@ public enum ProxyService {
                 return handler
             }
             lifecycle?.start()
+            if let manager = handlers.first?.credentialManager { hub.setRefreshes(manager.refreshOutcomes) }
             if let analytics, let home = handlers.first {
                 analytics.start(home: server.eventLoops[0], http: home.upstream)
                 hub.setAnalytics(analytics.counters)
