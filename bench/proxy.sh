@@ -66,7 +66,7 @@ wait_http "http://127.0.0.1:$NGX_PORT/" 10 || bench_die "nginx proxy did not sta
 cat >"$BENCH_DIR/haproxy.cfg" <<CONF
 global
     nbthread $(nproc)
-    maxconn 20000
+    maxconn 4000
 defaults
     mode http
     timeout connect 5s

@@ -1,3 +1,4 @@
+import EventLoop
 import Glibc
 import Synchronization
 
@@ -21,7 +22,7 @@ final class WriterQueue: Sendable {
 
     let state = Mutex(State())
     /// Posted only to end a sleep, so a burst of appends costs one wakeup, not one each.
-    private let wakeups = WriterSemaphore()
+    private let wakeups = PosixSemaphore()
     let commits = Atomic(0)
     let appendedEvents = Atomic(0)
 
@@ -111,21 +112,3 @@ final class WriterQueue: Sendable {
     }
 }
 
-/// A POSIX counting semaphore at a stable address, as `sem_t` requires.
-private final class WriterSemaphore: @unchecked Sendable {
-    // sem_post and sem_wait are thread-safe by contract, and the pointer never changes.
-    private let sem = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
-
-    init() { sem_init(sem, 0, 0) }
-
-    deinit {
-        sem_destroy(sem)
-        sem.deallocate()
-    }
-
-    func post() { sem_post(sem) }
-
-    func wait() {
-        while sem_wait(sem) == -1 && errno == EINTR {}
-    }
-}

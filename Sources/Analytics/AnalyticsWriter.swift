@@ -1,3 +1,4 @@
+import EventLoop
 import Glibc
 import Synchronization
 
@@ -12,15 +13,9 @@ public final class AnalyticsWriter: Sendable {
     public init(store: AnalyticsStore) {
         // The thread holds the queue and the store, never the writer, so dropping the last
         // writer reference still runs deinit (which drains and joins).
-        let box = Unmanaged.passRetained(WriterThreadBody { [queue] in queue.run(store) }).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { arg in
-            Unmanaged<WriterThreadBody>.fromOpaque(arg!).takeRetainedValue().run()
-            return nil
-        }, box)
-        guard result == 0 else {
-            fatalError("pthread_create for the analytics writer failed: \(String(cString: strerror(result)))")
-        }
+        nonisolated(unsafe) let store = store  // handed to the writer thread, used only there
+        let thread: pthread_t
+        do { thread = try Threads.spawn { [queue] in queue.run(store) } } catch { fatalError("analytics writer: \(error)") }
         queue.state.withLock { $0.thread = thread }
     }
 
@@ -70,8 +65,3 @@ public final class AnalyticsWriter: Sendable {
     }
 }
 
-/// The closure a new pthread runs, boxed to cross `pthread_create`'s void pointer.
-private final class WriterThreadBody {
-    let run: () -> Void
-    init(_ run: @escaping () -> Void) { self.run = run }
-}

@@ -1,3 +1,4 @@
+import EventLoop
 import Glibc
 import Synchronization
 
@@ -12,15 +13,8 @@ public final class BlockingWorker: Sendable {
     public init(name: String) {
         self.name = name
         // The thread holds only the queue, so dropping the last worker reference still runs deinit.
-        let box = Unmanaged.passRetained(ThreadBody { [queue] in queue.runUntilStopped() }).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { arg in
-            Unmanaged<ThreadBody>.fromOpaque(arg!).takeRetainedValue().run()
-            return nil
-        }, box)
-        guard result == 0 else {
-            fatalError("pthread_create for \(name) failed: \(String(cString: strerror(result)))")
-        }
+        let thread: pthread_t
+        do { thread = try Threads.spawn { [queue] in queue.runUntilStopped() } } catch { fatalError("\(name): \(error)") }
         queue.state.withLock { $0.thread = thread }
     }
 
@@ -70,7 +64,7 @@ private final class JobQueue: Sendable {
     let state = Mutex(State())
     // One post per job plus one for shutdown. A counting semaphore pairs with `Mutex`;
     // a condition variable would need a pthread mutex instead.
-    let wakeups = Semaphore()
+    let wakeups = PosixSemaphore()
 
     func runUntilStopped() {
         while true {
@@ -93,26 +87,3 @@ private final class JobQueue: Sendable {
     }
 }
 
-private final class ThreadBody {
-    let run: () -> Void
-    init(_ run: @escaping () -> Void) { self.run = run }
-}
-
-/// A POSIX counting semaphore at a stable address, as `sem_t` requires.
-private final class Semaphore: @unchecked Sendable {
-    // sem_post and sem_wait are thread-safe by contract, and the pointer never changes.
-    private let sem = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
-
-    init() { sem_init(sem, 0, 0) }
-
-    deinit {
-        sem_destroy(sem)
-        sem.deallocate()
-    }
-
-    func post() { sem_post(sem) }
-
-    func wait() {
-        while sem_wait(sem) == -1 && errno == EINTR {}
-    }
-}

@@ -47,7 +47,7 @@ public final class HTTPServer: @unchecked Sendable {
             try server.start()
             loops.append((loop, server))
         }
-        for (loop, _) in loops { threads.append(try Self.spawn { loop.run() }) }
+        for (loop, _) in loops { threads.append(try Threads.spawn { loop.run() }) }
         return bound
     }
 
@@ -78,24 +78,5 @@ public final class HTTPServer: @unchecked Sendable {
         threads.removeAll()
         for fd in sharedListeners { closeDescriptor(fd) }
         sharedListeners.removeAll()
-    }
-
-    private final class ThreadBody: @unchecked Sendable {
-        let run: () -> Void
-        init(_ run: @escaping () -> Void) { self.run = run }
-    }
-
-    private static func spawn(_ body: @escaping () -> Void) throws(IOError) -> pthread_t {
-        var thread = pthread_t()
-        let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-        let result = pthread_create(&thread, nil, { arg in
-            Unmanaged<ThreadBody>.fromOpaque(arg!).takeRetainedValue().run()
-            return nil
-        }, box)
-        guard result == 0 else {
-            Unmanaged<ThreadBody>.fromOpaque(box).release()
-            throw IOError(errnoCode: result, call: "pthread_create")
-        }
-        return thread
     }
 }

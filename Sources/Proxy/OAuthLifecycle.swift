@@ -52,14 +52,8 @@ final class LoopDirectory: @unchecked Sendable {
     /// Hands `snapshot` to each loop's handler, on that loop.
     func publish(_ snapshot: CredentialSnapshot) {
         for (loop, handler) in members {
-            let handler = LoopHandler(handler)
+            let handler = LoopBound(handler)
             loop.execute { handler.value.credentialsChanged(snapshot) }
         }
     }
-}
-
-/// A handler carried to its own loop.
-private struct LoopHandler: @unchecked Sendable {
-    let value: ProxyHandler
-    init(_ value: ProxyHandler) { self.value = value }
 }
