@@ -155,9 +155,11 @@ final class AnalyticsUploader: @unchecked Sendable {
             report = FlushReport()
             for (caller, done) in waiters { caller.execute { done.value(finishedReport) } }
             waiters.removeAll()
-            pushTimer = home.schedule(at: home.now.adding(seconds: max(0.01, until - UnixTime.now()))) { [weak self] in
+            // A fresh clock (not the iteration's cached time), and the timer is the authority when it
+            // fires: a timer a hair early must not be refused by the backoff it was armed for.
+            pushTimer = home.schedule(at: NanoTime.now().adding(seconds: max(0.01, until - UnixTime.now()) + 0.001)) { [weak self] in
                 self?.pushTimer = nil
-                self?.cycle(force: false)
+                self?.cycle(force: true)
             }
         }
     }

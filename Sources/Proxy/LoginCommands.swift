@@ -12,11 +12,11 @@ public enum LoginCommands {
         guard let target = target(configPath) else { return 2 }
         switch BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5) {
         case .failure(let error):
-            print("platform-proxy is not reachable at \(target.unixSocket ?? target.baseURL): \(error)")
+            say("platform-proxy is not reachable at \(target.unixSocket ?? target.baseURL): \(error)")
             return 2
         case .success(let response):
             guard let auth = try? JSONValue.parse(response.body) else {
-                print("unexpected answer (HTTP \(response.status)) from \(target.baseURL)/_platform/auth")
+                say("unexpected answer (HTTP \(response.status)) from \(target.baseURL)/_platform/auth")
                 return 2
             }
             describe(auth)
@@ -36,19 +36,19 @@ public enum LoginCommands {
             switch BlockingHTTP.request("POST", "/_platform/login/device", to: target, timeout: 30) {
             case .success(let response) where response.status == 200:
                 guard let body = try? JSONValue.parse(response.body) else { return 1 }
-                print("Go to \(body["verification_uri"]?.stringValue ?? "?") and enter the code \(body["user_code"]?.stringValue ?? "?")")
-                if let complete = body["verification_uri_complete"]?.stringValue { print("(or open \(complete))") }
+                say("Go to \(body["verification_uri"]?.stringValue ?? "?") and enter the code \(body["user_code"]?.stringValue ?? "?")")
+                if let complete = body["verification_uri_complete"]?.stringValue { say("(or open \(complete))") }
             case .success(let response):
-                print("device login refused: \(String(decoding: response.body, as: UTF8.self))")
+                say("device login refused: \(String(decoding: response.body, as: UTF8.self))")
                 return 1
             case .failure(let error):
-                print("platform-proxy is not reachable: \(error)")
+                say("platform-proxy is not reachable: \(error)")
                 return 2
             }
         } else {
-            print("Open this URL in a browser to sign in:\n  \(target.baseURL)/_platform/login")
+            say("Open this URL in a browser to sign in:\n  \(target.baseURL)/_platform/login")
         }
-        print("Waiting for the login to complete …")
+        say("Waiting for the login to complete …")
         var buffer: [UInt8] = []
         var signedIn: JSONValue?
         let result = BlockingHTTP.request("GET", "/_platform/auth/events", to: target, timeout: 600) { bytes in
@@ -70,7 +70,7 @@ public enum LoginCommands {
             describe(signedIn)
             return 0
         }
-        if case .failure(let error) = result { print("the event stream ended: \(error)") }
+        if case .failure(let error) = result { say("the event stream ended: \(error)") }
         return 1
     }
 
@@ -80,25 +80,38 @@ public enum LoginCommands {
         switch BlockingHTTP.request("POST", "/_platform/logout", to: target, timeout: 30) {
         case .success(let response) where response.status == 200:
             let body = try? JSONValue.parse(response.body)
-            print("Logged out (refresh token revoked: \(body?["revoked"]?.boolValue == true ? "yes" : "no")).")
+            say("Logged out (refresh token revoked: \(body?["revoked"]?.boolValue == true ? "yes" : "no")).")
             return 0
         case .success(let response):
-            print("logout refused (HTTP \(response.status)): \(String(decoding: response.body, as: UTF8.self))")
+            say("logout refused (HTTP \(response.status)): \(String(decoding: response.body, as: UTF8.self))")
             return 1
         case .failure(let error):
-            print("platform-proxy is not reachable: \(error)")
+            say("platform-proxy is not reachable: \(error)")
             return 2
         }
     }
 
+    /// Writes a line to stdout at once: `login` waits afterwards, and a buffered line would
+    /// never reach a pipe or a log while it does.
+    private static func say(_ text: String) {
+        var bytes = Array((text + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return }
+            offset += n
+        }
+    }
+
     private static func describe(_ auth: JSONValue) {
-        print("state: \(auth["state"]?.stringValue ?? "?")")
-        if let subject = auth["subject"]?.stringValue { print("subject: \(subject)") }
+        say("state: \(auth["state"]?.stringValue ?? "?")")
+        if let subject = auth["subject"]?.stringValue { say("subject: \(subject)") }
         if let expires = auth["expiresAt"]?.doubleValue {
             let minutes = Int((expires - Double(time(nil))) / 60)
-            print("access token expires: in \(minutes) min (Unix \(Int(expires)))")
+            say("access token expires: in \(minutes) min (Unix \(Int(expires)))")
         }
-        if let error = auth["lastError"]?.stringValue { print("last error: \(error)") }
+        if let error = auth["lastError"]?.stringValue { say("last error: \(error)") }
     }
 
     private static func findBlankLine(_ bytes: [UInt8]) -> Int? {

@@ -1,0 +1,66 @@
+"""The `login`, `status` and `logout` commands against a running proxy and the real Authlib IdP:
+the CLI prints the login URL, waits on the event stream, and never prints a secret."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+from credentials_support import assert_no_secrets_logged, browser_login, idp_factory, launch  # noqa: F401
+from proxy import binary_path
+
+
+def run_cli(args: list[str], config: dict, tmp_path, timeout: float = 30) -> subprocess.CompletedProcess:
+    path = tmp_path / "cli-config.json"
+    path.write_text(json.dumps(config))
+    return subprocess.run([binary_path(), *args, "--config", str(path)], capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def test_cli_status_login_and_logout_drive_the_running_proxy(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    p = launch(start_proxy, idp, tmp_path)
+
+    status = run_cli(["status"], p.config, tmp_path)
+    assert status.returncode == 1, status
+    assert "state: logged_out" in status.stdout
+
+    # `login` prints the URL and waits for logged_in on the event stream; a "browser" completes it.
+    waiting = subprocess.Popen([binary_path(), "login", "--config", str(tmp_path / "cli-config.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        first = waiting.stdout.readline()
+        assert "Open this URL" in first, first
+        url = waiting.stdout.readline().strip()
+        assert url == f"{p.base}/_platform/login", url
+        time.sleep(0.3)  # let it subscribe to the event stream
+        trace = browser_login(p)
+        assert trace.callback_reply.status == 200, trace.callback_reply
+        out, err = waiting.communicate(timeout=max(1, deadline - time.monotonic()))
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    assert waiting.returncode == 0, (out, err)
+    assert "state: logged_in" in out and "subject: testuser" in out, out
+
+    status = run_cli(["status"], p.config, tmp_path)
+    assert status.returncode == 0 and "state: logged_in" in status.stdout, status
+
+    logout = run_cli(["logout"], p.config, tmp_path)
+    assert logout.returncode == 0 and "revoked: yes" in logout.stdout, logout
+    assert p.auth()["state"] == "logged_out"
+    assert len(idp.control.revocations()) >= 1
+
+    for output in (status.stdout, logout.stdout, out):
+        for secret in idp.control.secrets():
+            assert secret not in output
+    assert_no_secrets_logged(idp, [p])
+
+
+def test_cli_status_reports_an_unreachable_proxy(tmp_path):
+    config = {"listen": ["127.0.0.1:9"], "routes": []}
+    status = run_cli(["status"], config, tmp_path)
+    assert status.returncode == 2 and "not reachable" in status.stdout, status
