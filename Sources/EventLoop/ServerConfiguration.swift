@@ -16,8 +16,6 @@ public struct ServerConfiguration: Sendable {
     public var headerTimeout: Double = 10
     /// Seconds a keep-alive connection may sit idle, or a body or a write may stall. Default 60.
     public var idleTimeout: Double = 60
-    /// Seconds a graceful shutdown waits for in-flight requests. Default 30.
-    public var shutdownTimeout: Double = 30
 
     /// Creates the default configuration.
     public init() {}

@@ -37,21 +37,13 @@ public enum Socket {
                     addr.sin6_family = sa_family_t(AF_INET6)
                     addr.sin6_port = port.bigEndian
                     guard inet_pton(AF_INET6, literal, &addr.sin6_addr) == 1 else { throw IOError(errnoCode: EINVAL, call: "inet_pton(\(host))") }
-                    _ = try withUnsafePointer(to: &addr) { p throws(IOError) in
-                        try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(IOError) in
-                            try syscall(where: "bind") { Glibc.bind(fd, sa, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-                        }
-                    }
+                    try bind(fd, &addr)
                 } else {
                     var addr = sockaddr_in()
                     addr.sin_family = sa_family_t(AF_INET)
                     addr.sin_port = port.bigEndian
                     guard inet_pton(AF_INET, literal, &addr.sin_addr) == 1 else { throw IOError(errnoCode: EINVAL, call: "inet_pton(\(host))") }
-                    _ = try withUnsafePointer(to: &addr) { p throws(IOError) in
-                        try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(IOError) in
-                            try syscall(where: "bind") { Glibc.bind(fd, sa, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                        }
-                    }
+                    try bind(fd, &addr)
                 }
                 _ = try syscall(where: "listen") { Glibc.listen(fd, backlog) }
             } catch {
@@ -73,17 +65,22 @@ public enum Socket {
                 unlink(path)
                 let oldMask = umask(0o117)  // the socket is created 0660: owner and group only
                 defer { umask(oldMask) }
-                _ = try withUnsafePointer(to: &addr) { p throws(IOError) in
-                    try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(IOError) in
-                        try syscall(where: "bind") { Glibc.bind(fd, sa, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-                    }
-                }
+                try bind(fd, &addr)
                 _ = try syscall(where: "listen") { Glibc.listen(fd, backlog) }
             } catch {
                 closeDescriptor(fd)
                 throw error
             }
             return fd
+        }
+    }
+
+    /// Binds `fd` to a `sockaddr_in`, `sockaddr_in6` or `sockaddr_un`.
+    private static func bind<Address>(_ fd: CInt, _ address: inout Address) throws(IOError) {
+        _ = try withUnsafePointer(to: &address) { p throws(IOError) in
+            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(IOError) in
+                try syscall(where: "bind") { Glibc.bind(fd, sa, socklen_t(MemoryLayout<Address>.size)) }
+            }
         }
     }
 

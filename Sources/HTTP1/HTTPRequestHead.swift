@@ -92,6 +92,20 @@ public struct HTTPRequestHead: Sendable {
         }
     }
 
+    /// Whether the method equals `uppercased` ignoring ASCII case (for methods that must be
+    /// refused in every spelling).
+    public func methodIsIgnoringCase(_ uppercased: StaticString) -> Bool {
+        guard uppercased.utf8CodeUnitCount == methodRange.count else { return false }
+        return storage.withUnsafeBufferPointer { bytes in
+            var i = 0
+            for b in bytes[methodRange] {
+                if asciiLower(b) != asciiLower(uppercased.utf8Start[i]) { return false }
+                i += 1
+            }
+            return true
+        }
+    }
+
     /// Whether the raw target equals `target` exactly.
     public func targetIs(_ target: StaticString) -> Bool {
         guard target.utf8CodeUnitCount == targetRange.count else { return false }

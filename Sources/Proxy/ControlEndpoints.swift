@@ -4,11 +4,15 @@ import JSON
 /// The `/_platform/` endpoints, answered by the proxy itself and never proxied.
 struct ControlEndpoints {
     typealias Reply = (HTTPExchange, Int, [(name: String, value: String)], [UInt8]) -> Void
+    /// Collects a request body (the handler's `collectBody`), then calls back with it.
+    typealias Collect = (HTTPExchange, @escaping ([UInt8]) -> Void) -> Void
+    /// Largest switch request body.
+    static let maxBody = 65536
 
     private static let json: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
     private static let healthBody = Array("{\"status\":\"ok\"}".utf8)
 
-    func handle(_ exchange: HTTPExchange, path: Substring, runtime: ProxyRuntime, reply: @escaping Reply) {
+    func handle(_ exchange: HTTPExchange, path: Substring, runtime: ProxyRuntime, reply: @escaping Reply, collect: Collect) {
         let isRead = exchange.head.methodIs("GET") || exchange.head.methodIs("HEAD")
         switch path {
         case "/_platform/health":
@@ -16,7 +20,12 @@ struct ControlEndpoints {
             reply(exchange, 200, Self.json, Self.healthBody)
         case "/_platform/mock":
             guard exchange.head.methodIs("POST") else { return methodNotAllowed(exchange, "POST", reply) }
-            readJSON(exchange, reply) { body in switchMock(exchange, body, runtime: runtime, reply: reply) }
+            collect(exchange) { bytes in
+                guard let body = try? JSONValue.parse(bytes) else {
+                    return error(exchange, .invalidRequest("The body is not valid JSON."), reply)
+                }
+                switchMock(exchange, body, runtime: runtime, reply: reply)
+            }
         default:
             error(exchange, .noRoute(String(path)), reply)
         }
@@ -38,24 +47,6 @@ struct ControlEndpoints {
         runtime.mockModes.set(mode, for: name)
         Log.emit(.info, "mock_switched", ["route": .string(name), "mode": .string(modeName)])
         reply(exchange, 200, Self.json, Array("{\"route\":\(jsonQuoted(name)),\"mode\":\"\(modeName)\"}".utf8))
-    }
-
-    /// Collects a small JSON request body (≤ 64 KiB) and parses it.
-    private func readJSON(_ exchange: HTTPExchange, _ reply: @escaping Reply, _ then: @escaping (JSONValue) -> Void) {
-        final class Collected { var bytes: [UInt8] = []; var tooLarge = false }
-        let collected = Collected()
-        exchange.onBody = { bytes in
-            if collected.bytes.count + bytes.count > 65536 { collected.tooLarge = true } else { collected.bytes.append(contentsOf: bytes) }
-        }
-        exchange.onEnd = { [weak exchange] in
-            guard let exchange else { return }
-            if collected.tooLarge { return error(exchange, .bodyTooLarge, reply) }
-            do {
-                then(try JSONValue.parse(collected.bytes))
-            } catch {
-                self.error(exchange, .invalidRequest("The body is not valid JSON: \(error)."), reply)
-            }
-        }
     }
 
     private func methodNotAllowed(_ exchange: HTTPExchange, _ allowed: String, _ reply: Reply) {

@@ -51,8 +51,7 @@ public final class ProxyHandler: HTTPHandler {
         exchange.context = info
 
         if target.path == "*" { return respondOptions(exchange) }
-        let method = head.method.uppercased()
-        if method == "TRACE" || method == "TRACK" {
+        if head.methodIsIgnoringCase("TRACE") || head.methodIsIgnoringCase("TRACK") {
             // A TRACE echo would hand the injected credentials back to the caller; an upstream
             // may treat `trace` like TRACE, so every spelling is refused.
             return fail(exchange, .methodNotAllowed("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"))
@@ -75,7 +74,9 @@ public final class ProxyHandler: HTTPHandler {
             if target.path == "/_platform/ready" { return ready(exchange) }
             if handleAuthEndpoint(exchange, path: target.path, query: target.query) { return }
             if handleAnalyticsEndpoint(exchange, path: target.path) { return }
-            return control.handle(exchange, path: target.path, runtime: runtime, reply: reply)
+            return control.handle(exchange, path: target.path, runtime: runtime, reply: reply) { [unowned self] exchange, then in
+                self.collectBody(exchange, limit: ControlEndpoints.maxBody, then)
+            }
         }
         guard let (index, rest) = runtime.router.match(target.path) else {
             return fail(exchange, .noRoute(String(target.path)))

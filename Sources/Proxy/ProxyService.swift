@@ -131,7 +131,6 @@ public enum ProxyService {
         server.maxConnections = config.limits.maxConnections
         server.headerTimeout = config.limits.headerTimeoutSeconds
         server.idleTimeout = config.limits.idleTimeoutSeconds
-        server.shutdownTimeout = shutdownSeconds
         return server
     }
 

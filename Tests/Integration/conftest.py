@@ -134,3 +134,32 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     PROBE_OUTCOMES_PATH.write_text(json.dumps(payload, indent=2) + "\n")
     tr.write_line(f"probe outcomes: {n} cases, {passed} pass, {warned} warn, {failed} fail "
                   f"(written to {PROBE_OUTCOMES_PATH})")
+
+
+# --------------------------------------------------------------------------- test upstreams
+# Recording HTTP/1.1 upstreams (upstream.py); a test that takes one gets it started and stopped,
+# and fails if the upstream itself saw an error.
+
+from upstream import Upstream  # noqa: E402
+
+
+def _upstream(label: str):
+    up = Upstream(label).start()
+    yield up
+    up.stop()
+    assert not up.errors, f"test upstream errors: {up.errors}"
+
+
+@pytest.fixture
+def main_upstream():
+    yield from _upstream("main")
+
+
+@pytest.fixture
+def foreign_upstream():
+    yield from _upstream("foreign")
+
+
+@pytest.fixture
+def other_upstream():
+    yield from _upstream("other")

@@ -134,22 +134,6 @@ class Fwd:
 
 
 @pytest.fixture
-def main_upstream():
-    up = Upstream("main").start()
-    yield up
-    up.stop()
-    assert not up.errors, f"test upstream errors: {up.errors}"
-
-
-@pytest.fixture
-def foreign_upstream():
-    up = Upstream("foreign").start()
-    yield up
-    up.stop()
-    assert not up.errors, f"test upstream errors: {up.errors}"
-
-
-@pytest.fixture
 def tokens(tmp_path) -> Tokens:
     return make_tokens(tmp_path / "tokens")
 

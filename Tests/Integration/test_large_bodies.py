@@ -159,14 +159,6 @@ class StreamingBody:
 
 
 @pytest.fixture
-def main_upstream():
-    up = Upstream("main").start()
-    yield up
-    up.stop()
-    assert not up.errors, f"test upstream errors: {up.errors}"
-
-
-@pytest.fixture
 def big_proxy(start_proxy, main_upstream, tmp_path):
     token = "at-" + secrets.token_hex(20)
     (tmp_path / "access").write_text(token)

@@ -89,22 +89,6 @@ def scrape_until(server, parser, predicate, timeout: float = 3.0) -> Scrape:
 
 
 @pytest.fixture
-def main_upstream():
-    up = Upstream("main").start()
-    yield up
-    up.stop()
-    assert not up.errors, f"test upstream errors: {up.errors}"
-
-
-@pytest.fixture
-def foreign_upstream():
-    up = Upstream("foreign").start()
-    yield up
-    up.stop()
-    assert not up.errors, f"test upstream errors: {up.errors}"
-
-
-@pytest.fixture
 def metered(start_proxy, main_upstream, foreign_upstream, tmp_path):
     tokens = make_tokens(tmp_path / "tokens")
     base = main_upstream.url("/base/")

@@ -38,14 +38,6 @@ def wait_until(predicate, timeout: float = 2.0, interval: float = 0.02):
 # --------------------------------------------------------------------------- fixtures
 
 
-@pytest.fixture
-def main_upstream():
-    up = Upstream("main").start()
-    yield up
-    up.stop()
-    assert not up.errors, f"test upstream errors: {up.errors}"
-
-
 class Dirs:
     """The mock folders of one test."""
 

@@ -30,22 +30,6 @@ def wait_until(predicate, timeout: float = RELOAD_WITHIN, interval: float = 0.02
         time.sleep(interval)
 
 
-@pytest.fixture
-def main_upstream():
-    up = Upstream("main").start()
-    yield up
-    up.stop()
-    assert not up.errors, f"test upstream errors: {up.errors}"
-
-
-@pytest.fixture
-def other_upstream():
-    up = Upstream("other").start()
-    yield up
-    up.stop()
-    assert not up.errors, f"test upstream errors: {up.errors}"
-
-
 ACCESS_A = "reload-token-a-0123456789abcdef"
 ACCESS_B = "reload-token-b-fedcba9876543210"
 

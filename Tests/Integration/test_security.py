@@ -33,14 +33,6 @@ def path_id(value) -> str:
 # --------------------------------------------------------------------------- fixtures and helpers
 
 
-@pytest.fixture
-def main_upstream():
-    up = Upstream("main").start()
-    yield up
-    up.stop()
-    assert not up.errors, f"test upstream errors: {up.errors}"
-
-
 def security_routes(upstream: Upstream, mock_dir) -> list[dict]:
     base = upstream.url("/base/")
     return [
