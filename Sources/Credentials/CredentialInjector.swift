@@ -1,4 +1,5 @@
 import Config
+import Upstream
 
 /// Decides which credential header lines a request carries, per hop (DESIGN.md: libcurl
 /// protects only Authorization and Cookie across hosts, so the proxy decides itself).
@@ -34,10 +35,13 @@ public struct CredentialInjector: Sendable {
         return target.scheme == upstreamScheme && current.scheme != "https"
     }
 
-    /// The injected lines (`Name: <type> <token>`) for a hop that may carry credentials.
-    public func lines(_ snapshot: CredentialSnapshot, names: [String]) -> [String]? {
-        guard kind != .none else { return [] }
+    /// The injected lines (`Name: <type> <token>`) for a hop that may carry credentials; nil
+    /// when the token is missing. Callers keep the result per token generation.
+    public func lines(_ snapshot: CredentialSnapshot, names: [String]) -> HeaderLines? {
+        guard kind != .none else { return HeaderLines() }
         guard let value = snapshot.value(for: kind) else { return nil }
-        return names.map { "\($0): \(value)" }
+        var lines = HeaderLines()
+        for name in names { lines.append(name: name.utf8, value: value.utf8) }
+        return lines
     }
 }

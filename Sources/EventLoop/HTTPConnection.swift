@@ -26,6 +26,14 @@ final class HTTPConnection: Selectable {
     private var closed = false
     private var outputWasBlocked = false
     private var flushScheduled = false
+    private var headScratch: [UInt8] = []
+    /// Made once per connection: scheduling a flush allocates nothing per response.
+    private lazy var flushAction: () -> Void = { [weak self] in
+        guard let self else { return }
+        self.flushScheduled = false
+        if !self.closed { self.flush() }
+    }
+    private lazy var timerAction: () -> Void = { [weak self] in self?.timerFired() }
     var bodyPaused = false
 
     private static let highWater = 256 * 1024
@@ -207,26 +215,28 @@ final class HTTPConnection: Selectable {
     }
 
     func respond(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], body: UnsafeRawBufferPointer) {
-        writeHead(exchange, status: status, headers: headers, framing: "Content-Length", value: String(body.count))
+        writeHead(exchange, status: status, framing: "Content-Length", value: String(body.count)) { bytes in
+            for (name, value) in headers { Self.appendField(name, value, into: &bytes) }
+        }
         if !exchange.isHead { output.append(body) }
         exchange.bytesSent = body.count
         endResponse(exchange)
     }
 
-    func startResponse(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], framing: HTTPExchange.ResponseFraming) {
+    func startResponse(_ exchange: HTTPExchange, status: Int, framing: HTTPExchange.ResponseFraming,
+                       writeFields: (inout [UInt8]) -> Void) {
         switch framing {
         case .length(let length):
-            writeHead(exchange, status: status, headers: headers, framing: "Content-Length", value: String(length))
+            writeHead(exchange, status: status, framing: "Content-Length", value: String(length), writeFields)
         case .bodiless:
             exchange.isHead = true
-            writeHead(exchange, status: status, headers: headers, framing: nil, value: "")
+            writeHead(exchange, status: status, framing: nil, value: "", writeFields)
         case .streamed where exchange.head.version == .http11:
             exchange.chunkedResponse = !exchange.isHead
-            writeHead(exchange, status: status, headers: headers, framing: exchange.isHead ? nil : "Transfer-Encoding",
-                      value: "chunked")
+            writeHead(exchange, status: status, framing: exchange.isHead ? nil : "Transfer-Encoding", value: "chunked", writeFields)
         case .streamed:
             if !exchange.isHead { machine.responseWillBeCloseDelimited() }
-            writeHead(exchange, status: status, headers: headers, framing: nil, value: "")
+            writeHead(exchange, status: status, framing: nil, value: "", writeFields)
         }
         scheduleFlush()
     }
@@ -258,24 +268,29 @@ final class HTTPConnection: Selectable {
     private static let crlf = Array("\r\n".utf8)
     private static let lastChunk = Array("0\r\n\r\n".utf8)
 
-    private func writeHead(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], framing: String?, value: String) {
+    /// Serialises a response head into `headScratch` (kept between responses, so no allocation)
+    /// and queues it.
+    private func writeHead(_ exchange: HTTPExchange, status: Int, framing: String?, value: String,
+                           _ writeFields: (inout [UInt8]) -> Void) {
         exchange.responseStarted = true
         exchange.status = status
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
-        bytes.append(contentsOf: HTTPResponseHead.statusLine(status))
-        for (name, value) in headers { appendField(name, value, into: &bytes) }
-        if let framing { appendField(framing, value, into: &bytes) }
-        if machine.closesAfterResponse { appendField("Connection", "close", into: &bytes) }
-        bytes.append(contentsOf: Self.crlf)
-        output.append(bytes)
+        headScratch.removeAll(keepingCapacity: true)
+        headScratch.append(contentsOf: HTTPResponseHead.statusLine(status))
+        writeFields(&headScratch)
+        if let framing { Self.appendField(framing, value, into: &headScratch) }
+        if machine.closesAfterResponse { Self.appendField("Connection", "close", into: &headScratch) }
+        headScratch.append(contentsOf: Self.crlf)
+        output.append(headScratch)
+        if headScratch.capacity > 16384 { headScratch = [] }
     }
 
-    private func appendField(_ name: String, _ value: String, into bytes: inout [UInt8]) {
+    /// Appends `name: value\r\n`.
+    static func appendField(_ name: String, _ value: String, into bytes: inout [UInt8]) {
         bytes.append(contentsOf: name.utf8)
-        bytes.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: " ")])
+        bytes.append(UInt8(ascii: ":"))
+        bytes.append(UInt8(ascii: " "))
         bytes.append(contentsOf: value.utf8)
-        bytes.append(contentsOf: Self.crlf)
+        bytes.append(contentsOf: crlf)
     }
 
     private func apply(_ decision: ConnectionStateMachine.Decision) {
@@ -310,11 +325,7 @@ final class HTTPConnection: Selectable {
     private func scheduleFlush() {
         guard !inReady, !flushScheduled, !closed else { return }
         flushScheduled = true
-        loop.afterEvents { [weak self] in
-            guard let self else { return }
-            self.flushScheduled = false
-            if !self.closed { self.flush() }
-        }
+        loop.afterEvents(flushAction)
     }
 
     // MARK: output
@@ -379,7 +390,7 @@ final class HTTPConnection: Selectable {
             loop.cancel(timer)
         }
         timerDeadline = deadline
-        timer = loop.schedule(at: deadline) { [weak self] in self?.timerFired() }
+        timer = loop.schedule(at: deadline, timerAction)
     }
 
     private func timerFired() {

@@ -72,8 +72,16 @@ public final class HTTPExchange {
 
     /// Starts a streamed response.
     public func startResponse(status: Int, headers: [(name: String, value: String)], framing: ResponseFraming) {
+        startResponse(status: status, framing: framing) { bytes in
+            for (name, value) in headers { HTTPConnection.appendField(name, value, into: &bytes) }
+        }
+    }
+
+    /// Starts a streamed response whose fields `writeFields` appends as `Name: value\r\n` lines
+    /// (the caller vouches they hold no CR, LF or NUL); framing fields are added after them.
+    public func startResponse(status: Int, framing: ResponseFraming, writeFields: (inout [UInt8]) -> Void) {
         guard let connection, !responseStarted else { return }
-        connection.startResponse(self, status: status, headers: headers, framing: framing)
+        connection.startResponse(self, status: status, framing: framing, writeFields: writeFields)
     }
 
     /// Queues body bytes of a streamed response.

@@ -4,7 +4,9 @@ public struct TimerID: Sendable, Hashable {
 }
 
 /// A binary min-heap of deadlines with lazy cancellation: cancelled entries stay in the
-/// heap and are skipped when they surface, so cancel is O(1).
+/// heap and are skipped when they surface, so cancel is O(1). When they outnumber the live
+/// ones (a request timeout cancelled by every response would otherwise pile up for its whole
+/// duration), the heap is rebuilt from the live entries: amortised O(1) per cancel.
 struct TimerHeap {
     private struct Entry {
         var deadline: NanoTime
@@ -30,7 +32,22 @@ struct TimerHeap {
         return TimerID(raw: id)
     }
 
-    mutating func cancel(_ id: TimerID) { callbacks[id.raw] = nil }
+    mutating func cancel(_ id: TimerID) {
+        guard callbacks.removeValue(forKey: id.raw) != nil else { return }
+        if heap.count > 64 && heap.count > 2 * callbacks.count { compact() }
+    }
+
+    /// Entries in the heap, cancelled ones included (tests).
+    var storedEntries: Int { heap.count }
+
+    private mutating func compact() {
+        heap.removeAll { callbacks[$0.id] == nil }
+        var index = heap.count / 2
+        while index > 0 {
+            index -= 1
+            siftDown(index)
+        }
+    }
 
     /// Removes and returns the callbacks due at `now`, earliest first.
     mutating func due(at now: NanoTime) -> [() -> Void] {

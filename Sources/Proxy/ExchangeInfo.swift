@@ -1,3 +1,4 @@
+import Config
 import EventLoop
 
 /// What the proxy keeps with one exchange for its log line.
@@ -5,7 +6,10 @@ final class ExchangeInfo {
     let requestID: String
     let path: Substring
     var route: String?
-    var upstream: String?
+    /// The upstream URL of the latest hop.
+    var upstreamURL: UpstreamURL?
+    /// `origin + path` of that hop, for logs (never the query: it may carry secrets).
+    var upstream: String? { upstreamURL.map { $0.origin + $0.path } }
     /// The forwarding of this exchange, kept alive until the response ends.
     var forwarded: ForwardedExchange?
 

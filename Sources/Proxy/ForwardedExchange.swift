@@ -13,9 +13,9 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     private unowned let handler: ProxyHandler
     private let requestID: String
     /// Client headers minus hop-by-hop and credential fields, plus the forwarding fields.
-    private let baseLines: [String]
+    private let baseLines: HeaderLines
     /// The injected `Name: <type> <token>` lines (empty on `none` routes).
-    private var credentialLines: [String]
+    private var credentialLines: HeaderLines
     /// The token generation those lines came from.
     private var generation: UInt64
     /// Whether the one retry after a 401 was used.
@@ -32,7 +32,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     var recorder: MockRecorder?
 
     init(exchange: HTTPExchange, route: RouteConfiguration, upstream: UpstreamURL, handler: ProxyHandler,
-         requestID: String, credentialLines: [String], generation: UInt64, injector: CredentialInjector) {
+         requestID: String, credentialLines: HeaderLines, generation: UInt64, injector: CredentialInjector) {
         self.generation = generation
         self.exchange = exchange
         self.route = route
@@ -62,17 +62,14 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             }
             self.body = body
         }
-        exchange.onAbort = { [weak self] in
-            self?.transfer?.cancel()
-            self?.transfer = nil
-        }
-        exchange.onWritable = { [weak self] in self?.transfer?.resumeResponse() }
+        // A client that goes away cancels the transfer through `ProxyHandler.aborted`, and
+        // `onWritable` is set only when the client falls behind: no closures per request.
         send(lines: baseLines + credentialLines)
         // The body may have been held while credentials were awaited.
         exchange.resumeBody()
     }
 
-    /// Stops the upstream side (the server refused the rest of the request).
+    /// Stops the upstream side (the client went away, or the server refused the rest of the request).
     func cancel() {
         transfer?.cancel()
         transfer = nil
@@ -84,11 +81,11 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         if body.buffered > RequestBody.highWater { exchange.pauseBody() }
     }
 
-    private func send(lines: [String]) {
+    private func send(lines: HeaderLines) {
         var length: Int?
         if case .length(let n) = exchange.head.framing { length = n }
         if let body, body.ended { length = body.totalBytes }
-        exchange.info?.upstream = url.origin + url.path
+        exchange.info?.upstreamURL = url
         let request = UpstreamRequest(method: method, url: url.description, headers: lines, hasBody: body != nil,
                                       bodyLength: length, timeout: route.timeoutSeconds)
         transfer = handler.upstream.start(request, body: body, delegate: self)
@@ -101,17 +98,18 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             retryPending = true
             return
         }
-        let decision = RedirectPolicy.decide(
-            status: head.status, location: head.first("Location"), method: method, hasBody: body != nil,
-            bodyReplayable: body?.isReplayable ?? false, current: url, follow: route.redirects.follow,
-            max: route.redirects.max, hops: hops)
-        if decision != .relay {
-            pendingRedirect = decision
-            return
+        if head.status >= 300 && head.status < 400 {
+            let decision = RedirectPolicy.decide(
+                status: head.status, location: head.first("Location"), method: method, hasBody: body != nil,
+                bodyReplayable: body?.isReplayable ?? false, current: url, follow: route.redirects.follow,
+                max: route.redirects.max, hops: hops)
+            if decision != .relay {
+                pendingRedirect = decision
+                return
+            }
         }
-        let fields = HeaderPolicy.responseFields(head.headers, requestID: requestID)
         let framing: HTTPExchange.ResponseFraming
-        let length = head.first("Content-Length").flatMap { Int($0) }
+        let length = head.contentLength
         if head.status == 204 || head.status == 304 || (exchange.isHeadRequest && length == nil) {
             framing = .bodiless
         } else if let length {
@@ -120,12 +118,19 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             framing = .streamed
         }
         recorder?.responseStarted(status: head.status)
-        exchange.startResponse(status: head.status, headers: fields, framing: framing)
+        exchange.startResponse(status: head.status, framing: framing) { bytes in
+            HeaderPolicy.appendResponseFields(head, requestID: requestID, to: &bytes)
+        }
     }
 
     func transfer(_ transfer: UpstreamTransfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
         guard pendingRedirect == nil && !retryPending else { return true }  // a body that will not be relayed
-        guard exchange.canWrite else { return false }
+        guard exchange.canWrite else {
+            if exchange.onWritable == nil {
+                exchange.onWritable = { [weak self] in self?.transfer?.resumeResponse() }
+            }
+            return false
+        }
         recorder?.append(bytes)
         exchange.writeBody(bytes)
         return true
@@ -204,7 +209,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             send(lines: baseLines + credentialLines)
         } else {
             handler.credentialsStripped(route: route.name)
-            send(lines: HeaderPolicy.removing(Set(injector.strippedOnForeignHosts), from: baseLines))
+            send(lines: baseLines.removing(Set(injector.strippedOnForeignHosts)))
         }
     }
 }

@@ -1,4 +1,5 @@
 import HTTP1
+import Upstream
 
 /// Which headers cross the proxy, in each direction (SPEC "Proxying rules").
 enum HeaderPolicy {
@@ -25,16 +26,19 @@ enum HeaderPolicy {
     ].map { Array($0.utf8) }
 
     /// The upstream request's header lines: the client's minus hop-by-hop fields, minus any in
-    /// `removing` (lowercased credential header names about to be injected), plus the forwarding fields.
-    static func upstreamLines(_ head: HTTPRequestHead, peer: String, requestID: String, removing: [[UInt8]]) -> [String] {
-        var lines: [String] = []
-        lines.reserveCapacity(head.fieldCount + 5)
-        var forwardedFor: String?
-        var via: String?
-        var host: String?
+    /// `removing` (lowercased credential header names about to be injected), plus the forwarding
+    /// fields. Built from the head's bytes: no String per field.
+    static func upstreamLines(_ head: HTTPRequestHead, peer: String, requestID: String, removing: [[UInt8]]) -> HeaderLines {
+        var lines = HeaderLines()
+        lines.reserveCapacity(head.storage.count + peer.utf8.count + requestID.utf8.count + 128)
+        var forwardedFor: Range<Int>?
+        var via: Range<Int>?
+        var host: Range<Int>?
         var connectionIndexes: [Int] = []
+        let bytes = head.storage
         for i in 0..<head.fieldCount {
-            let length = head.fields[i].name.count
+            let field = head.fields[i]
+            let length = field.name.count
             var action = Action.keep
             if let candidates = table[length], let hit = candidates.first(where: { head.nameEquals(i, $0.0) }) {
                 action = hit.1
@@ -43,25 +47,59 @@ enum HeaderPolicy {
             }
             switch action {
             case .drop: continue
-            case .forwardedFor: forwardedFor = head.value(at: i)
-            case .via: via = head.value(at: i)
-            case .host: host = head.value(at: i)
+            case .forwardedFor: forwardedFor = field.value
+            case .via: via = field.value
+            case .host: host = field.value
             case .connection: connectionIndexes.append(i)
             case .keep:
-                lines.append(head.fields[i].value.isEmpty ? head.name(at: i) + ";" : head.line(at: i))
+                // curl drops `Name:` with an empty value; `Name;` sends it empty.
+                if field.value.isEmpty {
+                    lines.appendPart(bytes[field.name])
+                    lines.appendPart(CollectionOfOne(UInt8(ascii: ";")))
+                    lines.endLine()
+                } else {
+                    lines.appendPart(bytes[field.name.lowerBound..<field.value.upperBound])
+                    lines.endLine()
+                }
             }
         }
         if !connectionIndexes.isEmpty { lines = removingConnectionListed(head, connectionIndexes, from: lines) }
-        lines.append("X-Forwarded-For: " + (forwardedFor.map { "\($0), \(peer)" } ?? peer))
-        lines.append("X-Forwarded-Proto: http")
-        if let host, !host.isEmpty { lines.append("X-Forwarded-Host: " + host) }
-        lines.append(via.map { "Via: \($0), 1.1 platform-proxy" } ?? "Via: 1.1 platform-proxy")
-        lines.append("X-Request-ID: " + requestID)
+        lines.appendPart(Fixed.forwardedFor)
+        if let forwardedFor {
+            lines.appendPart(bytes[forwardedFor])
+            lines.appendPart(Fixed.commaSpace)
+        }
+        lines.appendPart(peer.utf8)
+        lines.endLine()
+        lines.appendPart(Fixed.forwardedProto)
+        lines.endLine()
+        if let host, !host.isEmpty { lines.append(name: Fixed.forwardedHost, value: bytes[host]) }
+        lines.appendPart(Fixed.via)
+        if let via {
+            lines.appendPart(bytes[via])
+            lines.appendPart(Fixed.commaSpace)
+        }
+        lines.appendPart(Fixed.viaSelf)
+        lines.endLine()
+        lines.append(name: Fixed.requestID, value: requestID.utf8)
         return lines
     }
 
+    private enum Fixed {
+        static let forwardedFor = Array("X-Forwarded-For: ".utf8)
+        static let forwardedProto = Array("X-Forwarded-Proto: http".utf8)
+        static let forwardedHost = Array("X-Forwarded-Host".utf8)
+        static let via = Array("Via: ".utf8)
+        static let viaSelf = Array("1.1 platform-proxy".utf8)
+        static let requestID = Array("X-Request-ID".utf8)
+        static let commaSpace = Array(", ".utf8)
+        static let colonSpace = Array(": ".utf8)
+        static let crlf = Array("\r\n".utf8)
+        static let requestIDColon = Array("X-Request-ID: ".utf8)
+    }
+
     /// Drops the fields a Connection header lists (other than the usual close / keep-alive).
-    private static func removingConnectionListed(_ head: HTTPRequestHead, _ indexes: [Int], from lines: [String]) -> [String] {
+    private static func removingConnectionListed(_ head: HTTPRequestHead, _ indexes: [Int], from lines: HeaderLines) -> HeaderLines {
         var listed: Set<String> = []
         for i in indexes {
             for token in head.value(at: i).split(separator: ",") {
@@ -69,35 +107,22 @@ enum HeaderPolicy {
                 if name != "close" && name != "keep-alive" && !name.isEmpty { listed.insert(name) }
             }
         }
-        return listed.isEmpty ? lines : removing(listed, from: lines)
+        return listed.isEmpty ? lines : lines.removing(listed)
     }
 
-    /// `lines` without the fields named in `names` (lowercased): used when a hop may not carry credentials.
-    static func removing(_ names: Set<String>, from lines: [String]) -> [String] {
-        lines.filter { line in
-            let end = line.firstIndex { $0 == ":" || $0 == ";" } ?? line.endIndex
-            return !names.contains(line[..<end].lowercased())
+    /// Appends the response fields relayed to the client, `Name: value\r\n` each, and the request
+    /// ID. The transfer already dropped fields holding CR, LF or NUL.
+    static func appendResponseFields(_ head: UpstreamResponseHead, requestID: String, to out: inout [UInt8]) {
+        for i in head.fields.indices where !responseDropped.contains(where: { head.nameEquals(i, $0) }) {
+            let field = head.fields[i]
+            out.append(contentsOf: head.storage[field.name])
+            out.append(contentsOf: Fixed.colonSpace)
+            out.append(contentsOf: head.storage[field.value])
+            out.append(contentsOf: Fixed.crlf)
         }
-    }
-
-    /// The response fields relayed to the client, with the request ID added.
-    static func responseFields(_ fields: [(name: String, value: String)], requestID: String) -> [(name: String, value: String)] {
-        var out: [(name: String, value: String)] = []
-        out.reserveCapacity(fields.count + 1)
-        for field in fields where !isResponseDropped(field.name) {
-            // curl hands us single lines; refuse anything that could split the response anyway.
-            guard !field.value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else { continue }
-            out.append(field)
-        }
-        out.append(("X-Request-ID", requestID))
-        return out
-    }
-
-    private static func isResponseDropped(_ name: String) -> Bool {
-        let utf8 = name.utf8
-        return responseDropped.contains { dropped in
-            dropped.count == utf8.count && zip(dropped, utf8).allSatisfy { $0 == ($1 &- 0x41 < 26 ? $1 | 0x20 : $1) }
-        }
+        out.append(contentsOf: Fixed.requestIDColon)
+        out.append(contentsOf: requestID.utf8)
+        out.append(contentsOf: Fixed.crlf)
     }
 }
 

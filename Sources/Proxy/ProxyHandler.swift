@@ -31,6 +31,8 @@ public final class ProxyHandler: HTTPHandler {
     /// `/_platform/auth/events` streams on this loop.
     var eventStreams: [HTTPExchange] = []
     var heartbeat: TimerID?
+    /// Injected header lines per route, formatted once per token generation.
+    private var injectedLines = InjectedLineCache()
 
     /// Creates the handler for `loop`.
     public init(runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int, hub: MetricsHub) {
@@ -92,7 +94,7 @@ public final class ProxyHandler: HTTPHandler {
         }
         guard let upstreamBase = route.upstream else { return fail(exchange, .noRoute(String(target.path))) }
         guard !UpstreamTarget.hasDotSegment(target.path) else { return fail(exchange, .invalidPath) }
-        let plan = ForwardPlan(route: route, injector: runtime.injectors[index], rest: rest,
+        let plan = ForwardPlan(route: route, routeIndex: index, injector: runtime.injectors[index], rest: rest,
                                url: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query), mockMode: mockMode)
         forward(exchange, plan, refreshed: false)
     }
@@ -121,7 +123,7 @@ public final class ProxyHandler: HTTPHandler {
                 }
             }
         }
-        guard let lines = plan.injector.lines(credentials, names: route.headers) else {
+        guard let lines = injectedLines.lines(plan, snapshot: credentials, runtime: runtime) else {
             return fail(exchange, .credentialsUnavailable(route.credential.rawValue))
         }
         if !lines.isEmpty { metrics.injected(route: route.name) }
@@ -234,6 +236,7 @@ public final class ProxyHandler: HTTPHandler {
 
     public func aborted(_ exchange: HTTPExchange, reason: String) {
         logExchange(exchange, level: .info, outcome: reason)
+        exchange.info?.forwarded?.cancel()
         exchange.info?.forwarded = nil
     }
 

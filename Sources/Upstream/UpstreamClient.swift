@@ -98,12 +98,14 @@ public final class UpstreamClient {
         if let timer { loop.cancel(timer) }
         timer = nil
         guard milliseconds >= 0 else { return }
-        let deadline = loop.now.adding(seconds: Double(milliseconds) / 1000)
-        timer = loop.schedule(at: deadline) { [weak self] in
-            guard let self else { return }
-            self.timer = nil
-            self.socketAction(fd: CC_SOCKET_TIMEOUT, events: 0)
-        }
+        timer = loop.schedule(at: loop.now.adding(seconds: Double(milliseconds) / 1000), timeoutAction)
+    }
+
+    /// Made once: curl re-arms its timer several times per transfer.
+    private lazy var timeoutAction: () -> Void = { [weak self] in
+        guard let self else { return }
+        self.timer = nil
+        self.socketAction(fd: CC_SOCKET_TIMEOUT, events: 0)
     }
 
     // MARK: driving
@@ -171,6 +173,12 @@ final class EasyHandle {
     let errorBuffer: UnsafeMutablePointer<CChar>
     private var timeout: Double = -1
     private var method: Method?
+    /// The request header list handed to curl: nodes and line bytes in memory this handle owns
+    /// and reuses, so a request's headers cost one copy and no allocation per line.
+    private var nodes = UnsafeMutablePointer<curl_slist>.allocate(capacity: 0)
+    private var nodeCapacity = 0
+    private var lineBytes = UnsafeMutablePointer<CChar>.allocate(capacity: 0)
+    private var lineCapacity = 0
 
     /// The request shape, which decides the method options.
     enum Method: Equatable {
@@ -206,6 +214,53 @@ final class EasyHandle {
     deinit {
         curl_easy_cleanup(easy)
         errorBuffer.deallocate()
+        nodes.deallocate()
+        lineBytes.deallocate()
+    }
+
+    private static let expect = HeaderLines(["Expect:"])
+    private static let blankAccept = HeaderLines(["accept:"])
+    private static let blankContentType = HeaderLines(["content-type:"])
+
+    /// Sets `lines` as the request's header list, plus `Expect:` (no 100-continue round trip) and,
+    /// when asked, blank `Accept` / `Content-Type` (curl would otherwise add its own). The list
+    /// stays valid until the next call: curl reads it while the transfer runs.
+    func setHeaders(_ lines: HeaderLines, blankAccept: Bool, blankContentType: Bool) {
+        let accept = blankAccept ? Self.blankAccept : HeaderLines()
+        let contentType = blankContentType ? Self.blankContentType : HeaderLines()
+        let byteCount = lines.bytes.count + Self.expect.bytes.count + accept.bytes.count + contentType.bytes.count
+        let lineCount = lines.count + Self.expect.count + accept.count + contentType.count
+        if byteCount > lineCapacity {
+            lineBytes.deallocate()
+            lineCapacity = max(byteCount, 512)
+            lineBytes = .allocate(capacity: lineCapacity)
+        }
+        if lineCount > nodeCapacity {
+            nodes.deallocate()
+            nodeCapacity = max(lineCount, 16)
+            nodes = .allocate(capacity: nodeCapacity)
+        }
+        var offset = 0
+        var node = 0
+        func add(_ part: HeaderLines) {
+            part.bytes.withUnsafeBufferPointer { bytes in
+                guard let base = bytes.baseAddress else { return }
+                UnsafeMutableRawPointer(lineBytes + offset).copyMemory(from: base, byteCount: bytes.count)
+                var lineStart = 0
+                for i in 0..<bytes.count where bytes[i] == 0 {
+                    nodes[node] = curl_slist(data: lineBytes + offset + lineStart, next: nil)
+                    if node > 0 { nodes[node - 1].next = nodes + node }
+                    node += 1
+                    lineStart = i + 1
+                }
+                offset += bytes.count
+            }
+        }
+        add(lines)
+        add(Self.expect)
+        add(accept)
+        add(contentType)
+        cc_easy_slist(easy, CURLOPT_HTTPHEADER, nodes)
     }
 
     /// Connect timeout (capped at 10 s) and the stall limit: below 1 byte/s for `seconds` ends the transfer.

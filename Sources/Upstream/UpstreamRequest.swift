@@ -5,7 +5,7 @@ public struct UpstreamRequest: Sendable {
     /// The absolute URL.
     public var url: String
     /// Header lines `Name: value`, in order; Host, Content-Length and Transfer-Encoding are curl's.
-    public var headers: [String]
+    public var headers: HeaderLines
     /// Body length when known; nil with a body means chunked.
     public var bodyLength: Int?
     /// Whether a body follows (streamed through the transfer's `RequestBody`).
@@ -14,7 +14,7 @@ public struct UpstreamRequest: Sendable {
     public var timeout: Double
 
     /// Creates a request.
-    public init(method: String, url: String, headers: [String], hasBody: Bool, bodyLength: Int?, timeout: Double) {
+    public init(method: String, url: String, headers: HeaderLines, hasBody: Bool, bodyLength: Int?, timeout: Double) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -22,19 +22,82 @@ public struct UpstreamRequest: Sendable {
         self.bodyLength = bodyLength
         self.timeout = timeout
     }
+
+    /// Creates a request from header lines given as strings.
+    public init(method: String, url: String, headers: [String], hasBody: Bool, bodyLength: Int?, timeout: Double) {
+        self.init(method: method, url: url, headers: HeaderLines(headers), hasBody: hasBody, bodyLength: bodyLength, timeout: timeout)
+    }
 }
 
-/// The final (non-1xx) response head from the upstream.
+/// The final (non-1xx) response head from the upstream: the field bytes as received and their
+/// ranges, so relaying a response makes no String per field.
 public struct UpstreamResponseHead: Sendable {
     /// Status code.
     public var status: Int
-    /// Header fields as received, in order.
-    public var headers: [(name: String, value: String)]
+    /// Names and values back to back; `fields` holds their ranges.
+    public private(set) var storage: [UInt8] = []
+    /// Each field's name and value range in `storage`, in arrival order.
+    public private(set) var fields: [(name: Range<Int>, value: Range<Int>)] = []
+
+    /// An empty head with `status`.
+    public init(status: Int) { self.status = status }
+
+    /// A head with these fields (tests, fetch results).
+    public init(status: Int, headers: [(name: String, value: String)]) {
+        self.status = status
+        for (name, value) in headers { append(name: Array(name.utf8)[...], value: Array(value.utf8)[...]) }
+    }
+
+    /// Adds a field.
+    public mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
+        let nameStart = storage.count
+        storage.append(contentsOf: name)
+        let valueStart = storage.count
+        storage.append(contentsOf: value)
+        fields.append((nameStart..<valueStart, valueStart..<storage.count))
+    }
+
+    /// Forgets every field (a new head begins), keeping the capacity.
+    mutating func reset(status: Int) {
+        self.status = status
+        storage.removeAll(keepingCapacity: true)
+        fields.removeAll(keepingCapacity: true)
+    }
+
+    /// Header fields as strings, in order.
+    public var headers: [(name: String, value: String)] {
+        fields.map { (string($0.name), string($0.value)) }
+    }
+
+    /// Whether field `index` is called `lowercased` (given in lowercase), ignoring ASCII case.
+    public func nameEquals(_ index: Int, _ lowercased: [UInt8]) -> Bool {
+        let range = fields[index].name
+        guard range.count == lowercased.count else { return false }
+        var j = 0
+        for i in range {
+            if asciiLower(storage[i]) != lowercased[j] { return false }
+            j += 1
+        }
+        return true
+    }
 
     /// The first value of `name` (ASCII case-insensitive).
     public func first(_ name: String) -> String? {
-        headers.first { $0.name.utf8.count == name.utf8.count && $0.name.lowercased() == name.lowercased() }?.value
+        let wanted = Array(name.utf8).map(asciiLower)
+        return fields.indices.first { nameEquals($0, wanted) }.map { string(fields[$0].value) }
     }
+
+    /// The first `Content-Length` as a number, when it is one.
+    public var contentLength: Int? {
+        guard let index = fields.indices.first(where: { nameEquals($0, Self.contentLengthName) }) else { return nil }
+        let digits = storage[fields[index].value]
+        guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 &- 0x30 < 10 }) else { return nil }
+        return digits.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
+    }
+
+    private static let contentLengthName = Array("content-length".utf8)
+
+    private func string(_ range: Range<Int>) -> String { String(decoding: storage[range], as: UTF8.self) }
 }
 
 /// Why a transfer failed; a struct over a private enum (DESIGN.md §8).

@@ -18,9 +18,7 @@ public final class UpstreamTransfer {
     let handle: EasyHandle
     private var delegate: (any UpstreamTransferDelegate)?
     private let body: RequestBody?
-    private var headerList: UnsafeMutablePointer<curl_slist>?
-    private var status = 0
-    private var fields: [(name: String, value: String)] = []
+    private var head = UpstreamResponseHead(status: 0)
     private var headDelivered = false
     private var uploadPaused = false
     private var downloadPaused = false
@@ -38,9 +36,11 @@ public final class UpstreamTransfer {
         self.delegate = delegate
         configure()
         body?.onData = { [unowned self] in self.bodyDataArrived() }
-        headTimer = client.loop.schedule(at: client.loop.now.adding(seconds: request.timeout)) { [weak self] in
-            guard let self, !self.headDelivered else { return }
-            self.finish(.timeout("no response head within \(request.timeout) s"))
+        // Unowned: `finish` (which every transfer reaches) cancels this timer.
+        headTimer = client.loop.schedule(at: client.loop.now.adding(seconds: request.timeout)) { [unowned self] in
+            self.headTimer = nil
+            guard !self.headDelivered else { return }
+            self.finish(.timeout("no response head within \(self.request.timeout) s"))
         }
     }
 
@@ -98,16 +98,10 @@ public final class UpstreamTransfer {
         } else {
             handle.setMethod(.bodiless(method: method))
         }
-        var list: UnsafeMutablePointer<curl_slist>?
-        for line in request.headers { list = curl_slist_append(list, line) }
         // Suppress what curl would add on its own: no Expect round trip, and no Accept or
         // Content-Type the client did not send.
-        list = curl_slist_append(list, "Expect:")
-        for name in ["accept:", "content-type:"] where !request.headers.contains(where: { $0.lowercased().hasPrefix(name) }) {
-            list = curl_slist_append(list, name)
-        }
-        headerList = list
-        cc_easy_slist(easy, CURLOPT_HTTPHEADER, list)
+        handle.setHeaders(request.headers, blankAccept: !request.headers.containsName("accept"),
+                          blankContentType: !request.headers.containsName("content-type"))
     }
 
     // MARK: libcurl callbacks
@@ -119,10 +113,11 @@ public final class UpstreamTransfer {
         while end > 0 && (line[end - 1] == 0x0A || line[end - 1] == 0x0D) { end -= 1 }
         if end == 0 {
             // The blank line: a final head is complete; 1xx heads are dropped.
-            if status >= 200 && !headDelivered {
+            if head.status >= 200 && !headDelivered {
                 headDelivered = true
                 if let headTimer { client.loop.cancel(headTimer) }
-                delegate?.transfer(self, receivedHead: UpstreamResponseHead(status: status, headers: fields))
+                headTimer = nil
+                delegate?.transfer(self, receivedHead: head)
             }
             return length
         }
@@ -130,20 +125,21 @@ public final class UpstreamTransfer {
             // "HTTP/x[.y] NNN ...": a new response head begins.
             var i = 5
             while i < end && line[i] != 0x20 { i += 1 }
-            status = 0
+            var status = 0
             i += 1
             while i < end, line[i] &- 0x30 < 10 { status = status * 10 + Int(line[i] &- 0x30); i += 1 }
-            fields.removeAll(keepingCapacity: true)
+            head.reset(status: status)
             return length
         }
-        // Obsolete line folding (a continuation line) is dropped.
-        guard line[0] != 0x20, line[0] != 0x09, let colon = line[0..<end].firstIndex(of: 0x3A) else { return length }
+        // Obsolete line folding (a continuation line) is dropped, and so is a field holding a
+        // CR, LF or NUL: nothing relayed may split the response to the client.
+        guard line[0] != 0x20, line[0] != 0x09, let colon = line[0..<end].firstIndex(of: 0x3A),
+              !line[0..<end].contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else { return length }
         var valueStart = colon + 1
         while valueStart < end && (line[valueStart] == 0x20 || line[valueStart] == 0x09) { valueStart += 1 }
         var valueEnd = end
         while valueEnd > valueStart && (line[valueEnd - 1] == 0x20 || line[valueEnd - 1] == 0x09) { valueEnd -= 1 }
-        fields.append((String(decoding: UnsafeRawBufferPointer(rebasing: line[0..<colon]), as: UTF8.self),
-                       String(decoding: UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]), as: UTF8.self)))
+        head.append(name: line[0..<colon], value: line[valueStart..<valueEnd])
         return length
     }
 
@@ -180,14 +176,13 @@ public final class UpstreamTransfer {
         finished = true
         if let headTimer { client.loop.cancel(headTimer) }
         body?.onData = nil
+        headTimer = nil
         client.release(self)
-        curl_slist_free_all(headerList)
-        headerList = nil
         let delegate = self.delegate
         self.delegate = nil
-        if error == nil, !headDelivered, status >= 200 {
+        if error == nil, !headDelivered, head.status >= 200 {
             headDelivered = true
-            delegate?.transfer(self, receivedHead: UpstreamResponseHead(status: status, headers: fields))
+            delegate?.transfer(self, receivedHead: head)
         }
         delegate?.transfer(self, completedWith: error ?? (headDelivered ? nil : .unreachable("no response")))
     }

@@ -48,6 +48,24 @@ struct TimerHeapTests {
         #expect(fire(&heap, at: 1_000, log) == [])
     }
 
+    @Test("timers cancelled long before their deadline do not pile up, and order survives the rebuild")
+    func cancelledEntriesAreCompacted() {
+        var heap = TimerHeap()
+        let log = FiredLog()
+        var live: [Int] = []
+        for tag in 0..<10_000 {
+            // Every request's 30 s head timeout, cancelled when its response comes.
+            let id = heap.schedule(at: ns(Int64(30_000 + (tag * 7919) % 10_000))) { log.fired.append(tag) }
+            if tag % 100 == 0 { live.append(tag) } else { heap.cancel(id) }
+        }
+        #expect(heap.count == 100)
+        #expect(heap.storedEntries <= 2 * 100 + 64)
+        let fired = fire(&heap, at: 1_000_000, log)
+        #expect(fired.sorted() == live)
+        let deadlines = fired.map { 30_000 + ($0 * 7919) % 10_000 }
+        #expect(deadlines == deadlines.sorted())
+    }
+
     @Test("a cancelled timer never fires and no longer counts")
     func cancelSkipped() {
         var heap = TimerHeap()

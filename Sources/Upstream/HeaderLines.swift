@@ -1,0 +1,106 @@
+/// Request header lines for an upstream, `Name: value` each, kept as one byte array with every
+/// line NUL-terminated: the shape libcurl's header list wants, so a transfer hands them over
+/// with one copy and no allocation per line (`EasyHandle.setHeaders`).
+public struct HeaderLines: Sendable, Equatable {
+    /// The lines, each followed by a 0 byte.
+    public private(set) var bytes: [UInt8] = []
+    /// Number of lines.
+    public private(set) var count = 0
+
+    /// No lines.
+    public init() {}
+
+    /// Whether there are no lines.
+    public var isEmpty: Bool { count == 0 }
+
+    /// `lines` in order.
+    public init(_ lines: [String]) {
+        for line in lines { append(line) }
+    }
+
+    /// Reserves room for about `byteCount` bytes of lines.
+    public mutating func reserveCapacity(_ byteCount: Int) { bytes.reserveCapacity(byteCount) }
+
+    /// Appends one whole line.
+    public mutating func append(_ line: String) {
+        bytes.append(contentsOf: line.utf8)
+        endLine()
+    }
+
+    /// Appends `name: value` from raw bytes (the caller vouches they hold no CR, LF or NUL).
+    public mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
+        bytes.append(contentsOf: name)
+        bytes.append(0x3A)
+        bytes.append(0x20)
+        bytes.append(contentsOf: value)
+        endLine()
+    }
+
+    /// Appends raw bytes to the line being built; `endLine` finishes it.
+    public mutating func appendPart(_ part: some Collection<UInt8>) { bytes.append(contentsOf: part) }
+
+    /// Finishes the line being built by `appendPart`.
+    public mutating func endLine() {
+        bytes.append(0)
+        count += 1
+    }
+
+    /// Appends every line of `other`.
+    public mutating func append(contentsOf other: HeaderLines) {
+        bytes.append(contentsOf: other.bytes)
+        count += other.count
+    }
+
+    /// `self` followed by `other`.
+    public static func + (lhs: HeaderLines, rhs: HeaderLines) -> HeaderLines {
+        var result = HeaderLines()
+        result.bytes.reserveCapacity(lhs.bytes.count + rhs.bytes.count)
+        result.append(contentsOf: lhs)
+        result.append(contentsOf: rhs)
+        return result
+    }
+
+    /// The lines as strings (tests, logs of rare paths).
+    public var lines: [String] {
+        bytes.split(separator: 0, omittingEmptySubsequences: false).dropLast().map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Whether a line's field name equals `lowercased` ignoring ASCII case (`Name:` or `Name;`).
+    public func containsName(_ lowercased: String) -> Bool {
+        var found = false
+        forEachLine { line in
+            if !found, Self.name(of: line).elementsEqual(lowercased.utf8, by: { asciiLower($0) == $1 }) { found = true }
+        }
+        return found
+    }
+
+    /// The lines whose field names (lowercased) are not in `names`.
+    public func removing(_ names: Set<String>) -> HeaderLines {
+        var result = HeaderLines()
+        forEachLine { line in
+            let name = String(decoding: Self.name(of: line).map(asciiLower), as: UTF8.self)
+            guard !names.contains(name) else { return }
+            result.bytes.append(contentsOf: line)
+            result.endLine()
+        }
+        return result
+    }
+
+    /// Calls `body` with each line, without its terminating 0.
+    public func forEachLine(_ body: (ArraySlice<UInt8>) -> Void) {
+        var start = 0
+        for i in bytes.indices where bytes[i] == 0 {
+            body(bytes[start..<i])
+            start = i + 1
+        }
+    }
+
+    /// The field name of `line`: up to `:` or `;` (curl's "send this header empty" form).
+    private static func name(of line: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        line[line.startIndex..<(line.firstIndex { $0 == 0x3A || $0 == 0x3B } ?? line.endIndex)]
+    }
+}
+
+/// Lowercases an ASCII letter and leaves every other byte alone.
+@inline(__always)
+func asciiLower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }

@@ -1,0 +1,64 @@
+import HTTP1
+import Testing
+import Upstream
+@testable import Proxy
+
+private func head(_ fields: [String]) -> HTTPRequestHead {
+    let text = "GET /x HTTP/1.1\r\n" + fields.map { $0 + "\r\n" }.joined() + "\r\n"
+    var parser = HTTPRequestHeadParser()
+    let bytes = Array(text.utf8)
+    guard case .complete(let head, _) = bytes.withUnsafeBytes({ parser.parse($0) }) else {
+        fatalError("test head did not parse: \(text)")
+    }
+    return head
+}
+
+@Suite("HeaderPolicy")
+struct HeaderPolicyTests {
+    @Test("hop-by-hop fields, the proxy key and injected names are dropped; forwarding fields are added")
+    func upstreamLines() {
+        let request = head(["Host: app.local", "Connection: keep-alive, X-Hop", "X-Hop: 1", "Keep-Alive: timeout=5",
+                            "TE: trailers", "X-Proxy-Key: k", "Authorization: Bearer client", "Accept: */*",
+                            "Proxy-Authorization: Basic x", "X-Request-ID: theirs", "X-Forwarded-Proto: https"])
+        let lines = HeaderPolicy.upstreamLines(request, peer: "127.0.0.1", requestID: "r-1",
+                                               removing: [Array("authorization".utf8)]).lines
+        #expect(lines == ["Accept: */*", "X-Forwarded-For: 127.0.0.1", "X-Forwarded-Proto: http",
+                          "X-Forwarded-Host: app.local", "Via: 1.1 platform-proxy", "X-Request-ID: r-1"])
+    }
+
+    @Test("an existing X-Forwarded-For and Via are extended, not replaced")
+    func chainsExtended() {
+        let request = head(["Host: h", "X-Forwarded-For: 10.0.0.1", "Via: 1.0 edge"])
+        let lines = HeaderPolicy.upstreamLines(request, peer: "127.0.0.1", requestID: "r", removing: []).lines
+        #expect(lines.contains("X-Forwarded-For: 10.0.0.1, 127.0.0.1"))
+        #expect(lines.contains("Via: 1.0 edge, 1.1 platform-proxy"))
+    }
+
+    @Test("an empty field is sent empty (curl's `Name;` form), not dropped")
+    func emptyValue() {
+        let lines = HeaderPolicy.upstreamLines(head(["Host: h", "X-Empty:"]), peer: "p", requestID: "r", removing: []).lines
+        #expect(lines.first == "X-Empty;")
+    }
+
+    @Test("response: hop-by-hop, framing and the upstream's request ID are dropped; ours is added")
+    func responseFields() {
+        let upstream = UpstreamResponseHead(status: 200, headers: [
+            ("Content-Type", "application/json"), ("Connection", "keep-alive"), ("Transfer-Encoding", "chunked"),
+            ("content-length", "5"), ("X-Request-ID", "upstream"), ("Set-Cookie", "a=1"), ("KEEP-ALIVE", "timeout=5"),
+        ])
+        var bytes: [UInt8] = []
+        HeaderPolicy.appendResponseFields(upstream, requestID: "r-9", to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == "Content-Type: application/json\r\nSet-Cookie: a=1\r\nX-Request-ID: r-9\r\n")
+    }
+}
+
+@Suite("UpstreamTarget")
+struct UpstreamTargetTests {
+    @Test("dot segments are found plainly or percent-encoded, in any case",
+          arguments: [("/a/./b", true), ("/a/../b", true), ("/a/..", true), ("/.", true), ("/a/%2e/b", true),
+                      ("/a/%2E%2e/b", true), ("/a/.%2e", true), ("/a/.../b", false), ("/a/.b/c", false),
+                      ("/a/%2ex/b", false), ("/a/b.", false), ("/", false), ("//", false), ("/a/%2", false), ("/a/%2e%2", false)])
+    func dotSegments(path: String, expected: Bool) {
+        #expect(UpstreamTarget.hasDotSegment(Substring(path)) == expected)
+    }
+}

@@ -1,0 +1,62 @@
+import Testing
+@testable import Upstream
+
+@Suite("HeaderLines")
+struct HeaderLinesTests {
+    @Test("lines keep their order and end in one NUL each, the shape curl's header list wants")
+    func layout() {
+        var lines = HeaderLines(["Accept: */*"])
+        lines.append(name: Array("X-A".utf8), value: Array("1".utf8))
+        lines.appendPart(Array("Via: ".utf8))
+        lines.appendPart(Array("1.1 p".utf8))
+        lines.endLine()
+        #expect(lines.count == 3)
+        #expect(lines.lines == ["Accept: */*", "X-A: 1", "Via: 1.1 p"])
+        #expect(lines.bytes.filter { $0 == 0 }.count == 3)
+        #expect(lines.bytes.last == 0)
+    }
+
+    @Test("names are matched whole and ignoring ASCII case, including curl's `Name;` form")
+    func containsName() {
+        let lines = HeaderLines(["Accept-Language: en", "content-TYPE: text/plain", "X-Empty;"])
+        #expect(!lines.containsName("accept"))
+        #expect(lines.containsName("accept-language"))
+        #expect(lines.containsName("content-type"))
+        #expect(lines.containsName("x-empty"))
+        #expect(!HeaderLines().containsName("accept"))
+    }
+
+    @Test("removing drops every line of the named fields and keeps the rest in order")
+    func removing() {
+        let lines = HeaderLines(["Authorization: Bearer a", "Accept: */*", "cookie: c=1", "X-Authorization: Bearer a", "Cookie: d=2"])
+        let kept = lines.removing(["authorization", "cookie", "x-authorization"])
+        #expect(kept.lines == ["Accept: */*"])
+        #expect(kept.count == 1)
+    }
+
+    @Test("concatenation keeps both parts")
+    func concatenation() {
+        let both = HeaderLines(["A: 1"]) + HeaderLines(["B: 2", "C: 3"])
+        #expect(both.lines == ["A: 1", "B: 2", "C: 3"])
+        #expect(both.count == 3)
+        #expect((HeaderLines() + HeaderLines()).isEmpty)
+    }
+}
+
+@Suite("UpstreamResponseHead")
+struct UpstreamResponseHeadTests {
+    @Test("fields are found ignoring case; the first of repeated fields wins")
+    func lookup() {
+        let head = UpstreamResponseHead(status: 200, headers: [("Content-Type", "a"), ("X-Dup", "1"), ("x-dup", "2")])
+        #expect(head.first("content-type") == "a")
+        #expect(head.first("X-DUP") == "1")
+        #expect(head.first("Missing") == nil)
+        #expect(head.headers.map(\.name) == ["Content-Type", "X-Dup", "x-dup"])
+    }
+
+    @Test("Content-Length is read only when it is plain digits",
+          arguments: [("15", 15), ("0", 0), ("", nil), ("+5", nil), ("5 5", nil), ("-1", nil), ("99999999999999999999", nil)] as [(String, Int?)])
+    func contentLength(value: String, expected: Int?) {
+        #expect(UpstreamResponseHead(status: 200, headers: [("content-length", value)]).contentLength == expected)
+    }
+}
