@@ -104,13 +104,15 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs until `stop`.
     public func run() {
         while running {
+            let count: Int
             do {
-                try selector.wait(timeoutMilliseconds: -1) { event in
-                    dispatch(event)
-                }
+                count = try selector.wait(timeoutMilliseconds: -1)
             } catch {
                 fatalError("\(name): \(error)")
             }
+            // One clock read per batch: handlers see the time the batch arrived.
+            now = NanoTime.now()
+            for i in 0..<count { dispatch(selector.event(at: i)) }
             runTimers()
             while !afterIteration.isEmpty {
                 let tasks = afterIteration
@@ -121,7 +123,6 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func dispatch(_ event: SelectorEvent) {
-        now = NanoTime.now()
         switch event.fd {
         case timerFD:
             var expirations: UInt64 = 0

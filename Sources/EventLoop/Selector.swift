@@ -52,13 +52,16 @@ final class Selector {
     }
 
     /// Waits up to `timeoutMilliseconds` (-1 forever) and calls `body` for each event.
-    func wait(timeoutMilliseconds: CInt, _ body: (SelectorEvent) -> Void) throws(IOError) {
-        let n = try syscall(where: "epoll_wait") { cl_epoll_wait(epfd, events, CInt(capacity), timeoutMilliseconds) }
-        for i in 0..<Int(n) {
-            let data = cl_epoll_event_data(events + i)
-            body(SelectorEvent(fd: CInt(truncatingIfNeeded: data & 0xFFFF_FFFF), generation: UInt32(data >> 32),
-                               events: cl_epoll_event_events(events + i)))
-        }
+    /// Waits for events; returns how many `event(at:)` can read.
+    func wait(timeoutMilliseconds: CInt) throws(IOError) -> Int {
+        Int(try syscall(where: "epoll_wait") { cl_epoll_wait(epfd, events, CInt(capacity), timeoutMilliseconds) })
+    }
+
+    /// Event `i` of the last `wait`.
+    func event(at i: Int) -> SelectorEvent {
+        let data = cl_epoll_event_data(events + i)
+        return SelectorEvent(fd: CInt(truncatingIfNeeded: data & 0xFFFF_FFFF), generation: UInt32(data >> 32),
+                             events: cl_epoll_event_events(events + i))
     }
 
     private static func pack(_ fd: CInt, _ generation: UInt32) -> UInt64 {

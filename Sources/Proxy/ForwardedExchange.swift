@@ -64,7 +64,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         }
         // A client that goes away cancels the transfer through `ProxyHandler.aborted`, and
         // `onWritable` is set only when the client falls behind: no closures per request.
-        send(lines: baseLines + credentialLines)
+        send(lines: baseLines, credentials: credentialLines)
         // The body may have been held while credentials were awaited.
         exchange.resumeBody()
     }
@@ -81,13 +81,14 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         if body.buffered > RequestBody.highWater { exchange.pauseBody() }
     }
 
-    private func send(lines: HeaderLines) {
+    private func send(lines: HeaderLines, credentials: HeaderLines) {
         var length: Int?
         if case .length(let n) = exchange.head.framing { length = n }
         if let body, body.ended { length = body.totalBytes }
         exchange.info?.upstreamURL = url
-        let request = UpstreamRequest(method: method, url: url.description, headers: lines, hasBody: body != nil,
+        var request = UpstreamRequest(method: method, url: url.description, headers: lines, hasBody: body != nil,
                                       bodyLength: length, timeout: route.timeoutSeconds)
+        request.extraHeaders = credentials
         transfer = handler.upstream.start(request, body: body, delegate: self)
     }
 
@@ -187,7 +188,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
                 generation = snapshot.generation
                 body = body?.replay()
                 handler.metrics.retriedAfter401(route: route.name)
-                send(lines: baseLines + credentialLines)
+                send(lines: baseLines, credentials: credentialLines)
             }
         }
     }
@@ -206,10 +207,10 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             body = nil
         }
         if credentials {
-            send(lines: baseLines + credentialLines)
+            send(lines: baseLines, credentials: credentialLines)
         } else {
             handler.credentialsStripped(route: route.name)
-            send(lines: baseLines.removing(Set(injector.strippedOnForeignHosts)))
+            send(lines: baseLines.removing(Set(injector.strippedOnForeignHosts)), credentials: HeaderLines())
         }
     }
 }

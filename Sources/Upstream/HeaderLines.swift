@@ -51,15 +51,6 @@ public struct HeaderLines: Sendable, Equatable {
         count += other.count
     }
 
-    /// `self` followed by `other`.
-    public static func + (lhs: HeaderLines, rhs: HeaderLines) -> HeaderLines {
-        var result = HeaderLines()
-        result.bytes.reserveCapacity(lhs.bytes.count + rhs.bytes.count)
-        result.append(contentsOf: lhs)
-        result.append(contentsOf: rhs)
-        return result
-    }
-
     /// The lines as strings (tests, logs of rare paths).
     public var lines: [String] {
         bytes.split(separator: 0, omittingEmptySubsequences: false).dropLast().map { String(decoding: $0, as: UTF8.self) }

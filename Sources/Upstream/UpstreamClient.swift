@@ -9,7 +9,11 @@ import Glibc
 public final class UpstreamClient {
     let loop: EventLoop
     let multi: UnsafeMutableRawPointer
+    /// The loop timer for curl's timeout, and when it fires.
     private var timer: TimerID?
+    private var timerDeadline: NanoTime?
+    /// When curl last asked to be called (nil: it asked for no timeout).
+    private var curlDeadline: NanoTime?
     private var sockets: [CInt: CurlSocket] = [:]
     private var idleHandles: [EasyHandle] = []
     private(set) var active: [UnsafeMutableRawPointer: UpstreamTransfer] = [:]
@@ -94,17 +98,34 @@ public final class UpstreamClient {
         }
     }
 
+    /// curl re-arms its timeout more than once per transfer, mostly to later deadlines. The loop
+    /// timer is moved only when the new deadline is earlier; one that fires early re-arms itself
+    /// for what curl asked last (the way `HTTPConnection` keeps its one timer).
     private func timerChanged(_ milliseconds: Int) {
-        if let timer { loop.cancel(timer) }
-        timer = nil
-        guard milliseconds >= 0 else { return }
-        timer = loop.schedule(at: loop.now.adding(seconds: Double(milliseconds) / 1000), timeoutAction)
+        guard milliseconds >= 0 else {
+            curlDeadline = nil
+            return
+        }
+        let deadline = loop.now.adding(seconds: Double(milliseconds) / 1000)
+        curlDeadline = deadline
+        arm(deadline)
     }
 
-    /// Made once: curl re-arms its timer several times per transfer.
+    private func arm(_ deadline: NanoTime) {
+        if let timerDeadline, timerDeadline <= deadline { return }
+        if let timer { loop.cancel(timer) }
+        timerDeadline = deadline
+        timer = loop.schedule(at: deadline, timeoutAction)
+    }
+
+    /// Made once, so arming the timer allocates nothing.
     private lazy var timeoutAction: () -> Void = { [weak self] in
         guard let self else { return }
         self.timer = nil
+        self.timerDeadline = nil
+        guard let due = self.curlDeadline else { return }
+        if due > self.loop.now { return self.arm(due) }
+        self.curlDeadline = nil
         self.socketAction(fd: CC_SOCKET_TIMEOUT, events: 0)
     }
 
@@ -179,6 +200,8 @@ final class EasyHandle {
     private var nodeCapacity = 0
     private var lineBytes = UnsafeMutablePointer<CChar>.allocate(capacity: 0)
     private var lineCapacity = 0
+    /// A response head's storage kept from the previous transfer, so its capacity is reused.
+    var spareHead = UpstreamResponseHead(status: 0)
 
     /// The request shape, which decides the method options.
     enum Method: Equatable {
@@ -222,14 +245,14 @@ final class EasyHandle {
     private static let blankAccept = HeaderLines(["accept:"])
     private static let blankContentType = HeaderLines(["content-type:"])
 
-    /// Sets `lines` as the request's header list, plus `Expect:` (no 100-continue round trip) and,
+    /// Sets `lines` and `extra` as the request's header list, plus `Expect:` (no 100-continue round trip) and,
     /// when asked, blank `Accept` / `Content-Type` (curl would otherwise add its own). The list
     /// stays valid until the next call: curl reads it while the transfer runs.
-    func setHeaders(_ lines: HeaderLines, blankAccept: Bool, blankContentType: Bool) {
+    func setHeaders(_ lines: HeaderLines, _ extra: HeaderLines, blankAccept: Bool, blankContentType: Bool) {
         let accept = blankAccept ? Self.blankAccept : HeaderLines()
         let contentType = blankContentType ? Self.blankContentType : HeaderLines()
-        let byteCount = lines.bytes.count + Self.expect.bytes.count + accept.bytes.count + contentType.bytes.count
-        let lineCount = lines.count + Self.expect.count + accept.count + contentType.count
+        let byteCount = lines.bytes.count + extra.bytes.count + Self.expect.bytes.count + accept.bytes.count + contentType.bytes.count
+        let lineCount = lines.count + extra.count + Self.expect.count + accept.count + contentType.count
         if byteCount > lineCapacity {
             lineBytes.deallocate()
             lineCapacity = max(byteCount, 512)
@@ -257,6 +280,7 @@ final class EasyHandle {
             }
         }
         add(lines)
+        add(extra)
         add(Self.expect)
         add(accept)
         add(contentType)

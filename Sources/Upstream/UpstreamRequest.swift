@@ -6,6 +6,9 @@ public struct UpstreamRequest: Sendable {
     public var url: String
     /// Header lines `Name: value`, in order; Host, Content-Length and Transfer-Encoding are curl's.
     public var headers: HeaderLines
+    /// More lines sent after `headers` (the proxy's injected credentials), kept apart so neither
+    /// list is copied to join them.
+    public var extraHeaders = HeaderLines()
     /// Body length when known; nil with a body means chunked.
     public var bodyLength: Int?
     /// Whether a body follows (streamed through the transfer's `RequestBody`).
@@ -57,8 +60,12 @@ public struct UpstreamResponseHead: Sendable {
         fields.append((nameStart..<valueStart, valueStart..<storage.count))
     }
 
-    /// Forgets every field (a new head begins), keeping the capacity.
+    /// Forgets every field (a new head begins), keeping the capacity (reserving some at first).
     mutating func reset(status: Int) {
+        if storage.capacity == 0 {
+            storage.reserveCapacity(512)
+            fields.reserveCapacity(16)
+        }
         self.status = status
         storage.removeAll(keepingCapacity: true)
         fields.removeAll(keepingCapacity: true)

@@ -34,6 +34,8 @@ public final class UpstreamTransfer {
         self.request = request
         self.body = body
         self.delegate = delegate
+        head = handle.spareHead
+        handle.spareHead = UpstreamResponseHead(status: 0)
         configure()
         body?.onData = { [unowned self] in self.bodyDataArrived() }
         // Unowned: `finish` (which every transfer reaches) cancels this timer.
@@ -100,8 +102,9 @@ public final class UpstreamTransfer {
         }
         // Suppress what curl would add on its own: no Expect round trip, and no Accept or
         // Content-Type the client did not send.
-        handle.setHeaders(request.headers, blankAccept: !request.headers.containsName("accept"),
-                          blankContentType: !request.headers.containsName("content-type"))
+        let given = (request.headers, request.extraHeaders)
+        handle.setHeaders(given.0, given.1, blankAccept: !given.0.containsName("accept") && !given.1.containsName("accept"),
+                          blankContentType: !given.0.containsName("content-type") && !given.1.containsName("content-type"))
     }
 
     // MARK: libcurl callbacks
@@ -184,6 +187,8 @@ public final class UpstreamTransfer {
             headDelivered = true
             delegate?.transfer(self, receivedHead: head)
         }
+        head.reset(status: 0)
+        handle.spareHead = head
         delegate?.transfer(self, completedWith: error ?? (headDelivered ? nil : .unreachable("no response")))
     }
 }
