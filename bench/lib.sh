@@ -177,6 +177,30 @@ parse_wrk() {
     ' "$1"
 }
 
+# wrk_requests FILE: the number of requests wrk completed.
+wrk_requests() { awk '/requests in/ { print $1 }' "$1"; }
+
+# cpu_ticks PID...: user + system clock ticks used so far by these processes, their threads and
+# their direct children (nginx workers). Differences over a run give CPU per request.
+cpu_ticks() {
+    local pid child task total=0 ticks
+    for pid in "$@"; do
+        for child in "$pid" $(pgrep -P "$pid" 2>/dev/null); do
+            for task in /proc/"$child"/task/*; do
+                # Fields after "pid (comm) ": utime and stime are the 12th and 13th.
+                ticks=$(sed 's/.*) //' "$task/stat" 2>/dev/null | awk '{ print $12 + $13 }') || continue
+                total=$((total + ${ticks:-0}))
+            done
+        done
+    done
+    echo "$total"
+}
+
+# ticks_to_us_per_request TICKS REQUESTS: microseconds of CPU per request.
+ticks_to_us_per_request() {
+    awk -v t="$1" -v r="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (r > 0 ? t * 1e6 / hz / r : 0) }'
+}
+
 # rss_kb PID: resident set size in kB (VmRSS); peak_rss_kb PID: VmHWM.
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 peak_rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }

@@ -1,0 +1,147 @@
+/* The cost libcurl alone adds to every forwarded request: a client that does nothing but what
+ * platform-proxy asks of libcurl per request (multi-socket on epoll as in ephiperfifo.c, reused
+ * easy handles, pooled keep-alive connections, the same options and about as many header lines),
+ * with no server side at all. It keeps CONCURRENCY transfers in flight against URL for SECONDS
+ * and prints requests/s and its own CPU (user, system) per request.
+ *
+ *   cc -O2 -o curl-floor bench/curl-floor.c -lcurl
+ *   ./curl-floor http://127.0.0.1:8081/ 64 5
+ *
+ * Used by bench/curl-floor.sh; see README "Benchmarks".
+ */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static int epfd;
+static CURLM *multi;
+static long timeout_ms = -1;
+static long done_count, error_count;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp) {
+    (void)e; (void)userp;
+    struct epoll_event ev = {0};
+    ev.data.fd = s;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(epfd, EPOLL_CTL_DEL, s, NULL);
+        curl_multi_assign(multi, s, NULL);
+        return 0;
+    }
+    ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+    if (socketp) {
+        epoll_ctl(epfd, EPOLL_CTL_MOD, s, &ev);
+    } else {
+        epoll_ctl(epfd, EPOLL_CTL_ADD, s, &ev);
+        curl_multi_assign(multi, s, (void *)1);
+    }
+    return 0;
+}
+
+static int on_timer(CURLM *m, long ms, void *userp) {
+    (void)m; (void)userp;
+    timeout_ms = ms;
+    return 0;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *u) { (void)p; (void)u; return size * n; }
+
+static struct curl_slist *headers(void) {
+    const char *lines[] = {
+        "Authorization: Bearer bench-token-0123456789abcdef", "X-Authorization: Bearer bench-token-0123456789abcdef",
+        "X-Forwarded-For: 127.0.0.1", "X-Forwarded-Proto: http", "X-Forwarded-Host: 127.0.0.1",
+        "Via: 1.1 platform-proxy", "X-Request-ID: 0123456789ab-0-1", "Expect:", "accept:", "content-type:",
+    };
+    struct curl_slist *list = NULL;
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) list = curl_slist_append(list, lines[i]);
+    return list;
+}
+
+static void start(CURL *easy) {
+    curl_multi_add_handle(multi, easy);
+}
+
+static void drain(void) {
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(multi, &left))) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        CURL *easy = msg->easy_handle;
+        if (msg->data.result == CURLE_OK) done_count++; else error_count++;
+        curl_multi_remove_handle(multi, easy);
+        start(easy);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s URL CONCURRENCY SECONDS\n", argv[0]);
+        return 2;
+    }
+    const char *url = argv[1];
+    int concurrency = atoi(argv[2]);
+    double seconds = atof(argv[3]);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    epfd = epoll_create1(EPOLL_CLOEXEC);
+    multi = curl_multi_init();
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, 512L);
+    struct curl_slist *list = headers();
+    for (int i = 0; i < concurrency; i++) {
+        CURL *easy = curl_easy_init();
+        curl_easy_setopt(easy, CURLOPT_URL, url);
+        curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L);
+        curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 65536L);
+        curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, 30L);
+        curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+        curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
+        curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
+        curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, discard);
+        start(easy);
+    }
+    int running = 0;
+    curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    drain();
+
+    struct epoll_event events[256];
+    double begin = now_s(), warm = begin + 0.5, end = warm + seconds;
+    long warm_count = -1;
+    struct rusage before;
+    while (now_s() < end) {
+        if (warm_count < 0 && now_s() >= warm) {
+            warm_count = done_count;
+            getrusage(RUSAGE_SELF, &before);
+        }
+        int n = epoll_wait(epfd, events, 256, timeout_ms < 0 ? 100 : (int)timeout_ms);
+        if (n == 0) {
+            curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+        for (int i = 0; i < n; i++) {
+            int mask = (events[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) | (events[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0)
+                     | (events[i].events & EPOLLERR ? CURL_CSELECT_ERR : 0);
+            curl_multi_socket_action(multi, events[i].data.fd, mask, &running);
+        }
+        if (timeout_ms == 0) curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        drain();
+    }
+    struct rusage after;
+    getrusage(RUSAGE_SELF, &after);
+    long requests = done_count - warm_count;
+    double user = (after.ru_utime.tv_sec - before.ru_utime.tv_sec) + (after.ru_utime.tv_usec - before.ru_utime.tv_usec) / 1e6;
+    double sys = (after.ru_stime.tv_sec - before.ru_stime.tv_sec) + (after.ru_stime.tv_usec - before.ru_stime.tv_usec) / 1e6;
+    printf("requests %ld errors %ld req/s %.0f user_us_per_request %.2f sys_us_per_request %.2f\n", requests, error_count,
+           requests / seconds, user * 1e6 / requests, sys * 1e6 / requests);
+    return error_count > 0 && requests == 0;
+}
