@@ -245,14 +245,15 @@ final class EasyHandle {
     private static let blankAccept = HeaderLines(["accept:"])
     private static let blankContentType = HeaderLines(["content-type:"])
 
-    /// Sets `lines` and `extra` as the request's header list, plus `Expect:` (no 100-continue round trip) and,
-    /// when asked, blank `Accept` / `Content-Type` (curl would otherwise add its own). The list
-    /// stays valid until the next call: curl reads it while the transfer runs.
-    func setHeaders(_ lines: HeaderLines, _ extra: HeaderLines, blankAccept: Bool, blankContentType: Bool) {
+    /// Sets `lines` and `extra` as the request's header list, plus, when asked, blank `Accept`,
+    /// `Content-Type` and `Expect` (curl would otherwise add its own). The list stays valid until
+    /// the next call: curl reads it while the transfer runs.
+    func setHeaders(_ lines: HeaderLines, _ extra: HeaderLines, blankAccept: Bool, blankContentType: Bool, blankExpect: Bool) {
         let accept = blankAccept ? Self.blankAccept : HeaderLines()
         let contentType = blankContentType ? Self.blankContentType : HeaderLines()
-        let byteCount = lines.bytes.count + extra.bytes.count + Self.expect.bytes.count + accept.bytes.count + contentType.bytes.count
-        let lineCount = lines.count + extra.count + Self.expect.count + accept.count + contentType.count
+        let expect = blankExpect ? Self.expect : HeaderLines()
+        let byteCount = lines.bytes.count + extra.bytes.count + expect.bytes.count + accept.bytes.count + contentType.bytes.count
+        let lineCount = lines.count + extra.count + expect.count + accept.count + contentType.count
         if byteCount > lineCapacity {
             lineBytes.deallocate()
             lineCapacity = max(byteCount, 512)
@@ -281,7 +282,7 @@ final class EasyHandle {
         }
         add(lines)
         add(extra)
-        add(Self.expect)
+        add(expect)
         add(accept)
         add(contentType)
         cc_easy_slist(easy, CURLOPT_HTTPHEADER, nodes)

@@ -100,11 +100,14 @@ public final class UpstreamTransfer {
         } else {
             handle.setMethod(.bodiless(method: method))
         }
-        // Suppress what curl would add on its own: no Expect round trip, and no Accept or
-        // Content-Type the client did not send.
+        // Suppress what curl would add on its own: no Accept, Content-Type or Expect round trip
+        // the client did not ask for. The last two come only with POST semantics (a body, or
+        // POST/PUT/PATCH sent with an empty one).
+        let postLike = request.hasBody || method == "POST" || method == "PUT" || method == "PATCH"
         let given = (request.headers, request.extraHeaders)
         handle.setHeaders(given.0, given.1, blankAccept: !given.0.containsName("accept") && !given.1.containsName("accept"),
-                          blankContentType: !given.0.containsName("content-type") && !given.1.containsName("content-type"))
+                          blankContentType: postLike && !given.0.containsName("content-type") && !given.1.containsName("content-type"),
+                          blankExpect: postLike)
     }
 
     // MARK: libcurl callbacks
