@@ -26,6 +26,18 @@ static inline int cl_accept4(int fd, struct sockaddr *addr, socklen_t *len) {
     return accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 }
 
+/* sched_getaffinity(2) is declared only under _GNU_SOURCE; declare it ourselves, mask as bytes. */
+extern int sched_getaffinity(pid_t pid, size_t cpusetsize, void *mask);
+
+/* CPUs in this thread's affinity mask, or 0 if it cannot be read. */
+static inline int cl_affinity_cpu_count(void) {
+    unsigned char mask[1024];
+    if (sched_getaffinity(0, sizeof mask, mask) != 0) return 0;
+    int count = 0;
+    for (size_t i = 0; i < sizeof mask; i++) count += __builtin_popcount(mask[i]);
+    return count;
+}
+
 static inline int cl_errno(void) { return errno; }
 
 static inline int cl_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }

@@ -2,7 +2,7 @@
 public struct ServerConfiguration: Sendable {
     /// Addresses to listen on. Default `127.0.0.1:8080`.
     public var addresses: [BindAddress] = [.tcp(host: "127.0.0.1", port: 8080)]
-    /// Event loop threads; 0 means one per core. Default 0.
+    /// Event loop threads; 0 means one per CPU this process may use (`CPUBudget`). Default 0.
     public var workers: Int = 0
     /// Largest request head in bytes. Default 32768.
     public var maxHeadBytes: Int = 32768
@@ -20,10 +20,10 @@ public struct ServerConfiguration: Sendable {
     /// Creates the default configuration.
     public init() {}
 
-    /// The number of loops to run: `workers`, or the core count when 0.
+    /// The number of loops to run: `workers`, or the CPUs available when 0.
     public var resolvedWorkers: Int {
         if workers > 0 { return workers }
-        return max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        return CPUBudget.available()
     }
 }
 

@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from proxy import ResponseReader, base_config, build_request, is_open, run_cli, socket_state, write_mock_dir
+from proxy import (ResponseReader, base_config, build_request, is_open, require_binary, run_cli, socket_state,
+                   write_mock_dir)
 
 SNAKE_CASE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 
@@ -417,6 +418,32 @@ def test_serve_refuses_an_invalid_config(tmp_path):
     result = run_cli("serve", "--config", str(path), timeout=10)
     assert result.returncode != 0
     assert "bogusKey" in result.stdout + result.stderr
+
+
+@pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset (util-linux) not installed")
+def test_workers_0_runs_one_loop_per_cpu_the_process_may_use(tmp_path):
+    # A sidecar pinned to one CPU (taskset, --cpuset-cpus) must not start a loop per host core.
+    mock = write_mock_dir(tmp_path / "mock", {"index": {}})
+    path = tmp_path / "pinned.json"
+    path.write_text(json.dumps({**base_config(mock), "workers": 0}))
+    log_path = tmp_path / "pinned.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(["taskset", "-c", "0", str(require_binary()), "serve", "--config", str(path)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 10
+        started = None
+        while started is None and time.monotonic() < deadline:
+            for line in log_path.read_text().splitlines():
+                event = json.loads(line) if line.startswith("{") else {}
+                if event.get("event") == "started":
+                    started = event
+            time.sleep(0.05)
+        assert started is not None, log_path.read_text()
+        assert started["workers"] == 1
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
 
 
 # --------------------------------------------------------------------------- real peer: slowhttptest
