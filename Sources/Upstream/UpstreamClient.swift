@@ -285,8 +285,12 @@ final class EasyHandle {
         add(expect)
         add(accept)
         add(contentType)
-        cc_easy_slist(easy, CURLOPT_HTTPHEADER, nodes)
+        headerList = node > 0 ? nodes : nil
+        cc_easy_slist(easy, CURLOPT_HTTPHEADER, headerList)
     }
+
+    /// The list last handed to curl (nil: no header lines).
+    private(set) var headerList: UnsafeMutablePointer<curl_slist>?
 
     /// Connect timeout (capped at 10 s) and the stall limit: below 1 byte/s for `seconds` ends the transfer.
     func setTimeout(_ seconds: Double) {

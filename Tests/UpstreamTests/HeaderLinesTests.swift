@@ -61,3 +61,42 @@ struct UpstreamResponseHeadTests {
         #expect(UpstreamResponseHead(status: 200, headers: [("content-length", value)]).contentLength == expected)
     }
 }
+
+@Suite("EasyHandle header list")
+struct EasyHandleHeaderListTests {
+    /// The strings of the list curl was given, in order.
+    private func listed(_ handle: EasyHandle) -> [String] {
+        var result: [String] = []
+        var node = handle.headerList
+        while let current = node {
+            result.append(String(cString: current.pointee.data))
+            node = current.pointee.next
+        }
+        return result
+    }
+
+    @Test("lines, injected lines and the blank suppressors reach curl in order, each its own node")
+    func order() {
+        let handle = EasyHandle()
+        handle.setHeaders(HeaderLines(["X-A: 1", "X-Empty;"]), HeaderLines(["Authorization: Bearer t"]),
+                          blankAccept: true, blankContentType: false, blankExpect: true)
+        #expect(listed(handle) == ["X-A: 1", "X-Empty;", "Authorization: Bearer t", "Expect:", "accept:"])
+    }
+
+    @Test("the list grows past its first capacity and is rebuilt, not appended to, per request")
+    func growthAndReuse() {
+        let handle = EasyHandle()
+        let many = (0..<300).map { "X-Field-\($0): " + String(repeating: "v", count: $0 % 50) }
+        handle.setHeaders(HeaderLines(many), HeaderLines(), blankAccept: false, blankContentType: false, blankExpect: false)
+        #expect(listed(handle) == many)
+        handle.setHeaders(HeaderLines(["Only: one"]), HeaderLines(), blankAccept: false, blankContentType: true, blankExpect: false)
+        #expect(listed(handle) == ["Only: one", "content-type:"])
+    }
+
+    @Test("no lines at all gives curl no list")
+    func empty() {
+        let handle = EasyHandle()
+        handle.setHeaders(HeaderLines(), HeaderLines(), blankAccept: false, blankContentType: false, blankExpect: false)
+        #expect(handle.headerList == nil)
+    }
+}
