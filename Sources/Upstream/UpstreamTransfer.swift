@@ -127,8 +127,8 @@ public final class UpstreamTransfer {
             }
             return length
         }
-        if end > 12 && line[0] == 0x48 && line[1] == 0x54 && line[2] == 0x54 && line[3] == 0x50 && line[4] == 0x2F {
-            // "HTTP/x[.y] NNN ...": a new response head begins.
+        if end >= 10 && line[0] == 0x48 && line[1] == 0x54 && line[2] == 0x54 && line[3] == 0x50 && line[4] == 0x2F {
+            // "HTTP/1.1 NNN reason" or curl's "HTTP/2 NNN" for HTTP/2: a new response head begins.
             var i = 5
             while i < end && line[i] != 0x20 { i += 1 }
             var status = 0

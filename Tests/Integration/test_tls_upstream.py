@@ -1,0 +1,192 @@
+"""Upstreams over TLS, with a real nginx (ssl + http2) as the peer and a test CA.
+
+What the forwarding issue asks of TLS upstreams: verification always on, HTTP/2
+to upstreams that offer it, and credentials never carried on an https -> http
+redirect hop, even to a host listed in ``credentialHosts``. The proxy trusts the
+test CA through ``CURL_CA_BUNDLE`` (curl's own variable; README "Upstream TLS").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from credentials_support import free_port
+from proxy import base_config
+from upstream import Upstream
+
+pytestmark = pytest.mark.skipif(shutil.which("nginx") is None or shutil.which("openssl") is None,
+                                reason="needs nginx and openssl (scripts/setup.sh installs them)")
+
+TOKEN = "tls-access-token-7f3a9c"
+ID_TOKEN = "tls-id-token-51be02"
+
+
+def make_ca_and_cert(directory: Path) -> tuple[Path, Path, Path]:
+    """A throwaway CA and a server certificate for 127.0.0.1 / localhost signed by it."""
+    ca_key, ca_cert = directory / "ca.key", directory / "ca.pem"
+    key, csr, cert = directory / "server.key", directory / "server.csr", directory / "server.pem"
+    ext = directory / "san.ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                   "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
+    run = lambda *args: subprocess.run(["openssl", *args], check=True, capture_output=True)  # noqa: E731
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(ca_key), "-out", str(ca_cert),
+        "-days", "2", "-subj", "/CN=platform-proxy test CA")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr), "-subj", "/CN=127.0.0.1")
+    run("x509", "-req", "-in", str(csr), "-CA", str(ca_cert), "-CAkey", str(ca_key), "-CAcreateserial",
+        "-out", str(cert), "-days", "2", "-extfile", str(ext))
+    return ca_cert, cert, key
+
+
+class TLSNginx:
+    """nginx on 127.0.0.1 with ssl and http2: echoes the protocol and credential headers it
+    received, redirects /hop to an http URL, serves files/ and passes /upload on to a
+    recording upstream (which answers with the body's sha256)."""
+
+    def __init__(self, directory: Path, cert: Path, key: Path, redirect_to: str, upload_to: str):
+        self.dir = directory
+        self.port = free_port()
+        (directory / "logs").mkdir(parents=True, exist_ok=True)
+        (directory / "tmp").mkdir(exist_ok=True)
+        (directory / "files").mkdir(exist_ok=True)
+        self.conf = directory / "nginx.conf"
+        self.conf.write_text(f"""
+worker_processes 1;
+{"user root;" if os.geteuid() == 0 else ""}
+pid {directory}/nginx.pid;
+error_log {directory}/logs/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log {directory}/logs/access.log;
+    client_body_temp_path {directory}/tmp/body;
+    proxy_temp_path {directory}/tmp/proxy;
+    fastcgi_temp_path {directory}/tmp/fastcgi;
+    uwsgi_temp_path {directory}/tmp/uwsgi;
+    scgi_temp_path {directory}/tmp/scgi;
+    server {{
+        listen 127.0.0.1:{self.port} ssl http2;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        default_type application/json;
+        location /hop {{ return 302 {redirect_to}; }}
+        location /files/ {{ alias {directory}/files/; }}
+        location /upload {{
+            client_max_body_size 64m;
+            proxy_request_buffering off;
+            proxy_http_version 1.1;
+            proxy_pass {upload_to};
+        }}
+        location / {{
+            return 200 '{{"protocol":"$server_protocol","authorization":"$http_authorization","xAuthorization":"$http_x_authorization"}}';
+        }}
+    }}
+}}
+""")
+        self.proc = subprocess.Popen(["nginx", "-p", str(directory), "-c", str(self.conf), "-g", "daemon off;"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"nginx exited: {self.proc.stderr.read().decode()}")
+                time.sleep(0.05)
+        raise RuntimeError("nginx (TLS) did not start")
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGQUIT)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture
+def tls_setup(tmp_path, main_upstream):
+    ca, cert, key = make_ca_and_cert(tmp_path)
+    nginx = TLSNginx(tmp_path / "nginx", cert, key, redirect_to=main_upstream.url("/landing"),
+                     upload_to=main_upstream.url("/upload"))
+    yield ca, nginx, main_upstream
+    nginx.stop()
+
+
+def tls_config(tmp_path: Path, nginx: TLSNginx, http_upstream: Upstream) -> dict:
+    mock = tmp_path / "mock"
+    mock.mkdir(exist_ok=True)
+    config = base_config(mock)
+    config["provider"] = {"grant": "static", "accessToken": TOKEN, "idToken": ID_TOKEN}
+    config["routes"] = [{
+        "name": "secure", "path": "/secure/", "upstream": f"https://127.0.0.1:{nginx.port}/",
+        "credential": "access_token", "timeoutSeconds": 10,
+        # The http host is a credential host too: only the scheme rule may strip the hop.
+        "redirects": {"follow": True, "max": 3,
+                      "credentialHosts": [f"127.0.0.1:{nginx.port}", http_upstream.host_port]},
+    }]
+    return config
+
+
+def test_tls_upstream_is_verified_and_spoken_to_over_http2(tls_setup, start_proxy, tmp_path, monkeypatch):
+    ca, nginx, main = tls_setup
+    monkeypatch.setenv("CURL_CA_BUNDLE", str(ca))
+    proxy = start_proxy(tls_config(tmp_path, nginx, main))
+    r = proxy.get("/secure/whoami")
+    assert r.status == 200, r
+    seen = json.loads(r.body)
+    assert seen == {"protocol": "HTTP/2.0", "authorization": f"Bearer {TOKEN}", "xAuthorization": f"Bearer {TOKEN}"}
+
+
+def test_tls_upstream_with_an_untrusted_certificate_is_502_and_gets_no_credentials(tls_setup, start_proxy, tmp_path,
+                                                                                  monkeypatch):
+    ca, nginx, main = tls_setup
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    proxy = start_proxy(tls_config(tmp_path, nginx, main))
+    r = proxy.get("/secure/whoami")
+    assert r.status == 502, r
+    assert json.loads(r.body)["error"] == "upstream_unreachable"
+    # The handshake failed before any request was sent: nginx logged none.
+    assert (nginx.dir / "logs" / "access.log").read_text() == ""
+
+
+def test_https_to_http_redirect_never_carries_credentials_even_to_a_credential_host(tls_setup, start_proxy, tmp_path,
+                                                                                     monkeypatch):
+    ca, nginx, main = tls_setup
+    monkeypatch.setenv("CURL_CA_BUNDLE", str(ca))
+    proxy = start_proxy(tls_config(tmp_path, nginx, main))
+    r = proxy.get("/secure/hop", headers={"Cookie": "session=app-cookie"})
+    assert r.status == 200, r
+    (landing,) = main.records
+    assert landing.path == "/landing"
+    names = {name.lower() for name in landing.header_names()}
+    assert not names & {"authorization", "x-authorization", "cookie", "proxy-authorization"}, str(landing)
+    assert TOKEN not in str(landing) and "app-cookie" not in str(landing)
+
+
+def test_bodies_stream_both_ways_over_http2(tls_setup, start_proxy, tmp_path, monkeypatch):
+    ca, nginx, main = tls_setup
+    monkeypatch.setenv("CURL_CA_BUNDLE", str(ca))
+    proxy = start_proxy(tls_config(tmp_path, nginx, main))
+    download = os.urandom(6 * 1024 * 1024)
+    (nginx.dir / "files" / "blob.bin").write_bytes(download)
+    r = proxy.get("/secure/files/blob.bin", timeout=30)
+    assert r.status == 200, r
+    assert hashlib.sha256(r.body).hexdigest() == hashlib.sha256(download).hexdigest()
+
+    upload = os.urandom(3 * 1024 * 1024 + 17)
+    r = proxy.request("POST", "/secure/upload", body=upload, headers={"Content-Type": "application/octet-stream"},
+                      timeout=30)
+    assert r.status == 200, r
+    assert json.loads(r.body)["sha256"] == hashlib.sha256(upload).hexdigest()
+    # nginx saw both requests over HTTP/2 (the access log's request line ends in HTTP/2.0).
+    log = (nginx.dir / "logs" / "access.log").read_text()
+    assert "GET /files/blob.bin HTTP/2.0" in log and "POST /upload HTTP/2.0" in log, log
