@@ -64,25 +64,26 @@ enum HeaderPolicy {
             }
         }
         if !connectionIndexes.isEmpty { lines = removingConnectionListed(head, connectionIndexes, from: lines) }
-        lines.appendPart(Fixed.forwardedFor)
-        if let forwardedFor {
-            lines.appendPart(bytes[forwardedFor])
-            lines.appendPart(Fixed.commaSpace)
-        }
-        lines.appendPart(peer.utf8)
-        lines.endLine()
+        appendChain(Fixed.forwardedFor, earlier: forwardedFor.map { bytes[$0] }, ours: peer.utf8, to: &lines)
         lines.appendPart(Fixed.forwardedProto)
         lines.endLine()
         if let host, !host.isEmpty { lines.append(name: Fixed.forwardedHost, value: bytes[host]) }
-        lines.appendPart(Fixed.via)
-        if let via {
-            lines.appendPart(bytes[via])
-            lines.appendPart(Fixed.commaSpace)
-        }
-        lines.appendPart(Fixed.viaSelf)
-        lines.endLine()
+        appendChain(Fixed.via, earlier: via.map { bytes[$0] }, ours: Fixed.viaSelf, to: &lines)
         lines.append(name: Fixed.requestID, value: requestID.utf8)
         return lines
+    }
+
+    /// `prefix` + the earlier hops' value and ", " (when there was one) + ours: X-Forwarded-For
+    /// and Via grow by one entry per proxy.
+    private static func appendChain(_ prefix: [UInt8], earlier: ArraySlice<UInt8>?, ours: some Collection<UInt8>,
+                                    to lines: inout HeaderLines) {
+        lines.appendPart(prefix)
+        if let earlier {
+            lines.appendPart(earlier)
+            lines.appendPart(Fixed.commaSpace)
+        }
+        lines.appendPart(ours)
+        lines.endLine()
     }
 
     private enum Fixed {
