@@ -84,9 +84,10 @@ public final class AnalyticsService: @unchecked Sendable {
 
     // MARK: lifecycle
 
-    /// Starts the uploader on `home` with that loop's libcurl client.
-    public func start(home: EventLoop, http: UpstreamClient) {
-        uploader.start(service: self, home: home, http: http)
+    /// Starts the uploader on `home` with that loop's libcurl client; `refresher` (the OAuth
+    /// token manager, when there is one) is asked for new tokens when the endpoint answers 401.
+    public func start(home: EventLoop, http: UpstreamClient, refresher: CredentialManager?) {
+        uploader.start(service: self, home: home, http: http, refresher: refresher)
     }
 
     /// Asks for an upload now; `done` runs on `caller` with what this cycle did.

@@ -16,6 +16,10 @@ final class AnalyticsUploader: @unchecked Sendable {
     private weak var service: AnalyticsService?
     private var home: EventLoop?
     private var http: UpstreamClient?
+    /// Refreshes tokens after a 401 (OAuth grants); nil for static tokens.
+    private var refresher: CredentialManager?
+    /// The token generation a refresh was already asked for, so one refused token costs one refresh.
+    private var refreshedGeneration: UInt64?
     private var pushTimer: TimerID?
     private var report = FlushReport()
     private var waiters: [(EventLoop, LoopBound<(FlushReport) -> Void>)] = []
@@ -28,10 +32,11 @@ final class AnalyticsUploader: @unchecked Sendable {
         schedule = UploadSchedule(interval: configuration.pushIntervalSeconds)
     }
 
-    func start(service: AnalyticsService, home: EventLoop, http: UpstreamClient) {
+    func start(service: AnalyticsService, home: EventLoop, http: UpstreamClient, refresher: CredentialManager?) {
         self.service = service
         self.home = home
         self.http = http
+        self.refresher = refresher
         // Prune and count at start, then upload on the interval.
         home.execute { [self] in cycle(force: false) }
     }
@@ -91,7 +96,9 @@ final class AnalyticsUploader: @unchecked Sendable {
         }
     }
 
-    private func send(_ batch: [StoredEvent]) {
+    /// Uploads `batch`; `mayRefresh` is false for the one resend after a refresh, so an endpoint
+    /// that refuses every token costs one refresh per cycle at most.
+    private func send(_ batch: [StoredEvent], mayRefresh: Bool = true) {
         guard let http, let first = batch.first else { return }
         guard let credential = credentials.value(for: configuration.credential) ?? (configuration.credential == .none ? "" : nil) else {
             return finished(.retryLater, reason: "no \(configuration.credential.rawValue) credential to upload with")
@@ -105,6 +112,8 @@ final class AnalyticsUploader: @unchecked Sendable {
             switch result {
             case .success(let response) where (200...299).contains(response.status):
                 remove(batch, outcome: .sent)
+            case .success(let response) where response.status == 401 && mayRefresh:
+                refreshAndResend(batch)
             case .success(let response) where [401, 408, 429].contains(response.status) || response.status >= 500:
                 finished(.retryLater, reason: "the endpoint answered HTTP \(response.status)")
             case .success(let response):
@@ -113,6 +122,21 @@ final class AnalyticsUploader: @unchecked Sendable {
             case .failure(let error):
                 finished(.retryLater, reason: error.detail)
             }
+        }
+    }
+
+    /// The endpoint refused the token: ask for a refresh once per token generation (as a proxied
+    /// 401 does) and resend with the new token; otherwise keep the batch for the next cycle.
+    private func refreshAndResend(_ batch: [StoredEvent]) {
+        let seen = credentials.generation
+        guard let refresher, let home, refreshedGeneration != seen else {
+            return finished(.retryLater, reason: "the endpoint answered HTTP 401")
+        }
+        refreshedGeneration = seen
+        refresher.refresh(seen: seen, replyOn: home) { [self] outcome in
+            // The new snapshot reaches this loop before the answer (both are messages to it).
+            if case .ready = outcome, credentials.generation != seen { return send(batch, mayRefresh: false) }
+            finished(.retryLater, reason: "the endpoint answered HTTP 401; no newer token")
         }
     }
 

@@ -9,7 +9,7 @@ public struct UploadSchedule: Sendable, Equatable {
         case dropped
         /// Nothing to send.
         case empty
-        /// 5xx, 401/408/429, no credential or no answer: kept, retried later.
+        /// 5xx, 408/429, a 401 a refresh did not cure, no credential or no answer: kept, retried later.
         case retryLater
     }
 

@@ -72,7 +72,7 @@ public enum ProxyService {
             lifecycle?.start()
             if let manager = handlers.first?.credentialManager { hub.setRefreshes(manager.refreshOutcomes) }
             if let analytics, let home = handlers.first {
-                analytics.start(home: server.eventLoops[0], http: home.upstream)
+                analytics.start(home: server.eventLoops[0], http: home.upstream, refresher: home.credentialManager)
                 hub.setAnalytics(analytics.counters)
             }
             for address in bound { Log.emit(.info, "listening", ["address": .string(address.description)]) }

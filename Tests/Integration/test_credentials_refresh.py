@@ -11,6 +11,7 @@ recovery when it is back.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 import time
@@ -389,3 +390,43 @@ def test_idp_offline_keeps_login_and_recovers_when_back(start_proxy, idp_factory
     assert a["lastError"] is None and a["subject"] == USER_SUBJECT, a
     assert c.token_results("refresh_token").get("ok", 0) >= 1
     assert_no_secrets_logged(idp, [p])
+
+
+def test_analytics_401_asks_for_one_refresh_and_resends_the_batch_with_the_new_token(start_proxy, idp_factory,
+                                                                                      tmp_path):
+    from analytics_sink import AnalyticsSink
+
+    idp = idp_factory(access_ttl=300)
+    sink = AnalyticsSink().start()
+    try:
+        p = launch(start_proxy, idp, tmp_path, refresh_before=30, extra={"analytics": {
+            "root": "pennmobile", "endpoint": sink.url, "credential": "access_token", "product": 1,
+            "pushIntervalSeconds": 3600, "bufferIntervalSeconds": 0}})
+        login(p)
+        first = stored_tokens(p)["access_token"]
+        # The analytics endpoint no longer accepts the token the proxy holds (revoked there).
+        sink.respond = lambda upload: 401 if upload.header("authorization") == f"Bearer {first}" else 200
+
+        def post(value: str):
+            body = json.dumps({"events": [{"key": "pennmobile.refresh.test", "value": value}]}).encode()
+            assert p.call("/_platform/analytics/events", method="POST", body=body).status == 202
+            assert p.call("/_platform/analytics/flush", method="POST", body=b"{}").status == 200
+
+        post("1")
+        uploads = sink.snapshot()
+        assert [u.status for u in uploads] == [401, 200], [(u.status, u.header("authorization")) for u in uploads]
+        assert uploads[1].header("authorization") != f"Bearer {first}"
+        assert uploads[1].pairs() == [("pennmobile.refresh.test", "1")]
+        assert refreshes(idp) == 1
+
+        # An endpoint that refuses every token: one refresh and one resend per cycle, then the
+        # batch stays stored for the next cycle (nothing dropped, no refresh loop).
+        sink.respond = lambda upload: 401
+        post("2")
+        assert [u.status for u in sink.snapshot()][2:] == [401, 401]
+        assert refreshes(idp) == 2
+        sink.respond = lambda upload: 200
+        assert p.call("/_platform/analytics/flush", method="POST", body=b"{}").status == 200
+        assert sink.accepted()[-1].pairs() == [("pennmobile.refresh.test", "2")]
+    finally:
+        sink.stop()
