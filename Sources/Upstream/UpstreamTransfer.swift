@@ -137,16 +137,28 @@ public final class UpstreamTransfer {
             head.reset(status: status)
             return length
         }
-        // Obsolete line folding (a continuation line) is dropped, and so is a field holding a
-        // CR, LF or NUL: nothing relayed may split the response to the client.
-        guard line[0] != 0x20, line[0] != 0x09, let colon = line[0..<end].firstIndex(of: 0x3A),
-              !line[0..<end].contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else { return length }
+        // Obsolete line folding (a continuation line) is dropped, and so is a field whose name is
+        // not a token or that holds a CR, LF or NUL: nothing relayed may bend the client's response.
+        guard let colon = line[0..<end].firstIndex(of: 0x3A), colon > 0,
+              line[0..<colon].allSatisfy({ Self.isTokenByte($0) }),
+              !line[colon..<end].contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else { return length }
         var valueStart = colon + 1
         while valueStart < end && (line[valueStart] == 0x20 || line[valueStart] == 0x09) { valueStart += 1 }
         var valueEnd = end
         while valueEnd > valueStart && (line[valueEnd - 1] == 0x20 || line[valueEnd - 1] == 0x09) { valueEnd -= 1 }
         head.append(name: line[0..<colon], value: line[valueStart..<valueEnd])
         return length
+    }
+
+    /// RFC 9110 tchar: what a field name may hold.
+    private static func isTokenByte(_ b: UInt8) -> Bool {
+        switch b {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+             UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+             UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"): true
+        default: false
+        }
     }
 
     func received(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {

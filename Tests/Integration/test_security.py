@@ -423,3 +423,62 @@ def test_405_for_trace_names_the_allowed_methods(secure, method):
     assert allow, f"405 without Allow:\n{r}"
     methods = {m.strip().upper() for m in allow.split(",")}
     assert "GET" in methods and "TRACE" not in methods and "TRACK" not in methods, allow
+
+
+# --------------------------------------------------------------------------- hostile upstream response fields
+
+
+def _raw_upstream(response: bytes):
+    """A one-shot upstream that answers every request on its connection with ``response``."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+
+    def serve():
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            conn.sendall(response)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
+
+
+def test_upstream_fields_that_are_not_tokens_or_hold_control_bytes_never_reach_the_client(start_proxy, tmp_path):
+    body = b'{"ok":true}'
+    response = (b"HTTP/1.1 200 OK\r\n"
+                b"X-Good: kept\r\n"
+                b"Bad Name: space in the name\r\n"
+                b": empty name\r\n"
+                b"X(paren): not a token\r\n"
+                b"X-Cr: a\rSet-Cookie: injected=1\r\n"
+                b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    upstream = _raw_upstream(response)
+    try:
+        tokens = make_tokens(tmp_path)
+        proxy = start_proxy(base_config(provider=static_provider(tokens), routes=[
+            {"name": "raw", "path": "/", "upstream": f"http://127.0.0.1:{upstream.getsockname()[1]}/",
+             "credential": "access_token", "timeoutSeconds": 5}]))
+        with proxy.connect() as sock:
+            sock.sendall(build_request("GET", "/x", {"Host": proxy.host_header, "Connection": "close"}))
+            raw = b""
+            while chunk := sock.recv(65536):
+                raw += chunk
+    finally:
+        upstream.close()
+    head, _, got = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), raw
+    assert got == body
+    assert b"X-Good: kept" in head
+    for bad in (b"Bad Name", b"empty name", b"X(paren)", b"injected", b"X-Cr"):
+        assert bad not in head, head
