@@ -114,7 +114,7 @@ public struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertible
         switch code {
         case .headTooLarge: "The request head is larger than the proxy accepts."
         case .tooManyHeaders: "The request has more header fields than the proxy accepts."
-        case .unsupportedVersion: "Only HTTP/1.0 and HTTP/1.1 are supported."
+        case .unsupportedVersion: "Only HTTP/1.x is supported."
         case .connectNotSupported: "CONNECT is not supported by a reverse proxy."
         case .unsupportedExpectation: "Only Expect: 100-continue is supported."
         default: "The request is malformed (\(code.rawValue))."

@@ -171,8 +171,11 @@ public struct HTTPRequestHeadParser: Sendable {
               head[i] == 0x48, head[i + 1] == 0x54, head[i + 2] == 0x54, head[i + 3] == 0x50, head[i + 4] == 0x2F,
               head[i + 6] == 0x2E, isDigit(head[i + 5]), isDigit(head[i + 7])
         else { return .failure(.invalidVersion) }
-        let version = HTTPVersion(major: head[i + 5] - 0x30, minor: head[i + 7] - 0x30)
-        guard version == .http11 || version == .http10 else { return .failure(.unsupportedVersion) }
+        // RFC 9110 §6.2: a higher minor version of a major version we implement is processed as
+        // the highest minor we conform to, so HTTP/1.2 … 1.9 are read as HTTP/1.1.
+        let major = head[i + 5] - 0x30, minor = head[i + 7] - 0x30
+        guard major == 1 else { return .failure(.unsupportedVersion) }
+        let version = minor == 0 ? HTTPVersion.http10 : .http11
         return .success((method, target, version, i + 10))
     }
 

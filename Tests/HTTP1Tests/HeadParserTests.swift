@@ -12,6 +12,8 @@ struct HeadParserTests {
     static let valid: [HeadCase] = [
         HeadCase("simple GET", "GET / HTTP/1.1\r\n\(host)\r\n", ok()),
         HeadCase("HTTP/1.1 defaults to keep-alive", "GET /a HTTP/1.1\r\n\(host)\r\n", ok("GET", "/a")),
+        HeadCase("HTTP/1.2 is read as HTTP/1.1 (RFC 9110 §6.2)", "GET /a HTTP/1.2\r\n\(host)\r\n", ok("GET", "/a")),
+        HeadCase("HTTP/1.9 is read as HTTP/1.1", "GET /a HTTP/1.9\r\n\(host)\r\n", ok("GET", "/a")),
         HeadCase("HTTP/1.0 defaults to close, Host optional", "GET / HTTP/1.0\r\n\r\n", ok("GET", "/", .http10, keepAlive: false)),
         HeadCase("Connection: close on 1.1", "GET / HTTP/1.1\r\n\(host)Connection: close\r\n\r\n", ok(keepAlive: false)),
         HeadCase("Connection: close is case-insensitive and found in a list",
@@ -82,6 +84,7 @@ struct HeadParserTests {
         HeadCase("version with a suffix", "GET / HTTP/1.1x\r\n\(host)\r\n", fails(.invalidVersion)),
         HeadCase("version HTTP/9.9", "GET / HTTP/9.9\r\n\(host)\r\n", fails(.unsupportedVersion)),
         HeadCase("version HTTP/2.0", "GET / HTTP/2.0\r\n\(host)\r\n", fails(.unsupportedVersion)),
+        HeadCase("version HTTP/0.9 spelled out", "GET / HTTP/0.9\r\n\(host)\r\n", fails(.unsupportedVersion)),
         HeadCase("HTTP/2 connection preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", fails(.unsupportedVersion)),
         HeadCase("non-ASCII byte in the target", bytes: Array("GET /caf".utf8) + [0xC3, 0xA9] + Array(" HTTP/1.1\r\n\(host)\r\n".utf8),
                  fails(.invalidTarget)),
