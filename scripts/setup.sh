@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on a fresh Debian 12 machine with the Swift toolchain:
-# the C libraries (libcurl, SQLite), the real test peers (nginx, wrk, slowhttptest) and pytest.
+# the C libraries (libcurl, SQLite), the real test peers (nginx, wrk, slowhttptest, openssl for a
+# test CA) and pytest.
 # Idempotent and quiet when everything is already there.
 set -euo pipefail
 
-packages=(pkg-config libcurl4-openssl-dev libsqlite3-dev nginx-light wrk slowhttptest haproxy curl ca-certificates)
+packages=(pkg-config libcurl4-openssl-dev libsqlite3-dev nginx-light wrk slowhttptest haproxy curl ca-certificates openssl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
