@@ -5,7 +5,9 @@ import Upstream
 /// Where a routed request goes, decided once; kept while the request waits for credentials.
 struct ForwardPlan {
     let route: RouteConfiguration
-    /// The route's index in the runtime's configuration.
+    /// The runtime the route came from (a reload may replace it while the request waits) and
+    /// the route's index in its configuration.
+    let runtime: ProxyRuntime
     let routeIndex: Int
     let injector: CredentialInjector
     let rest: Substring
@@ -17,15 +19,17 @@ struct ForwardPlan {
 /// token generation (and per runtime: a reload may change the routes) on each loop.
 struct InjectedLineCache {
     private enum Slot { case unknown, missing, lines(HeaderLines) }
-    private var snapshot: ObjectIdentifier?
-    private var runtime: ObjectIdentifier?
+    // Held, not just identified: a freed snapshot's address could come back as a new one's.
+    private var snapshot: CredentialSnapshot?
+    private var runtime: ProxyRuntime?
     private var slots: [Slot] = []
 
     /// The lines of `plan`'s route for `snapshot`, or nil when its token is missing.
-    mutating func lines(_ plan: ForwardPlan, snapshot: CredentialSnapshot, runtime: ProxyRuntime) -> HeaderLines? {
-        if self.snapshot != ObjectIdentifier(snapshot) || self.runtime != ObjectIdentifier(runtime) {
-            self.snapshot = ObjectIdentifier(snapshot)
-            self.runtime = ObjectIdentifier(runtime)
+    mutating func lines(_ plan: ForwardPlan, snapshot: CredentialSnapshot) -> HeaderLines? {
+        let runtime = plan.runtime
+        if self.snapshot !== snapshot || self.runtime !== runtime {
+            self.snapshot = snapshot
+            self.runtime = runtime
             slots = Array(repeating: .unknown, count: runtime.configuration.routes.count)
         }
         guard slots.indices.contains(plan.routeIndex) else {

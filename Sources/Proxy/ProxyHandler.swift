@@ -94,7 +94,7 @@ public final class ProxyHandler: HTTPHandler {
         }
         guard let upstreamBase = route.upstream else { return fail(exchange, .noRoute(String(target.path))) }
         guard !UpstreamTarget.hasDotSegment(target.path) else { return fail(exchange, .invalidPath) }
-        let plan = ForwardPlan(route: route, routeIndex: index, injector: runtime.injectors[index], rest: rest,
+        let plan = ForwardPlan(route: route, runtime: runtime, routeIndex: index, injector: runtime.injectors[index], rest: rest,
                                url: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query), mockMode: mockMode)
         forward(exchange, plan, refreshed: false)
     }
@@ -123,7 +123,7 @@ public final class ProxyHandler: HTTPHandler {
                 }
             }
         }
-        guard let lines = injectedLines.lines(plan, snapshot: credentials, runtime: runtime) else {
+        guard let lines = injectedLines.lines(plan, snapshot: credentials) else {
             return fail(exchange, .credentialsUnavailable(route.credential.rawValue))
         }
         if !lines.isEmpty { metrics.injected(route: route.name) }
