@@ -23,10 +23,16 @@ public final class CredentialSnapshot: Sendable {
                 providerProblem: String? = nil) {
         self.generation = generation
         self.providerProblem = providerProblem
-        accessTokenValue = accessToken.map { "\(tokenType) \($0)" }
-        idTokenValue = idToken.map { "\(tokenType) \($0)" }
+        // A token or type with anything but visible ASCII (a NUL from a UTF-16 file, CR/LF from a
+        // broken IdP) could split or forge header lines upstream: such a token is never sent.
+        let usableType = Self.isHeaderSafe(tokenType) && !tokenType.isEmpty
+        accessTokenValue = accessToken.flatMap { usableType && Self.isHeaderSafe($0) ? "\(tokenType) \($0)" : nil }
+        idTokenValue = idToken.flatMap { usableType && Self.isHeaderSafe($0) ? "\(tokenType) \($0)" : nil }
         self.status = status ?? AuthStatus(state: accessToken == nil ? .loggedOut : .loggedIn)
     }
+
+    /// Whether `text` is only visible ASCII (RFC 6750's b64token and every token type are).
+    static func isHeaderSafe(_ text: String) -> Bool { text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } }
 
     /// No tokens at all.
     public static let empty = CredentialSnapshot(generation: 0, accessToken: nil, idToken: nil, tokenType: "Bearer")

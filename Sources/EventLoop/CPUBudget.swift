@@ -23,16 +23,17 @@ public enum CPUBudget {
             return tightest
         }
         guard let path = cgroupPath(membership, controller: "cpu") else { return nil }
+        var quotas: [Int] = []
         for mount in ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"] {
             for directory in ancestors(mount, path) {
                 if let quota = read(directory + "/cpu.cfs_quota_us").flatMap({ Int($0) }),
                    let period = read(directory + "/cpu.cfs_period_us").flatMap({ Int($0) }),
                    let cpus = self.quota(microseconds: quota, period: period) {
-                    return cpus
+                    quotas.append(cpus)
                 }
             }
         }
-        return nil
+        return quotas.min()
     }
 
     /// `root + path` and each of its parents up to `root`.

@@ -119,6 +119,7 @@ public final class EventLoop: @unchecked Sendable {
                 afterIteration.removeAll(keepingCapacity: true)
                 for task in tasks { task() }
             }
+            armForEarliest()
         }
     }
 
@@ -146,7 +147,15 @@ public final class EventLoop: @unchecked Sendable {
 
     private func runTimers() {
         now = NanoTime.now()
-        for callback in timers.due(at: now) { callback() }
+        for id in timers.popDue(at: now) {
+            if let callback = timers.take(id) { callback() }
+        }
+        armForEarliest()
+    }
+
+    /// Makes the timerfd fire for the earliest timer, also one already due (scheduled by a task
+    /// after the timers ran): it then wakes the next `epoll_wait` at once.
+    private func armForEarliest() {
         if let next = timers.earliest() {
             if armedDeadline.map({ next < $0 || $0 <= now }) ?? true { arm(next) }
         }

@@ -227,6 +227,7 @@ final class HTTPConnection: Selectable {
                        writeFields: (inout [UInt8]) -> Void) {
         switch framing {
         case .length(let length):
+            exchange.declaredLength = length
             writeHead(exchange, status: status, framing: "Content-Length", value: String(length), writeFields)
         case .bodiless:
             exchange.isHead = true
@@ -243,6 +244,15 @@ final class HTTPConnection: Selectable {
 
     func writeBody(_ exchange: HTTPExchange, _ bytes: UnsafeRawBufferPointer) {
         guard bytes.count > 0, !exchange.isHead else { return }
+        if let declared = exchange.declaredLength, exchange.bytesSent + bytes.count > declared {
+            // More body than the Content-Length sent: the rest would be read as another response.
+            // Send what was declared and close after this response.
+            machine.responseWillBeCloseDelimited()
+            let allowed = max(0, declared - exchange.bytesSent)
+            exchange.bodyOverran = true
+            if allowed > 0 { writeBody(exchange, UnsafeRawBufferPointer(rebasing: bytes[0..<allowed])) }
+            return
+        }
         if exchange.chunkedResponse {
             output.append(Array((String(bytes.count, radix: 16) + "\r\n").utf8))
             output.append(bytes)

@@ -43,6 +43,11 @@ public final class HTTPExchange {
     /// Whether the connection went away before the response ended.
     public internal(set) var isAborted = false
     var chunkedResponse = false
+    /// The Content-Length of a streamed response; more body than this is never written.
+    var declaredLength: Int?
+    /// Whether the handler offered more body than `declaredLength` (the rest was dropped and the
+    /// connection closes after the response).
+    public internal(set) var bodyOverran = false
     var isHead: Bool
 
     init(head: HTTPRequestHead, peer: String, startedAt: NanoTime, loop: EventLoop, connection: HTTPConnection) {

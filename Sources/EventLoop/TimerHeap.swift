@@ -49,15 +49,20 @@ struct TimerHeap {
         }
     }
 
-    /// Removes and returns the callbacks due at `now`, earliest first.
-    mutating func due(at now: NanoTime) -> [() -> Void] {
-        var result: [() -> Void] = []
+    /// Removes the timers due at `now` from the heap and returns them, earliest first. Each
+    /// callback is taken with `take` just before it runs, so a timer that an earlier callback of
+    /// the same batch cancelled does not run (its owner may be gone by then).
+    mutating func popDue(at now: NanoTime) -> [TimerID] {
+        var result: [TimerID] = []
         while let top = heap.first, top.deadline <= now {
             pop()
-            if let callback = callbacks.removeValue(forKey: top.id) { result.append(callback) }
+            if callbacks[top.id] != nil { result.append(TimerID(raw: top.id)) }
         }
         return result
     }
+
+    /// The callback of a popped timer, unless it was cancelled since.
+    mutating func take(_ id: TimerID) -> (() -> Void)? { callbacks.removeValue(forKey: id.raw) }
 
     var count: Int { callbacks.count }
 

@@ -230,7 +230,11 @@ public final class ProxyHandler: HTTPHandler {
     // MARK: server events
 
     public func completed(_ exchange: HTTPExchange) {
-        logExchange(exchange, level: .info, outcome: nil)
+        if exchange.bodyOverran {
+            logExchange(exchange, level: .warning, outcome: "upstream_body_longer_than_content_length")
+        } else {
+            logExchange(exchange, level: .info, outcome: nil)
+        }
         exchange.info?.forwarded = nil
     }
 

@@ -94,15 +94,18 @@ public struct UpstreamResponseHead: Sendable {
         return fields.indices.first { nameEquals($0, wanted) }.map { string(fields[$0].value) }
     }
 
-    /// The first `Content-Length` as a number, when it is one.
+    /// The first `Content-Length` as a number, when it is one and no `Transfer-Encoding` overrides
+    /// it (RFC 9112 §6.3: curl then decodes the chunks and the length means nothing).
     public var contentLength: Int? {
-        guard let index = fields.indices.first(where: { nameEquals($0, Self.contentLengthName) }) else { return nil }
+        guard !fields.indices.contains(where: { nameEquals($0, Self.transferEncodingName) }),
+              let index = fields.indices.first(where: { nameEquals($0, Self.contentLengthName) }) else { return nil }
         let digits = storage[fields[index].value]
         guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 &- 0x30 < 10 }) else { return nil }
         return digits.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
     }
 
     private static let contentLengthName = Array("content-length".utf8)
+    private static let transferEncodingName = Array("transfer-encoding".utf8)
 
     private func string(_ range: Range<Int>) -> String { String(decoding: storage[range], as: UTF8.self) }
 }

@@ -131,10 +131,17 @@ public final class UpstreamTransfer {
             // "HTTP/1.1 NNN reason" or curl's "HTTP/2 NNN" for HTTP/2: a new response head begins.
             var i = 5
             while i < end && line[i] != 0x20 { i += 1 }
-            var status = 0
+            var status = 0, digits = 0
             i += 1
-            while i < end, line[i] &- 0x30 < 10 { status = status * 10 + Int(line[i] &- 0x30); i += 1 }
-            head.reset(status: status)
+            while i < end, digits < 4, line[i] &- 0x30 < 10 {
+                status = status * 10 + Int(line[i] &- 0x30)
+                digits += 1
+                i += 1
+            }
+            // Exactly three digits, 100…999; anything else is no status a proxy can relay (curl
+            // lets e.g. "HTTP/2 99999999999999" through on HTTP/1 connections): the transfer
+            // ends without a head, a 502.
+            head.reset(status: digits == 3 && status >= 100 ? status : 0)
             return length
         }
         // Obsolete line folding (a continuation line) is dropped, and so is a field whose name is

@@ -6,7 +6,9 @@ private func ns(_ n: Int64) -> NanoTime { NanoTime(nanoseconds: n) }
 /// Runs the callbacks due at `now` and returns the tags they recorded.
 private func fire(_ heap: inout TimerHeap, at now: Int64, _ log: FiredLog) -> [Int] {
     log.fired = []
-    for callback in heap.due(at: ns(now)) { callback() }
+    for id in heap.popDue(at: ns(now)) {
+        if let callback = heap.take(id) { callback() }
+    }
     return log.fired
 }
 
@@ -64,6 +66,27 @@ struct TimerHeapTests {
         #expect(fired.sorted() == live)
         let deadlines = fired.map { 30_000 + ($0 * 7919) % 10_000 }
         #expect(deadlines == deadlines.sorted())
+    }
+
+    @Test("a timer cancelled by an earlier callback of the same batch does not run")
+    func cancelWithinBatch() {
+        var heap = TimerHeap()
+        let log = FiredLog()
+        var second: TimerID?
+        // Both due together: the first (a connection closing) cancels the second (its transfer's
+        // head timeout, whose owner is freed by then).
+        _ = heap.schedule(at: ns(100)) { log.fired.append(1) }
+        second = heap.schedule(at: ns(100)) { log.fired.append(2) }
+        let due = heap.popDue(at: ns(100))
+        #expect(due.count == 2)
+        for id in due {
+            guard let callback = heap.take(id) else { continue }
+            callback()
+            if let other = second, other != id { heap.cancel(other) }
+            second = nil
+        }
+        #expect(log.fired.count == 1)
+        #expect(heap.count == 0)
     }
 
     @Test("a cancelled timer never fires and no longer counts")

@@ -482,3 +482,79 @@ def test_upstream_fields_that_are_not_tokens_or_hold_control_bytes_never_reach_t
     assert b"X-Good: kept" in head
     for bad in (b"Bad Name", b"empty name", b"X(paren)", b"injected", b"X-Cr"):
         assert bad not in head, head
+
+
+def _fetch_through(start_proxy, tmp_path, response: bytes) -> bytes:
+    """What a client gets for ``GET /x`` through a route to an upstream answering ``response``."""
+    upstream = _raw_upstream(response)
+    try:
+        proxy = start_proxy(base_config(routes=[
+            {"name": "raw", "path": "/", "upstream": f"http://127.0.0.1:{upstream.getsockname()[1]}/",
+             "credential": "none", "timeoutSeconds": 5}]))
+        with proxy.connect() as sock:
+            sock.sendall(build_request("GET", "/x", {"Host": proxy.host_header, "Connection": "close"}))
+            raw = b""
+            while chunk := sock.recv(65536):
+                raw += chunk
+        assert proxy.proc.poll() is None, "the proxy died"
+        return raw
+    finally:
+        upstream.close()
+
+
+@pytest.mark.parametrize("status_line", [b"HTTP/2 99999999999999999999999 OK", b"HTTP/1.1 2000 OK", b"HTTP/2 20 OK"])
+def test_an_upstream_status_that_is_not_three_digits_is_502_and_the_proxy_lives(start_proxy, tmp_path, status_line):
+    raw = _fetch_through(start_proxy, tmp_path, status_line + b"\r\nContent-Length: 2\r\n\r\nok")
+    assert raw.startswith(b"HTTP/1.1 502"), raw[:300]
+    assert b"upstream_unreachable" in raw
+
+
+def test_upstream_content_length_beside_transfer_encoding_cannot_smuggle_a_response(start_proxy, tmp_path):
+    # curl decodes the chunks and ignores the length; relaying "Content-Length: 5" with the
+    # decoded 32 bytes would hand the client a second, upstream-chosen response.
+    body = b"helloHTTP/1.1 299 Smuggled\r\n\r\nX"
+    raw = _fetch_through(start_proxy, tmp_path,
+                         b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         + f"{len(body):x}".encode() + b"\r\n" + body + b"\r\n0\r\n\r\n")
+    reader = ResponseReader(socket.socket(), timeout=1)  # parse the bytes we already have
+    reader.buf, reader.eof = raw, True
+    first = reader.read_response()
+    assert first.status == 200 and first.body == body, raw[:400]
+    assert first.header("Content-Length") is None
+    assert reader.buf == b"", f"bytes after the response: {reader.buf[:200]!r}"
+
+
+def test_a_client_timeout_and_its_upstream_head_timeout_falling_due_together_do_not_crash(start_proxy):
+    # Both deadlines come from one batch's clock when they are equal: the client's idle timeout
+    # closes the connection and cancels the transfer whose head timeout is due in the same batch.
+    import threading
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(128)
+    held: list[socket.socket] = []
+
+    def accept_and_ignore():
+        while True:
+            try:
+                held.append(silent.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept_and_ignore, daemon=True).start()
+    proxy = start_proxy(base_config(routes=[
+        {"name": "u", "path": "/", "upstream": f"http://127.0.0.1:{silent.getsockname()[1]}/", "credential": "none",
+         "timeoutSeconds": 1}], limits={"idleTimeoutSeconds": 1}, workers=1))
+    clients = []
+    try:
+        for _ in range(2):
+            for _ in range(30):
+                c = socket.create_connection((proxy.host, proxy.port))
+                c.sendall(b"POST /x HTTP/1.1\r\nHost: " + proxy.host_header.encode() + b"\r\nContent-Length: 10\r\n\r\n")
+                clients.append(c)
+            time.sleep(1.6)
+            assert proxy.proc.poll() is None, proxy.stderr_text()[-2000:]
+    finally:
+        for c in clients + held:
+            c.close()
+        silent.close()

@@ -55,6 +55,12 @@ struct UpstreamResponseHeadTests {
         #expect(head.headers.map(\.name) == ["Content-Type", "X-Dup", "x-dup"])
     }
 
+    @Test("Content-Length means nothing next to a Transfer-Encoding (RFC 9112 §6.3)")
+    func contentLengthWithTransferEncoding() {
+        let head = UpstreamResponseHead(status: 200, headers: [("Content-Length", "5"), ("Transfer-Encoding", "chunked")])
+        #expect(head.contentLength == nil)
+    }
+
     @Test("Content-Length is read only when it is plain digits",
           arguments: [("15", 15), ("0", 0), ("", nil), ("+5", nil), ("5 5", nil), ("-1", nil), ("99999999999999999999", nil)] as [(String, Int?)])
     func contentLength(value: String, expected: Int?) {
@@ -91,6 +97,18 @@ struct EasyHandleHeaderListTests {
         #expect(listed(handle) == many)
         handle.setHeaders(HeaderLines(["Only: one"]), HeaderLines(), blankAccept: false, blankContentType: true, blankExpect: false)
         #expect(listed(handle) == ["Only: one", "content-type:"])
+    }
+
+    @Test("a NUL inside a line gets its own node rather than a write past the list")
+    func nulInsideALine() {
+        let handle = EasyHandle()
+        // 20 lines, one with a NUL: 21 line ends, more than the first capacity of 16 nodes + 1.
+        var lines = HeaderLines((0..<19).map { "X-\($0): v" })
+        lines.append(name: Array("Authorization".utf8), value: Array("Bearer a\u{0}b".utf8))
+        handle.setHeaders(lines, HeaderLines(), blankAccept: false, blankContentType: false, blankExpect: false)
+        let listed = listed(handle)
+        #expect(listed.count == 21)
+        #expect(listed.suffix(2) == ["Authorization: Bearer a", "b"])
     }
 
     @Test("no lines at all gives curl no list")
