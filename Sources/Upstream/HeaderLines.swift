@@ -4,14 +4,15 @@
 public struct HeaderLines: Sendable, Equatable {
     /// The lines, each followed by a 0 byte.
     public private(set) var bytes: [UInt8] = []
-    /// Number of lines.
-    public private(set) var count = 0
+
+    /// Number of lines: the 0 bytes, counted rather than kept, so it can never disagree with them.
+    public var count: Int { bytes.count(where: { $0 == 0 }) }
 
     /// No lines.
     public init() {}
 
     /// Whether there are no lines.
-    public var isEmpty: Bool { count == 0 }
+    public var isEmpty: Bool { bytes.isEmpty }
 
     /// `lines` in order.
     public init(_ lines: [String]) {
@@ -40,16 +41,10 @@ public struct HeaderLines: Sendable, Equatable {
     public mutating func appendPart(_ part: some Collection<UInt8>) { bytes.append(contentsOf: part) }
 
     /// Finishes the line being built by `appendPart`.
-    public mutating func endLine() {
-        bytes.append(0)
-        count += 1
-    }
+    public mutating func endLine() { bytes.append(0) }
 
     /// Appends every line of `other`.
-    public mutating func append(contentsOf other: HeaderLines) {
-        bytes.append(contentsOf: other.bytes)
-        count += other.count
-    }
+    public mutating func append(contentsOf other: HeaderLines) { bytes.append(contentsOf: other.bytes) }
 
     /// The lines as strings (tests, logs of rare paths).
     public var lines: [String] {
@@ -57,10 +52,16 @@ public struct HeaderLines: Sendable, Equatable {
     }
 
     /// Whether a line's field name equals `lowercased` ignoring ASCII case (`Name:` or `Name;`).
-    public func containsName(_ lowercased: String) -> Bool {
-        var found = false
+    public func containsName(_ lowercased: String) -> Bool { containsNames(lowercased, lowercased).0 }
+
+    /// Whether some line is named `first`, and whether some line is named `second` (both given
+    /// lowercase; ASCII case ignored), in one pass over the lines.
+    public func containsNames(_ first: String, _ second: String) -> (Bool, Bool) {
+        var found = (false, false)
         forEachLine { line in
-            if !found, Self.name(of: line).elementsEqual(lowercased.utf8, by: { asciiLower($0) == $1 }) { found = true }
+            let name = Self.name(of: line)
+            if !found.0, name.elementsEqual(first.utf8, by: { asciiLower($0) == $1 }) { found.0 = true }
+            if !found.1, name.elementsEqual(second.utf8, by: { asciiLower($0) == $1 }) { found.1 = true }
         }
         return found
     }

@@ -258,10 +258,8 @@ final class EasyHandle {
         let contentType = blankContentType ? Self.blankContentType : HeaderLines()
         let expect = blankExpect ? Self.expect : HeaderLines()
         let byteCount = lines.bytes.count + extra.bytes.count + expect.bytes.count + accept.bytes.count + contentType.bytes.count
-        // One node per NUL actually present: `count` is only as good as what its builders were
-        // given, and a node written past the buffer would be a heap overflow.
-        func lineEnds(_ part: HeaderLines) -> Int { part.bytes.count(where: { $0 == 0 }) }
-        let lineCount = lineEnds(lines) + lineEnds(extra) + lineEnds(expect) + lineEnds(accept) + lineEnds(contentType)
+        // `count` is the NULs present (one node each), whatever bytes the builders were given.
+        let lineCount = lines.count + extra.count + expect.count + accept.count + contentType.count
         if byteCount > lineCapacity {
             lineBytes.deallocate()
             lineCapacity = max(byteCount, 512)

@@ -104,10 +104,10 @@ public final class UpstreamTransfer {
         // the client did not ask for. The last two come only with POST semantics (a body, or
         // POST/PUT/PATCH sent with an empty one).
         let postLike = request.hasBody || method == "POST" || method == "PUT" || method == "PATCH"
-        let given = (request.headers, request.extraHeaders)
-        handle.setHeaders(given.0, given.1, blankAccept: !given.0.containsName("accept") && !given.1.containsName("accept"),
-                          blankContentType: postLike && !given.0.containsName("content-type") && !given.1.containsName("content-type"),
-                          blankExpect: postLike)
+        let own = request.headers.containsNames("accept", "content-type")
+        let extra = request.extraHeaders.containsNames("accept", "content-type")
+        handle.setHeaders(request.headers, request.extraHeaders, blankAccept: !own.0 && !extra.0,
+                          blankContentType: postLike && !own.1 && !extra.1, blankExpect: postLike)
     }
 
     // MARK: libcurl callbacks

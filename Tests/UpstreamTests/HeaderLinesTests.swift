@@ -118,3 +118,14 @@ struct EasyHandleHeaderListTests {
         #expect(handle.headerList == nil)
     }
 }
+
+@Suite("HeaderLines names")
+struct HeaderLinesNamesTests {
+    @Test("two names are looked up in one pass, each on its own")
+    func containsNames() {
+        let lines = HeaderLines(["Accept: */*", "X-Other: 1"])
+        #expect(lines.containsNames("accept", "content-type") == (true, false))
+        #expect(HeaderLines(["content-type;"]).containsNames("accept", "content-type") == (false, true))
+        #expect(HeaderLines().containsNames("accept", "content-type") == (false, false))
+    }
+}
