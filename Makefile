@@ -3,17 +3,22 @@ SHELL := /bin/bash
 CONFIG ?= Config/platform-proxy.json
 SWIFT_BUILD_FLAGS ?=
 
-.PHONY: run test setup build release unit integration check-config bench clean
+PYTHON ?= .venv/bin/python
 
-## run: set up the machine, build, and serve the embedded default config on 127.0.0.1:8080
-run: setup build
+.PHONY: run test setup setup-build build release unit integration check-config bench clean
+
+## run: install the build libraries, build, and serve the embedded default config on 127.0.0.1:8080
+run: setup-build build
 	.build/debug/platform-proxy serve --config $(CONFIG)
 
-## test: set up the machine (apt + pip test peers), build, run unit and integration tests
+## test: install the build libraries and test peers (.venv for Python), build, run unit and integration tests
 test: setup build unit integration
 
+setup-build:
+	@scripts/setup.sh build
+
 setup:
-	@scripts/setup.sh
+	@scripts/setup.sh test
 
 build:
 	swift build $(SWIFT_BUILD_FLAGS)
@@ -25,13 +30,13 @@ unit:
 	swift test $(SWIFT_BUILD_FLAGS)
 
 integration: build
-	PLATFORM_PROXY_BIN=$(CURDIR)/.build/debug/platform-proxy python3 -m pytest -q Tests/Integration
+	PLATFORM_PROXY_BIN=$(CURDIR)/.build/debug/platform-proxy $(PYTHON) -m pytest -q Tests/Integration
 
-check-config: build
+check-config: setup-build build
 	for f in Config/platform-proxy.json Config/examples/*.json; do .build/debug/platform-proxy check-config --config $$f || exit 1; done
 
 bench: setup
 	bench/health.sh
 
 clean:
-	rm -rf .build
+	rm -rf .build .venv

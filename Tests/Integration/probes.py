@@ -1,4 +1,4 @@
-"""The Http11Probe vectors (../shared/vectors/http11probe.json) and their verdicts.
+"""The Http11Probe vectors (vectors/http11probe.json, MIT licence beside it) and their verdicts.
 
 ``load_probes`` reads the 143 entries and turns each ``rawRequest`` into the bytes
 the upstream project really sends (see ``REPAIRS``); ``Expectation`` interprets
@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from proxy import SHARED_DIR, Exchange
+from proxy import VECTORS_DIR, Exchange
 
-VECTORS_PATH = SHARED_DIR / "vectors" / "http11probe.json"
+VECTORS_PATH = VECTORS_DIR / "http11probe.json"
 VECTOR_HOST = b"localhost:8080"
 
 PASS, WARN, FAIL = "pass", "warn", "fail"

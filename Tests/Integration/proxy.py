@@ -24,7 +24,7 @@ from pathlib import Path
 
 INTEGRATION_DIR = Path(__file__).resolve().parent
 REPO_ROOT = INTEGRATION_DIR.parent.parent
-SHARED_DIR = REPO_ROOT.parent / "shared"
+VECTORS_DIR = INTEGRATION_DIR / "vectors"
 
 LISTEN_WAIT_SECONDS = 10.0
 STOP_WAIT_SECONDS = 15.0

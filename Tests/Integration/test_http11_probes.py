@@ -21,7 +21,7 @@ from probes import FAIL, PROBE_RESULTS, VECTORS_PATH, WARN, classify, expectatio
 from proxy import ProxyProcess, base_config, exchange, require_binary, write_mock_dir
 
 if not VECTORS_PATH.exists():
-    pytest.fail(f"probe vectors not found at {VECTORS_PATH} (shared/ must sit beside the repo)",
+    pytest.fail(f"probe vectors not found at {VECTORS_PATH} (they ship in Tests/Integration/vectors/)",
                 pytrace=False)
 
 PROBES = load_probes()
