@@ -1,5 +1,5 @@
-/// When the uploader runs (DESIGN.md §3): `idle → uploading → idle | backoff`. A value with a
-/// manual clock; `AnalyticsService` performs the I/O.
+/// When the uploader runs (docs/ARCHITECTURE.md §3): `idle → uploading → idle | backoff`.
+/// A value with a manual clock; `AnalyticsUploader` performs the I/O.
 public struct UploadSchedule: Sendable, Equatable {
     /// How one batch ended.
     public enum BatchOutcome: Sendable, Equatable {

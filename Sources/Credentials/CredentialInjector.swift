@@ -1,8 +1,8 @@
 import Config
 import Upstream
 
-/// Decides which credential header lines a request carries, per hop (DESIGN.md: libcurl
-/// protects only Authorization and Cookie across hosts, so the proxy decides itself).
+/// Decides which credential header lines a request carries, per hop (docs/ARCHITECTURE.md §7:
+/// libcurl protects only Authorization and Cookie across hosts, so the proxy decides itself).
 public struct CredentialInjector: Sendable {
     /// The route's credential header names, lowercased.
     public let headerNames: [String]

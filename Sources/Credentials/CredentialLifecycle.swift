@@ -1,6 +1,7 @@
-/// The token lifecycle as a value (DESIGN.md §3): `loggedOut / awaitingAuthorization →
-/// valid ⇄ refreshing(waiters) → backoff`. Events in, actions out; `CredentialManager` performs
-/// the I/O. Refresh is single-flight: every request that needs one while it runs only waits.
+/// The token lifecycle as a value (docs/ARCHITECTURE.md §3): `loggedOut /
+/// awaitingAuthorization → valid ⇄ refreshing(waiters) → backoff`. Events in, actions out;
+/// `CredentialManager` performs the I/O. Refresh is single-flight: every request that needs one
+/// while it runs only waits.
 public struct CredentialLifecycle: Sendable {
     /// Identifies a request waiting for a refresh.
     public typealias Waiter = UInt64

@@ -1,5 +1,6 @@
-/// The lifecycle of one client connection as a value (DESIGN.md §3): events in, decisions
-/// out; `HTTPConnection` performs the I/O. Deadlines are the slow-loris, idle and send timeouts.
+/// The lifecycle of one client connection as a value (docs/ARCHITECTURE.md §3): events in,
+/// decisions out; `HTTPConnection` performs the I/O. Deadlines are the slow-loris, idle and send
+/// timeouts.
 public struct ConnectionStateMachine: Sendable {
     /// Where the connection is in its current exchange.
     public enum Phase: Sendable, Equatable {

@@ -1,5 +1,6 @@
 /// The framing and connection meaning of a head, with every smuggling defence of
-/// DESIGN.md §5 (nginx `ngx_http_request.c`, HAProxy `h1.c`): ambiguity is refused, never fixed up.
+/// docs/ARCHITECTURE.md §5 (nginx `ngx_http_request.c`, HAProxy `h1.c`): ambiguity is refused,
+/// never fixed up.
 enum HTTPHeadSemantics {
     struct Meaning {
         var framing: BodyFraming

@@ -1,6 +1,6 @@
 /// Why a request was refused by the parser: every smuggling defence is a named case.
 ///
-/// A struct over a private enum so that new cases are additive (DESIGN.md §8).
+/// A struct over a private enum so that new cases are additive (docs/ARCHITECTURE.md §8).
 public struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: String, Sendable {
         case invalidRequestLine, invalidMethod, invalidTarget, invalidVersion, unsupportedVersion

@@ -5,7 +5,7 @@ public struct HTTPHeadLimits: Sendable, Hashable {
     /// Most header fields in one head. Default 100.
     public var maxHeaderCount: Int
 
-    /// Creates limits; the defaults are those of SPEC.md.
+    /// Creates limits; 32768 is the `limits.maxHeaderBytes` default of Config/README.md.
     public init(maxHeadBytes: Int = 32768, maxHeaderCount: Int = 100) {
         self.maxHeadBytes = maxHeadBytes
         self.maxHeaderCount = maxHeaderCount

@@ -1,8 +1,8 @@
 import Config
 
-/// Local security (SPEC "Local security"): which Host and Origin values are served, and the
-/// optional proxy key. DNS rebinding is defeated by the Host check, cross-site requests from a
-/// browser by the Origin check, other local processes by the key.
+/// Local security (README "Local security and operations"): which Host and Origin values are
+/// served, and the optional proxy key. DNS rebinding is defeated by the Host check, cross-site
+/// requests from a browser by the Origin check, other local processes by the key.
 struct AccessPolicy: Sendable {
     /// `allowedHosts`, lowercased.
     let allowedHosts: [String]

@@ -110,7 +110,7 @@ public struct UpstreamResponseHead: Sendable {
     private func string(_ range: Range<Int>) -> String { String(decoding: storage[range], as: UTF8.self) }
 }
 
-/// Why a transfer failed; a struct over a private enum (DESIGN.md §8).
+/// Why a transfer failed; a struct over a private enum (docs/ARCHITECTURE.md §8).
 public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
     private enum Code: Sendable, Equatable { case unreachable, timeout, cancelled, failedMidResponse }
     private let code: Code

@@ -60,7 +60,7 @@ struct ConfigDefaultsTests {
             bufferIntervalSeconds: 5, maxBatch: 500, maxStoredEvents: 100_000))
     }
 
-    @Test("the example document in SPEC.md loads")
+    @Test("the full example config loads")
     func specExample() throws {
         let config = try #require(validConfig(ConfigSamples.spec))
         #expect(config.listen == [.tcp(host: "127.0.0.1", port: 8080), .unix(path: "/run/platform-proxy/proxy.sock")])
