@@ -32,8 +32,10 @@ unit:
 integration: build
 	PLATFORM_PROXY_BIN=$(CURDIR)/.build/debug/platform-proxy $(PYTHON) -m pytest -q Tests/Integration
 
+## check-config: the shipped configs; examples without their secrets (they name files and variables of a real deployment)
 check-config: setup-build build
-	for f in Config/platform-proxy.json Config/examples/*.json; do .build/debug/platform-proxy check-config --config $$f || exit 1; done
+	.build/debug/platform-proxy check-config --config Config/platform-proxy.json
+	for f in Config/examples/*.json Docker/*.json; do .build/debug/platform-proxy check-config --schema-only --config $$f || exit 1; done
 
 bench: setup
 	bench/health.sh

@@ -4,6 +4,7 @@ extension ConfigDecoder {
     static let topLevelKeys = [
         "listen", "workers", "allowedHosts", "apiKey", "stateDirectory", "mock",
         "provider", "gate", "limits", "routes", "analytics",
+        "metricsListen", "shutdownGraceSeconds", "watchConfig",
     ]
 
     /// The whole document; nil only when the root is not an object (reported).
@@ -14,6 +15,9 @@ extension ConfigDecoder {
         guard let top = ObjectReader(root, at: "", keys: ConfigDecoder.topLevelKeys, decoder: self) else { return nil }
         var config = ProxyConfiguration(configDirectory: directory)
         if let listen = top.read("listen", listenAddresses) { config.listen = listen }
+        config.metricsListen = top.read("metricsListen") { value, path in metricsAddress(value, at: path, listen: config.listen) }
+        if let grace = top.seconds("shutdownGraceSeconds") { config.shutdownGraceSeconds = grace }
+        if let watch = top.bool("watchConfig") { config.watchConfig = watch }
         if let workers = top.integer("workers", in: 0...1024) { config.workers = workers }
         if let hosts = top.read("allowedHosts", allowedHosts) { config.allowedHosts = hosts }
         config.apiKey = top.secret("apiKey")
@@ -69,6 +73,19 @@ extension ConfigDecoder {
             }
         }
         return addresses
+    }
+
+    /// The metrics-only listener: one address that is not also a `listen` address.
+    func metricsAddress(_ value: JSONValue, at path: String, listen: [ListenAddress]) -> ListenAddress? {
+        guard let text = string(value, at: path) else { return nil }
+        switch ListenAddress.validate(text, relativeTo: directory) {
+        case .success(let address) where listen.contains(address):
+            return failure(path, "\(address) is already a \"listen\" address; the metrics listener needs its own")
+        case .success(let address):
+            return address
+        case .failure(let refusal):
+            return failure(path, "\"\(text)\" is not a listen address: \(refusal.reason)")
+        }
     }
 
     func allowedHosts(_ value: JSONValue, at path: String) -> [String]? {

@@ -24,6 +24,7 @@ extension ConfigDecoder {
         default:
             return mismatch(value, at: path, expected: "a string, {\"env\": \"NAME\"} or {\"file\": \"path\"}")
         }
+        guard resolvesSecrets else { return source }
         do {
             _ = try source.resolve(at: path, environment: environment)
         } catch {

@@ -9,10 +9,13 @@ final class ConfigDecoder {
     /// Absolute directory relative paths resolve against.
     let directory: String
     let environment: (String) -> String?
+    /// Whether secrets (environment variables, files) are read to check them; off for `check-config --schema-only`.
+    let resolvesSecrets: Bool
 
-    init(directory: String, environment: @escaping (String) -> String?) {
+    init(directory: String, environment: @escaping (String) -> String?, resolvesSecrets: Bool = true) {
         self.directory = directory
         self.environment = environment
+        self.resolvesSecrets = resolvesSecrets
     }
 
     func report(_ path: String, _ message: String) {

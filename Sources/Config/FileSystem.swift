@@ -13,7 +13,15 @@ enum FileSystem {
     static func readFile(_ path: String, limit: Int) -> Result<[UInt8], ConfigError> {
         var fd: Int32
         repeat { fd = open(path, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
-        guard fd >= 0 else { return .failure(failure("cannot read \(path): \(describe(errno: errno))")) }
+        guard fd >= 0 else {
+            let code = errno
+            var message = "cannot read \(path): \(describe(errno: code))"
+            if code == EACCES {
+                // The usual container mistake: a secret mounted readable by root only.
+                message += " (the proxy runs as uid \(getuid()), gid \(getgid()); make the file readable by it, e.g. chmod 0644 or chown \(getuid()))"
+            }
+            return .failure(failure(message))
+        }
         defer { _ = close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)

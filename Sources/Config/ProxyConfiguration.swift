@@ -25,6 +25,13 @@ public struct ProxyConfiguration: Sendable, Equatable {
     public var routes: [RouteConfiguration]
     /// The analytics sidecar; nil disables `/_platform/analytics/*`. Default nil.
     public var analytics: AnalyticsConfiguration?
+    /// A second listener serving only metrics, health and readiness, without Host or key checks (for a
+    /// Prometheus scrape of a sidecar that listens on loopback). Default nil.
+    public var metricsListen: ListenAddress?
+    /// Seconds a SIGTERM/SIGINT waits for in-flight requests before closing them. Default 9 (under Docker's 10 s).
+    public var shutdownGraceSeconds: Double = 9
+    /// Whether `serve` reloads when the config file changes (inotify; follows a ConfigMap's symlink swap), as on SIGHUP. Default true.
+    public var watchConfig: Bool = true
     /// Absolute directory of the config file, against which relative paths were resolved.
     public var configDirectory: String
 

@@ -7,6 +7,8 @@ import HTTP1
 final class HTTPConnection: Selectable {
     let fd: CInt
     let peer: String
+    /// Index of the listener address it was accepted on.
+    let listener: Int
     private let loop: EventLoop
     private unowned let owner: LoopServer
     private var machine: ConnectionStateMachine
@@ -41,9 +43,10 @@ final class HTTPConnection: Selectable {
     private var writerWaiting = false
     private static let continueLine = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
-    init(fd: CInt, peer: String, loop: EventLoop, owner: LoopServer) {
+    init(fd: CInt, peer: String, listener: Int, loop: EventLoop, owner: LoopServer) {
         self.fd = fd
         self.peer = peer
+        self.listener = listener
         self.loop = loop
         self.owner = owner
         let limits = owner.configuration
@@ -137,7 +140,7 @@ final class HTTPConnection: Selectable {
     private func startExchange(_ head: HTTPRequestHead) {
         let now = loop.now
         machine.headReceived(now: now, keepAlive: head.keepAlive, hasBody: head.framing != .none)
-        let exchange = HTTPExchange(head: head, peer: peer, startedAt: now, loop: loop, connection: self)
+        let exchange = HTTPExchange(head: head, peer: peer, listener: listener, startedAt: now, loop: loop, connection: self)
         self.exchange = exchange
         decoder = HTTPBodyDecoder(framing: head.framing)
         continueSent = false

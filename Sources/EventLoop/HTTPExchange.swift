@@ -10,6 +10,8 @@ public final class HTTPExchange {
     public let head: HTTPRequestHead
     /// The client's address (`unix` for a Unix socket).
     public let peer: String
+    /// Index of the listen address (`ServerConfiguration.addresses`) the connection came in on.
+    public let listener: Int
     /// When the head was complete.
     public let startedAt: NanoTime
     /// The loop that owns this exchange.
@@ -50,9 +52,10 @@ public final class HTTPExchange {
     public internal(set) var bodyOverran = false
     var isHead: Bool
 
-    init(head: HTTPRequestHead, peer: String, startedAt: NanoTime, loop: EventLoop, connection: HTTPConnection) {
+    init(head: HTTPRequestHead, peer: String, listener: Int, startedAt: NanoTime, loop: EventLoop, connection: HTTPConnection) {
         self.head = head
         self.peer = peer
+        self.listener = listener
         self.startedAt = startedAt
         self.loop = loop
         self.connection = connection

@@ -22,21 +22,21 @@ public final class HTTPServer: @unchecked Sendable {
     /// `makeHandler` is called once per loop, on the caller's thread.
     public func start(makeHandler: (EventLoop, Int) throws -> any HTTPHandler) throws -> [BindAddress] {
         let count = configuration.resolvedWorkers
-        var perLoop: [[(fd: CInt, ownsDescriptor: Bool)]] = Array(repeating: [], count: count)
+        var perLoop: [[LoopServer.Listener]] = Array(repeating: [], count: count)
         var bound: [BindAddress] = []
-        for address in configuration.addresses {
+        for (addressIndex, address) in configuration.addresses.enumerated() {
             switch address {
             case .tcp(let host, var port):
                 for index in 0..<count {
                     let fd = try Socket.listen(.tcp(host: host, port: port), reusePort: true)
                     if port == 0 { port = try Socket.boundPort(fd) }
-                    perLoop[index].append((fd, true))
+                    perLoop[index].append(.init(fd: fd, ownsDescriptor: true, address: addressIndex))
                 }
                 bound.append(.tcp(host: host, port: port))
             case .unix:
                 let fd = try Socket.listen(address, reusePort: false)
                 sharedListeners.append(fd)
-                for index in 0..<count { perLoop[index].append((fd, false)) }
+                for index in 0..<count { perLoop[index].append(.init(fd: fd, ownsDescriptor: false, address: addressIndex)) }
                 bound.append(address)
             }
         }

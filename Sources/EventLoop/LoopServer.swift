@@ -17,12 +17,21 @@ final class LoopServer: Selectable {
     let handler: any HTTPHandler
     var requestIDs: RequestIDGenerator
     private let shared: ServerShared
-    private var listeners: [(fd: CInt, ownsDescriptor: Bool)]
+    /// One listening descriptor of this loop.
+    struct Listener {
+        /// The listening socket.
+        let fd: CInt
+        /// Whether this loop closes it (per-loop TCP listeners) or the server does (a shared Unix socket).
+        let ownsDescriptor: Bool
+        /// Index of its address in `ServerConfiguration.addresses`; exchanges carry it.
+        let address: Int
+    }
+    private var listeners: [Listener]
     private var connections: [CInt: HTTPConnection] = [:]
     private var acceptPaused = false
     private var shuttingDown = false
     init(loop: EventLoop, index: Int, configuration: ServerConfiguration, shared: ServerShared,
-         listeners: [(fd: CInt, ownsDescriptor: Bool)], handler: any HTTPHandler) {
+         listeners: [Listener], handler: any HTTPHandler) {
         self.loop = loop
         self.configuration = configuration
         self.shared = shared
@@ -52,12 +61,12 @@ final class LoopServer: Selectable {
                     return
                 }
                 guard let (fd, peer) = accepted else { break }
-                admit(fd: fd, peer: peer)
+                admit(fd: fd, peer: peer, listener: listener.address)
             }
         }
     }
 
-    private func admit(fd: CInt, peer: String) {
+    private func admit(fd: CInt, peer: String, listener: Int) {
         let open = shared.openConnections.add(1, ordering: .relaxed).newValue
         guard open <= shared.maxConnections, !shuttingDown else {
             shared.openConnections.subtract(1, ordering: .relaxed)
@@ -74,7 +83,7 @@ final class LoopServer: Selectable {
             return
         }
         if peer != "unix" { Socket.setNoDelay(fd) }
-        let connection = HTTPConnection(fd: fd, peer: peer, loop: loop, owner: self)
+        let connection = HTTPConnection(fd: fd, peer: peer, listener: listener, loop: loop, owner: self)
         do {
             try connection.start()
             connections[fd] = connection

@@ -56,7 +56,7 @@ extension ProxyHandler {
                         object["interval"] = .number(JSONNumber(device.interval))
                         self.send(exchange, status: 200, headers: Self.json, body: JSONValue.object(object).serializedBytes())
                     case .failure(.refused(let reason)): self.fail(exchange, .loginUnavailable(reason))
-                    case .failure(.unavailable(let reason)): self.fail(exchange, .authServerUnavailable(reason))
+                    case .failure(.unavailable(let reason)): self.fail(exchange, .loginServerUnavailable(reason))
                     }
                 }
             }
@@ -96,7 +96,7 @@ extension ProxyHandler {
                 case .success(let response):
                     self.send(exchange, status: response.status, headers: Self.json, body: response.body)
                 case .failure(.refused): self.fail(exchange, .notLoggedIn)
-                case .failure(.unavailable(let reason)): self.fail(exchange, .authServerUnavailable(reason))
+                case .failure(.unavailable(let reason)): self.fail(exchange, .authServerUnreachable(reason))
                 }
             }
         default:

@@ -10,14 +10,9 @@ struct ControlEndpoints {
     static let maxBody = 65536
 
     private static let json: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
-    private static let healthBody = Array("{\"status\":\"ok\"}".utf8)
 
     func handle(_ exchange: HTTPExchange, path: Substring, runtime: ProxyRuntime, reply: @escaping Reply, collect: Collect) {
-        let isRead = exchange.head.methodIs("GET") || exchange.head.methodIs("HEAD")
         switch path {
-        case "/_platform/health":
-            guard isRead else { return methodNotAllowed(exchange, "GET", reply) }
-            reply(exchange, 200, Self.json, Self.healthBody)
         case "/_platform/mock":
             guard exchange.head.methodIs("POST") else { return methodNotAllowed(exchange, "POST", reply) }
             collect(exchange) { bytes in

@@ -9,7 +9,7 @@ import Upstream
 public enum LoginCommands {
     /// `status`: prints the login state without secrets; exit 0 logged in, 1 not, 2 proxy unreachable.
     public static func status(configPath: String) -> Int32 {
-        guard let target = target(configPath) else { return 2 }
+        guard let (target, config) = target(configPath) else { return 2 }
         switch BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5) {
         case .failure(let error):
             say("platform-proxy is not reachable at \(target.unixSocket ?? target.baseURL): \(error)")
@@ -19,17 +19,17 @@ public enum LoginCommands {
                 say("unexpected answer (HTTP \(response.status)) from \(target.baseURL)/_platform/auth")
                 return 2
             }
-            describe(auth)
+            describe(auth, grant: config.provider?.grant)
             return auth["loggedIn"]?.boolValue == true ? 0 : 1
         }
     }
 
     /// `login`: prints the proxy's login URL (or starts a device login) and waits for `logged_in`.
     public static func login(configPath: String, device: Bool) -> Int32 {
-        guard let target = target(configPath) else { return 2 }
+        guard let (target, config) = target(configPath) else { return 2 }
         if case .success(let response) = BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5),
            let auth = try? JSONValue.parse(response.body), auth["loggedIn"]?.boolValue == true {
-            describe(auth)
+            describe(auth, grant: config.provider?.grant)
             return 0
         }
         if device {
@@ -39,7 +39,7 @@ public enum LoginCommands {
                 say("Go to \(body["verification_uri"]?.stringValue ?? "?") and enter the code \(body["user_code"]?.stringValue ?? "?")")
                 if let complete = body["verification_uri_complete"]?.stringValue { say("(or open \(complete))") }
             case .success(let response):
-                say("device login refused: \(String(decoding: response.body, as: UTF8.self))")
+                say("The device login could not start (HTTP \(response.status)): \(message(response.body))")
                 return 1
             case .failure(let error):
                 say("platform-proxy is not reachable: \(error)")
@@ -67,7 +67,7 @@ public enum LoginCommands {
             return true
         }
         if let signedIn {
-            describe(signedIn)
+            describe(signedIn, grant: config.provider?.grant)
             return 0
         }
         if case .failure(let error) = result { say("the event stream ended: \(error)") }
@@ -76,14 +76,14 @@ public enum LoginCommands {
 
     /// `logout`: revokes and forgets the login in the running proxy.
     public static func logout(configPath: String) -> Int32 {
-        guard let target = target(configPath) else { return 2 }
+        guard let (target, _) = target(configPath) else { return 2 }
         switch BlockingHTTP.request("POST", "/_platform/logout", to: target, timeout: 30) {
         case .success(let response) where response.status == 200:
             let body = try? JSONValue.parse(response.body)
             say("Logged out (refresh token revoked: \(body?["revoked"]?.boolValue == true ? "yes" : "no")).")
             return 0
         case .success(let response):
-            say("logout refused (HTTP \(response.status)): \(String(decoding: response.body, as: UTF8.self))")
+            say("logout refused (HTTP \(response.status)): \(message(response.body))")
             return 1
         case .failure(let error):
             say("platform-proxy is not reachable: \(error)")
@@ -104,14 +104,23 @@ public enum LoginCommands {
         }
     }
 
-    private static func describe(_ auth: JSONValue) {
+    private static func describe(_ auth: JSONValue, grant: ProviderConfiguration.Grant?) {
         say("state: \(auth["state"]?.stringValue ?? "?")")
         if let subject = auth["subject"]?.stringValue { say("subject: \(subject)") }
-        if let expires = auth["expiresAt"]?.doubleValue {
-            let minutes = Int((expires - Double(time(nil))) / 60)
-            say("access token expires: in \(minutes) min (Unix \(Int(expires)))")
+        let expires = auth["expiresAt"]?.doubleValue
+        if grant == .staticTokens {
+            // Static tokens are whatever the config names; the proxy neither refreshes nor expires them.
+            say("access token: static token (no expiry: the proxy uses it as configured)")
+            if let expires { say("id_token exp claim: \(TimeText.describe(expires, now: Double(time(nil))))") }
+        } else if let expires {
+            say("access token expires: \(TimeText.describe(expires, now: Double(time(nil))))")
         }
         if let error = auth["lastError"]?.stringValue { say("last error: \(error)") }
+    }
+
+    /// The `message` of a JSON error body, else the body as text.
+    private static func message(_ body: [UInt8]) -> String {
+        (try? JSONValue.parse(body))?["message"]?.stringValue ?? String(decoding: body, as: UTF8.self)
     }
 
     private static func findBlankLine(_ bytes: [UInt8]) -> Int? {
@@ -121,23 +130,27 @@ public enum LoginCommands {
     }
 
     /// The running proxy's address from the config: its first listener, and its key.
-    private static func target(_ configPath: String) -> BlockingHTTP.Target? {
+    private static func target(_ configPath: String) -> (BlockingHTTP.Target, ProxyConfiguration)? {
         switch ConfigLoader.load(path: configPath) {
         case .failure(let errors):
             Log.writeStandardError("\(configPath):\n\(errors)\n")
             return nil
         case .success(let config):
-            let key = config.apiKey.flatMap { try? $0.resolve() }.map { ["X-Proxy-Key: \($0)"] } ?? []
-            switch config.listen.first {
-            case .unix(let path)?:
-                return BlockingHTTP.Target(baseURL: "http://localhost", unixSocket: path, headers: key)
-            case .tcp(let host, let port)?:
-                let reachable = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
-                let authority = reachable.contains(":") ? "[\(reachable)]:\(port)" : "\(reachable):\(port)"
-                return BlockingHTTP.Target(baseURL: "http://\(authority)", unixSocket: nil, headers: key)
-            case nil:
-                return nil
-            }
+            return address(config).map { ($0, config) }
+        }
+    }
+
+    private static func address(_ config: ProxyConfiguration) -> BlockingHTTP.Target? {
+        let key = config.apiKey.flatMap { try? $0.resolve() }.map { ["X-Proxy-Key: \($0)"] } ?? []
+        switch config.listen.first {
+        case .unix(let path)?:
+            return BlockingHTTP.Target(baseURL: "http://localhost", unixSocket: path, headers: key)
+        case .tcp(let host, let port)?:
+            let reachable = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
+            let authority = reachable.contains(":") ? "[\(reachable)]:\(port)" : "\(reachable):\(port)"
+            return BlockingHTTP.Target(baseURL: "http://\(authority)", unixSocket: nil, headers: key)
+        case nil:
+            return nil
         }
     }
 }

@@ -9,7 +9,7 @@ final class LoopMetrics: @unchecked Sendable {
 
     func request(route: String, status: Int, seconds: Double) {
         snapshot.requests[RouteStatus(route: route, status: status), default: 0] += 1
-        snapshot.latency.observe(seconds)
+        snapshot.latency[route, default: LatencyHistogram()].observe(seconds)
     }
 
     func injected(route: String) { snapshot.injected[route, default: 0] += 1 }
@@ -55,7 +55,8 @@ struct LatencyHistogram: Sendable {
 /// All counters, as one value that loops' copies merge into.
 struct MetricsSnapshot: Sendable {
     var requests: [RouteStatus: Int] = [:]
-    var latency = LatencyHistogram()
+    /// Latency by route.
+    var latency: [String: LatencyHistogram] = [:]
     var injected: [String: Int] = [:]
     var stripped: [String: Int] = [:]
     var upstreamErrors: [RouteKind: Int] = [:]
@@ -65,7 +66,11 @@ struct MetricsSnapshot: Sendable {
 
     mutating func merge(_ other: MetricsSnapshot) {
         requests.merge(other.requests, uniquingKeysWith: +)
-        latency.merge(other.latency)
+        latency.merge(other.latency) { mine, theirs in
+            var sum = mine
+            sum.merge(theirs)
+            return sum
+        }
         injected.merge(other.injected, uniquingKeysWith: +)
         stripped.merge(other.stripped, uniquingKeysWith: +)
         upstreamErrors.merge(other.upstreamErrors, uniquingKeysWith: +)
@@ -75,11 +80,26 @@ struct MetricsSnapshot: Sendable {
     }
 }
 
+/// Config reloads so far, and how the last one ended.
+public struct ReloadStatus: Sendable {
+    /// Reloads that replaced the config.
+    public var ok = 0
+    /// Reloads refused (the old config stayed).
+    public var failed = 0
+    /// Whether the last load (the start, or the last reload) succeeded.
+    public var lastSucceeded = true
+    /// Unix time of the last successful load.
+    public var lastSuccessTime = 0.0
+
+    /// The status at start: the config was loaded at `startTime`.
+    public init(startTime: Double = 0) { lastSuccessTime = startTime }
+}
+
 /// Knows every loop's counters; filled before the loops start, read-only afterwards.
 public final class MetricsHub: @unchecked Sendable {
     private var members: [(loop: EventLoop, metrics: LoopMetrics)] = []
     private var openConnections: @Sendable () -> Int = { 0 }
-    private var reloads: @Sendable () -> (ok: Int, failed: Int) = { (0, 0) }
+    private var reloads: @Sendable () -> ReloadStatus = { ReloadStatus() }
     private var analytics: AnalyticsCounters?
     private var refreshes: RefreshCounters?
 
@@ -96,7 +116,7 @@ public final class MetricsHub: @unchecked Sendable {
 
     /// Where the open-connection gauge and the reload counts come from (set before the loops start).
     public func setSources(openConnections: @escaping @Sendable () -> Int,
-                           reloads: @escaping @Sendable () -> (ok: Int, failed: Int)) {
+                           reloads: @escaping @Sendable () -> ReloadStatus) {
         self.openConnections = openConnections
         self.reloads = reloads
     }
@@ -117,6 +137,7 @@ public final class MetricsHub: @unchecked Sendable {
                     box.remaining -= 1
                     if box.remaining == 0 {
                         box.completion(PrometheusText.render(box.total, open: open(), reloads: reloads())
+                                       + PrometheusText.render(process: ProcessStats.read())
                                        + (analytics.map(PrometheusText.render(analytics:)) ?? "")
                                        + (refreshes.map(PrometheusText.render(refreshes:)) ?? ""))
                     }

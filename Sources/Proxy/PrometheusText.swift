@@ -3,21 +3,24 @@ import Credentials
 
 /// The Prometheus text exposition format (version 0.0.4).
 enum PrometheusText {
-    static func render(_ m: MetricsSnapshot, open: Int, reloads: (ok: Int, failed: Int)) -> String {
+    static func render(_ m: MetricsSnapshot, open: Int, reloads: ReloadStatus) -> String {
         var out = ""
         header(&out, "platform_proxy_requests_total", "counter", "Requests answered, by route and status.")
         for (key, value) in m.requests.sorted(by: { ($0.key.route, $0.key.status) < ($1.key.route, $1.key.status) }) {
             out += "platform_proxy_requests_total{route=\"\(escape(key.route))\",status=\"\(key.status)\"} \(value)\n"
         }
-        header(&out, "platform_proxy_request_duration_seconds", "histogram", "Time from a request head to the end of its response.")
-        var cumulative = 0
-        for (bound, count) in zip(LatencyHistogram.bounds, m.latency.counts) {
-            cumulative += count
-            out += "platform_proxy_request_duration_seconds_bucket{le=\"\(bound)\"} \(cumulative)\n"
+        header(&out, "platform_proxy_request_duration_seconds", "histogram", "Time from a request head to the end of its response, by route.")
+        for (route, histogram) in m.latency.sorted(by: { $0.key < $1.key }) {
+            let label = "route=\"\(escape(route))\""
+            var cumulative = 0
+            for (bound, count) in zip(LatencyHistogram.bounds, histogram.counts) {
+                cumulative += count
+                out += "platform_proxy_request_duration_seconds_bucket{\(label),le=\"\(bound)\"} \(cumulative)\n"
+            }
+            out += "platform_proxy_request_duration_seconds_bucket{\(label),le=\"+Inf\"} \(histogram.count)\n"
+            out += "platform_proxy_request_duration_seconds_sum{\(label)} \(histogram.sum)\n"
+            out += "platform_proxy_request_duration_seconds_count{\(label)} \(histogram.count)\n"
         }
-        out += "platform_proxy_request_duration_seconds_bucket{le=\"+Inf\"} \(m.latency.count)\n"
-        out += "platform_proxy_request_duration_seconds_sum \(m.latency.sum)\n"
-        out += "platform_proxy_request_duration_seconds_count \(m.latency.count)\n"
         perRoute(&out, "platform_proxy_credentials_injected_total", "Requests sent upstream with injected credentials.", m.injected)
         perRoute(&out, "platform_proxy_credentials_stripped_total", "Redirect hops to hosts outside credentialHosts, sent without credentials.", m.stripped)
         header(&out, "platform_proxy_upstream_errors_total", "counter", "Upstream transfers that failed, by route and kind.")
@@ -27,11 +30,33 @@ enum PrometheusText {
         perRoute(&out, "platform_proxy_gate_held_total", "Requests stopped by the awaiting-authorization gate (rejected or held).", m.gateRejections)
         perRoute(&out, "platform_proxy_retries_after_401_total", "Requests retried once after an upstream 401 and a refresh.", m.retries401)
         perRoute(&out, "platform_proxy_mock_recorded_total", "Responses written to a mock folder in record mode.", m.mockRecorded)
-        header(&out, "platform_proxy_config_reloads_total", "counter", "SIGHUP config reloads, by result.")
+        header(&out, "platform_proxy_config_reloads_total", "counter", "Config reloads (SIGHUP or a changed file), by result.")
         out += "platform_proxy_config_reloads_total{result=\"ok\"} \(reloads.ok)\n"
         out += "platform_proxy_config_reloads_total{result=\"failed\"} \(reloads.failed)\n"
+        header(&out, "platform_proxy_config_last_reload_success", "gauge", "1 when the last config load (start or reload) succeeded, else 0.")
+        out += "platform_proxy_config_last_reload_success \(reloads.lastSucceeded ? 1 : 0)\n"
+        header(&out, "platform_proxy_config_last_reload_success_timestamp_seconds", "gauge", "Unix time of the last successful config load.")
+        out += "platform_proxy_config_last_reload_success_timestamp_seconds \(Int(reloads.lastSuccessTime))\n"
         header(&out, "platform_proxy_open_connections", "gauge", "Open client connections.")
         out += "platform_proxy_open_connections \(open)\n"
+        return out
+    }
+
+    /// The standard process metrics (names as the Prometheus client libraries use them) and build info.
+    static func render(process p: ProcessStats) -> String {
+        var out = ""
+        header(&out, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.")
+        out += "process_cpu_seconds_total \(p.cpuSeconds)\n"
+        header(&out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.")
+        out += "process_resident_memory_bytes \(p.residentBytes)\n"
+        header(&out, "process_open_fds", "gauge", "Open file descriptors.")
+        out += "process_open_fds \(p.openDescriptors)\n"
+        header(&out, "process_max_fds", "gauge", "The open file descriptor limit.")
+        out += "process_max_fds \(p.maxDescriptors)\n"
+        header(&out, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.")
+        out += "process_start_time_seconds \(p.startTime)\n"
+        header(&out, "platform_proxy_build_info", "gauge", "Always 1; the labels name the running build.")
+        out += "platform_proxy_build_info{version=\"\(escape(ProxyService.version))\"} 1\n"
         return out
     }
 

@@ -1,7 +1,7 @@
 import JSON
 
 /// An error the proxy answers itself: HTTP status, snake_case code and a human sentence.
-/// A struct over a private enum so new errors are additive (DESIGN.md §8).
+/// A struct over a private enum so new errors are additive (docs/ARCHITECTURE.md §8).
 public struct ProxyError: Error, Sendable, Equatable {
     private enum Code: String, Sendable {
         case noRoute = "no_route"
@@ -76,11 +76,19 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static let tooManyRedirects = Self(.tooManyRedirects, 502, "The upstream redirected more times than the route allows.")
     /// The body exceeds `limits.maxBodyBytes`.
     public static let bodyTooLarge = Self(.bodyTooLarge, 413, "The request body is larger than the proxy accepts.")
-    /// No login: credentialed routes are gated (SPEC "Awaiting-authorization gate").
+    /// No login: credentialed routes are gated (README "Logging in (OAuth 2 / OIDC)", Gate).
     public static let awaitingAuthorization = Self(.awaitingAuthorization, 401, "Sign in first: open /_platform/login.")
     /// The auth server could not refresh the tokens; the login is kept.
     public static func authServerUnavailable(_ reason: String) -> Self {
         Self(.authServerUnavailable, 503, "The auth server is unavailable (\(reason)); the login is kept and the refresh retried.")
+    }
+    /// The auth server could not be reached to start a login; nothing changed.
+    public static func loginServerUnavailable(_ reason: String) -> Self {
+        Self(.authServerUnavailable, 503, "The auth server could not be reached to start the login (\(reason)); nothing changed, try again later.")
+    }
+    /// The auth server could not be reached for a request on behalf of the login (userinfo).
+    public static func authServerUnreachable(_ reason: String) -> Self {
+        Self(.authServerUnavailable, 503, "The auth server could not be reached (\(reason)); the login is kept.")
     }
     /// This provider or grant offers no such login.
     public static func loginUnavailable(_ reason: String) -> Self { Self(.loginUnavailable, 404, reason) }

@@ -31,6 +31,8 @@ public final class ProxyHandler: HTTPHandler {
     /// `/_platform/auth/events` streams on this loop.
     var eventStreams: [HTTPExchange] = []
     var heartbeat: TimerID?
+    /// Index of the `metricsListen` address among the server's listeners, when there is one.
+    public var metricsListener: Int?
     /// Injected header lines per route, formatted once per token generation.
     private var injectedLines = InjectedLineCache()
 
@@ -52,11 +54,17 @@ public final class ProxyHandler: HTTPHandler {
         let info = ExchangeInfo(requestID: requestID(head), path: target.path)
         exchange.context = info
 
+        if exchange.listener == metricsListener { return handleMetricsListener(exchange, path: target.path) }
         if target.path == "*" { return respondOptions(exchange) }
         if head.methodIsIgnoringCase("TRACE") || head.methodIsIgnoringCase("TRACK") {
             // A TRACE echo would hand the injected credentials back to the caller; an upstream
             // may treat `trace` like TRACE, so every spelling is refused.
             return fail(exchange, .methodNotAllowed("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"))
+        }
+        if let probe = Probe(path: target.path) {
+            // Container and kubelet probes carry no key and name the pod IP as Host; the answers reveal nothing else.
+            info.route = Probe.route
+            return answer(probe, exchange)
         }
         let hostHeader = head.first("Host")
         if let authority = target.authority, let hostHeader, authority.lowercased() != hostHeader.lowercased() {
@@ -73,7 +81,6 @@ public final class ProxyHandler: HTTPHandler {
             info.route = "_platform"
             if let origin, !access.originAllowed(origin) { return fail(exchange, .originNotAllowed) }
             if target.path == "/_platform/metrics" { return scrapeMetrics(exchange) }
-            if target.path == "/_platform/ready" { return ready(exchange) }
             if handleAuthEndpoint(exchange, path: target.path, query: target.query) { return }
             if handleAnalyticsEndpoint(exchange, path: target.path) { return }
             return control.handle(exchange, path: target.path, runtime: runtime, reply: reply) { [unowned self] exchange, then in
@@ -136,8 +143,24 @@ public final class ProxyHandler: HTTPHandler {
         forwarded.start(retryBodyBytes: runtime.configuration.limits.retryBodyBytes)
     }
 
-    private func ready(_ exchange: HTTPExchange) {
+    /// The `metricsListen` address serves metrics, health and readiness only, with no Host or key
+    /// check: it is the operator's choice of where a scraper reaches, and it serves no credential.
+    private func handleMetricsListener(_ exchange: HTTPExchange, path: Substring) {
+        exchange.info?.route = Probe.route
+        if path == "/metrics" || path == "/_platform/metrics" { return scrapeMetrics(exchange) }
+        if let probe = Probe(path: path) { return answer(probe, exchange) }
+        fail(exchange, .noRoute(String(path)))
+    }
+
+    private func answer(_ probe: Probe, _ exchange: HTTPExchange) {
         guard exchange.head.methodIs("GET") || exchange.head.methodIs("HEAD") else { return fail(exchange, .methodNotAllowed("GET")) }
+        switch probe {
+        case .health: send(exchange, status: 200, headers: Probe.headers, body: Probe.healthBody)
+        case .ready: ready(exchange)
+        }
+    }
+
+    private func ready(_ exchange: HTTPExchange) {
         let headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
         if let reason = unreadyReason() {
             send(exchange, status: 503, headers: headers, body: Array("{\"status\":\"not_ready\",\"reason\":\(jsonQuoted(reason))}".utf8))
@@ -258,7 +281,13 @@ public final class ProxyHandler: HTTPHandler {
 
     private func logExchange(_ exchange: HTTPExchange, level: LogLevel, outcome: String?) {
         let seconds = loop.now.seconds(since: exchange.startedAt)
-        metrics.request(route: exchange.info?.route ?? "_unrouted", status: exchange.status, seconds: seconds)
+        var level = level
+        if exchange.info?.route == Probe.route {
+            // Probes and scrapes arrive every few seconds for the life of the process: not traffic.
+            if level == .info { level = .debug }
+        } else {
+            metrics.request(route: exchange.info?.route ?? "_unrouted", status: exchange.status, seconds: seconds)
+        }
         guard Log.enabled(level) else { return }
         let info = exchange.info
         var fields: [(String, LogValue)] = [

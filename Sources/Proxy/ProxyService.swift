@@ -16,21 +16,34 @@ public enum ProxyService {
     private static let reloadCounts = ReloadCounts()
 
     private final class ReloadCounts: Sendable {
-        let ok = Atomic<Int>(0)
-        let failed = Atomic<Int>(0)
+        let status = Mutex(ReloadStatus())
+
+        func record(success: Bool) {
+            status.withLock { status in
+                if success { status.ok += 1; status.lastSuccessTime = UnixTime.now() } else { status.failed += 1 }
+                status.lastSucceeded = success
+            }
+        }
     }
 
-    /// How long a graceful shutdown waits for in-flight requests: under Docker's 10 s stop timeout.
-    public static let shutdownSeconds = 9.0
-
     /// Serves until stopped; returns the process exit code.
-    public static func serve(configPath: String) -> Int32 {
+    public static func serve(config location: ConfigLocation) -> Int32 {
+        let configPath = location.path
         let configuration: ProxyConfiguration
         switch ConfigLoader.load(path: configPath) {
         case .success(let loaded): configuration = loaded
         case .failure(let errors):
-            printErrors(errors, path: configPath)
+            // The log stream stays JSON lines, one per problem, each readable on its own.
+            for error in errors.errors {
+                Log.emit(.error, "config_error", ["config": .string(configPath), "path": .string(error.path),
+                                                  "message": .string(error.message)])
+            }
+            Log.emit(.error, "startup_failed", ["config": .string(configPath), "problems": .int(errors.errors.count),
+                                                "hint": .string("platform-proxy check-config --config \(configPath)")])
             return 1
+        }
+        for warning in ConfigWarnings.of(configuration) {
+            Log.emit(.warning, "config_warning", ["path": .string(warning.path), "message": .string(warning.message)])
         }
         // Block the lifecycle signals before any thread exists so every thread inherits the mask.
         let signals = cl_signalfd_for_lifecycle()
@@ -56,13 +69,15 @@ public enum ProxyService {
         }
         var handlers: [ProxyHandler] = []
         let hub = MetricsHub()
+        reloadCounts.status.withLock { $0.lastSuccessTime = UnixTime.now() }
         hub.setSources(openConnections: { [server] in server.openConnections },
-                       reloads: { (reloadCounts.ok.load(ordering: .relaxed), reloadCounts.failed.load(ordering: .relaxed)) })
+                       reloads: { reloadCounts.status.withLock { $0 } })
         do {
             let bound = try server.start { loop, index in
                 let handler = ProxyHandler(runtime: runtime, loop: loop, loopIndex: index, hub: hub)
                 handler.analytics = analytics
                 handler.uploadsHere = index == 0
+                handler.metricsListener = configuration.metricsListen.map { _ in configuration.listen.count }
                 handler.credentialsChanged(initial)
                 handler.credentialManager = lifecycle?.manager(home: loop, http: handler.upstream)
                 handlers.append(handler)
@@ -80,7 +95,7 @@ public enum ProxyService {
             Log.emit(.error, "startup_failed", ["error": .string("\(error)")])
             return 1
         }
-        Log.emit(.info, "started", ["version": .string(version), "config": .string(configPath),
+        Log.emit(.info, "started", ["version": .string(version), "config": .string(configPath), "configSource": .string(location.source),
                                     "workers": .int(server.eventLoops.count), "routes": .int(configuration.routes.count)])
         return waitForSignals(signals, server: server, handlers: handlers, configPath: configPath, current: runtime, tokens: tokens,
                               lifecycle: lifecycle, analytics: analytics)
@@ -98,28 +113,31 @@ public enum ProxyService {
         }
     }
 
-    /// Validates a config; prints every problem. Returns the exit code.
-    public static func checkConfig(configPath: String) -> Int32 {
-        switch ConfigLoader.load(path: configPath) {
+    /// Validates a config and prints the report on stdout (so `> report.txt` keeps it): every
+    /// problem with its JSON path, or "ok" and any warnings. Returns 1 on a problem, else 0.
+    /// With `schemaOnly`, secret files and environment variables are not read.
+    public static func checkConfig(config location: ConfigLocation, schemaOnly: Bool) -> Int32 {
+        let path = location.path
+        switch ConfigLoader.load(path: path, schemaOnly: schemaOnly) {
         case .success(let configuration):
-            print("\(configPath): ok (\(configuration.routes.count) routes)")
+            let routes = configuration.routes.count
+            var text = "\(path): ok (\(routes) route\(routes == 1 ? "" : "s")\(schemaOnly ? ", secrets not read" : ""))\n"
+            if location.source != "--config" { text = "using \(location.description)\n" + text }
+            for warning in ConfigWarnings.of(configuration) { text += "  warning: \(warning)\n" }
+            print(text, terminator: "")
             return 0
         case .failure(let errors):
-            printErrors(errors, path: configPath)
+            var text = "\(path): \(errors.errors.count) problem\(errors.errors.count == 1 ? "" : "s")\n"
+            for error in errors.errors { text += "  \(error)\n" }
+            print(text, terminator: "")
             return 1
         }
-    }
-
-    private static func printErrors(_ errors: ConfigErrors, path: String) {
-        var text = "\(path): \(errors.errors.count) problem\(errors.errors.count == 1 ? "" : "s")\n"
-        for error in errors.errors { text += "  \(error)\n" }
-        Log.writeStandardError(text)
     }
 
     /// The server's settings from the proxy config.
     static func serverConfiguration(_ config: ProxyConfiguration) -> ServerConfiguration {
         var server = ServerConfiguration()
-        server.addresses = config.listen.map { address in
+        server.addresses = (config.listen + (config.metricsListen.map { [$0] } ?? [])).map { address in
             switch address {
             case .tcp(let host, let port): .tcp(host: host, port: port)
             case .unix(let path): .unix(path: path)
@@ -140,26 +158,40 @@ public enum ProxyService {
         var runtime = current
         var tokens = tokens
         var drainDeadline: NanoTime?
+        let watcher = current.configuration.watchConfig ? ConfigWatcher(path: absolute(configPath)) : nil
+        // Changes come in bursts (an editor's write and rename, a ConfigMap swap): look once they settle.
+        var checkAt: NanoTime?
+        let grace = current.configuration.shutdownGraceSeconds
+        func reloadNow(_ trigger: String) {
+            let previous = runtime
+            runtime = reload(configPath: configPath, trigger: trigger, server: server, handlers: handlers, current: runtime)
+            if runtime !== previous, runtime.configuration.provider != previous.configuration.provider {
+                reloadProvider(from: previous, to: runtime, tokens: &tokens, lifecycle: lifecycle, server: server, handlers: handlers)
+            }
+        }
         while true {
-            var pfd = pollfd(fd: signals, events: Int16(POLLIN), revents: 0)
-            _ = poll(&pfd, 1, drainDeadline == nil ? 1000 : 50)
+            var pfds = [pollfd(fd: signals, events: Int16(POLLIN), revents: 0),
+                        pollfd(fd: watcher?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+            _ = poll(&pfds, 2, drainDeadline == nil ? (checkAt == nil ? 1000 : 100) : 50)
             if let snapshot = tokens.poll() { publish(snapshot, server: server, handlers: handlers) }
+            if let watcher, watcher.drainEvents() { checkAt = NanoTime.now().adding(seconds: 0.2) }
+            if let due = checkAt, NanoTime.now() >= due, drainDeadline == nil {
+                checkAt = nil
+                if watcher?.contentChanged() == true { reloadNow("file_changed") }
+            }
             while case let signal = cl_signalfd_read(signals), signal > 0 {
                 switch signal {
                 case SIGHUP:
-                    let previous = runtime
-                    runtime = reload(configPath: configPath, server: server, handlers: handlers, current: runtime)
-                    if runtime !== previous, runtime.configuration.provider != previous.configuration.provider {
-                        reloadProvider(from: previous, to: runtime, tokens: &tokens, lifecycle: lifecycle, server: server, handlers: handlers)
-                    }
+                    reloadNow("sighup")
+                    watcher?.noteReloaded()
                 default:
                     if drainDeadline != nil {
                         Log.emit(.warning, "forced_exit", ["signal": .int(Int(signal)), "open": .int(server.openConnections)])
                         _exit(1)
                     }
                     Log.emit(.info, "shutting_down", ["signal": .int(Int(signal)), "open": .int(server.openConnections),
-                                                      "deadlineSeconds": .double(shutdownSeconds)])
-                    drainDeadline = NanoTime.now().adding(seconds: shutdownSeconds)
+                                                      "deadlineSeconds": .double(grace)])
+                    drainDeadline = NanoTime.now().adding(seconds: grace)
                     server.beginShutdown()
                 }
             }
@@ -193,6 +225,14 @@ public enum ProxyService {
         }
     }
 
+    /// `path` made absolute against the working directory (the watcher must not follow a later chdir).
+    private static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        return String(cString: buffer) + "/" + path
+    }
+
     /// Hands a new token snapshot to every loop; requests after it carry the new tokens.
     private static func publish(_ snapshot: CredentialSnapshot, server: HTTPServer, handlers: [ProxyHandler]) {
         Log.emit(.info, "credentials_changed", ["generation": .int(Int(snapshot.generation))])
@@ -203,11 +243,13 @@ public enum ProxyService {
     }
 
     /// SIGHUP: a valid config replaces the runtime on every loop for new requests; an invalid one is logged and ignored.
-    private static func reload(configPath: String, server: HTTPServer, handlers: [ProxyHandler], current: ProxyRuntime) -> ProxyRuntime {
+    private static func reload(configPath: String, trigger: String, server: HTTPServer, handlers: [ProxyHandler],
+                               current: ProxyRuntime) -> ProxyRuntime {
         switch ConfigLoader.load(path: configPath) {
         case .failure(let errors):
-            reloadCounts.failed.add(1, ordering: .relaxed)
-            Log.emit(.error, "config_reload_failed", ["config": .string(configPath), "errors": .string(errors.description)])
+            reloadCounts.record(success: false)
+            Log.emit(.error, "config_reload_failed", ["config": .string(configPath), "trigger": .string(trigger),
+                                                      "errors": .string(errors.description)])
             return current
         case .success(let configuration):
             let next = ProxyRuntime(configuration: configuration, mocks: current.mocks)
@@ -216,11 +258,15 @@ public enum ProxyService {
                 loop.execute { handler.runtime = next }
             }
             let old = current.configuration
-            if old.listen != configuration.listen || old.workers != configuration.workers || old.limits != configuration.limits {
-                Log.emit(.warning, "config_reload_partial", ["message": .string("listen, workers and limits take effect at the next start")])
+            if old.listen != configuration.listen || old.workers != configuration.workers || old.limits != configuration.limits
+                || old.metricsListen != configuration.metricsListen || old.shutdownGraceSeconds != configuration.shutdownGraceSeconds
+                || old.watchConfig != configuration.watchConfig {
+                Log.emit(.warning, "config_reload_partial", ["message": .string(
+                    "listen, metricsListen, workers, limits, shutdownGraceSeconds and watchConfig take effect at the next start")])
             }
-            reloadCounts.ok.add(1, ordering: .relaxed)
-            Log.emit(.info, "config_reloaded", ["config": .string(configPath), "routes": .int(configuration.routes.count)])
+            reloadCounts.record(success: true)
+            Log.emit(.info, "config_reloaded", ["config": .string(configPath), "trigger": .string(trigger),
+                                                "routes": .int(configuration.routes.count)])
             return next
         }
     }

@@ -217,26 +217,36 @@ def test_latency_histogram_is_cumulative_and_consistent(metered, prom_parser):
     drive_known_traffic(metered)
     s = scrape_until(metered, prom_parser, requests_match)
     fam = s.family("platform_proxy_request_duration_seconds", "histogram")
-    buckets = [(smp.labels["le"], smp.value) for smp in fam.samples if smp.name.endswith("_bucket")]
-    assert buckets, s.text
-    les = [le for le, _ in buckets]
-    assert les[-1] == "+Inf", f"the last bucket is le={les[-1]!r}, expected +Inf"
-    bounds = [float(le) for le in les]
-    assert bounds == sorted(bounds) and len(set(bounds)) == len(bounds), f"bucket bounds out of order: {les}"
-    values = [v for _, v in buckets]
-    assert all(a <= b for a, b in zip(values, values[1:])), f"buckets not cumulative: {buckets}"
-    count = s.value("platform_proxy_request_duration_seconds_count")
-    total = s.value("platform_proxy_request_duration_seconds_sum")
-    assert count is not None and total is not None, s.text
-    assert values[-1] == count, f"le=+Inf {values[-1]} != _count {count}"
-    # every answered request is observed once: the histogram and the request counter agree
-    requests = sum(s.series("platform_proxy_requests_total").values())
-    assert count == requests, f"histogram _count {count} != sum of requests_total {requests}\n{s.text}"
-    # the 504 took about a second (timeoutSeconds 1): it must be visible in sum and buckets
-    assert total >= 0.9, f"_sum {total}s, but one request alone took ~1 s"
-    under_half_second = dict(buckets).get("0.5")
+    routes = sorted({smp.labels.get("route") for smp in fam.samples})
+    assert routes and None not in routes, f"every latency series carries a route label: {routes}\n{s.text}"
+    total_count = 0
+    slow = None
+    for route in routes:
+        buckets = [(smp.labels["le"], smp.value) for smp in fam.samples
+                   if smp.name.endswith("_bucket") and smp.labels["route"] == route]
+        les = [le for le, _ in buckets]
+        assert les and les[-1] == "+Inf", f"{route}: the last bucket is {les[-1:]!r}, expected +Inf"
+        bounds = [float(le) for le in les]
+        assert bounds == sorted(bounds) and len(set(bounds)) == len(bounds), f"{route}: bucket bounds out of order: {les}"
+        values = [v for _, v in buckets]
+        assert all(a <= b for a, b in zip(values, values[1:])), f"{route}: buckets not cumulative: {buckets}"
+        count = s.value("platform_proxy_request_duration_seconds_count", route=route)
+        total = s.value("platform_proxy_request_duration_seconds_sum", route=route)
+        assert count is not None and total is not None, s.text
+        assert values[-1] == count, f"{route}: le=+Inf {values[-1]} != _count {count}"
+        # every answered request of the route is observed once: histogram and counter agree
+        requests = sum(v for labels, v in s.series("platform_proxy_requests_total").items()
+                       if dict(labels).get("route") == route)
+        assert count == requests, f"{route}: histogram _count {count} != requests_total {requests}\n{s.text}"
+        total_count += count
+        if total >= 0.9:
+            slow = (route, dict(buckets).get("0.5"), count)
+    # the 504 took about a second (timeoutSeconds 1): visible in its route's sum and buckets
+    assert slow is not None, f"no route's _sum reaches the ~1 s of the 504\n{s.text}"
+    route, under_half_second, count = slow
     assert under_half_second is not None and under_half_second <= count - 1, \
-        f"le=0.5 holds {under_half_second} of {count}, but the 504 took ~1 s"
+        f"{route}: le=0.5 holds {under_half_second} of {count}, but the 504 took ~1 s"
+    assert total_count == sum(s.series("platform_proxy_requests_total").values())
 
 
 def test_credentials_injected_and_stripped_are_counted_per_route(metered, prom_parser):

@@ -107,7 +107,7 @@ def test_default_allowed_hosts_are_served_with_or_without_a_port(secure, host, w
     "192.168.1.10",
 ])
 def test_foreign_host_header_gets_403_host_not_allowed_and_never_reaches_upstream(secure, host):
-    for path in ("/api/echo", "/open/echo", "/m/a", "/_platform/health", "/nowhere"):
+    for path in ("/api/echo", "/open/echo", "/m/a", "/_platform/metrics", "/nowhere"):
         r = secure.get(path, headers={"Host": host})
         assert_error_json(r, 403, "host_not_allowed")
     time.sleep(0.1)
@@ -190,8 +190,6 @@ def test_foreign_origin_on_credentialed_route_gets_403_origin_not_allowed(secure
 
 @pytest.mark.parametrize("origin", ["http://evil.example", "null", "https://127.0.0.2"], ids=path_id)
 @pytest.mark.parametrize("method,path", [
-    ("GET", "/_platform/health"),
-    ("GET", "/_platform/ready"),
     ("GET", "/_platform/metrics"),
     ("POST", "/_platform/mock"),
     ("GET", "/_platform/no-such-endpoint"),
@@ -249,8 +247,6 @@ def keyed(request, make_secure, monkeypatch, tmp_path):
 
 
 KEY_PATHS = [
-    ("GET", "/_platform/health"),
-    ("GET", "/_platform/ready"),
     ("GET", "/_platform/metrics"),
     ("POST", "/_platform/mock"),
     ("GET", "/api/echo"),
@@ -278,7 +274,7 @@ def test_api_key_missing_gets_401_proxy_key_required_everywhere(keyed, method, p
     " " + PROXY_KEY + "x",
 ])
 def test_wrong_api_key_gets_401(keyed, wrong):
-    for path in ("/_platform/health", "/api/echo"):
+    for path in ("/_platform/metrics", "/api/echo"):
         r = keyed.get(path, headers={"X-Proxy-Key": wrong})
         assert_error_json(r, 401, "proxy_key_required")
     assert not keyed.upstream.records, keyed.upstream.dump()
@@ -304,6 +300,19 @@ def test_api_key_is_never_forwarded_upstream(keyed):
 def test_without_api_key_no_proxy_key_is_needed(secure):
     assert secure.get("/_platform/health").status == 200
     assert secure.get("/api/echo").status == 200
+
+
+@pytest.mark.parametrize("path", ["/_platform/health", "/_platform/ready"], ids=path_id)
+def test_probes_answer_without_the_key_from_any_host_and_reveal_nothing_else(keyed, path):
+    """Container HEALTHCHECKs and kubelet probes carry no key and name the pod IP as Host."""
+    for headers in ({}, {"Host": "10.1.2.3:8080"}, {"Host": "evil.example", "X-Proxy-Key": "wrong"},
+                    {"Origin": "http://evil.example"}):
+        r = keyed.get(path, headers=headers)
+        assert r.status == 200, f"{path} with {headers}:\n{r}"
+        assert r.json() in ({"status": "ok"}, {"status": "ready"}), r
+    assert_error_json(keyed.get("/_platform/metrics", headers={"Host": "10.1.2.3:8080"}), 403, "host_not_allowed")
+    assert_error_json(keyed.get("/_platform/metrics"), 401, "proxy_key_required")
+    assert not keyed.upstream.records, keyed.upstream.dump()
 
 
 def test_host_check_still_applies_with_a_correct_api_key(keyed):

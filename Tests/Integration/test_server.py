@@ -96,7 +96,7 @@ def test_client_supplied_request_id_is_kept(proxy):
 
 
 def test_every_request_is_logged_as_a_json_line(proxy):
-    proxy.get("/_platform/health", headers={"X-Request-ID": "log-line-check"})
+    proxy.get("/no-such-route", headers={"X-Request-ID": "log-line-check"})
     events = wait_until(lambda: proxy.log_events("request"), 3)
     assert events, f"no \"event\":\"request\" line on stderr:\n{proxy.stderr_text()[-2000:]}"
     # stderr is JSON lines only: one object per line, each with time, level and event
@@ -202,7 +202,7 @@ def test_content_length_over_max_body_bytes_gets_413_before_the_body(start_proxy
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8080", "localhost.evil.example",
                                   "127.0.0.1.nip.io"])
 def test_host_not_allowed_gets_403(proxy, host):
-    r = proxy.get("/_platform/health", headers={"Host": host})
+    r = proxy.get("/_platform/metrics", headers={"Host": host})
     assert_error_json(r, 403, "host_not_allowed")
 
 

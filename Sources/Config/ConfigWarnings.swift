@@ -1,0 +1,39 @@
+/// Settings that are valid but ignored or risky: `check-config` and `serve` print them, and the
+/// exit code stays 0.
+public enum ConfigWarnings {
+    /// Client IDs that are obviously still the example's placeholder.
+    static let placeholderMarkers = ["replace", "your-", "your_", "changeme", "change-me", "placeholder", "example", "todo", "xxx", "<"]
+
+    /// The warnings for a valid config, each at its JSON path.
+    public static func of(_ config: ProxyConfiguration) -> [ConfigError] {
+        var warnings: [ConfigError] = []
+        if config.apiKey == nil {
+            for (index, address) in config.listen.enumerated() where !address.isLoopback {
+                warnings.append(ConfigError(path: "listen[\(index)]", message:
+                    "\(address) accepts connections from other machines and no apiKey is set, so anyone who reaches it "
+                    + "sends requests with these credentials; set apiKey (clients send it as X-Proxy-Key) or listen on 127.0.0.1"))
+            }
+        }
+        if let provider = config.provider {
+            if provider.demo != nil, provider.grant == .staticTokens {
+                warnings.append(ConfigError(path: "provider.demo", message:
+                    "ignored with grant \"static\" (the static tokens are always in use, and POST /_platform/login/demo answers 404)"))
+            }
+            if let id = provider.clientID, placeholderMarkers.contains(where: { id.lowercased().contains($0) }) {
+                warnings.append(ConfigError(path: "provider.clientID", message:
+                    "\"\(id)\" looks like a placeholder; use the client ID registered with the provider"))
+            }
+        }
+        return warnings
+    }
+}
+
+extension ListenAddress {
+    /// Whether only this machine can connect: a Unix socket, `localhost`, 127.0.0.0/8 or ::1.
+    public var isLoopback: Bool {
+        switch self {
+        case .unix: return true
+        case .tcp(let host, _): return host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        }
+    }
+}

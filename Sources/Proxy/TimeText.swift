@@ -1,0 +1,34 @@
+import Glibc
+
+/// Times for people: an ISO 8601 UTC date with a relative phrase ("2026-11-22T23:40:00Z, in 59 min").
+enum TimeText {
+    /// `time` (Unix seconds) as ISO 8601 and relative to `now`.
+    static func describe(_ time: Double, now: Double) -> String {
+        "\(iso8601(time)) (\(relative(time - now)))"
+    }
+
+    /// "2026-11-22T23:40:00Z".
+    static func iso8601(_ time: Double) -> String {
+        var t = time_t(time.rounded(.down))
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "\(Int(parts.tm_year) + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
+
+    /// "in 59 min", "3 days ago", "in 222 years", "now".
+    static func relative(_ seconds: Double) -> String {
+        let magnitude = abs(seconds)
+        let text: String
+        switch magnitude {
+        case ..<45: return "now"
+        case ..<5400: text = "\(Int((magnitude / 60).rounded())) min"
+        case ..<(48 * 3600): text = "\(Int((magnitude / 3600).rounded())) h"
+        case ..<(60 * 86400): text = "\(Int((magnitude / 86400).rounded())) days"
+        case ..<(730 * 86400): text = "\(Int((magnitude / (30.44 * 86400)).rounded())) months"
+        default: text = "\(Int((magnitude / (365.25 * 86400)).rounded(.down))) years"
+        }
+        return seconds >= 0 ? "in \(text)" : "\(text) ago"
+    }
+}

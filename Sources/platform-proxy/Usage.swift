@@ -1,0 +1,68 @@
+import Proxy
+
+/// The help texts: the overview, and one per command.
+enum Usage {
+    static let overview = """
+        platform-proxy \(ProxyService.version): a local HTTP/1.1 credential proxy.
+
+        Usage:
+          platform-proxy serve [--config FILE]                serve until SIGTERM/SIGINT
+          platform-proxy check-config [--config FILE] [--schema-only]
+                                                              validate a config, exit 1 on a problem
+          platform-proxy login [--device] [--config FILE]     sign in through the running proxy
+          platform-proxy status [--config FILE]               login state and token expiry (no secrets)
+          platform-proxy logout [--config FILE]               revoke and forget the login
+          platform-proxy help [COMMAND]                       this text, or one command's
+          platform-proxy --version
+
+        Options:
+          --config FILE        the JSON config; without it: $PLATFORM_PROXY_CONFIG, then
+                               ./Config/platform-proxy.json, then /etc/platform-proxy/config.json
+          --log-level LEVEL    debug, info (default), warning or error; or $PLATFORM_PROXY_LOG_LEVEL
+
+        """
+
+    static func command(_ name: String) -> String {
+        switch name {
+        case "serve": return """
+            platform-proxy serve [--config FILE] [--log-level LEVEL]
+
+            Serves the config's routes on its listen addresses until SIGTERM or SIGINT (then
+            drains for shutdownGraceSeconds; a second signal exits at once). SIGHUP, or a change
+            of the config file, reloads it; an invalid new config is logged and the old one stays.
+            Logs are JSON lines on stderr. Exit 1 when the config is invalid or a listener fails.
+
+            """
+        case "check-config": return """
+            platform-proxy check-config [--config FILE] [--schema-only]
+
+            Validates a config and prints the report on stdout: every problem with its JSON path
+            (exit 1), or "ok" and any warnings (exit 0). --schema-only does not read secret files
+            or environment variables, for CI where they do not exist.
+
+            """
+        case "login": return """
+            platform-proxy login [--device] [--config FILE]
+
+            Signs in through the running proxy (the config names its address and apiKey): prints
+            the URL to open in a browser, or with --device the code to enter (OAuth device flow),
+            then waits until the login completes. Exit 0 signed in, 1 not, 2 proxy unreachable.
+
+            """
+        case "status": return """
+            platform-proxy status [--config FILE]
+
+            Prints the running proxy's login state, subject and token expiry; never a secret.
+            Exit 0 logged in, 1 not, 2 proxy unreachable.
+
+            """
+        case "logout": return """
+            platform-proxy logout [--config FILE]
+
+            Revokes the refresh token where the provider allows it and forgets the login.
+
+            """
+        default: return overview
+        }
+    }
+}
