@@ -79,7 +79,7 @@ extension ConfigDecoder {
     func metricsAddress(_ value: JSONValue, at path: String, listen: [ListenAddress]) -> ListenAddress? {
         guard let text = string(value, at: path) else { return nil }
         switch ListenAddress.validate(text, relativeTo: directory) {
-        case .success(let address) where listen.contains(address):
+        case .success(let address) where listen.contains(address) && !address.isEphemeral:
             return failure(path, "\(address) is already a \"listen\" address; the metrics listener needs its own")
         case .success(let address):
             return address

@@ -29,6 +29,12 @@ public enum ConfigWarnings {
 }
 
 extension ListenAddress {
+    /// Whether the port is chosen by the kernel at bind time (port 0): two such entries never clash.
+    public var isEphemeral: Bool {
+        if case .tcp(_, 0) = self { return true }
+        return false
+    }
+
     /// Whether only this machine can connect: a Unix socket, `localhost`, 127.0.0.0/8 or ::1.
     public var isLoopback: Bool {
         switch self {
