@@ -340,3 +340,23 @@ def test_shutdown_grace_seconds_bounds_the_drain(start_proxy, tmp_path):
     assert code == 0
     assert 0.8 <= took < 4, f"drain took {took:.1f}s with shutdownGraceSeconds 1"
     assert server.log_events("shutting_down")[-1]["deadlineSeconds"] == 1
+
+
+def test_device_login_with_the_auth_server_down_says_what_happened(start_proxy, tmp_path):
+    """Nobody is logged in, so there is no login to keep: the message must not claim one."""
+    closed = "http://127.0.0.1:9"  # discard port: nothing listens
+    provider = {"grant": "authorization_code", "clientID": "cli-test",
+                "authorizationEndpoint": closed + "/authorize", "tokenEndpoint": closed + "/token",
+                "deviceAuthorizationEndpoint": closed + "/device",
+                "redirectURI": "http://127.0.0.1:8080/_platform/callback"}
+    server = start_proxy(config=base_config(provider=provider, stateDirectory=str(tmp_path / "state")))
+    r = server.request("POST", "/_platform/login/device")
+    assert r.status == 503, r
+    body = r.json()
+    assert body["error"] == "auth_server_unavailable"
+    assert "could not be reached to start the login" in body["message"], body
+    assert "login is kept" not in body["message"]
+    config = dict(server.config, listen=[server.address])
+    out = cli("login", "--device", "--config", str(write_config(tmp_path / "cli.json", config)))
+    assert out.returncode == 1, out
+    assert "could not start (HTTP 503)" in out.stdout and "could not be reached to start the login" in out.stdout, out.stdout
