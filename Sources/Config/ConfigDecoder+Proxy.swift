@@ -4,7 +4,7 @@ extension ConfigDecoder {
     static let topLevelKeys = [
         "listen", "workers", "allowedHosts", "apiKey", "stateDirectory", "mock",
         "provider", "gate", "limits", "routes", "analytics",
-        "metricsListen", "shutdownGraceSeconds", "watchConfig",
+        "metricsListen", "shutdownGraceSeconds", "watchConfig", "log",
     ]
 
     /// The whole document; nil only when the root is not an object (reported).
@@ -18,6 +18,7 @@ extension ConfigDecoder {
         config.metricsListen = top.read("metricsListen") { value, path in metricsAddress(value, at: path, listen: config.listen) }
         if let grace = top.seconds("shutdownGraceSeconds") { config.shutdownGraceSeconds = grace }
         if let watch = top.bool("watchConfig") { config.watchConfig = watch }
+        if let log = top.object("log", keys: ["access"]), let access = log.bool("access") { config.accessLog = access }
         if let workers = top.integer("workers", in: 0...1024) { config.workers = workers }
         if let hosts = top.read("allowedHosts", allowedHosts) { config.allowedHosts = hosts }
         config.apiKey = top.secret("apiKey")

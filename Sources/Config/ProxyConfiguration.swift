@@ -32,6 +32,9 @@ public struct ProxyConfiguration: Sendable, Equatable {
     public var shutdownGraceSeconds: Double = 9
     /// Whether `serve` reloads when the config file changes (inotify; follows a ConfigMap's symlink swap), as on SIGHUP. Default true.
     public var watchConfig: Bool = true
+    /// `log.access`: one info line per request (buffered per loop, written every second or 64 KiB);
+    /// false leaves warnings and errors only. Default true.
+    public var accessLog: Bool = true
     /// Absolute directory of the config file, against which relative paths were resolved.
     public var configDirectory: String
 

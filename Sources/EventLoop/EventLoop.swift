@@ -20,6 +20,7 @@ public final class EventLoop: @unchecked Sendable {
     private var nextGeneration: UInt32 = 1
     private let inbox = Mutex<[@Sendable () -> Void]>([])
     private var afterIteration: [() -> Void] = []
+    private var atStop: [() -> Void] = []
     private var running = true
     /// The time the current iteration started: cheap and precise enough for deadlines.
     public private(set) var now = NanoTime.now()
@@ -101,6 +102,9 @@ public final class EventLoop: @unchecked Sendable {
     /// Makes `run` return after the current iteration (loop thread only).
     public func stop() { running = false }
 
+    /// Runs `task` on the loop thread when `run` returns (buffers that must reach their file).
+    public func whenStopped(_ task: @escaping () -> Void) { atStop.append(task) }
+
     /// Runs until `stop`.
     public func run() {
         while running {
@@ -121,6 +125,8 @@ public final class EventLoop: @unchecked Sendable {
             }
             armForEarliest()
         }
+        for task in atStop { task() }
+        atStop.removeAll()
     }
 
     private func dispatch(_ event: SelectorEvent) {

@@ -96,31 +96,45 @@ public enum Log {
     }
 }
 
-/// A per-loop buffer of log lines written once per loop iteration, so a busy loop makes one
-/// write(2) for many requests instead of one each.
+/// A per-loop buffer of log lines, as nginx's `access_log … buffer=64k flush=1s`: info and
+/// debug lines (the access log) are written when 64 KiB are queued or a second after the first
+/// one, so a busy loop makes one write(2) for hundreds of requests; warnings and errors go out at
+/// once (with what is queued before them, keeping the order). The rest is written when the loop stops.
 public final class LogBuffer {
     private var pending: [UInt8] = []
-    private var flushScheduled = false
+    private var flushTimer: TimerID?
     private let loop: EventLoop
 
-    /// Creates a buffer flushed at the end of `loop`'s iterations.
+    /// Bytes queued before a write.
+    public static let flushBytes = 64 * 1024
+    /// Seconds a queued line waits at most.
+    public static let flushSeconds = 1.0
+
+    /// Creates a buffer for `loop`, flushed when the loop stops.
     public init(loop: EventLoop) {
         self.loop = loop
-        pending.reserveCapacity(16384)
+        pending.reserveCapacity(Self.flushBytes + 4096)
+        loop.whenStopped { [weak self] in self?.flush() }
     }
 
     /// Queues one line.
     public func emit(_ level: LogLevel, _ event: String, _ fields: [(String, LogValue)]) {
         guard Log.enabled(level) else { return }
         Log.format(level, event, fields, into: &pending)
-        guard !flushScheduled else { return }
-        flushScheduled = true
-        loop.afterEvents { [unowned self] in self.flush() }
+        if level >= .warning || pending.count >= Self.flushBytes { return flush() }
+        guard flushTimer == nil else { return }
+        flushTimer = loop.schedule(at: loop.now.adding(seconds: Self.flushSeconds)) { [weak self] in
+            self?.flushTimer = nil
+            self?.flush()
+        }
     }
 
     /// Writes what is queued.
     public func flush() {
-        flushScheduled = false
+        if let flushTimer {
+            loop.cancel(flushTimer)
+            self.flushTimer = nil
+        }
         guard !pending.isEmpty else { return }
         Log.write(pending)
         pending.removeAll(keepingCapacity: pending.capacity <= 1 << 20)

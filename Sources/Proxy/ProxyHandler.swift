@@ -288,7 +288,7 @@ public final class ProxyHandler: HTTPHandler {
         } else {
             metrics.request(route: exchange.info?.route ?? "_unrouted", status: exchange.status, seconds: seconds)
         }
-        guard Log.enabled(level) else { return }
+        guard Log.enabled(level), level > .info || runtime.configuration.accessLog else { return }
         let info = exchange.info
         var fields: [(String, LogValue)] = [
             ("requestID", .string(info?.requestID ?? "")),

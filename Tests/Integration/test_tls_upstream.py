@@ -66,7 +66,8 @@ pid {directory}/nginx.pid;
 error_log {directory}/logs/error.log warn;
 events {{ worker_connections 256; }}
 http {{
-    access_log {directory}/logs/access.log;
+    log_format conn '$connection $server_protocol $status "$request"';
+    access_log {directory}/logs/access.log conn;
     client_body_temp_path {directory}/tmp/body;
     proxy_temp_path {directory}/tmp/proxy;
     fastcgi_temp_path {directory}/tmp/fastcgi;
@@ -190,3 +191,32 @@ def test_bodies_stream_both_ways_over_http2(tls_setup, start_proxy, tmp_path, mo
     # nginx saw both requests over HTTP/2 (the access log's request line ends in HTTP/2.0).
     log = (nginx.dir / "logs" / "access.log").read_text()
     assert "GET /files/blob.bin HTTP/2.0" in log and "POST /upload HTTP/2.0" in log, log
+
+
+def test_concurrent_requests_share_one_multiplexed_http2_connection(tls_setup, start_proxy, tmp_path, monkeypatch):
+    """Without CURLOPT_PIPEWAIT each request in flight opened its own TLS connection (33 for 64)."""
+    import threading
+    ca, nginx, main = tls_setup
+    monkeypatch.setenv("CURL_CA_BUNDLE", str(ca))
+    config = tls_config(tmp_path, nginx, main)
+    config["workers"] = 1  # one loop, one curl multi handle, one connection pool
+    proxy = start_proxy(config)
+    count = 24
+    barrier = threading.Barrier(count)
+    statuses: list[int] = []
+
+    def one():
+        barrier.wait()
+        statuses.append(proxy.get("/secure/concurrent", timeout=10).status)
+
+    threads = [threading.Thread(target=one) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+    assert statuses == [200] * count, statuses
+    lines = (nginx.dir / "logs" / "access.log").read_text().split("\n")
+    served = [line.split()[:3] for line in lines if line.strip()]
+    assert len(served) == count and all(protocol == "HTTP/2.0" for _, protocol, _ in served), served
+    connections = {conn for conn, _, _ in served}
+    assert len(connections) == 1, f"{count} concurrent requests used {len(connections)} upstream connections"
