@@ -18,6 +18,7 @@
 #include <netinet/tcp.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <malloc.h>
 
 /* accept4(2) is declared only under _GNU_SOURCE; declare it ourselves. */
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
@@ -101,5 +102,8 @@ static inline int cl_monotonic_now(int64_t *out) {
 static inline int cl_set_int_option(int fd, int level, int name, int value) {
     return setsockopt(fd, level, name, &value, sizeof value);
 }
+
+/// Returns free heap memory at the top and in the middle of glibc's arenas to the kernel.
+static inline void cl_malloc_trim(void) { (void)malloc_trim(0); }
 
 #endif

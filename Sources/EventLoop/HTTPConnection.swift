@@ -15,7 +15,7 @@ final class HTTPConnection: Selectable {
     private var parser: HTTPRequestHeadParser
     private var decoder = HTTPBodyDecoder(framing: .none)
     private let input: ByteBuffer
-    private let output = ByteBuffer(capacity: 16384)
+    private let output: ByteBuffer
     private let inputLimit: Int
     private var exchange: HTTPExchange?
     private var interest: Interest = .read
@@ -28,7 +28,6 @@ final class HTTPConnection: Selectable {
     private var closed = false
     private var outputWasBlocked = false
     private var flushScheduled = false
-    private var headScratch: [UInt8] = []
     /// Made once per connection: scheduling a flush allocates nothing per response.
     private lazy var flushAction: () -> Void = { [weak self] in
         guard let self else { return }
@@ -53,7 +52,8 @@ final class HTTPConnection: Selectable {
         machine = ConnectionStateMachine(now: loop.now, headerTimeout: limits.headerTimeout, idleTimeout: limits.idleTimeout)
         parser = HTTPRequestHeadParser(limits: HTTPHeadLimits(maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount))
         inputLimit = max(limits.maxHeadBytes + 4096, 65536)
-        input = ByteBuffer(capacity: 8192)
+        input = ByteBuffer(pool: owner.inputBuffers)
+        output = ByteBuffer(pool: owner.outputBuffers)
     }
 
     func start() throws(IOError) {
@@ -79,6 +79,8 @@ final class HTTPConnection: Selectable {
         }
         inReady = false
         if !closed { flush() }
+        // Between requests a keep-alive connection holds no buffer (the pool has it).
+        input.releaseIfEmpty(unpooledSize: 8192)
     }
 
     private func readAndProcess() {
@@ -281,20 +283,20 @@ final class HTTPConnection: Selectable {
     private static let crlf = Array("\r\n".utf8)
     private static let lastChunk = Array("0\r\n\r\n".utf8)
 
-    /// Serialises a response head into `headScratch` (kept between responses, so no allocation)
-    /// and queues it.
+    /// Serialises a response head into the loop's scratch array (shared by its connections, kept
+    /// between responses, so no allocation) and queues it.
     private func writeHead(_ exchange: HTTPExchange, status: Int, framing: String?, value: String,
                            _ writeFields: (inout [UInt8]) -> Void) {
         exchange.responseStarted = true
         exchange.status = status
-        headScratch.removeAll(keepingCapacity: true)
-        headScratch.append(contentsOf: HTTPResponseHead.statusLine(status))
-        writeFields(&headScratch)
-        if let framing { Self.appendField(framing, value, into: &headScratch) }
-        if machine.closesAfterResponse { Self.appendField("Connection", "close", into: &headScratch) }
-        headScratch.append(contentsOf: Self.crlf)
-        output.append(headScratch)
-        if headScratch.capacity > 16384 { headScratch = [] }
+        var head = owner.takeHeadScratch()
+        head.append(contentsOf: HTTPResponseHead.statusLine(status))
+        writeFields(&head)
+        if let framing { Self.appendField(framing, value, into: &head) }
+        if machine.closesAfterResponse { Self.appendField("Connection", "close", into: &head) }
+        head.append(contentsOf: Self.crlf)
+        output.append(head)
+        owner.returnHeadScratch(head)
     }
 
     /// Appends `name: value\r\n`.
@@ -356,7 +358,7 @@ final class HTTPConnection: Selectable {
             output.consume(n)
         }
         if output.isEmpty {
-            output.shrinkIfIdle(to: 16384)
+            output.releaseIfEmpty(unpooledSize: 16384)
             if closeAfterFlush { return close(reason: nil) }
             if outputWasBlocked {
                 outputWasBlocked = false

@@ -29,6 +29,14 @@ final class LoopServer: Selectable {
     private var listeners: [Listener]
     private var connections: [CInt: HTTPConnection] = [:]
     private var acceptPaused = false
+    /// Connection read buffers, lent while a connection has unread input.
+    let inputBuffers = BufferPool(size: 8192, limit: 64)
+    /// Connection write buffers, lent while a connection has unsent output.
+    let outputBuffers = BufferPool(size: 16384, limit: 64)
+    private var headScratch: [UInt8] = []
+    /// Connections' peak since the allocator was last asked to return free memory.
+    private var peakConnections = 0
+    private var trimScheduled = false
     private var shuttingDown = false
     init(loop: EventLoop, index: Int, configuration: ServerConfiguration, shared: ServerShared,
          listeners: [Listener], handler: any HTTPHandler) {
@@ -109,6 +117,31 @@ final class LoopServer: Selectable {
     func connectionClosed(_ connection: HTTPConnection) {
         guard connections.removeValue(forKey: connection.fd) != nil else { return }
         shared.openConnections.subtract(1, ordering: .relaxed)
+        peakConnections = max(peakConnections, connections.count + 1)
+        // After a burst (most of the peak gone) hand free heap pages back to the kernel, at most
+        // once a second: glibc keeps freed memory for reuse, so RSS would stay at the peak.
+        if peakConnections >= 256, connections.count <= peakConnections / 4, !trimScheduled {
+            trimScheduled = true
+            loop.schedule(at: loop.now.adding(seconds: 1)) { [weak self] in
+                guard let self else { return }
+                self.trimScheduled = false
+                self.peakConnections = self.connections.count
+                cl_malloc_trim()
+            }
+        }
+    }
+
+    /// The loop's head-serialising array, emptied (responses are written one at a time per loop).
+    func takeHeadScratch() -> [UInt8] {
+        var head = headScratch
+        headScratch = []
+        head.removeAll(keepingCapacity: true)
+        return head
+    }
+
+    /// Gives the array back for the next response; one that grew for a huge head is dropped.
+    func returnHeadScratch(_ head: [UInt8]) {
+        if head.capacity <= 16384 { headScratch = head }
     }
 
     /// Stops accepting and lets connections finish their current exchange.

@@ -40,7 +40,9 @@ struct ShippedConfigTests {
         #expect(provider.grant == .staticTokens)
         #expect(provider.accessToken == .file(dir + "/dev-token.txt"))
         #expect(provider.idToken == .file(dir + "/dev-id-token.txt"))
-        #expect(provider.demo != nil)
+        // No dead settings: a demo block is ignored under the static grant (check-config warns).
+        #expect(provider.demo == nil)
+        #expect(ConfigWarnings.of(config).isEmpty)
         #expect(config.routes.map(\.path) == ["/api/", "/Users/", "/Dining/"])
         #expect(config.routes[0].upstream?.description == "http://127.0.0.1:9000/")
         #expect(config.routes[0].credential == .accessToken)

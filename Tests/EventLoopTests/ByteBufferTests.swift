@@ -111,28 +111,61 @@ struct ByteBufferTests {
         #expect(buffer.bytes == Array(13...16))
     }
 
-    @Test("shrinkIfIdle returns a grown, empty buffer to its size and leaves a busy one alone")
+    @Test("an unpooled buffer that grew shrinks back once empty, and not while busy")
     func shrinkIfIdle() {
         let buffer = ByteBuffer(capacity: 16)
         buffer.append(Array(repeating: 9, count: 200))
         let grown = buffer.capacity
         #expect(grown >= 200)
-        buffer.shrinkIfIdle(to: 16)
+        buffer.releaseIfEmpty(unpooledSize: 16)
         #expect(buffer.capacity == grown)
         #expect(buffer.readableBytes == 200)
 
         buffer.consume(200)
-        buffer.shrinkIfIdle(to: 16)
+        buffer.releaseIfEmpty(unpooledSize: 16)
         #expect(buffer.capacity == 16)
         buffer.append(Array(1...5))
         #expect(buffer.bytes == Array(1...5))
     }
 
-    @Test("shrinkIfIdle never grows a buffer")
-    func shrinkIfIdleNeverGrows() {
+    @Test("releasing never grows an unpooled buffer")
+    func releaseNeverGrows() {
         let buffer = ByteBuffer(capacity: 16)
-        buffer.shrinkIfIdle(to: 64)
+        buffer.releaseIfEmpty(unpooledSize: 64)
         #expect(buffer.capacity == 16)
+    }
+
+    @Test("a pooled buffer holds no storage until written and gives it back when empty")
+    func pooledBufferLendsStorage() {
+        let pool = BufferPool(size: 64, limit: 2)
+        let buffer = ByteBuffer(pool: pool)
+        #expect(buffer.capacity == 0 && buffer.storage == nil && buffer.readable.isEmpty)
+        buffer.append(Array(1...10))
+        #expect(buffer.capacity == 64 && pool.count == 0)
+        buffer.releaseIfEmpty(unpooledSize: 64)
+        #expect(buffer.capacity == 64, "not empty: kept")
+        buffer.consume(10)
+        buffer.releaseIfEmpty(unpooledSize: 64)
+        #expect(buffer.storage == nil && buffer.capacity == 0 && pool.count == 1)
+        let space = buffer.writableSpace(minimum: 16, limit: 1024)
+        #expect(space.count == 64 && pool.count == 0, "taken back from the pool")
+    }
+
+    @Test("a pooled buffer that grows frees the grown block; the pool keeps at most its limit")
+    func pooledGrowthAndLimit() {
+        let pool = BufferPool(size: 32, limit: 1)
+        let a = ByteBuffer(pool: pool), b = ByteBuffer(pool: pool)
+        a.append(Array(repeating: 1, count: 8))
+        b.append(Array(repeating: 2, count: 8))
+        a.append(Array(repeating: 3, count: 100))
+        #expect(a.capacity >= 108 && pool.count == 1, "the 32-byte block went back when a grew")
+        #expect(a.bytes == Array(repeating: 1, count: 8) + Array(repeating: 3, count: 100))
+        a.consume(108)
+        a.releaseIfEmpty(unpooledSize: 32)
+        #expect(pool.count == 1, "a grown block is freed, not pooled")
+        b.consume(8)
+        b.releaseIfEmpty(unpooledSize: 32)
+        #expect(pool.count == 1, "beyond the limit blocks are freed")
     }
 
     @Test("appending nothing changes nothing")
