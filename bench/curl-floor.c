@@ -2,12 +2,15 @@
  * platform-proxy asks of libcurl per request (multi-socket on epoll as in ephiperfifo.c, reused
  * easy handles, pooled keep-alive connections, the same options and about as many header lines),
  * with no server side at all. It keeps CONCURRENCY transfers in flight against URL for SECONDS
- * and prints requests/s and its own CPU (user, system) per request.
+ * and prints requests/s, its own CPU (user, system) per request and the connections it opened.
  *
  *   cc -O2 -o curl-floor bench/curl-floor.c -lcurl
  *   ./curl-floor http://127.0.0.1:8081/ 64 5
+ *   CURL_CA_BUNDLE=ca.pem ./curl-floor https://127.0.0.1:8443/ 64 5
  *
- * Used by bench/curl-floor.sh; see README "Benchmarks".
+ * https as the proxy does it: verification on, the CA from CURL_CA_BUNDLE, h2 by ALPN and
+ * CURLOPT_PIPEWAIT (transfers wait to multiplex on one connection; PIPEWAIT=0 turns it off).
+ * Used by bench/proxy.sh; see README "Benchmarks".
  */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -20,7 +23,7 @@
 static int epfd;
 static CURLM *multi;
 static long timeout_ms = -1;
-static long done_count, error_count;
+static long done_count, error_count, connects;
 
 static double now_s(void) {
     struct timespec ts;
@@ -76,6 +79,8 @@ static void drain(void) {
     while ((msg = curl_multi_info_read(multi, &left))) {
         if (msg->msg != CURLMSG_DONE) continue;
         CURL *easy = msg->easy_handle;
+        long n = 0;
+        if (curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &n) == CURLE_OK) connects += n;
         if (msg->data.result == CURLE_OK) done_count++; else error_count++;
         curl_multi_remove_handle(multi, easy);
         start(easy);
@@ -97,6 +102,9 @@ int main(int argc, char **argv) {
     curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, on_timer);
     curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, 512L);
     struct curl_slist *list = headers();
+    const char *ca = getenv("CURL_CA_BUNDLE");
+    const char *pipewait = getenv("PIPEWAIT");
+    long wait = strncmp(url, "https:", 6) == 0 && !(pipewait && strcmp(pipewait, "0") == 0);
     for (int i = 0; i < concurrency; i++) {
         CURL *easy = curl_easy_init();
         curl_easy_setopt(easy, CURLOPT_URL, url);
@@ -107,6 +115,9 @@ int main(int argc, char **argv) {
         curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, 30L);
         curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
         curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
+        curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+        curl_easy_setopt(easy, CURLOPT_PIPEWAIT, wait);
+        if (ca && *ca) curl_easy_setopt(easy, CURLOPT_CAINFO, ca);
         curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
         curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, discard);
         start(easy);
@@ -141,7 +152,7 @@ int main(int argc, char **argv) {
     long requests = done_count - warm_count;
     double user = (after.ru_utime.tv_sec - before.ru_utime.tv_sec) + (after.ru_utime.tv_usec - before.ru_utime.tv_usec) / 1e6;
     double sys = (after.ru_stime.tv_sec - before.ru_stime.tv_sec) + (after.ru_stime.tv_usec - before.ru_stime.tv_usec) / 1e6;
-    printf("requests %ld errors %ld req/s %.0f user_us_per_request %.2f sys_us_per_request %.2f\n", requests, error_count,
-           requests / seconds, user * 1e6 / requests, sys * 1e6 / requests);
+    printf("requests %ld errors %ld req/s %.0f user_us_per_request %.2f sys_us_per_request %.2f connections %ld\n", requests,
+           error_count, requests / seconds, user * 1e6 / requests, sys * 1e6 / requests, connects);
     return error_count > 0 && requests == 0;
 }

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for the benchmark scripts in bench/. Source it; do not run it.
 #
 #   source "$(dirname "$0")/lib.sh"
@@ -5,7 +6,9 @@
 #   ensure_tools nginx wrk          # apt-get only what is missing
 #   PROXY_BIN=$(build_release)
 #   start_nginx PORT CONF_SNIPPET   # sets NGINX_PID
-#   start_proxy PORT CONFIG_JSON    # sets PROXY_PID
+#   start_proxy BIN PORT CONFIG_JSON [NAME [ARGS...]]  # sets PROXY_PID
+#   make_test_ca DIR                # throwaway CA + server cert for 127.0.0.1/localhost
+#   rss_tree_kb PID                 # RSS of PID and its children (nginx workers)
 #   run_wrk NAME URL                # wrk --latency, output saved as $BENCH_DIR/NAME.wrk
 #   parse_wrk FILE                  # prints "rps p50_ms p99_ms errors"
 #
@@ -133,13 +136,15 @@ EOF
     bench_log "nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') on 127.0.0.1:$port (pid $NGINX_PID)"
 }
 
-# start_proxy BIN PORT CONFIG_JSON: platform-proxy serve with that config (written to
-# $BENCH_DIR/proxy.json); stderr (one log line per request) goes to /dev/null unless
-# PROXY_LOG is set to a file. Sets PROXY_PID.
+# start_proxy BIN PORT CONFIG_JSON [NAME [SERVE_ARGS...]]: platform-proxy serve with that config
+# (written to $BENCH_DIR/NAME.json, default proxy.json: a file per instance, since the proxy
+# watches its config file); stderr goes to /dev/null unless PROXY_LOG is set to a file.
+# Sets PROXY_PID.
 start_proxy() {
-    local bin="$1" port="$2" config="$3"
-    printf '%s\n' "$config" >"$BENCH_DIR/proxy.json"
-    "$bin" serve --config "$BENCH_DIR/proxy.json" 2>"${PROXY_LOG:-/dev/null}" >/dev/null &
+    local bin="$1" port="$2" config="$3" name="${4:-proxy}"
+    shift $(($# < 4 ? $# : 4))
+    printf '%s\n' "$config" >"$BENCH_DIR/$name.json"
+    "$bin" serve --config "$BENCH_DIR/$name.json" "$@" 2>"${PROXY_LOG:-/dev/null}" >/dev/null &
     PROXY_PID=$!
     BENCH_PIDS+=("$PROXY_PID")
     wait_http "http://127.0.0.1:$port/_platform/health" 10 || bench_die "platform-proxy did not start (set PROXY_LOG=file to see its log)"
@@ -204,3 +209,35 @@ ticks_to_us_per_request() {
 # rss_kb PID: resident set size in kB (VmRSS); peak_rss_kb PID: VmHWM.
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 peak_rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+
+# tree_pids PID: PID and its child processes (nginx's workers), from /proc/PID/task/*/children.
+tree_pids() {
+    echo "$1"
+    cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | grep -v '^$' || true
+}
+
+# rss_tree_kb PID: VmRSS summed over PID and its child processes, in kB.
+rss_tree_kb() {
+    local pid total=0 kb
+    for pid in $(tree_pids "$1"); do
+        kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || kb=0
+        total=$((total + ${kb:-0}))
+    done
+    echo "$total"
+}
+
+# make_test_ca DIR: a throwaway CA (DIR/ca.pem) and a server certificate for 127.0.0.1 and
+# localhost signed by it (DIR/server.pem, DIR/server.key), as Tests/Integration/test_tls_upstream.py.
+make_test_ca() {
+    local dir="$1"
+    mkdir -p "$dir"
+    printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
+        "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >"$dir/san.ext"
+    {
+        openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/ca.key" -out "$dir/ca.pem" -days 2 \
+            -subj "/CN=platform-proxy bench CA" &&
+        openssl req -newkey rsa:2048 -nodes -keyout "$dir/server.key" -out "$dir/server.csr" -subj "/CN=127.0.0.1" &&
+        openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+            -out "$dir/server.pem" -days 2 -extfile "$dir/san.ext"
+    } >"$dir/openssl.log" 2>&1 || { cat "$dir/openssl.log" >&2; bench_die "openssl could not make the test CA"; }
+}

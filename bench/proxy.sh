@@ -1,40 +1,107 @@
 #!/usr/bin/env bash
-# Proxying throughput, side by side in one run (issue 3's benchmark):
-#   (a) wrk -> nginx "return 200" upstream directly (the limit)
-#   (b) wrk -> nginx as a proxy and HAProxy as a proxy, each doing platform-proxy's job: both
-#       credential headers, X-Forwarded-For/-Proto/-Host, Via, an X-Request-ID on the upstream
-#       request and on the response, and an upstream keep-alive pool
-#   (c) wrk -> platform-proxy (static token, both headers) -> the same upstream
-# for 64 and 256 connections, interleaved over ROUNDS rounds; prints req/s, p50, p99 and the
-# ratios c/b (against the stronger peer) and c/a, each target's own CPU per request; then the
-# proxy's RSS with 1,000 idle clients, and what libcurl alone costs per request (bench/curl-floor.c:
-# the upstream side of every forwarded request, with no server side at all).
+# Forwarding cost side by side in one run (issues 3 and 13): platform-proxy, nginx as a proxy and
+# HAProxy, all three doing the same job -- both credential headers, X-Forwarded-For/-Proto/-Host,
+# Via, an X-Request-ID on the upstream request and on the response, an upstream keep-alive pool --
+# with access logging off in all three (platform-proxy: "log": {"access": false}).
 #
-#   bench/proxy.sh
+#   plain   wrk -> each proxy -> an nginx "return 200" upstream over HTTP/1.1 (plus "direct":
+#           wrk -> that upstream, the limit)
+#   https   wrk -> each proxy -> the same upstream over TLS (nginx "listen ssl http2", a private CA
+#           made here with openssl): nginx proxy_ssl_verify + keepalive (HTTP/1.1 over TLS),
+#           HAProxy "ssl verify required alpn h2,http/1.1", platform-proxy with CURL_CA_BUNDLE
 #
-# Installs nginx, haproxy, wrk if missing; builds the release binary (PLATFORM_PROXY_RELEASE_BIN
-# skips it). Knobs: ROUNDS (2), WRK_DURATION (10s), CONNECTIONS ("64 256"), PROXY_WORKERS (0),
-# BENCH_KEEP=1. About 3 minutes on top of the build.
+# For each case: CONNECTIONS (64 256) with wrk -t$WRK_THREADS and c=1 with wrk -t1, interleaved
+# over ROUNDS rounds: req/s, p50, p99 and each target's own CPU per request. Then idle memory
+# (RSS at rest, with 1,000 idle keep-alive clients; for platform-proxy also right after and 10 s
+# after a 5,000-connection burst), the libcurl floor for plain and TLS (bench/curl-floor.c: the
+# upstream half of each request, no server side), a markdown table for README, and one line per
+# issue 13 target with its ratio and PASS/FAIL.
+#
+#   bench/proxy.sh                                                           # full run, ~8 min
+#   ROUNDS=1 WRK_DURATION=3s CONNECTIONS=64 BENCH_IDLE=0 bench/proxy.sh     # quick look
+#
+# Installs nginx, haproxy, wrk, openssl if missing; builds the release binary
+# (PLATFORM_PROXY_RELEASE_BIN=path skips it). Knobs (environment):
+#   ROUNDS (2), WRK_DURATION (10s), WRK_THREADS (1), CONNECTIONS ("64 256"), WARMUP (2s),
+#   BENCH_TLS=0 skips the HTTPS case, BENCH_LATENCY=0 the c=1 rows, BENCH_IDLE=0 the idle rows,
+#   BENCH_FLOOR=0 the libcurl floor; IDLE_CLIENTS (1000), IDLE_BURST (5000), FLOOR_SECONDS (5),
+#   PROXY_WORKERS (0), BENCH_KEEP=1 keeps $BENCH_DIR (configs, wrk outputs).
+# Every process is started here on free loopback ports and stopped by PID at exit.
 set -euo pipefail
+export WRK_THREADS="${WRK_THREADS:-1}"
+# shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ulimit -n 65536 2>/dev/null || true
 
 ROUNDS="${ROUNDS:-2}"
 CONNECTIONS="${CONNECTIONS:-64 256}"
+WARMUP="${WARMUP:-2s}"
+BENCH_TLS="${BENCH_TLS:-1}"
+BENCH_LATENCY="${BENCH_LATENCY:-1}"
+BENCH_IDLE="${BENCH_IDLE:-1}"
+BENCH_FLOOR="${BENCH_FLOOR:-1}"
+IDLE_CLIENTS="${IDLE_CLIENTS:-1000}"
+IDLE_BURST="${IDLE_BURST:-5000}"
+FLOOR_SECONDS="${FLOOR_SECONDS:-5}"
 TOKEN="bench-token-0123456789abcdef"
 
 bench_init
-ensure_tools nginx haproxy wrk curl python3
+TOOLS=(nginx haproxy wrk curl python3)
+[[ $BENCH_TLS == 1 ]] && TOOLS+=(openssl)
+ensure_tools "${TOOLS[@]}"
 PROXY_BIN="$(build_release)"
 
+CASES=(plain)
+[[ $BENCH_TLS == 1 ]] && CASES+=(https)
 UP_PORT="$(free_port)"; NGX_PORT="$(free_port)"; HAP_PORT="$(free_port)"; PROXY_PORT="$(free_port)"
+UP_TLS_PORT="$(free_port)"; NGX_TLS_PORT="$(free_port)"; HAP_TLS_PORT="$(free_port)"; PROXY_TLS_PORT="$(free_port)"
+CA="$BENCH_DIR/tls/ca.pem"
 
-# (a) the upstream.
-start_nginx "$UP_PORT"
+# The upstream: one nginx, plain on UP_PORT and (https case) TLS + h2 on UP_TLS_PORT; the TLS
+# server names the protocol it was spoken to in X-Upstream-Protocol, and /_bench/echo on both
+# answers with the forwarded fields it received (both checked below, once per target).
+ECHO_LOCATION="location = /_bench/echo { return 200 'authorization=\$http_authorization|x-authorization=\$http_x_authorization|x-forwarded-for=\$http_x_forwarded_for|x-forwarded-proto=\$http_x_forwarded_proto|x-forwarded-host=\$http_x_forwarded_host|via=\$http_via|x-request-id=\$http_x_request_id|'; }"
+NGINX_HTTP_EXTRA=""
+if [[ $BENCH_TLS == 1 ]]; then
+    make_test_ca "$BENCH_DIR/tls"
+    NGINX_HTTP_EXTRA="server {
+        listen 127.0.0.1:$UP_TLS_PORT ssl http2;
+        ssl_certificate $BENCH_DIR/tls/server.pem;
+        ssl_certificate_key $BENCH_DIR/tls/server.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        location / {
+            add_header X-Upstream-Protocol \$server_protocol always;
+            default_type application/json;
+            $ECHO_LOCATION
+            return 200 '{\"status\":\"ok\"}';
+        }
+    }"
+fi
+NGINX_HTTP_EXTRA="$NGINX_HTTP_EXTRA" start_nginx "$UP_PORT" "default_type application/json; $ECHO_LOCATION return 200 '{\"status\":\"ok\"}';"
 UP_PID=$NGINX_PID
+if [[ $BENCH_TLS == 1 ]]; then
+    CURL_CA_BUNDLE="$CA" wait_http "https://127.0.0.1:$UP_TLS_PORT/" 10 || bench_die "the TLS upstream did not answer"
+fi
 
-# (b1) nginx as a proxy: its own instance, both headers, keep-alive pool to the upstream.
+# nginx as a proxy: its own instance; the job's headers at http level, inherited by both servers;
+# keep-alive pools to the upstream (plain and TLS, the TLS one verified against the private CA).
 mkdir -p "$BENCH_DIR/nginx-proxy/logs" "$BENCH_DIR/nginx-proxy/tmp"
+NGX_TLS_CONF=""
+if [[ $BENCH_TLS == 1 ]]; then
+    NGX_TLS_CONF="upstream up_tls { server 127.0.0.1:$UP_TLS_PORT; keepalive 256; keepalive_requests 1000000; }
+    server {
+        listen 127.0.0.1:$NGX_TLS_PORT;
+        location / {
+            proxy_pass https://up_tls;
+            proxy_ssl_trusted_certificate $CA;
+            proxy_ssl_verify on;
+            proxy_ssl_verify_depth 2;
+            proxy_ssl_server_name on;
+            proxy_ssl_name localhost;
+            proxy_ssl_session_reuse on;
+        }
+    }"
+fi
 cat >"$BENCH_DIR/nginx-proxy/nginx.conf" <<CONF
 worker_processes auto;
 pid $BENCH_DIR/nginx-proxy/nginx.pid;
@@ -48,32 +115,50 @@ http {
     fastcgi_temp_path $BENCH_DIR/nginx-proxy/tmp/fastcgi;
     uwsgi_temp_path $BENCH_DIR/nginx-proxy/tmp/uwsgi;
     scgi_temp_path $BENCH_DIR/nginx-proxy/tmp/scgi;
-    upstream up { server 127.0.0.1:$UP_PORT; keepalive 256; keepalive_requests 1000000; }
     map \$http_x_request_id \$rid { default \$http_x_request_id; "" \$request_id; }
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_set_header Authorization "Bearer $TOKEN";
+    proxy_set_header X-Authorization "Bearer $TOKEN";
+    proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+    proxy_set_header X-Forwarded-Proto \$scheme;
+    proxy_set_header X-Forwarded-Host \$host;
+    proxy_set_header Via "1.1 nginx";
+    proxy_set_header X-Request-ID \$rid;
+    add_header X-Request-ID \$rid always;
+    upstream up { server 127.0.0.1:$UP_PORT; keepalive 256; keepalive_requests 1000000; }
     server {
         listen 127.0.0.1:$NGX_PORT;
-        location / {
-            proxy_pass http://up;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Authorization "Bearer $TOKEN";
-            proxy_set_header X-Authorization "Bearer $TOKEN";
-            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-            proxy_set_header X-Forwarded-Proto \$scheme;
-            proxy_set_header X-Forwarded-Host \$host;
-            proxy_set_header Via "1.1 nginx";
-            proxy_set_header X-Request-ID \$rid;
-            add_header X-Request-ID \$rid always;
-        }
+        location / { proxy_pass http://up; }
     }
+    $NGX_TLS_CONF
 }
 CONF
-nginx -p "$BENCH_DIR/nginx-proxy" -c "$BENCH_DIR/nginx-proxy/nginx.conf" -g 'daemon off;' 2>&1 &
+nginx -p "$BENCH_DIR/nginx-proxy" -c "$BENCH_DIR/nginx-proxy/nginx.conf" -g 'daemon off;' \
+    >"$BENCH_DIR/nginx-proxy/logs/stdout.log" 2>&1 &
 NGX_PID=$!; BENCH_PIDS+=("$NGX_PID")
-wait_http "http://127.0.0.1:$NGX_PORT/" 10 || bench_die "nginx proxy did not start"
+wait_http "http://127.0.0.1:$NGX_PORT/" 10 || { cat "$BENCH_DIR/nginx-proxy/logs/error.log" >&2; bench_die "nginx proxy did not start"; }
 
-# (b2) HAProxy: the same job, with connection reuse to the upstream.
-cat >"$BENCH_DIR/haproxy.cfg" <<CONF
+# HAProxy: the same job per frontend, connection reuse to the upstream; to the TLS upstream
+# verified against the CA, h2 or http/1.1 by ALPN.
+haproxy_frontend() { # NAME PORT BACKEND
+    cat <<CONF
+frontend $1
+    bind 127.0.0.1:$2
+    option forwardfor
+    unique-id-format %{+X}o%ci:%cp_%fi:%fp_%Ts_%rt:%pid
+    unique-id-header X-Request-ID
+    http-request set-header Authorization "Bearer $TOKEN"
+    http-request set-header X-Authorization "Bearer $TOKEN"
+    http-request set-header X-Forwarded-Proto http
+    http-request set-header X-Forwarded-Host %[req.hdr(host)]
+    http-request add-header Via "1.1 haproxy"
+    http-response set-header X-Request-ID %[unique-id]
+    default_backend $3
+CONF
+}
+{
+    cat <<CONF
 global
     nbthread $(nproc)
     maxconn 4000
@@ -84,115 +169,269 @@ defaults
     timeout server 60s
     http-reuse always
     option http-keep-alive
-frontend fe
-    bind 127.0.0.1:$HAP_PORT
-    option forwardfor
-    unique-id-format %{+X}o%ci:%cp_%fi:%fp_%Ts_%rt:%pid
-    unique-id-header X-Request-ID
-    http-request set-header Authorization "Bearer $TOKEN"
-    http-request set-header X-Authorization "Bearer $TOKEN"
-    http-request set-header X-Forwarded-Proto http
-    http-request set-header X-Forwarded-Host %[req.hdr(host)]
-    http-request add-header Via "1.1 haproxy"
-    http-response set-header X-Request-ID %[unique-id]
-    default_backend be
-backend be
-    server up 127.0.0.1:$UP_PORT
 CONF
+    haproxy_frontend fe "$HAP_PORT" be
+    printf 'backend be\n    server up 127.0.0.1:%s\n' "$UP_PORT"
+    if [[ $BENCH_TLS == 1 ]]; then
+        haproxy_frontend fe_tls "$HAP_TLS_PORT" be_tls
+        printf 'backend be_tls\n    server up 127.0.0.1:%s ssl verify required ca-file %s sni str(localhost) verifyhost localhost alpn h2,http/1.1\n' \
+            "$UP_TLS_PORT" "$CA"
+    fi
+} >"$BENCH_DIR/haproxy.cfg"
 haproxy -f "$BENCH_DIR/haproxy.cfg" -db >"$BENCH_DIR/haproxy.log" 2>&1 &
 HAP_PID=$!; BENCH_PIDS+=("$HAP_PID")
 wait_http "http://127.0.0.1:$HAP_PORT/" 10 || { cat "$BENCH_DIR/haproxy.log" >&2; bench_die "haproxy did not start"; }
 
-# (c) platform-proxy: the same job through a route with a static token; access log off like the peers.
-PROXY_LOG=/dev/null start_proxy "$PROXY_BIN" "$PROXY_PORT" "$(cat <<JSON
+# platform-proxy: the same job through a route with a static token, access log off; one
+# instance per case (routes are per process), the https one trusting the CA by CURL_CA_BUNDLE.
+proxy_config() { # PORT UPSTREAM_URL
+    cat <<JSON
 {
-  "listen": ["127.0.0.1:$PROXY_PORT"],
+  "listen": ["127.0.0.1:$1"],
   "workers": ${PROXY_WORKERS:-0},
+  "log": {"access": false},
   "provider": {"grant": "static", "accessToken": "$TOKEN"},
   "limits": {"maxConnections": 20000},
-  "routes": [{"name": "bench", "path": "/", "upstream": "http://127.0.0.1:$UP_PORT/", "credential": "access_token"}]
+  "routes": [{"name": "bench", "path": "/", "upstream": "$2", "credential": "access_token"}]
 }
 JSON
-)"
-kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true
-"$PROXY_BIN" serve --config "$BENCH_DIR/proxy.json" --log-level warning 2>/dev/null >/dev/null &
-PROXY_PID=$!; BENCH_PIDS+=("$PROXY_PID")
-wait_http "http://127.0.0.1:$PROXY_PORT/" 10 || bench_die "platform-proxy did not forward"
-curl -s "http://127.0.0.1:$PROXY_PORT/" | grep -q ok || bench_die "platform-proxy answer is not the upstream's"
+}
+start_proxy "$PROXY_BIN" "$PROXY_PORT" "$(proxy_config "$PROXY_PORT" "http://127.0.0.1:$UP_PORT/")" proxy-plain --log-level warning
+PLAT_PID=$PROXY_PID
+PLAT_TLS_PID=""
+if [[ $BENCH_TLS == 1 ]]; then
+    CURL_CA_BUNDLE="$CA" start_proxy "$PROXY_BIN" "$PROXY_TLS_PORT" \
+        "$(proxy_config "$PROXY_TLS_PORT" "https://127.0.0.1:$UP_TLS_PORT/")" proxy-https --log-level warning
+    PLAT_TLS_PID=$PROXY_PID
+fi
 
-declare -A URL=([direct]="http://127.0.0.1:$UP_PORT/" [nginx]="http://127.0.0.1:$NGX_PORT/"
-                [haproxy]="http://127.0.0.1:$HAP_PORT/" [platform]="http://127.0.0.1:$PROXY_PORT/")
-TARGETS=(direct nginx haproxy platform)
-declare -A PIDS=([direct]="$UP_PID" [nginx]="$NGX_PID" [haproxy]="$HAP_PID" [platform]="$PROXY_PID")
-curl -sI "http://127.0.0.1:$NGX_PORT/" | grep -qi '^x-request-id:' || bench_die "nginx proxy does not send X-Request-ID"
-curl -sI "http://127.0.0.1:$HAP_PORT/" | grep -qi '^x-request-id:' || bench_die "haproxy does not send X-Request-ID"
+declare -A URL=([plain,direct]="http://127.0.0.1:$UP_PORT/" [plain,nginx]="http://127.0.0.1:$NGX_PORT/"
+                [plain,haproxy]="http://127.0.0.1:$HAP_PORT/" [plain,platform]="http://127.0.0.1:$PROXY_PORT/"
+                [https,nginx]="http://127.0.0.1:$NGX_TLS_PORT/" [https,haproxy]="http://127.0.0.1:$HAP_TLS_PORT/"
+                [https,platform]="http://127.0.0.1:$PROXY_TLS_PORT/")
+declare -A PIDS=([plain,direct]="$UP_PID" [plain,nginx]="$NGX_PID" [plain,haproxy]="$HAP_PID" [plain,platform]="$PLAT_PID"
+                 [https,nginx]="$NGX_PID" [https,haproxy]="$HAP_PID" [https,platform]="$PLAT_TLS_PID")
+declare -A TARGETS=([plain]="direct nginx haproxy platform" [https]="nginx haproxy platform")
 
-for t in "${TARGETS[@]}"; do WRK_DURATION=2s run_wrk "warmup-$t" "${URL[$t]}" >/dev/null; done
+# Each target answers with the upstream's body and an X-Request-ID; over TLS, say what the
+# upstream was spoken to with.
+declare -A UPSTREAM_PROTO=()
+for cs in "${CASES[@]}"; do
+    for t in ${TARGETS[$cs]}; do
+        head="$(curl -s -D - "${URL[$cs,$t]}")" || bench_die "$cs/$t did not answer"
+        grep -q '"status":"ok"' <<<"$head" || bench_die "$cs/$t: the answer is not the upstream's: $head"
+        [[ $t == direct ]] || grep -qi '^x-request-id:' <<<"$head" || bench_die "$cs/$t sends no X-Request-ID"
+        [[ $cs == https ]] && UPSTREAM_PROTO[$t]="$(awk 'tolower($1) == "x-upstream-protocol:" { print $2 }' <<<"$head" | tr -d '\r')"
+        [[ $t == direct ]] && continue
+        seen="$(curl -s "${URL[$cs,$t]}_bench/echo")"
+        for field in authorization x-authorization x-forwarded-for x-forwarded-proto x-forwarded-host via x-request-id; do
+            [[ "|$seen" == *"|$field="[!\|]* ]] || bench_die "$cs/$t does not forward $field (the upstream saw: $seen)"
+        done
+        [[ "$seen" == *"authorization=Bearer $TOKEN|x-authorization=Bearer $TOKEN|"* ]] || bench_die "$cs/$t: wrong credentials: $seen"
+    done
+done
+bench_log "every proxy forwards both credential headers, X-Forwarded-For/-Proto/-Host, Via and X-Request-ID"
+[[ $BENCH_TLS == 1 ]] && bench_log "https: the upstream is spoken to with nginx ${UPSTREAM_PROTO[nginx]}, haproxy ${UPSTREAM_PROTO[haproxy]}, platform-proxy ${UPSTREAM_PROTO[platform]}"
 
-declare -A RPS=() P50=() P99=() CPU=()
-for c in $CONNECTIONS; do
-    for round in $(seq "$ROUNDS"); do
-        for t in "${TARGETS[@]}"; do
-            bench_log "c=$c round $round: $t"
-            before=$(cpu_ticks ${PIDS[$t]})
-            out="$(WRK_CONNECTIONS=$c run_wrk "$t-$c-$round" "${URL[$t]}")"
-            after=$(cpu_ticks ${PIDS[$t]})
-            read -r rps p50 p99 errors < <(parse_wrk "$out")
-            cpu=$(ticks_to_us_per_request $((after - before)) "$(wrk_requests "$out")")
-            ((errors == 0)) || bench_log "warning: $t c=$c round $round: $errors errors"
-            RPS[$t,$c]=$(awk -v a="${RPS[$t,$c]:-0}" -v b="$rps" 'BEGIN { print a + b / '"$ROUNDS"' }')
-            P50[$t,$c]=$(awk -v a="${P50[$t,$c]:-0}" -v b="$p50" 'BEGIN { print a + b / '"$ROUNDS"' }')
-            P99[$t,$c]=$(awk -v a="${P99[$t,$c]:-0}" -v b="$p99" 'BEGIN { print a + b / '"$ROUNDS"' }')
-            CPU[$t,$c]=$(awk -v a="${CPU[$t,$c]:-0}" -v b="$cpu" 'BEGIN { print a + b / '"$ROUNDS"' }')
+# ---- Idle memory, on fresh processes (before any load): at rest, with IDLE_CLIENTS idle
+# keep-alive clients (each forwarded one request, then waits), and for platform-proxy a burst.
+declare -A MEM=()
+if [[ $BENCH_IDLE == 1 ]]; then
+    for t in nginx haproxy platform; do
+        burst=0; [[ $t == platform ]] && burst=$IDLE_BURST
+        bench_log "idle memory: $t ($IDLE_CLIENTS idle clients$( ((burst)) && echo ", a $burst-connection burst, 10 s"))"
+        port="${URL[plain,$t]#http://127.0.0.1:}"; port="${port%/}"
+        read -r MEM[$t,rest] MEM[$t,idle] MEM[$t,closed] MEM[$t,burst] MEM[$t,later] < <(
+            python3 "$BENCH_REPO_ROOT/bench/idle_memory.py" --attach "${PIDS[plain,$t]}" --port "$port" \
+                --clients "$IDLE_CLIENTS" --burst "$burst" --later 10) || bench_die "idle memory measurement failed for $t"
+        [[ -n "${MEM[$t,later]:-}" ]] || bench_die "idle memory measurement failed for $t"
+    done
+fi
+
+# ---- Throughput and latency, interleaved.
+fsum() { awk -v a="$1" -v b="$2" 'BEGIN { print a + b }'; }
+declare -A RPS=() P50=() P99=() CPU=() ERR=()
+LOADS="$CONNECTIONS"
+[[ $BENCH_LATENCY == 1 ]] && LOADS="$LOADS 1"
+
+for cs in "${CASES[@]}"; do
+    for t in ${TARGETS[$cs]}; do
+        WRK_DURATION=$WARMUP WRK_CONNECTIONS=64 WRK_THREADS=1 run_wrk "warmup-$cs-$t" "${URL[$cs,$t]}" >/dev/null
+    done
+done
+for round in $(seq "$ROUNDS"); do
+    for cs in "${CASES[@]}"; do
+        for c in $LOADS; do
+            threads=$WRK_THREADS; ((c >= threads)) || threads=$c
+            for t in ${TARGETS[$cs]}; do
+                bench_log "round $round/$ROUNDS: $cs c=$c $t"
+                # shellcheck disable=SC2086 # PIDS holds one PID
+                before=$(cpu_ticks ${PIDS[$cs,$t]})
+                out="$(WRK_CONNECTIONS=$c WRK_THREADS=$threads run_wrk "$cs-$t-$c-$round" "${URL[$cs,$t]}")"
+                # shellcheck disable=SC2086
+                after=$(cpu_ticks ${PIDS[$cs,$t]})
+                read -r rps p50 p99 errors < <(parse_wrk "$out")
+                cpu=$(ticks_to_us_per_request $((after - before)) "$(wrk_requests "$out")")
+                ((errors == 0)) || bench_log "warning: $cs $t c=$c round $round: $errors errors"
+                k="$cs,$t,$c"
+                RPS[$k]=$(fsum "${RPS[$k]:-0}" "$rps"); P50[$k]=$(fsum "${P50[$k]:-0}" "$p50")
+                P99[$k]=$(fsum "${P99[$k]:-0}" "$p99"); CPU[$k]=$(fsum "${CPU[$k]:-0}" "$cpu")
+                ERR[$k]=$(( ${ERR[$k]:-0} + errors ))
+            done
         done
     done
 done
+for k in "${!RPS[@]}"; do
+    RPS[$k]=$(awk -v v="${RPS[$k]}" -v n="$ROUNDS" 'BEGIN { print v / n }')
+    P50[$k]=$(awk -v v="${P50[$k]}" -v n="$ROUNDS" 'BEGIN { print v / n }')
+    P99[$k]=$(awk -v v="${P99[$k]}" -v n="$ROUNDS" 'BEGIN { print v / n }')
+    CPU[$k]=$(awk -v v="${CPU[$k]}" -v n="$ROUNDS" 'BEGIN { print v / n }')
+done
+
+# ---- The libcurl floor: plain and TLS (as the proxy does it: verified, h2 by ALPN, PIPEWAIT).
+declare -A FLOOR=()
+if [[ $BENCH_FLOOR == 1 ]]; then
+    CC_BIN="$(command -v cc || command -v clang || true)"
+    if [[ -n "$CC_BIN" ]] && "$CC_BIN" -O2 -o "$BENCH_DIR/curl-floor" "$BENCH_REPO_ROOT/bench/curl-floor.c" -lcurl 2>"$BENCH_DIR/cc.log"; then
+        for cs in "${CASES[@]}"; do
+            bench_log "libcurl floor: $cs"
+            url="${URL[plain,direct]}"; [[ $cs == https ]] && url="https://127.0.0.1:$UP_TLS_PORT/"
+            line="$(CURL_CA_BUNDLE="$CA" "$BENCH_DIR/curl-floor" "$url" 64 "$FLOOR_SECONDS")" || bench_log "warning: curl-floor $cs: $line"
+            read -r _ _ _ ferr _ frps _ fuser _ fsys _ fconn <<<"$line"
+            FLOOR[$cs]="$frps $fuser $fsys ${fconn:-?} $ferr"
+        done
+    else
+        bench_log "no C compiler or libcurl headers (see $BENCH_DIR/cc.log): skipped the libcurl floor"
+    fi
+fi
+
+# ---- Report.
+REF_C=64
+[[ " $CONNECTIONS " == *" 64 "* ]] || REF_C="${CONNECTIONS%% *}"
+mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 
 echo
-echo "GET / through each proxy to an nginx 'return 200' upstream; wrk -t$WRK_THREADS -d$WRK_DURATION; $(nproc) CPUs; $ROUNDS rounds interleaved (averages)"
-printf '%-10s %6s %12s %10s %10s %16s\n' target conns "req/s" "p50 ms" "p99 ms" "own CPU us/req"
-for c in $CONNECTIONS; do
-    for t in "${TARGETS[@]}"; do
-        printf '%-10s %6s %12.0f %10.3f %10.3f %16.1f\n' "$t" "$c" "${RPS[$t,$c]}" "${P50[$t,$c]}" "${P99[$t,$c]}" "${CPU[$t,$c]}"
+echo "== Forwarding GET / to an nginx 'return 200' upstream: plain HTTP/1.1, and https (TLS, h2 + http/1.1 by ALPN, private CA)"
+echo "   wrk -t$WRK_THREADS -d$WRK_DURATION (c=1: -t1); $(nproc) CPUs; $ROUNDS round(s) interleaved (averages); access logs off in all three"
+[[ $BENCH_TLS == 1 ]] && echo "   https upstream spoken to with: nginx ${UPSTREAM_PROTO[nginx]}, haproxy ${UPSTREAM_PROTO[haproxy]}, platform-proxy ${UPSTREAM_PROTO[platform]}"
+printf '%-6s %6s %-9s %10s %9s %9s %11s %7s\n' case conns target "req/s" "p50 ms" "p99 ms" "CPU us/req" errors
+for cs in "${CASES[@]}"; do
+    for c in $LOADS; do
+        for t in ${TARGETS[$cs]}; do
+            k="$cs,$t,$c"
+            printf '%-6s %6s %-9s %10.0f %9.3f %9.3f %11.1f %7s\n' "$cs" "$c" "$t" "${RPS[$k]}" "${P50[$k]}" "${P99[$k]}" "${CPU[$k]}" "${ERR[$k]}"
+        done
     done
 done
 echo
-for c in $CONNECTIONS; do
-    awk -v p="${RPS[platform,$c]}" -v n="${RPS[nginx,$c]}" -v h="${RPS[haproxy,$c]}" -v d="${RPS[direct,$c]}" \
-        -v pl="${P99[platform,$c]}" -v nl="${P99[nginx,$c]}" -v hl="${P99[haproxy,$c]}" -v c="$c" 'BEGIN {
-        best = n > h ? n : h; bestname = n > h ? "nginx" : "haproxy"; bestl = n > h ? nl : hl
-        printf "c=%s: platform/%s (stronger peer) throughput %.3fx, p99 %.3fx; platform/direct %.3fx\n",
-               c, bestname, p / best, pl / bestl, p / d
-    }'
+for cs in "${CASES[@]}"; do
+    for c in $LOADS; do
+        awk -v cs="$cs" -v c="$c" -v p="${RPS[$cs,platform,$c]}" -v n="${RPS[$cs,nginx,$c]}" -v h="${RPS[$cs,haproxy,$c]}" \
+            -v pc="${CPU[$cs,platform,$c]}" -v nc="${CPU[$cs,nginx,$c]}" -v hc="${CPU[$cs,haproxy,$c]}" \
+            -v pl="${P50[$cs,platform,$c]}" -v nl="${P50[$cs,nginx,$c]}" -v hl="${P50[$cs,haproxy,$c]}" 'BEGIN {
+            s = n >= h ? "nginx" : "haproxy"; sr = n >= h ? n : h
+            l = nc <= hc ? "nginx" : "haproxy"; lc = nc <= hc ? nc : hc
+            printf "%s c=%s: platform/%s (stronger) req/s %.2fx; CPU/req platform/%s (leaner) %.2fx; p50 platform/nginx %.2fx, /haproxy %.2fx\n",
+                   cs, c, s, p / sr, l, pc / lc, pl / nl, pl / hl
+        }'
+    done
 done
 
-# RSS with 1,000 idle keep-alive clients.
-python3 - "$PROXY_PORT" <<'PY' &
-import socket, sys, time
-port = int(sys.argv[1])
-socks = []
-for _ in range(1000):
-    s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(b"GET /_platform/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-    socks.append(s)
-for s in socks:
-    s.recv(4096)
-time.sleep(4)
-PY
-IDLE_PID=$!
-sleep 3
-echo "platform-proxy RSS with 1,000 idle keep-alive clients: $(rss_kb "$PROXY_PID") kB (peak $(peak_rss_kb "$PROXY_PID") kB)"
-wait "$IDLE_PID" || true
-
-# What libcurl alone costs per request: the upstream half of every forwarded request, measured
-# with no server side at all (bench/curl-floor.c), next to the peers' whole per-request CPU.
-CC_BIN="$(command -v cc || command -v clang || true)"
-if [[ -n "$CC_BIN" ]] && "$CC_BIN" -O2 -o "$BENCH_DIR/curl-floor" "$BENCH_REPO_ROOT/bench/curl-floor.c" -lcurl 2>"$BENCH_DIR/cc.log"; then
-    read -r _ requests _ errors _ floor_rps _ floor_user _ floor_sys < <("$BENCH_DIR/curl-floor" "${URL[direct]}" 64 5)
-    awk -v u="$floor_user" -v s="$floor_sys" -v r="$floor_rps" -v n="${CPU[nginx,64]:-0}" -v h="${CPU[haproxy,64]:-0}" 'BEGIN {
-        printf "libcurl alone (64 transfers, no server side): %.0f req/s on one thread, %.1f us CPU/request (user %.1f, system %.1f);\n", r, u + s, u, s
-        printf "  the peers spend %.1f (nginx) and %.1f (haproxy) us per request for the whole proxy job at c=64\n", n, h
-    }'
-else
-    bench_log "no C compiler (cc/clang): skipped the libcurl floor (bench/curl-floor.c)"
+if [[ $BENCH_IDLE == 1 ]]; then
+    echo
+    echo "== Idle memory: RSS in MiB (nginx: master + workers), fresh processes, $IDLE_CLIENTS idle keep-alive clients"
+    printf '%-9s %8s %10s %8s %12s %14s %11s\n' target "at rest" "w/ idle" "(+)" "after close" "after burst" "10 s later"
+    for t in nginx haproxy platform; do
+        printf '%-9s %8s %10s %8s %12s' "$t" "$(mib "${MEM[$t,rest]}")" "$(mib "${MEM[$t,idle]}")" \
+            "+$(mib $((MEM[$t,idle] - MEM[$t,rest])))" "$(mib "${MEM[$t,closed]}")"
+        if ((MEM[$t,burst] >= 0)); then
+            printf ' %14s %11s\n' "$(mib "${MEM[$t,burst]}")" "$(mib "${MEM[$t,later]}")"
+        else
+            printf ' %14s %11s\n' - -
+        fi
+    done
+    echo "(platform-proxy: the plain-case instance, workers ${PROXY_WORKERS:-0}; burst: $IDLE_BURST connections, one request each)"
 fi
+
+if ((${#FLOOR[@]})); then
+    echo
+    echo "== libcurl alone (bench/curl-floor.c, 64 transfers in flight on one thread, no server side, ${FLOOR_SECONDS}s)"
+    for cs in "${CASES[@]}"; do
+        [[ -n "${FLOOR[$cs]:-}" ]] || continue
+        read -r frps fuser fsys fconn ferr <<<"${FLOOR[$cs]}"
+        awk -v cs="$cs" -v r="$frps" -v u="$fuser" -v s="$fsys" -v conn="$fconn" -v e="$ferr" \
+            -v n="${CPU[$cs,nginx,$REF_C]}" -v h="${CPU[$cs,haproxy,$REF_C]}" -v p="${CPU[$cs,platform,$REF_C]}" -v c="$REF_C" 'BEGIN {
+            printf "%-6s %.0f req/s, %.1f us CPU/request (user %.1f, system %.1f), %s upstream connection(s), %s errors\n", cs, r, u + s, u, s, conn, e
+            printf "       whole job at c=%s: nginx %.1f, haproxy %.1f, platform-proxy %.1f us/request (%.1f above the floor)\n", c, n, h, p, p - u - s
+        }'
+    done
+fi
+
+# Markdown rows in the shape of README's benchmark table.
+echo
+echo "== Markdown (README)"
+echo "| case | nginx | HAProxy | platform-proxy |"
+echo "|---|---|---|---|"
+md_rps_cpu() { awk -v r="$1" -v c="$2" 'BEGIN { printf "%.1fk · %.1f", r / 1000, c }'; }
+for cs in "${CASES[@]}"; do
+    label="plain HTTP"; [[ $cs == https ]] && label="HTTPS upstream"
+    for c in $CONNECTIONS; do
+        printf '| %s, c=%s: req/s · CPU µs/req | %s | %s | %s |\n' "$label" "$c" \
+            "$(md_rps_cpu "${RPS[$cs,nginx,$c]}" "${CPU[$cs,nginx,$c]}")" "$(md_rps_cpu "${RPS[$cs,haproxy,$c]}" "${CPU[$cs,haproxy,$c]}")" \
+            "$(md_rps_cpu "${RPS[$cs,platform,$c]}" "${CPU[$cs,platform,$c]}")"
+    done
+    if [[ $BENCH_LATENCY == 1 ]]; then
+        printf '| %s, c=1: p50 · CPU µs/req | %.2f ms · %.0f | %.2f ms · %.0f | %.2f ms · %.0f |\n' "$label" \
+            "${P50[$cs,nginx,1]}" "${CPU[$cs,nginx,1]}" "${P50[$cs,haproxy,1]}" "${CPU[$cs,haproxy,1]}" "${P50[$cs,platform,1]}" "${CPU[$cs,platform,1]}"
+    fi
+done
+if [[ $BENCH_IDLE == 1 ]]; then
+    printf '| RSS at rest → with %s idle keep-alive clients | %s → %s MiB | %s → %s MiB | %s → %s MiB |\n' "$IDLE_CLIENTS" \
+        "$(mib "${MEM[nginx,rest]}")" "$(mib "${MEM[nginx,idle]}")" "$(mib "${MEM[haproxy,rest]}")" "$(mib "${MEM[haproxy,idle]}")" \
+        "$(mib "${MEM[platform,rest]}")" "$(mib "${MEM[platform,idle]}")"
+fi
+
+# ---- Issue 13's targets, one line each: the ratio, the target, PASS/FAIL.
+echo
+echo "== Issue 13 targets (platform-proxy in this run; c=$REF_C for the throughput targets)"
+PASSED=0; FAILED=0; SKIPPED=0
+verdict() { # TEXT VALUE OP LIMIT
+    local ok
+    ok=$(awk -v v="$2" -v l="$4" -v op="$3" 'BEGIN { print (op == "<=" ? v <= l : v >= l) ? 1 : 0 }')
+    if ((ok)); then PASSED=$((PASSED + 1)); printf '%-86s PASS\n' "$1"; else FAILED=$((FAILED + 1)); printf '%-86s FAIL\n' "$1"; fi
+}
+skipped() { SKIPPED=$((SKIPPED + 1)); printf '%-86s n/a (%s)\n' "$1" "$2"; }
+throughput_targets() { # CASE CPU_LIMIT RPS_LIMIT
+    local cs=$1 c=$REF_C line
+    line=$(awk -v p="${CPU[$cs,platform,$c]}" -v n="${CPU[$cs,nginx,$c]}" -v h="${CPU[$cs,haproxy,$c]}" 'BEGIN {
+        l = n <= h ? "nginx" : "haproxy"; lc = n <= h ? n : h
+        printf "%.3f %.1f us / %s %.1f us", p / lc, p, l, lc }')
+    verdict "$cs c=$c CPU/req: platform ${line#* } = ${line%% *}x (target <= $2x the leaner peer)" "${line%% *}" "<=" "$2"
+    line=$(awk -v p="${RPS[$cs,platform,$c]}" -v n="${RPS[$cs,nginx,$c]}" -v h="${RPS[$cs,haproxy,$c]}" 'BEGIN {
+        s = n >= h ? "nginx" : "haproxy"; sr = n >= h ? n : h
+        printf "%.3f %.1fk / %s %.1fk", p / sr, p / 1000, s, sr / 1000 }')
+    verdict "$cs c=$c req/s: platform ${line#* } = ${line%% *}x (target >= $3x the stronger peer)" "${line%% *}" ">=" "$3"
+}
+latency_target() { # CASE
+    local cs=$1 r
+    r=$(awk -v p="${P50[$cs,platform,1]}" -v n="${P50[$cs,nginx,1]}" 'BEGIN { printf "%.3f", p / n }')
+    verdict "$cs c=1 p50: platform ${P50[$cs,platform,1]} ms / nginx ${P50[$cs,nginx,1]} ms = ${r}x (target <= 1.3x)" "$r" "<=" 1.3
+}
+throughput_targets plain 1.8 0.7
+if [[ $BENCH_TLS == 1 ]]; then throughput_targets https 2.0 0.7; else skipped "https c=$REF_C CPU/req and req/s" "BENCH_TLS=0"; SKIPPED=$((SKIPPED + 1)); fi
+if [[ $BENCH_LATENCY == 1 ]]; then
+    latency_target plain
+    if [[ $BENCH_TLS == 1 ]]; then latency_target https; else skipped "https c=1 p50" "BENCH_TLS=0"; fi
+else
+    skipped "plain and https c=1 p50" "BENCH_LATENCY=0"; SKIPPED=$((SKIPPED + 1))
+fi
+if [[ $BENCH_IDLE == 1 ]]; then
+    added=$((MEM[platform,idle] - MEM[platform,rest]))
+    verdict "$IDLE_CLIENTS idle keep-alive clients add $(mib "$added") MiB (target <= 2 MiB)" "$added" "<=" 2048
+    verdict "RSS at rest $(mib "${MEM[platform,rest]}") MiB (target <= 16 MiB)" "${MEM[platform,rest]}" "<=" 16384
+    r=$(awk -v l="${MEM[platform,later]}" -v r="${MEM[platform,rest]}" 'BEGIN { printf "%.1f", (l - r) * 100 / r }')
+    verdict "10 s after a $IDLE_BURST-connection burst: $(mib "${MEM[platform,later]}") MiB, ${r} % over rest (target <= 25 %)" "$r" "<=" 25
+else
+    skipped "idle memory: +1,000 clients, RSS at rest, after a burst" "BENCH_IDLE=0"; SKIPPED=$((SKIPPED + 2))
+fi
+echo "issue 13: $PASSED of $((PASSED + FAILED)) measured targets met$( ((SKIPPED)) && echo ", $SKIPPED not measured")"

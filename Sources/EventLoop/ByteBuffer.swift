@@ -41,6 +41,12 @@ final class ByteBuffer {
 
     func didWrite(_ count: Int) { writerIndex += count }
 
+    /// Drops everything after the first `count` unread bytes.
+    func truncate(keeping count: Int) {
+        writerIndex = readerIndex + min(max(0, count), readableBytes)
+        if readerIndex == writerIndex { readerIndex = 0; writerIndex = 0 }
+    }
+
     func consume(_ count: Int) {
         readerIndex += count
         if readerIndex == writerIndex { readerIndex = 0; writerIndex = 0 }

@@ -105,9 +105,11 @@ public struct ConnectionStateMachine: Sendable {
             phase = .closed
             return .close
         case .awaitingResponse:
-            // Half-close after a complete request: answer, then close.
-            keepAlive = false
-            return .proceed
+            // A FIN while the response is pending is the client going away (what nginx treats as
+            // a client abort): close now, so the upstream transfer is cancelled at once rather
+            // than answered into a socket nobody reads.
+            phase = .closed
+            return .close
         }
     }
 

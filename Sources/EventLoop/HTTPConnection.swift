@@ -27,6 +27,12 @@ final class HTTPConnection: Selectable {
     private var continueSent = false
     private var closed = false
     private var outputWasBlocked = false
+    /// Bytes written to the socket so far, and the count at which the current response begins:
+    /// while the first is not past the second, no byte of that response has left.
+    private var writtenTotal = 0
+    private var responseStart = 0
+    /// Why the connection closes once its output is flushed (an aborted response keeps what it sent).
+    private var abortReason: String?
     private var flushScheduled = false
     /// Made once per connection: scheduling a flush allocates nothing per response.
     private lazy var flushAction: () -> Void = { [weak self] in
@@ -96,8 +102,9 @@ final class HTTPConnection: Selectable {
         if n == 0 {
             process()
             if closed { return }
+            let midRequest = machine.phase == .readingHead || machine.phase == .readingBody
             switch machine.inputEnded() {
-            case .close: close(reason: exchange == nil ? "client_closed" : "client_closed_mid_request")
+            case .close: close(reason: midRequest && exchange != nil ? "client_closed_mid_request" : "client_closed")
             case .proceed, .readNextRequest:
                 exchange?.onInputClosed?()
                 if !closed { updateInterest() }
@@ -289,6 +296,7 @@ final class HTTPConnection: Selectable {
                            _ writeFields: (inout [UInt8]) -> Void) {
         exchange.responseStarted = true
         exchange.status = status
+        responseStart = writtenTotal + output.readableBytes
         var head = owner.takeHeadScratch()
         head.append(contentsOf: HTTPResponseHead.statusLine(status))
         writeFields(&head)
@@ -356,10 +364,11 @@ final class HTTPConnection: Selectable {
             }
             guard case .processed(let n) = result else { break }
             output.consume(n)
+            writtenTotal += n
         }
         if output.isEmpty {
             output.releaseIfEmpty(unpooledSize: 16384)
-            if closeAfterFlush { return close(reason: nil) }
+            if closeAfterFlush { return close(reason: abortReason) }
             if outputWasBlocked {
                 outputWasBlocked = false
                 machine.outputBlocked(false, now: loop.now)
@@ -417,6 +426,32 @@ final class HTTPConnection: Selectable {
     }
 
     /// The server is stopping: close if idle, else after the current response.
+    /// Takes back a response none of whose bytes reached the socket yet, so the handler can answer
+    /// with an error instead; false once any byte left (the response can then only be cut short).
+    func retract(_ exchange: HTTPExchange) -> Bool {
+        guard exchange === self.exchange, exchange.responseStarted, !exchange.responseEnded, !closed,
+              writtenTotal <= responseStart else { return false }
+        output.truncate(keeping: responseStart - writtenTotal)
+        exchange.responseStarted = false
+        exchange.status = 0
+        exchange.bytesSent = 0
+        exchange.chunkedResponse = false
+        exchange.declaredLength = nil
+        return true
+    }
+
+    /// Ends a response that cannot be finished: what is queued is still written (the client sees
+    /// the head and the partial body, then the close), unless it stalls past the idle timeout.
+    func abort(reason: String) {
+        guard !closed else { return }
+        if output.isEmpty { return close(reason: reason) }
+        machine.failed()
+        abortReason = reason
+        closeAfterFlush = true
+        updateInterest()
+        scheduleFlush()
+    }
+
     func shutdown() {
         switch machine.shutdown() {
         case .close: close(reason: nil)

@@ -104,8 +104,13 @@ public final class HTTPExchange {
         connection.endResponse(self)
     }
 
-    /// Closes the client connection at once: a streamed response cannot be finished.
-    public func abort(reason: String) { connection?.close(reason: reason) }
+    /// Closes the client connection: a streamed response cannot be finished. What was queued is
+    /// flushed first, so the client gets the head and partial body before the close.
+    public func abort(reason: String) { connection?.abort(reason: reason) }
+
+    /// Takes back a started response of which nothing reached the client yet (true), so an error
+    /// response can replace it; false when bytes already left.
+    public func retractResponse() -> Bool { connection?.retract(self) ?? false }
 
     /// Whether more output may be queued without exceeding the high-water mark.
     public var canWrite: Bool { connection?.canWrite ?? false }

@@ -142,7 +142,11 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         if let error {
             if error.isCancelled { return }
             handler.upstreamFailed(exchange, error: error)
-            if exchange.responseStarted { return exchange.abort(reason: "upstream_failed_mid_response") }
+            // A response none of whose bytes left yet is replaced by the error; one already partly
+            // sent is cut short after what was queued (the client sees the truncation).
+            if exchange.responseStarted && !exchange.retractResponse() {
+                return exchange.abort(reason: "upstream_failed_mid_response")
+            }
             return handler.fail(exchange, error.isTimeout ? .upstreamTimeout : .upstreamUnreachable)
         }
         if retryPending { return retryAfter401() }

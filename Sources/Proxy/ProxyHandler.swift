@@ -281,12 +281,14 @@ public final class ProxyHandler: HTTPHandler {
 
     private func logExchange(_ exchange: HTTPExchange, level: LogLevel, outcome: String?) {
         let seconds = loop.now.seconds(since: exchange.startedAt)
+        // nginx's 499: the client went away before any response was sent.
+        let status = !exchange.responseStarted && outcome?.hasPrefix("client_closed") == true ? 499 : exchange.status
         var level = level
         if exchange.info?.route == Probe.route {
             // Probes and scrapes arrive every few seconds for the life of the process: not traffic.
             if level == .info { level = .debug }
         } else {
-            metrics.request(route: exchange.info?.route ?? "_unrouted", status: exchange.status, seconds: seconds)
+            metrics.request(route: exchange.info?.route ?? "_unrouted", status: status, seconds: seconds)
         }
         guard Log.enabled(level), level > .info || runtime.configuration.accessLog else { return }
         let info = exchange.info
@@ -295,7 +297,7 @@ public final class ProxyHandler: HTTPHandler {
             ("method", .string(exchange.head.method)),
             ("path", .string(String(info?.path ?? ""))),
             ("route", .string(info?.route ?? "")),
-            ("status", .int(exchange.status)),
+            ("status", .int(status)),
             ("durationMs", .double((seconds * 1e6).rounded() / 1e3)),
             ("bytesIn", .int(exchange.bytesReceived)),
             ("bytesOut", .int(exchange.bytesSent)),

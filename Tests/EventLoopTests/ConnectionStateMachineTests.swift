@@ -171,17 +171,15 @@ struct ConnectionStateMachineTests {
         #expect(m.inputClosed)
     }
 
-    @Test("client half-close after a complete request: answer it, then close")
+    @Test("client FIN while the response is pending: the client left, close now (nginx's client abort)")
     func inputEndedAwaitingResponse() {
         var m = machineAfterHead(at: 1, hasBody: false)
-        #expect(m.inputEnded() == .proceed)
-        #expect(m.phase == .awaitingResponse)
-        #expect(m.closesAfterResponse)
-        #expect(m.responseEnded(now: t(2)) == .close)
+        #expect(m.inputEnded() == .close)
         #expect(m.phase == .closed)
+        #expect(m.inputClosed)
     }
 
-    @Test("closesAfterResponse reflects keep-alive, shutdown and half-close")
+    @Test("closesAfterResponse reflects keep-alive, shutdown and a closed input")
     func closesAfterResponse() {
         #expect(newMachine().closesAfterResponse == false)
         #expect(machineAfterHead(hasBody: false).closesAfterResponse == false)

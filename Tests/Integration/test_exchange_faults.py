@@ -1,0 +1,131 @@
+"""Faults in one forwarded exchange, through the real binary with a raw upstream on loopback:
+the client leaving before the response head, and an upstream closing right after its head."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+from proxy import base_config, build_request, exchange
+
+
+class RawUpstream:
+    """Accepts connections and, per connection, reads one request head then runs `behave(conn)`."""
+
+    def __init__(self, behave):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.behave = behave
+        self.events: list[tuple[str, float]] = []
+        self.lock = threading.Lock()
+        self.threads: list[threading.Thread] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self.threads.append(t)
+            t.start()
+
+    def _serve(self, conn):
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            self.note("request")
+            self.behave(self, conn)
+
+    def note(self, what: str):
+        with self.lock:
+            self.events.append((what, time.monotonic()))
+
+    def count(self, what: str) -> int:
+        with self.lock:
+            return sum(1 for w, _ in self.events if w == what)
+
+    def close(self):
+        self.sock.close()
+
+
+def route_to(port: int, timeout: float = 30) -> dict:
+    return {"name": "raw", "path": "/", "upstream": f"http://127.0.0.1:{port}/", "credential": "none",
+            "timeoutSeconds": timeout}
+
+
+def wait_until(predicate, timeout: float):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def test_client_gone_before_the_response_head_cancels_the_upstream_transfer(start_proxy):
+    """Was: the transfer ran on for the upstream's full 25 s, the client socket sat in CLOSE-WAIT,
+    and the log said 200. Now the client's FIN cancels it: the upstream sees its connection close."""
+    def slow(upstream, conn):
+        conn.settimeout(20)
+        try:
+            leftover = conn.recv(1)  # b"" when the proxy closes the upstream connection
+        except OSError:
+            leftover = b""
+        upstream.note("upstream_closed" if leftover == b"" else "unexpected_bytes")
+
+    upstream = RawUpstream(slow)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)]))
+    clients = []
+    for i in range(20):
+        s = socket.create_connection((server.host, server.port))
+        s.sendall(build_request("GET", f"/slow/{i}", {"Host": server.host_header, "X-Request-ID": f"gone-{i}"}))
+        clients.append(s)
+    assert wait_until(lambda: upstream.count("request") == 20, 5), upstream.events
+    left = time.monotonic()
+    for s in clients:
+        s.close()
+    assert wait_until(lambda: upstream.count("upstream_closed") == 20, 3), \
+        f"{upstream.count('upstream_closed')} of 20 upstream connections closed 3 s after the clients left"
+    closed_at = max(t for w, t in upstream.events if w == "upstream_closed")
+    assert closed_at - left < 2.0
+    assert wait_until(lambda: len([e for e in server.log_events("request") if e.get("requestID", "").startswith("gone-")]) == 20, 5)
+    for event in server.log_events("request"):
+        if event.get("requestID", "").startswith("gone-"):
+            assert event["status"] == 499 and event["outcome"] == "client_closed" and event["bytesOut"] == 0, event
+    upstream.close()
+
+
+def test_upstream_closing_right_after_its_head_never_gives_an_empty_reply(start_proxy):
+    """Was: 12 of 20 clients got nothing at all (the queued head was dropped with the connection)."""
+    def short(upstream, conn):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\nabc")
+        conn.shutdown(socket.SHUT_WR)
+        time.sleep(0.2)
+
+    upstream = RawUpstream(short)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)]))
+    outcomes = []
+    for i in range(20):
+        ex = exchange((server.host, server.port), build_request("GET", f"/short/{i}", {"Host": server.host_header}),
+                      timeout=5)
+        if ex.final is not None and ex.final.status == 502:
+            assert b'"error":"upstream_unreachable"' in ex.final.body, ex.final
+            outcomes.append("502")
+        else:
+            # Some of the body left before the upstream failed: the head and the bytes it had,
+            # then the close (curl exit 18, "transfer closed with outstanding read data").
+            assert ex.data, f"client {i} got an empty reply"
+            assert ex.data.startswith(b"HTTP/1.1 200") and ex.closed and ex.final is None, ex.data
+            outcomes.append("cut")
+    assert all(o in ("502", "cut") for o in outcomes) and len(outcomes) == 20, outcomes
+    assert outcomes.count("502") >= 1, outcomes  # the usual case: nothing had left yet
+    upstream.close()
