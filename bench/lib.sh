@@ -9,6 +9,7 @@
 #   start_proxy BIN PORT CONFIG_JSON [NAME [ARGS...]]  # sets PROXY_PID
 #   make_test_ca DIR                # throwaway CA + server cert for 127.0.0.1/localhost
 #   rss_tree_kb PID                 # RSS of PID and its children (nginx workers)
+#   free_ports N                    # N distinct free loopback ports
 #   run_wrk NAME URL                # wrk --latency, output saved as $BENCH_DIR/NAME.wrk
 #   parse_wrk FILE                  # prints "rps p50_ms p99_ms errors"
 #
@@ -89,6 +90,15 @@ build_release() {
 # free_port: an unused loopback TCP port.
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# free_ports N: N distinct unused loopback TCP ports on one line (all held open while chosen, so
+# they cannot repeat, as separate free_port calls can).
+free_ports() {
+    python3 -c 'import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in socks])' "$1"
 }
 
 # wait_http URL [seconds]: until URL answers 2xx.

@@ -19,6 +19,8 @@ public final class UpstreamClient {
     private(set) var active: [UnsafeMutableRawPointer: UpstreamTransfer] = [:]
     /// Non-zero while libcurl is running our callbacks: handles must not be removed then.
     var callbackDepth = 0
+    /// Makes libcurl close pooled connections their servers closed, while no request comes.
+    lazy var reaper = ConnectionReaper(client: self)
 
     /// Initialises libcurl once per process; call before any loop thread starts.
     public static func globalInit() { _ = initialised }
@@ -150,8 +152,9 @@ public final class UpstreamClient {
     private func drainCompleted() {
         var remaining: Int32 = 0
         while let message = curl_multi_info_read(multi, &remaining) {
-            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
-                  let transfer = active[easy] else { continue }
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            if reaper.finished(easy) { continue }
+            guard let transfer = active[easy] else { continue }
             transfer.completed(code: cc_msg_result(message))
         }
     }
@@ -174,9 +177,10 @@ final class CurlSocket: Selectable {
 
     func ready(_ events: UInt32) {
         if parked {
-            // Activity on an idle pooled connection (the server closed it): stop watching; curl
-            // finds it dead when it next checks the connection.
+            // Activity on an idle pooled connection (the server closed it): stop watching, and
+            // have curl close it soon rather than hold the descriptor until the next request.
             client.loop.deregister(fd: fd)
+            client.reaper.deadConnectionSeen()
             return
         }
         var mask: Int32 = 0

@@ -129,3 +129,60 @@ def test_upstream_closing_right_after_its_head_never_gives_an_empty_reply(start_
     assert all(o in ("502", "cut") for o in outcomes) and len(outcomes) == 20, outcomes
     assert outcomes.count("502") >= 1, outcomes  # the usual case: nothing had left yet
     upstream.close()
+
+
+def socket_fds(pid: int) -> int:
+    import os
+    count = 0
+    for name in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{name}").startswith("socket:"):
+                count += 1
+        except OSError:
+            pass
+    return count
+
+
+def test_pooled_upstream_connections_the_upstream_closed_are_reaped_while_idle(start_proxy):
+    """Was: each stayed in CLOSE-WAIT, holding a descriptor, until the next upstream request."""
+    def answer_then_idle_close(upstream, conn):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        conn.settimeout(1.5)  # the upstream's keep-alive timeout
+        data = b""
+        while True:  # keep-alive: answer every further request until idle for 1.5 s
+            try:
+                chunk = conn.recv(65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            data += chunk
+            while b"\r\n\r\n" in data:
+                data = data.split(b"\r\n\r\n", 1)[1]
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    upstream = RawUpstream(answer_then_idle_close)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
+    time.sleep(0.3)
+    baseline = socket_fds(server.pid)
+    barrier = threading.Barrier(16)
+    statuses = []
+
+    def one(i):
+        barrier.wait()
+        statuses.append(exchange((server.host, server.port),
+                                 build_request("GET", f"/p/{i}", {"Host": server.host_header, "Connection": "close"}),
+                                 timeout=5).status)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert statuses == [200] * 16, statuses
+    pooled = socket_fds(server.pid) - baseline
+    assert pooled >= 4, f"expected pooled upstream connections, saw {pooled} extra sockets"
+    # the upstream closes them after 1.5 s; nothing else happens on the proxy
+    assert wait_until(lambda: socket_fds(server.pid) <= baseline + 1, 5), \
+        f"{socket_fds(server.pid) - baseline} upstream sockets still held 5 s after the burst (the upstream closed them after 1.5 s)"
+    upstream.close()
