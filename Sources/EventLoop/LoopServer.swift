@@ -29,6 +29,9 @@ final class LoopServer: Selectable {
     private var listeners: [Listener]
     private var connections: [CInt: HTTPConnection] = [:]
     private var acceptPaused = false
+    /// Accept failures in a row, and when the next one may be logged.
+    private var acceptFailures = 0
+    private var nextAcceptFailureLog = NanoTime(nanoseconds: 0)
     /// Connection read buffers, lent while a connection has unread input.
     let inputBuffers = BufferPool(size: 8192, limit: 64)
     /// Connection write buffers, lent while a connection has unsent output.
@@ -69,6 +72,7 @@ final class LoopServer: Selectable {
                     return
                 }
                 guard let (fd, peer) = accepted else { break }
+                acceptFailures = 0
                 admit(fd: fd, peer: peer, listener: listener.address)
             }
         }
@@ -101,13 +105,19 @@ final class LoopServer: Selectable {
         }
     }
 
-    /// EMFILE and friends: stop accepting briefly instead of spinning on a readable listener.
+    /// EMFILE and friends: stop accepting briefly (backing off up to a second while it lasts)
+    /// instead of spinning on a readable listener; logged once per burst of failures, not per try.
     private func acceptFailed(_ error: IOError) {
-        Log.emit(.error, "accept_failed", ["error": .string(error.description)])
+        acceptFailures += 1
+        if acceptFailures == 1 || loop.now >= nextAcceptFailureLog {
+            Log.emit(.error, "accept_failed", ["error": .string(error.description), "failures": .int(acceptFailures)])
+            nextAcceptFailureLog = loop.now.adding(seconds: 60)
+        }
         guard !acceptPaused else { return }
         acceptPaused = true
         for listener in listeners { try? loop.reregister(fd: listener.fd, interest: []) }
-        loop.schedule(at: NanoTime.now().adding(seconds: 0.1)) { [weak self] in
+        let pause = min(1.0, 0.1 * Double(1 << min(acceptFailures - 1, 4)))
+        loop.schedule(at: NanoTime.now().adding(seconds: pause)) { [weak self] in
             guard let self, !self.shuttingDown else { return }
             self.acceptPaused = false
             for listener in self.listeners { try? self.loop.reregister(fd: listener.fd, interest: .read) }

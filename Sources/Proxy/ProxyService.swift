@@ -51,9 +51,11 @@ public enum ProxyService {
             Log.emit(.error, "startup_failed", ["error": .string("signalfd failed")])
             return 1
         }
-        raiseDescriptorLimit(for: configuration.limits.maxConnections)
+        let descriptors = raiseDescriptorLimit(for: configuration.limits.maxConnections)
         UpstreamClient.globalInit()
-        let server = HTTPServer(configuration: serverConfiguration(configuration))
+        var settings = serverConfiguration(configuration)
+        settings.maxConnections = min(settings.maxConnections, clientBudget(descriptors: descriptors))
+        let server = HTTPServer(configuration: settings)
         let runtime = ProxyRuntime(configuration: configuration)
         let tokens = TokenWatcher(configuration.provider)
         let initial = tokens.poll() ?? .empty
@@ -101,16 +103,35 @@ public enum ProxyService {
                               lifecycle: lifecycle, analytics: analytics)
     }
 
-    /// Raises the soft open-file limit to the hard one: each client connection and each upstream
-    /// connection is a descriptor, and the default soft limit (1024) is below `maxConnections`.
-    private static func raiseDescriptorLimit(for connections: Int) {
+    /// Raises the soft open-file limit to the hard one (each client and each upstream connection
+    /// is a descriptor, and the usual soft limit, 1024, is below `maxConnections`); returns the
+    /// limit in force. Warns once when it cannot hold `maxConnections` clients with their upstreams.
+    private static func raiseDescriptorLimit(for connections: Int) -> Int {
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-        limit.rlim_cur = limit.rlim_max
-        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        if Int(limit.rlim_cur) < connections * 2 + 64 {
-            Log.emit(.warning, "descriptor_limit", ["limit": .int(Int(limit.rlim_cur)), "maxConnections": .int(connections)])
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         }
+        let descriptors = Int(clamping: limit.rlim_cur)
+        if descriptors < connections * 2 + descriptorReserve {
+            Log.emit(.warning, "descriptor_limit", [
+                "limit": .int(descriptors), "maxConnections": .int(connections),
+                "clientsServed": .int(clientBudget(descriptors: descriptors)),
+                "message": .string("the open-file limit cannot hold maxConnections clients and their upstream connections; "
+                                   + "more clients than clientsServed get 503 (raise ulimit -n or lower limits.maxConnections)")])
+        }
+        return descriptors
+    }
+
+    /// Descriptors kept out of the client budget: listeners, epoll, timers, log and state files, the IdP.
+    static let descriptorReserve = 64
+
+    /// Clients served at once within `descriptors`: each may need an upstream connection as well,
+    /// so accepting stops (503) before the last descriptors are gone, as nginx's worker_connections do.
+    static func clientBudget(descriptors: Int) -> Int {
+        max(1, (descriptors - descriptorReserve) / 2)
     }
 
     /// Validates a config and prints the report on stdout (so `> report.txt` keeps it): every

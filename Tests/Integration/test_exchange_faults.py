@@ -186,3 +186,55 @@ def test_pooled_upstream_connections_the_upstream_closed_are_reaped_while_idle(s
     assert wait_until(lambda: socket_fds(server.pid) <= baseline + 1, 5), \
         f"{socket_fds(server.pid) - baseline} upstream sockets still held 5 s after the burst (the upstream closed them after 1.5 s)"
     upstream.close()
+
+
+def test_at_the_descriptor_limit_clients_beyond_the_budget_get_503_and_forwarding_keeps_working(tmp_path):
+    """Was (ulimit -n 256, 400 clients): accepted clients used up every descriptor, every request
+    got 502 "Couldn't connect", accept_failed was logged 10 times a second, and no warning came."""
+    import json
+    import resource
+    import subprocess
+    from proxy import ProxyProcess, require_binary
+
+    def slow_ok(upstream, conn):
+        time.sleep(1.0)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+    upstream = RawUpstream(slow_ok)
+    config = base_config(routes=[route_to(upstream.port)], workers=1)
+    server = ProxyProcess(config, tmp_path / "run")
+    server.workdir.mkdir(parents=True, exist_ok=True)
+    server.config_path.write_text(json.dumps(config))
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    with open(server.log_path, "wb") as log:
+        server.proc = subprocess.Popen([str(require_binary()), "serve", "--config", str(server.config_path)],
+                                       stdout=log, stderr=log, stdin=subprocess.DEVNULL, preexec_fn=limit)
+    try:
+        server._wait_for_listening()
+        warnings = server.log_events("descriptor_limit")
+        assert len(warnings) == 1 and warnings[0]["clientsServed"] == 96, warnings
+        results: list[int | None] = []
+        lock = threading.Lock()
+
+        def client(i):
+            ex = exchange((server.host, server.port), build_request("GET", f"/f/{i}", {"Host": server.host_header}),
+                          timeout=10)
+            with lock:
+                results.append(ex.status)
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(300)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(20)
+        assert len(results) == 300
+        assert results.count(502) == 0, f"{results.count(502)} requests got 502: the upstream side ran out of descriptors"
+        assert results.count(200) >= 90, results
+        assert set(results) <= {200, 503}, sorted(set(map(str, results)))
+        assert len(server.log_events("accept_failed")) <= 2, len(server.log_events("accept_failed"))
+    finally:
+        server.stop()
+        upstream.close()
