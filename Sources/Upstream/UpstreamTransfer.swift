@@ -38,11 +38,19 @@ public final class UpstreamTransfer {
         handle.spareHead = UpstreamResponseHead(status: 0)
         configure()
         body?.onData = { [unowned self] in self.bodyDataArrived() }
+        // The wait for the response head starts once the request is sent: a long upload is not
+        // a slow upstream. While body bytes flow, libcurl's low-speed check (no byte moved in
+        // `timeout` seconds) is the stall timeout.
+        if body == nil || !request.hasBody { startHeadTimer() }
+    }
+
+    private func startHeadTimer() {
+        guard headTimer == nil, !headDelivered, !finished else { return }
         // Unowned: `finish` (which every transfer reaches) cancels this timer.
         headTimer = client.loop.schedule(at: client.loop.now.adding(seconds: request.timeout)) { [unowned self] in
             self.headTimer = nil
             guard !self.headDelivered else { return }
-            self.finish(.timeout("no response head within \(self.request.timeout) s"))
+            self.finish(.timeout("no response head within \(self.request.timeout) s of the request's last byte"))
         }
     }
 
@@ -183,7 +191,9 @@ public final class UpstreamTransfer {
         guard !cancelled, let body else { return CC_READFUNC_ABORT }
         switch body.read(into: UnsafeMutableRawBufferPointer(start: data, count: length)) {
         case .bytes(let n): return n
-        case .end: return 0
+        case .end:
+            startHeadTimer()
+            return 0
         case .wait:
             uploadPaused = true
             return CC_READFUNC_PAUSE

@@ -43,6 +43,7 @@ class RawUpstream:
                     return
                 data += chunk
             self.note("request")
+            self.leftover = data.split(b"\r\n\r\n", 1)[1]  # body bytes read with the head
             self.behave(self, conn)
 
     def note(self, what: str):
@@ -238,3 +239,46 @@ def test_at_the_descriptor_limit_clients_beyond_the_budget_get_503_and_forwardin
     finally:
         server.stop()
         upstream.close()
+
+
+def test_a_long_upload_is_not_cut_by_the_head_timeout(start_proxy):
+    """Was: with timeoutSeconds 3, every upload that took longer than 3 s got 504 (the wait for the
+    response head counted from the start). Now it counts from the request's last byte."""
+    size = 12 * 1024 * 1024
+
+    def read_all_then_answer(upstream, conn):
+        # the head was read by RawUpstream; read the body to its end, then answer with its size
+        conn.settimeout(20)
+        got = len(upstream.leftover)
+        while got < size:
+            chunk = conn.recv(1 << 20)
+            if not chunk:
+                break
+            got += len(chunk)
+        body = str(got).encode()
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+    upstream = RawUpstream(read_all_then_answer)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port, timeout=1.5)],
+                                            limits={"maxBodyBytes": 64 * 1024 * 1024}))
+    s = socket.create_connection((server.host, server.port))
+    s.sendall(build_request("PUT", "/upload", {"Host": server.host_header, "Content-Length": str(size),
+                                                "Connection": "close"}))
+    started = time.monotonic()
+    piece = b"x" * (256 * 1024)
+    for _ in range(size // len(piece)):  # about 4 s in all: longer than the 1.5 s head timeout
+        s.sendall(piece)
+        time.sleep(0.08)
+    took = time.monotonic() - started
+    s.settimeout(10)
+    reply = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        reply += chunk
+    s.close()
+    assert took > 3, f"the upload took only {took:.1f} s"
+    assert reply.startswith(b"HTTP/1.1 200"), reply[:300]
+    assert reply.endswith(str(size).encode()), reply[-100:]
+    upstream.close()
