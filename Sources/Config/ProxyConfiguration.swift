@@ -32,6 +32,8 @@ public struct ProxyConfiguration: Sendable, Equatable {
     public var shutdownGraceSeconds: Double = 9
     /// Whether `serve` reloads when the config file changes (inotify; follows a ConfigMap's symlink swap), as on SIGHUP. Default true.
     public var watchConfig: Bool = true
+    /// A/B experiments, in config order. Default [].
+    public var experiments: [ExperimentConfiguration] = []
     /// Absolute directory of the config file, against which relative paths were resolved.
     public var configDirectory: String
 
