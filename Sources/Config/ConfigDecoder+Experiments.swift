@@ -50,12 +50,13 @@ extension ConfigDecoder {
         return variants
     }
 
-    /// Names become analytics key segments and `X-Experiments` items, so they stay plain.
+    /// Names become analytics key segments and `X-Experiments` items, so they stay plain; 48 bytes
+    /// each keep `<root>.experiment.<name>.<variant>` within the 256-byte key limit.
     private func experimentName(_ name: String, at path: String, what: String) -> Bool {
-        let plain = !name.isEmpty && name.utf8.count <= 64 && name.utf8.allSatisfy { b in
+        let plain = !name.isEmpty && name.utf8.count <= 48 && name.utf8.allSatisfy { b in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F || b == 0x2D
         }
-        if !plain { report(path, "\(what) must be 1 to 64 letters, digits, '_' or '-'") }
+        if !plain { report(path, "\(what) must be 1 to 48 letters, digits, '_' or '-'") }
         return plain
     }
 

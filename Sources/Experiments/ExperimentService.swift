@@ -5,14 +5,14 @@ import Synchronization
 
 /// The machine's experiment state: the installation id, QA overrides and today's exposures,
 /// kept in `<stateDirectory>/experiments.json` (mode 0600, replaced atomically on a worker
-/// thread). Proxied requests read only `overridesGeneration` (one atomic load) and fetch the
+/// thread). The installation id file is made only once experiments are configured (`prepare`). Proxied requests read only `overridesGeneration` (one atomic load) and fetch the
 /// overrides again when it moved; everything else here serves `/_platform/experiments`.
 public final class ExperimentService: Sendable {
     /// The state file's name.
     public static let fileName = "experiments.json"
 
-    /// The logged-out subject.
-    public let installationID: String
+    private let stateDirectory: String
+    private let identity = Mutex<String?>(nil)
     /// Assignments and exposures for the metrics.
     public let counters = ExperimentCounters()
     private let state: Mutex<State>
@@ -25,10 +25,10 @@ public final class ExperimentService: Sendable {
         var exposures: ExposureLog
     }
 
-    /// Loads (or creates) the installation id and the state file. Blocks on disk I/O: call at
-    /// startup. An unreadable state file is moved aside and starts empty.
-    public init(stateDirectory: String) throws(TokenStoreError) {
-        installationID = try InstallationID.loadOrCreate(stateDirectory: stateDirectory)
+    /// Loads the state file, if any. Blocks on disk I/O: call at startup. An unreadable state
+    /// file is moved aside and starts empty.
+    public init(stateDirectory: String) {
+        self.stateDirectory = stateDirectory
         file = DurableFile(directory: stateDirectory, name: Self.fileName)
         var loaded = State(overrides: ExperimentOverrides(), exposures: ExposureLog())
         switch file.read() {
@@ -45,6 +45,35 @@ public final class ExperimentService: Sendable {
             Log.emit(.warning, "experiments_state_unreadable", ["movedTo": .string(moved)])
         }
         state = Mutex(loaded)
+    }
+
+    /// Loads or creates the installation id. Blocks on disk I/O: call at startup or reload,
+    /// off the loops, whenever experiments are configured. When the file cannot be written the
+    /// id lives in memory only (returned error, for the log): assignments stay sticky until exit.
+    public func prepare() -> TokenStoreError? {
+        guard identity.withLock({ $0 }) == nil else { return nil }
+        do {
+            let id = try InstallationID.loadOrCreate(stateDirectory: stateDirectory)
+            identity.withLock { $0 = $0 ?? id }
+            return nil
+        } catch {
+            identity.withLock { $0 = $0 ?? randomToken(bytes: 16) }
+            return error
+        }
+    }
+
+    /// The logged-out subject (in memory only if `prepare` was never called).
+    public var installationID: String {
+        identity.withLock { id in
+            if id == nil { id = randomToken(bytes: 16) }
+            return id!
+        }
+    }
+
+    /// Whom `credentials` assign for: the login's subject (`pennkey`, else `sub`), else the installation id.
+    public func subject(_ credentials: CredentialSnapshot) -> (id: String, loggedIn: Bool) {
+        if credentials.status.loggedIn, let subject = credentials.subject, !subject.isEmpty { return (subject, true) }
+        return (installationID, false)
     }
 
     /// Changes whenever the overrides do; loops compare it to decide whether their cached
