@@ -12,7 +12,7 @@ public final class ExperimentService: Sendable {
     public static let fileName = "experiments.json"
 
     private let stateDirectory: String
-    private let identity = Mutex<String?>(nil)
+    private let identity = Mutex<(id: String?, saved: Bool)>((nil, false))
     /// Assignments and exposures for the metrics.
     public let counters = ExperimentCounters()
     private let state: Mutex<State>
@@ -51,22 +51,22 @@ public final class ExperimentService: Sendable {
     /// off the loops, whenever experiments are configured. When the file cannot be written the
     /// id lives in memory only (returned error, for the log): assignments stay sticky until exit.
     public func prepare() -> TokenStoreError? {
-        guard identity.withLock({ $0 }) == nil else { return nil }
+        guard !identity.withLock({ $0.saved }) else { return nil }
         do {
             let id = try InstallationID.loadOrCreate(stateDirectory: stateDirectory)
-            identity.withLock { $0 = $0 ?? id }
+            identity.withLock { $0 = (id, true) }
             return nil
         } catch {
-            identity.withLock { $0 = $0 ?? randomToken(bytes: 16) }
+            identity.withLock { if $0.id == nil { $0.id = randomToken(bytes: 16) } }
             return error
         }
     }
 
-    /// The logged-out subject (in memory only if `prepare` was never called).
+    /// The logged-out subject; until `prepare` has saved one, an id in memory only.
     public var installationID: String {
-        identity.withLock { id in
-            if id == nil { id = randomToken(bytes: 16) }
-            return id!
+        identity.withLock { identity in
+            if identity.id == nil { identity.id = randomToken(bytes: 16) }
+            return identity.id!
         }
     }
 

@@ -19,6 +19,8 @@ import pytest
 from analytics_sink import AnalyticsSink
 from proxy import base_config, run_cli
 from test_analytics import analytics_block, make_tokens, wait_until
+from test_forwarding import static_provider
+from test_reload import reload_with, wait_for_event
 from upstream import Upstream
 
 ROOT = "pennmobile"
@@ -71,10 +73,6 @@ def expected_all(subject: str) -> dict:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def static_provider(tokens) -> dict:
-    return {"grant": "static", "accessToken": {"file": str(tokens.access_path)}, "idToken": {"file": str(tokens.id_path)}}
 
 
 def experiments_config(tmp_path: Path, *, tokens=None, sink: AnalyticsSink | None = None, routes=None, **extra) -> dict:
@@ -176,6 +174,21 @@ def test_no_experiments_configured_means_an_empty_list_and_no_state_files(start_
     r = server.get("/_platform/experiments/onboarding-v2")
     assert r.status == 404 and r.json()["error"] == "unknown_experiment", r
     assert not (state / "installation-id").exists()
+
+
+def test_reload_adds_experiments_and_a_weight_change_applies_to_new_reads(start_proxy, tmp_path):
+    state = tmp_path / "state"
+    server = start_proxy(config=base_config(None, stateDirectory=str(state)))
+    assert server.get("/_platform/experiments").json() == {}
+    config = dict(server.config, experiments={"solo": {"variants": {"a": 1, "b": 0}}})
+    reload_with(server, config)
+    wait_for_event(server, "config_reloaded")
+    installation = (state / "installation-id").read_text().strip()
+    assert server.get("/_platform/experiments").json() == {"solo": "a"}
+    reload_with(server, dict(config, experiments={"solo": {"variants": {"a": 0, "b": 1}}}))
+    wait_for_event(server, "config_reloaded", count=2)
+    assert server.get("/_platform/experiments").json() == {"solo": "b"}
+    assert (state / "installation-id").read_text().strip() == installation
 
 
 # --------------------------------------------------------------------------- overrides
