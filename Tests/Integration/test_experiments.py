@@ -357,6 +357,7 @@ def test_check_config_reports_experiment_errors_with_json_paths(tmp_path):
     path.write_text(json.dumps({"experiments": {"a": {"variants": {"x": 0}, "start": "soon", "colour": 1}}}))
     r = run_cli("check-config", "--config", str(path))
     assert r.returncode == 1
-    assert "experiments.a.colour: unknown key" in r.stderr
-    assert "experiments.a.variants: at least one weight must be above 0" in r.stderr
-    assert "experiments.a.start: expected an ISO 8601 date-time" in r.stderr
+    out = r.stdout + r.stderr
+    assert "experiments.a.colour: unknown key" in out
+    assert "experiments.a.variants: at least one weight must be above 0" in out
+    assert "experiments.a.start: expected an ISO 8601 date-time" in out
