@@ -10,6 +10,7 @@ public final class ExperimentCounters: Sendable {
         /// The variant.
         public var variant: String
 
+        /// By experiment, then variant: the order metrics are printed in.
         public static func < (a: Key, b: Key) -> Bool { (a.experiment, a.variant) < (b.experiment, b.variant) }
     }
 

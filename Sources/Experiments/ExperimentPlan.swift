@@ -45,7 +45,8 @@ public struct ExperimentPlan: Sendable {
     }
 
     /// The variant index for a hash fraction `n` (GrowthBook's `chooseVariation`); the first
-    /// variant when no range holds it (only a zero-weight tail can leave such a gap).
+    /// variant when no range holds it (GrowthBook's -1; with full coverage only rounding at the
+    /// very top of the space could cause it, above the largest hash, 0.9999).
     public func variantIndex(forHash n: Double) -> Int {
         ranges.firstIndex { n >= $0.start && n < $0.end } ?? 0
     }
