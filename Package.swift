@@ -24,7 +24,8 @@ let package = Package(
         .target(name: "Credentials", dependencies: ["Config", "EventLoop", "JSON", "Upstream"], swiftSettings: strict),
         .target(name: "Analytics", dependencies: ["CSQLite", "Config", "Credentials", "EventLoop", "JSON", "Upstream"],
                 swiftSettings: strict),
-        .target(name: "Proxy", dependencies: ["Analytics", "Config", "Credentials", "EventLoop", "HTTP1", "JSON", "Upstream"], swiftSettings: strict),
+        .target(name: "Experiments", dependencies: ["Config", "Credentials", "EventLoop", "JSON"], swiftSettings: strict),
+        .target(name: "Proxy", dependencies: ["Analytics", "Config", "Credentials", "EventLoop", "Experiments", "HTTP1", "JSON", "Upstream"], swiftSettings: strict),
         .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "EventLoop"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "JSON"]),
@@ -33,6 +34,7 @@ let package = Package(
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "EventLoop"]),
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials", "Config", "JSON"]),
         .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "JSON"]),
-        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Config", "HTTP1", "EventLoop", "JSON"]),
+        .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "Config", "Credentials", "JSON"]),
+        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Config", "Credentials", "Experiments", "HTTP1", "EventLoop", "JSON"]),
     ]
 )

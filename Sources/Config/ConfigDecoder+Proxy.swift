@@ -5,6 +5,7 @@ extension ConfigDecoder {
         "listen", "workers", "allowedHosts", "apiKey", "stateDirectory", "mock",
         "provider", "gate", "limits", "routes", "analytics",
         "metricsListen", "shutdownGraceSeconds", "watchConfig", "log",
+        "experiments",
     ]
 
     /// The whole document; nil only when the root is not an object (reported).
@@ -30,6 +31,7 @@ extension ConfigDecoder {
         let routes = top.read("routes", routes) ?? []
         config.routes = routes.map(\.route)
         config.analytics = top.object("analytics", keys: ConfigDecoder.analyticsKeys).flatMap(analytics)
+        config.experiments = top.read("experiments", experiments) ?? []
 
         // Credentials need a provider able to issue them; skip when the provider itself was invalid.
         let providerGiven = top.has("provider")

@@ -35,6 +35,8 @@ public struct ProxyConfiguration: Sendable, Equatable {
     /// `log.access`: one info line per request (buffered per loop, written every second or 64 KiB);
     /// false leaves warnings and errors only. Default true.
     public var accessLog: Bool = true
+    /// A/B experiments, in config order. Default [].
+    public var experiments: [ExperimentConfiguration] = []
     /// Absolute directory of the config file, against which relative paths were resolved.
     public var configDirectory: String
 

@@ -18,6 +18,8 @@ public struct RouteConfiguration: Sendable, Equatable {
     public var timeoutSeconds: Double
     /// Mock files for this route; nil when it has none. Default nil.
     public var mock: MockConfiguration?
+    /// Send the subject's experiment variants upstream in `X-Experiments`. Default false.
+    public var experimentHeader: Bool
 
     /// The default credential headers.
     public static let defaultHeaders = ["Authorization", "X-Authorization"]
@@ -26,7 +28,8 @@ public struct RouteConfiguration: Sendable, Equatable {
     public init(
         name: String, path: String, upstream: UpstreamURL?, credential: CredentialKind = .none,
         headers: [String] = RouteConfiguration.defaultHeaders, redirects: RedirectConfiguration? = nil,
-        retryOn401: Bool = false, timeoutSeconds: Double = 30, mock: MockConfiguration? = nil
+        retryOn401: Bool = false, timeoutSeconds: Double = 30, mock: MockConfiguration? = nil,
+        experimentHeader: Bool = false
     ) {
         self.name = name
         self.path = path
@@ -37,6 +40,7 @@ public struct RouteConfiguration: Sendable, Equatable {
         self.retryOn401 = retryOn401
         self.timeoutSeconds = timeoutSeconds
         self.mock = mock
+        self.experimentHeader = experimentHeader
     }
 }
 

@@ -1,5 +1,3 @@
-import Glibc
-
 /// The login that survives a restart: `<stateDirectory>/tokens.json`, mode 0600, replaced
 /// atomically. Every call blocks on disk I/O (fsync), so callers run them on a
 /// `BlockingWorker`, never on an event loop.
@@ -15,152 +13,31 @@ public final class TokenStore: Sendable {
         case corrupt(movedTo: String)
     }
 
+    private let file: DurableFile
     /// The state directory.
-    public let directory: String
+    public var directory: String { file.directory }
     /// `<directory>/tokens.json`.
-    public let path: String
-    private var temporaryPath: String { path + ".tmp" }
-    /// Token files are tiny; anything this large is not one (and not worth reading).
-    private static let sizeLimit = 1 << 20
+    public var path: String { file.path }
 
     /// A store in `directory`, which `save` creates (mode 0700) when missing.
     public init(directory: String) {
-        self.directory = directory
-        path = directory.hasSuffix("/") ? directory + "tokens.json" : directory + "/tokens.json"
+        file = DurableFile(directory: directory, name: "tokens.json")
     }
 
     /// The stored tokens; a file that exists but cannot be read as tokens is moved aside.
     public func load() -> LoadResult {
-        switch readFile() {
+        switch file.read() {
         case .missing: return .none
         case .bytes(let bytes): if let tokens = TokenSet.parse(bytes) { return .loaded(tokens) }
         case .unreadable: break
         }
-        return .corrupt(movedTo: moveAside())
+        return .corrupt(movedTo: file.moveAside())
     }
 
     /// Writes `tokens` durably: a fresh 0600 temporary file, fsync, rename over
     /// `tokens.json`, fsync of the directory. A crash leaves the old file or the new one.
-    public func save(_ tokens: TokenSet) throws(TokenStoreError) {
-        try TokenStore.makeDirectory(directory)
-        let tmp = temporaryPath
-        // A stale temporary from a crash would make O_EXCL fail; it holds nothing we need.
-        if unlink(tmp) == -1, errno != ENOENT { throw TokenStoreError(call: "unlink", path: tmp, errnoCode: errno) }
-        // O_EXCL refuses to follow a planted symlink; 0600 from the start, so no window where others can read.
-        let fd = try TokenStore.retryingEINTR("open", tmp) { open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
-        do {
-            defer { _ = close(fd) }
-            // The umask can only remove bits, but be explicit about the mode anyway.
-            try TokenStore.retryingEINTR("fchmod", tmp) { fchmod(fd, 0o600) }
-            try writeAll(fd, tokens.json(), path: tmp)
-            try TokenStore.retryingEINTR("fsync", tmp) { fsync(fd) }
-        } catch {
-            _ = unlink(tmp)
-            throw error
-        }
-        do {
-            try TokenStore.retryingEINTR("rename", tmp) { rename(tmp, path) }
-        } catch {
-            _ = unlink(tmp)
-            throw error
-        }
-        try syncDirectory()
-    }
+    public func save(_ tokens: TokenSet) throws(TokenStoreError) { try file.write(tokens.json()) }
 
     /// Removes the stored tokens (logout); a missing file is fine.
-    public func delete() throws(TokenStoreError) {
-        for file in [path, temporaryPath] where unlink(file) == -1 && errno != ENOENT {
-            throw TokenStoreError(call: "unlink", path: file, errnoCode: errno)
-        }
-        do {
-            try syncDirectory()
-        } catch where error.errnoCode == ENOENT {
-            // No directory, no tokens: nothing to make durable.
-        }
-    }
-
-    private enum ReadOutcome { case missing, bytes([UInt8]), unreadable }
-
-    private func readFile() -> ReadOutcome {
-        let fd: CInt
-        do {
-            fd = try TokenStore.retryingEINTR("open", path) { open(path, O_RDONLY | O_CLOEXEC) }
-        } catch {
-            return error.errnoCode == ENOENT ? .missing : .unreadable
-        }
-        defer { _ = close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16384)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .unreadable
-            }
-            if n == 0 { return .bytes(bytes) }
-            bytes.append(contentsOf: chunk[0..<n])
-            if bytes.count > TokenStore.sizeLimit { return .unreadable }
-        }
-    }
-
-    /// Renames the token file to `tokens.json.corrupt-<unix time>` (with `-N` added if that
-    /// exists, so an earlier one is never overwritten); returns where it ended up.
-    private func moveAside() -> String {
-        let base = "\(path).corrupt-\(time(nil))"
-        var target = base
-        var attempt = 1
-        while access(target, F_OK) == 0 {
-            target = "\(base)-\(attempt)"
-            attempt += 1
-        }
-        guard rename(path, target) == 0 else { return path }
-        try? syncDirectory()
-        return target
-    }
-
-    /// fsync of the directory makes the rename itself durable (ext4 and XFS need it).
-    private func syncDirectory() throws(TokenStoreError) {
-        let fd = try TokenStore.retryingEINTR("open", directory) { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        defer { _ = close(fd) }
-        try TokenStore.retryingEINTR("fsync", directory) { fsync(fd) }
-    }
-
-    private func writeAll(_ fd: CInt, _ bytes: [UInt8], path: String) throws(TokenStoreError) {
-        var written = 0
-        while written < bytes.count {
-            let n = try TokenStore.retryingEINTR("write", path) {
-                bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
-            }
-            written += n
-        }
-    }
-
-    /// Creates `directory` and any missing parents, each mode 0700; existing ones are left as they are.
-    private static func makeDirectory(_ directory: String) throws(TokenStoreError) {
-        if mkdir(directory, 0o700) == 0 { return }
-        switch errno {
-        case EEXIST:
-            return
-        case ENOENT:
-            var parent = String(directory.reversed().drop { $0 == "/" }.drop { $0 != "/" }.reversed())
-            while parent.count > 1, parent.hasSuffix("/") { parent.removeLast() }
-            guard !parent.isEmpty, parent != directory else { throw TokenStoreError(call: "mkdir", path: directory, errnoCode: ENOENT) }
-            try makeDirectory(parent)
-            if mkdir(directory, 0o700) == 0 || errno == EEXIST { return }
-            throw TokenStoreError(call: "mkdir", path: directory, errnoCode: errno)
-        case let code:
-            throw TokenStoreError(call: "mkdir", path: directory, errnoCode: code)
-        }
-    }
-
-    /// Runs `body` until it stops failing with EINTR; any other failure throws a `TokenStoreError`.
-    @discardableResult
-    private static func retryingEINTR<T: FixedWidthInteger>(_ call: String, _ path: String, _ body: () -> T) throws(TokenStoreError) -> T {
-        while true {
-            let result = body()
-            if result != -1 { return result }
-            let code = errno
-            if code != EINTR { throw TokenStoreError(call: call, path: path, errnoCode: code) }
-        }
-    }
+    public func delete() throws(TokenStoreError) { try file.delete() }
 }

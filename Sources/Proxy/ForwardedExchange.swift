@@ -32,7 +32,8 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     var recorder: MockRecorder?
 
     init(exchange: HTTPExchange, route: RouteConfiguration, upstream: UpstreamURL, handler: ProxyHandler,
-         requestID: String, credentialLines: HeaderLines, generation: UInt64, injector: CredentialInjector) {
+         requestID: String, credentialLines: HeaderLines, generation: UInt64, injector: CredentialInjector,
+         experimentLines: HeaderLines? = nil) {
         self.generation = generation
         self.exchange = exchange
         self.route = route
@@ -42,8 +43,12 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         self.credentialLines = credentialLines
         url = upstream
         method = exchange.head.method
-        let removing = route.credential == .none ? [] : injector.headerNames.map { Array($0.utf8) }
-        baseLines = HeaderPolicy.upstreamLines(exchange.head, peer: exchange.peer, requestID: requestID, removing: removing)
+        var removing = route.credential == .none ? [] : injector.headerNames.map { Array($0.utf8) }
+        // A route that carries assignments replaces the client's X-Experiments, never merges with it.
+        if experimentLines != nil { removing.append(Array("x-experiments".utf8)) }
+        var lines = HeaderPolicy.upstreamLines(exchange.head, peer: exchange.peer, requestID: requestID, removing: removing)
+        if let experimentLines { lines.append(contentsOf: experimentLines) }
+        baseLines = lines
     }
 
     /// Wires the client body into a `RequestBody` and sends the first hop.

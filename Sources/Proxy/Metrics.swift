@@ -1,6 +1,7 @@
 import Analytics
 import Credentials
 import EventLoop
+import Experiments
 
 /// One loop's counters. Mutated only on its loop, so the request path takes no lock; a scrape
 /// asks every loop for a copy by message (`MetricsHub.gather`).
@@ -102,6 +103,10 @@ public final class MetricsHub: @unchecked Sendable {
     private var reloads: @Sendable () -> ReloadStatus = { ReloadStatus() }
     private var analytics: AnalyticsCounters?
     private var refreshes: RefreshCounters?
+    private var experiments: ExperimentCounters?
+
+    /// The experiment counters to report (set before the loops serve).
+    func setExperiments(_ counters: ExperimentCounters) { experiments = counters }
 
     /// The token refresh counters to report (OAuth grants).
     func setRefreshes(_ counters: RefreshCounters) { refreshes = counters }
@@ -128,6 +133,7 @@ public final class MetricsHub: @unchecked Sendable {
         let reloads = reloads
         let analytics = analytics
         let refreshes = refreshes
+        let experiments = experiments
         for member in members {
             let metrics = member.metrics
             member.loop.execute {
@@ -139,7 +145,8 @@ public final class MetricsHub: @unchecked Sendable {
                         box.completion(PrometheusText.render(box.total, open: open(), reloads: reloads())
                                        + PrometheusText.render(process: ProcessStats.read())
                                        + (analytics.map(PrometheusText.render(analytics:)) ?? "")
-                                       + (refreshes.map(PrometheusText.render(refreshes:)) ?? ""))
+                                       + (refreshes.map(PrometheusText.render(refreshes:)) ?? "")
+                                       + (experiments.map(PrometheusText.render(experiments:)) ?? ""))
                     }
                 }
             }

@@ -91,7 +91,7 @@ enum PrometheusText {
         return out
     }
 
-    private static func header(_ out: inout String, _ name: String, _ type: String, _ help: String) {
+    static func header(_ out: inout String, _ name: String, _ type: String, _ help: String) {
         out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
     }
 

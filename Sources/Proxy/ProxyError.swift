@@ -29,6 +29,8 @@ public struct ProxyError: Error, Sendable, Equatable {
         case shuttingDown = "shutting_down"
         case unknownOperation = "unknown_operation"
         case analyticsStoreFailed = "analytics_store_failed"
+        case unknownExperiment = "unknown_experiment"
+        case unknownVariant = "unknown_variant"
     }
 
     private let code: Code
@@ -113,6 +115,14 @@ public struct ProxyError: Error, Sendable, Equatable {
     /// The route needs a token the proxy does not have.
     public static func credentialsUnavailable(_ kind: String) -> Self {
         Self(.credentialsUnavailable, 503, "No \(kind) credential is available for this route.")
+    }
+    /// No experiment has that name.
+    public static func unknownExperiment(_ name: String) -> Self {
+        Self(.unknownExperiment, 404, "No experiment is named \(name).")
+    }
+    /// The experiment has no such variant.
+    public static func unknownVariant(_ variant: String, experiment: String, known: [String]) -> Self {
+        Self(.unknownVariant, 400, "The experiment \(experiment) has no variant \(variant); its variants are \(known.joined(separator: ", ")).")
     }
     /// A request the proxy cannot act on, with a reason.
     public static func invalidRequest(_ message: String) -> Self { Self(.invalidRequest, 400, message) }

@@ -2,6 +2,7 @@ import Analytics
 import Config
 import Credentials
 import EventLoop
+import Experiments
 import HTTP1
 import JSON
 import Upstream
@@ -22,6 +23,8 @@ public final class ProxyHandler: HTTPHandler {
     public internal(set) var credentials: CredentialSnapshot = .empty
     /// The analytics sidecar, when configured.
     public var analytics: AnalyticsService?
+    /// Experiment overrides, exposures and the installation id.
+    public var experimentService: ExperimentService?
     /// Set on the home loop's handler: the uploader follows this loop's token snapshots.
     var uploadsHere = false
     /// The token lifecycle (OAuth grants); nil for the static grant or no provider.
@@ -35,6 +38,8 @@ public final class ProxyHandler: HTTPHandler {
     public var metricsListener: Int?
     /// Injected header lines per route, formatted once per token generation.
     private var injectedLines = InjectedLineCache()
+    /// The `X-Experiments` line, formatted once per subject and config.
+    private var experimentLines = ExperimentHeaderCache()
 
     /// Creates the handler for `loop`.
     public init(runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int, hub: MetricsHub) {
@@ -83,6 +88,7 @@ public final class ProxyHandler: HTTPHandler {
             if target.path == "/_platform/metrics" { return scrapeMetrics(exchange) }
             if handleAuthEndpoint(exchange, path: target.path, query: target.query) { return }
             if handleAnalyticsEndpoint(exchange, path: target.path) { return }
+            if handleExperimentEndpoint(exchange, path: target.path) { return }
             return control.handle(exchange, path: target.path, runtime: runtime, reply: reply) { [unowned self] exchange, then in
                 self.collectBody(exchange, limit: ControlEndpoints.maxBody, then)
             }
@@ -134,9 +140,14 @@ public final class ProxyHandler: HTTPHandler {
             return fail(exchange, .credentialsUnavailable(route.credential.rawValue))
         }
         if !lines.isEmpty { metrics.injected(route: route.name) }
+        var experiments: HeaderLines?
+        if route.experimentHeader, let service = experimentService {
+            experiments = experimentLines.lines(runtime: plan.runtime, credentials: credentials, service: service, now: UnixTime.now())
+        }
         let forwarded = ForwardedExchange(exchange: exchange, route: route, upstream: plan.url, handler: self,
                                           requestID: exchange.info?.requestID ?? "", credentialLines: lines,
-                                          generation: credentials.generation, injector: plan.injector)
+                                          generation: credentials.generation, injector: plan.injector,
+                                          experimentLines: experiments)
         if plan.mockMode == .record, let mock = route.mock {
             forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite)
         }

@@ -1,5 +1,6 @@
 import Config
 import Credentials
+import Experiments
 
 /// Everything a request reads that a config reload can change, built once per config and
 /// never mutated: loops swap their reference to a new one, so requests take no lock.
@@ -16,6 +17,8 @@ public final class ProxyRuntime: Sendable {
     public let mocks: MockFiles
     /// Each route's credential injector, by route index.
     public let injectors: [CredentialInjector]
+    /// The configured experiments, compiled.
+    public let experiments: ExperimentSet
 
     /// Compiles `configuration`.
     public init(configuration: ProxyConfiguration, mocks: MockFiles = MockFiles()) {
@@ -27,6 +30,7 @@ public final class ProxyRuntime: Sendable {
         mockModes = MockSwitchboard(routes: configuration.routes)
         self.mocks = mocks
         injectors = configuration.routes.map(CredentialInjector.init(route:))
+        experiments = ExperimentSet(configuration.experiments)
     }
 
     /// How `route` uses its mock folder now: the run-time switch, else the global `mock`

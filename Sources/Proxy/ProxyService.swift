@@ -3,6 +3,7 @@ import Analytics
 import Config
 import Credentials
 import EventLoop
+import Experiments
 import Glibc
 import Synchronization
 import Upstream
@@ -69,15 +70,22 @@ public enum ProxyService {
                 return 1
             }
         }
+        let experiments = ExperimentService(stateDirectory: configuration.stateDirectory)
+        if !configuration.experiments.isEmpty, let error = experiments.prepare() {
+            Log.emit(.error, "startup_failed", ["error": .string("experiments installation id: \(error)")])
+            return 1
+        }
         var handlers: [ProxyHandler] = []
         let hub = MetricsHub()
         reloadCounts.status.withLock { $0.lastSuccessTime = UnixTime.now() }
+        hub.setExperiments(experiments.counters)
         hub.setSources(openConnections: { [server] in server.openConnections },
                        reloads: { reloadCounts.status.withLock { $0 } })
         do {
             let bound = try server.start { loop, index in
                 let handler = ProxyHandler(runtime: runtime, loop: loop, loopIndex: index, hub: hub)
                 handler.analytics = analytics
+                handler.experimentService = experiments
                 handler.uploadsHere = index == 0
                 handler.metricsListener = configuration.metricsListen.map { _ in configuration.listen.count }
                 handler.credentialsChanged(initial)
@@ -100,7 +108,7 @@ public enum ProxyService {
         Log.emit(.info, "started", ["version": .string(version), "config": .string(configPath), "configSource": .string(location.source),
                                     "workers": .int(server.eventLoops.count), "routes": .int(configuration.routes.count)])
         return waitForSignals(signals, server: server, handlers: handlers, configPath: configPath, current: runtime, tokens: tokens,
-                              lifecycle: lifecycle, analytics: analytics)
+                              lifecycle: lifecycle, analytics: analytics, experiments: experiments)
     }
 
     /// Raises the soft open-file limit to the hard one (each client and each upstream connection
@@ -175,7 +183,8 @@ public enum ProxyService {
 
     private static func waitForSignals(_ signals: CInt, server: HTTPServer, handlers: [ProxyHandler],
                                        configPath: String, current: ProxyRuntime, tokens: TokenWatcher,
-                                       lifecycle: OAuthLifecycle?, analytics: AnalyticsService?) -> Int32 {
+                                       lifecycle: OAuthLifecycle?, analytics: AnalyticsService?,
+                                       experiments: ExperimentService) -> Int32 {
         var runtime = current
         var tokens = tokens
         var drainDeadline: NanoTime?
@@ -185,7 +194,8 @@ public enum ProxyService {
         let grace = current.configuration.shutdownGraceSeconds
         func reloadNow(_ trigger: String) {
             let previous = runtime
-            runtime = reload(configPath: configPath, trigger: trigger, server: server, handlers: handlers, current: runtime)
+            runtime = reload(configPath: configPath, trigger: trigger, server: server, handlers: handlers, current: runtime,
+                             experiments: experiments)
             if runtime !== previous, runtime.configuration.provider != previous.configuration.provider {
                 reloadProvider(from: previous, to: runtime, tokens: &tokens, lifecycle: lifecycle, server: server, handlers: handlers)
             }
@@ -226,6 +236,7 @@ public enum ProxyService {
                 }
                 server.stop()
                 analytics?.shutdown()
+                experiments.shutdown()  // pending state writes reach the disk
                 lifecycle?.worker.shutdown()  // pending token-store writes reach the disk
                 Log.emit(.info, "stopped", ["closedInFlight": .int(open)])
                 return 0
@@ -265,7 +276,7 @@ public enum ProxyService {
 
     /// SIGHUP: a valid config replaces the runtime on every loop for new requests; an invalid one is logged and ignored.
     private static func reload(configPath: String, trigger: String, server: HTTPServer, handlers: [ProxyHandler],
-                               current: ProxyRuntime) -> ProxyRuntime {
+                               current: ProxyRuntime, experiments: ExperimentService) -> ProxyRuntime {
         switch ConfigLoader.load(path: configPath) {
         case .failure(let errors):
             reloadCounts.record(success: false)
@@ -273,6 +284,10 @@ public enum ProxyService {
                                                       "errors": .string(errors.description)])
             return current
         case .success(let configuration):
+            // The installation id exists before any loop assigns with the new experiments.
+            if !configuration.experiments.isEmpty, let error = experiments.prepare() {
+                Log.emit(.error, "experiments_installation_id_unsaved", ["error": .string("\(error)")])
+            }
             let next = ProxyRuntime(configuration: configuration, mocks: current.mocks)
             for (loop, handler) in zip(server.eventLoops, handlers) {
                 nonisolated(unsafe) let handler = handler

@@ -1,0 +1,113 @@
+import Analytics
+import EventLoop
+import Experiments
+import JSON
+
+extension ProxyHandler {
+    private static let json: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+    private static let prefix = "/_platform/experiments"
+
+    /// `/_platform/experiments` and `/_platform/experiments/{name}`; false when `path` is neither.
+    func handleExperimentEndpoint(_ exchange: HTTPExchange, path: Substring) -> Bool {
+        guard path.hasPrefix(Self.prefix) else { return false }
+        let rest = path.dropFirst(Self.prefix.count)
+        guard rest.isEmpty || rest.first == "/" else { return false }
+        guard let service = experimentService else {
+            fail(exchange, .noRoute(String(path)))
+            return true
+        }
+        let head = exchange.head
+        let read = head.methodIs("GET") || head.methodIs("HEAD")
+        let experiments = runtime.experiments
+        let now = UnixTime.now()
+        if rest.isEmpty {
+            guard read else {
+                fail(exchange, .methodNotAllowed("GET"))
+                return true
+            }
+            let overrides = service.overrides().overrides
+            let assignments = experiments.assignments(subject: service.subject(credentials).id, now: now, overrides: overrides)
+            var object = JSONObject()
+            for a in assignments { object[a.experiment] = .string(a.variant) }
+            readAssignments(exchange, assignments, service: service, now: now, body: JSONValue.object(object).serializedBytes())
+            return true
+        }
+        let name = rest.dropFirst()
+        guard let plan = experiments.plan(named: name) else {
+            fail(exchange, .unknownExperiment(String(name)))
+            return true
+        }
+        if read {
+            let a = experiments.assignment(plan, subject: service.subject(credentials).id, now: now, overrides: service.overrides().overrides)
+            readAssignments(exchange, [a], service: service, now: now, body: Self.body(a, plan))
+        } else if head.methodIs("PUT") {
+            collectBody(exchange, limit: ControlEndpoints.maxBody) { [weak self, weak exchange] bytes in
+                guard let self, let exchange else { return }
+                self.override(exchange, plan, body: bytes, service: service)
+            }
+        } else if head.methodIs("DELETE") {
+            service.clearOverride(plan.name)
+            log.emit(.info, "experiment_override_cleared", [("experiment", .string(plan.name))])
+            let a = experiments.assignment(plan, subject: service.subject(credentials).id, now: now, overrides: service.overrides().overrides)
+            send(exchange, status: 200, headers: Self.json, body: Self.body(a, plan))
+        } else {
+            fail(exchange, .methodNotAllowed("GET, PUT, DELETE"))
+        }
+        return true
+    }
+
+    /// `PUT {"variant": "new"}`: forces that variant of `plan` for everyone on this machine.
+    private func override(_ exchange: HTTPExchange, _ plan: ExperimentPlan, body: [UInt8], service: ExperimentService) {
+        guard let parsed = try? JSONValue.parse(body), let variant = parsed["variant"]?.stringValue else {
+            return fail(exchange, .invalidRequest("Expected {\"variant\": name}."))
+        }
+        guard plan.variants.contains(variant) else {
+            return fail(exchange, .unknownVariant(variant, experiment: plan.name, known: plan.variants))
+        }
+        service.setOverride(variant, for: plan.name)
+        log.emit(.info, "experiment_overridden", [("experiment", .string(plan.name)), ("variant", .string(variant))])
+        send(exchange, status: 200, headers: Self.json,
+             body: Self.body(Assignment(experiment: plan.name, variant: variant, reason: .override), plan))
+    }
+
+    /// Answers a read after recording its exposures: the first read per subject per UTC day of
+    /// each hashed assignment, only for a logged-in subject (the analytics API records nothing
+    /// logged out) and only with analytics configured. Overridden and inactive ones never count.
+    /// The answer waits for the commit, so a flush right after it uploads the exposure.
+    private func readAssignments(_ exchange: HTTPExchange, _ assignments: [Assignment], service: ExperimentService,
+                                 now: Double, body: [UInt8]) {
+        service.counters.served(assignments)
+        let (subject, loggedIn) = service.subject(credentials)
+        let exposable = assignments.filter(\.isExposure)
+        guard loggedIn, let analytics, !exposable.isEmpty else {
+            return send(exchange, status: 200, headers: Self.json, body: body)
+        }
+        let day = ExposureLog.day(of: now)
+        let claimed = service.claimExposures(exposable, subject: subject, day: day)
+        guard !claimed.isEmpty else { return send(exchange, status: 200, headers: Self.json, body: body) }
+        let root = analytics.keys.root
+        let values = claimed.map { a in
+            AnalyticsValue(key: "\(root).experiment.\(a.experiment).\(a.variant)", value: "1", timestamp: Int64(now))
+        }
+        analytics.record(values, subject: subject, replyOn: loop) { [weak self, weak exchange] result in
+            switch result {
+            case .success: service.exposuresCommitted(claimed)
+            case .failure(let error):
+                service.releaseExposures(claimed, subject: subject, day: day)
+                self?.log.emit(.error, "experiment_exposure_failed", [("error", .string("\(error)"))])
+            }
+            guard let self, let exchange else { return }
+            self.send(exchange, status: 200, headers: Self.json, body: body)
+        }
+    }
+
+    /// `{"experiment":…, "variant":…, "reason":"assigned"|"inactive"|"override", "variants":[…]}`.
+    private static func body(_ a: Assignment, _ plan: ExperimentPlan) -> [UInt8] {
+        var object = JSONObject()
+        object["experiment"] = .string(a.experiment)
+        object["variant"] = .string(a.variant)
+        object["reason"] = .string(a.reason.rawValue)
+        object["variants"] = .array(plan.variants.map { .string($0) })
+        return JSONValue.object(object).serializedBytes()
+    }
+}
