@@ -33,28 +33,22 @@ enum PrometheusText {
         header(&out, "platform_proxy_config_reloads_total", "counter", "Config reloads (SIGHUP or a changed file), by result.")
         out += "platform_proxy_config_reloads_total{result=\"ok\"} \(reloads.ok)\n"
         out += "platform_proxy_config_reloads_total{result=\"failed\"} \(reloads.failed)\n"
-        header(&out, "platform_proxy_config_last_reload_success", "gauge", "1 when the last config load (start or reload) succeeded, else 0.")
-        out += "platform_proxy_config_last_reload_success \(reloads.lastSucceeded ? 1 : 0)\n"
-        header(&out, "platform_proxy_config_last_reload_success_timestamp_seconds", "gauge", "Unix time of the last successful config load.")
-        out += "platform_proxy_config_last_reload_success_timestamp_seconds \(Int(reloads.lastSuccessTime))\n"
-        header(&out, "platform_proxy_open_connections", "gauge", "Open client connections.")
-        out += "platform_proxy_open_connections \(open)\n"
+        single(&out, "platform_proxy_config_last_reload_success", "gauge",
+               "1 when the last config load (start or reload) succeeded, else 0.", reloads.lastSucceeded ? 1 : 0)
+        single(&out, "platform_proxy_config_last_reload_success_timestamp_seconds", "gauge",
+               "Unix time of the last successful config load.", Int(reloads.lastSuccessTime))
+        single(&out, "platform_proxy_open_connections", "gauge", "Open client connections.", open)
         return out
     }
 
     /// The standard process metrics (names as the Prometheus client libraries use them) and build info.
     static func render(process p: ProcessStats) -> String {
         var out = ""
-        header(&out, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.")
-        out += "process_cpu_seconds_total \(p.cpuSeconds)\n"
-        header(&out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.")
-        out += "process_resident_memory_bytes \(p.residentBytes)\n"
-        header(&out, "process_open_fds", "gauge", "Open file descriptors.")
-        out += "process_open_fds \(p.openDescriptors)\n"
-        header(&out, "process_max_fds", "gauge", "The open file descriptor limit.")
-        out += "process_max_fds \(p.maxDescriptors)\n"
-        header(&out, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.")
-        out += "process_start_time_seconds \(p.startTime)\n"
+        single(&out, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.", p.cpuSeconds)
+        single(&out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", p.residentBytes)
+        single(&out, "process_open_fds", "gauge", "Open file descriptors.", p.openDescriptors)
+        single(&out, "process_max_fds", "gauge", "The open file descriptor limit.", p.maxDescriptors)
+        single(&out, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.", p.startTime)
         header(&out, "platform_proxy_build_info", "gauge", "Always 1; the labels name the running build.")
         out += "platform_proxy_build_info{version=\"\(escape(ProxyService.version))\"} 1\n"
         return out
@@ -89,6 +83,12 @@ enum PrometheusText {
         header(&out, "platform_proxy_analytics_last_upload_timestamp_seconds", "gauge", "Unix time of the last accepted upload (0: none).")
         out += "platform_proxy_analytics_last_upload_timestamp_seconds \(a.lastUpload.load(ordering: .relaxed))\n"
         return out
+    }
+
+    /// A metric with one unlabelled sample.
+    private static func single<V>(_ out: inout String, _ name: String, _ type: String, _ help: String, _ value: V) {
+        header(&out, name, type, help)
+        out += "\(name) \(value)\n"
     }
 
     static func header(_ out: inout String, _ name: String, _ type: String, _ help: String) {

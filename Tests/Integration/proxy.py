@@ -30,6 +30,17 @@ LISTEN_WAIT_SECONDS = 10.0
 STOP_WAIT_SECONDS = 15.0
 
 
+def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05):
+    """Polls ``predicate`` until it returns something truthy (returned) or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return predicate()
+
+
 def binary_path() -> Path:
     """The binary under test: $PLATFORM_PROXY_BIN, else the debug build."""
     env = os.environ.get("PLATFORM_PROXY_BIN")

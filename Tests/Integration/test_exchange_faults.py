@@ -7,7 +7,7 @@ import socket
 import threading
 import time
 
-from proxy import base_config, build_request, exchange
+from proxy import base_config, build_request, exchange, wait_until
 
 
 class RawUpstream:
@@ -61,15 +61,6 @@ class RawUpstream:
 def route_to(port: int, timeout: float = 30) -> dict:
     return {"name": "raw", "path": "/", "upstream": f"http://127.0.0.1:{port}/", "credential": "none",
             "timeoutSeconds": timeout}
-
-
-def wait_until(predicate, timeout: float):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def test_client_gone_before_the_response_head_cancels_the_upstream_transfer(start_proxy):

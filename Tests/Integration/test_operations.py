@@ -16,19 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from proxy import REPO_ROOT, ProxyProcess, base_config, require_binary, run_cli, write_mock_dir
+from proxy import REPO_ROOT, ProxyProcess, base_config, require_binary, run_cli, wait_until, write_mock_dir
 
 STATIC_TOKEN = "ops-test-token-0123456789"
-
-
-def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return predicate()
 
 
 def cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 30.0):
