@@ -3,7 +3,7 @@
 #
 #   source "$(dirname "$0")/lib.sh"
 #   bench_init                      # temp dir + cleanup trap
-#   ensure_tools nginx wrk          # apt-get only what is missing
+#   ensure_tools nginx wrk          # runs scripts/setup.sh test when a tool is missing
 #   PROXY_BIN=$(build_release)
 #   start_nginx PORT CONF_SNIPPET   # sets NGINX_PID
 #   start_proxy BIN PORT CONFIG_JSON [NAME [ARGS...]]  # sets PROXY_PID
@@ -50,22 +50,18 @@ bench_cleanup() {
     fi
 }
 
-# ensure_tools nginx wrk: install the Debian packages for missing commands (needs root).
+# ensure_tools nginx wrk: the project setup installs the peers when a command is missing.
 ensure_tools() {
     local missing=() tool
     for tool in "$@"; do
         command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
     done
     ((${#missing[@]})) || return 0
-    [[ $(id -u) -eq 0 ]] || bench_die "missing ${missing[*]}; install them (apt-get install ${missing[*]})"
-    bench_log "installing ${missing[*]}"
-    apt-get update -qq >&2
+    # The project's setup installs every peer the benchmarks use, the Debian way (no service
+    # is started or stopped); it needs root or sudo like any apt-get.
+    bench_log "missing ${missing[*]}: running scripts/setup.sh test"
+    "$BENCH_REPO_ROOT/scripts/setup.sh" test >&2 || bench_die "scripts/setup.sh test failed"
     for tool in "${missing[@]}"; do
-        case "$tool" in
-            nginx) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >&2 \
-                       || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >&2 ;;
-            *) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$tool" >&2 ;;
-        esac
         command -v "$tool" >/dev/null 2>&1 || bench_die "could not install $tool"
     done
 }
