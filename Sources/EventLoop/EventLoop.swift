@@ -22,6 +22,9 @@ public final class EventLoop: @unchecked Sendable {
     private var afterIteration: [() -> Void] = []
     private var atStop: [() -> Void] = []
     private var running = true
+    /// The thread running `run` (a `pthread_t`); 0 before it starts and after it stops, when
+    /// the thread that creates or joins the loop may set it up or tear it down.
+    private let owner = Atomic<UInt>(0)
     /// The time the current iteration started: cheap and precise enough for deadlines.
     public private(set) var now = NanoTime.now()
     /// A name for logs, e.g. `loop-0`.
@@ -42,8 +45,23 @@ public final class EventLoop: @unchecked Sendable {
         closeDescriptor(wakeFD)
     }
 
+    /// Whether the caller runs on this loop's thread (or the loop has not started yet, when
+    /// the thread that creates it sets it up). Checked by `assertInLoop` in debug builds, as
+    /// swift-nio's `NIOLoopBound` does: loop-confined state touched from another thread is a bug.
+    public var inLoop: Bool {
+        let thread = owner.load(ordering: .relaxed)
+        return thread == 0 || pthread_equal(thread, pthread_self()) != 0
+    }
+
+    /// Traps in debug builds when called off the loop's thread; free in release builds.
+    @inline(__always)
+    public func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(inLoop, "\(name): called off its loop thread", file: file, line: line)
+    }
+
     /// Registers `fd` for `interest`; events go to `target` until `deregister`.
     public func register(fd: CInt, interest: Interest, target: any Selectable, exclusive: Bool = false) throws(IOError) {
+        assertInLoop()
         let generation = slot(for: fd)
         registrations[Int(fd)] = (generation, target)
         try selector.register(fd: fd, generation: generation, interest: interest, exclusive: exclusive)
@@ -52,6 +70,7 @@ public final class EventLoop: @unchecked Sendable {
     /// (Re)claims `fd` for `target`: modifies an existing epoll entry, or adds one when the kernel
     /// has none (the descriptor was closed and its number reused). One syscall either way.
     public func claim(fd: CInt, interest: Interest, target: any Selectable) throws(IOError) {
+        assertInLoop()
         let generation = slot(for: fd)
         registrations[Int(fd)] = (generation, target)
         do {
@@ -63,11 +82,13 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Changes the interest of a registered `fd`.
     public func reregister(fd: CInt, interest: Interest) throws(IOError) {
+        assertInLoop()
         try selector.reregister(fd: fd, generation: registrations[Int(fd)].generation, interest: interest)
     }
 
     /// Stops delivering events for `fd`; call before closing it.
     public func deregister(fd: CInt) {
+        assertInLoop()
         selector.deregister(fd: fd)
         registrations[Int(fd)].target = nil
     }
@@ -75,6 +96,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Schedules `callback` on this loop at `deadline`.
     @discardableResult
     public func schedule(at deadline: NanoTime, _ callback: @escaping () -> Void) -> TimerID {
+        assertInLoop()
         let id = timers.schedule(at: deadline, callback)
         // Timers already due run at the end of this iteration without touching the timerfd.
         if deadline > now { armIfEarlier(deadline) }
@@ -82,7 +104,10 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Cancels a timer; a no-op if it already ran.
-    public func cancel(_ timer: TimerID) { timers.cancel(timer) }
+    public func cancel(_ timer: TimerID) {
+        assertInLoop()
+        timers.cancel(timer)
+    }
 
     /// Runs `task` on the loop thread soon; callable from any thread.
     public func execute(_ task: @escaping @Sendable () -> Void) {
@@ -91,7 +116,10 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Runs `task` at the end of the current iteration, after all events were handled (loop thread only).
-    public func afterEvents(_ task: @escaping () -> Void) { afterIteration.append(task) }
+    public func afterEvents(_ task: @escaping () -> Void) {
+        assertInLoop()
+        afterIteration.append(task)
+    }
 
     /// Interrupts `epoll_wait`; callable from any thread.
     public func wakeup() {
@@ -107,6 +135,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs until `stop`.
     public func run() {
+        owner.store(pthread_self(), ordering: .relaxed)
         while running {
             let count: Int
             do {
@@ -127,6 +156,8 @@ public final class EventLoop: @unchecked Sendable {
         }
         for task in atStop { task() }
         atStop.removeAll()
+        // Stopped: whoever joins the thread may tear down what was registered here.
+        owner.store(0, ordering: .relaxed)
     }
 
     private func dispatch(_ event: SelectorEvent) {
