@@ -20,7 +20,7 @@ let package = Package(
         .target(name: "Config", dependencies: ["JSON"], swiftSettings: strict),
         .target(name: "HTTP1", swiftSettings: strict),
         .target(name: "EventLoop", dependencies: ["CLinux", "HTTP1", "JSON"], swiftSettings: strict),
-        .target(name: "Upstream", dependencies: ["CCurl", "EventLoop"], swiftSettings: strict),
+        .target(name: "Upstream", dependencies: ["CCurl", "EventLoop", "HTTP1"], swiftSettings: strict),
         .target(name: "Credentials", dependencies: ["Config", "EventLoop", "JSON", "Upstream"], swiftSettings: strict),
         .target(name: "Analytics", dependencies: ["CSQLite", "Config", "Credentials", "EventLoop", "JSON", "Upstream"],
                 swiftSettings: strict),

@@ -11,7 +11,8 @@ public struct Interest: OptionSet, Sendable, Hashable {
     public static let write = Interest(rawValue: EPOLLOUT.rawValue)
 }
 
-/// One readiness event; `token` is what `register` was given.
+/// One readiness event: the descriptor, the registration generation packed with it into
+/// `epoll_data.u64`, and the epoll bits.
 struct SelectorEvent {
     var fd: CInt
     var generation: UInt32
@@ -51,8 +52,7 @@ final class Selector {
         _ = cl_epoll_ctl(epfd, EPOLL_CTL_DEL, fd, 0, 0)
     }
 
-    /// Waits up to `timeoutMilliseconds` (-1 forever) and calls `body` for each event.
-    /// Waits for events; returns how many `event(at:)` can read.
+    /// Waits up to `timeoutMilliseconds` (-1 forever); returns how many events `event(at:)` can read.
     func wait(timeoutMilliseconds: CInt) throws(IOError) -> Int {
         Int(try syscall(where: "epoll_wait") { cl_epoll_wait(epfd, events, CInt(capacity), timeoutMilliseconds) })
     }

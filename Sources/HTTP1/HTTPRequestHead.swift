@@ -157,4 +157,4 @@ func asciiCaseInsensitiveEquals(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Ra
 
 /// Lowercases an ASCII letter and leaves every other byte alone.
 @inline(__always)
-func asciiLower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }
+public func asciiLower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }

@@ -1,3 +1,5 @@
+import HTTP1
+
 /// Request header lines for an upstream, `Name: value` each, kept as one byte array with every
 /// line NUL-terminated: the shape libcurl's header list wants, so a transfer hands them over
 /// with one copy and no allocation per line (`EasyHandle.setHeaders`).
@@ -92,7 +94,3 @@ public struct HeaderLines: Sendable, Equatable {
         line[line.startIndex..<(line.firstIndex { $0 == 0x3A || $0 == 0x3B } ?? line.endIndex)]
     }
 }
-
-/// Lowercases an ASCII letter and leaves every other byte alone.
-@inline(__always)
-func asciiLower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }

@@ -1,0 +1,79 @@
+import HTTP1
+
+/// The final (non-1xx) response head from the upstream: the field bytes as received and their
+/// ranges, so relaying a response makes no String per field.
+public struct UpstreamResponseHead: Sendable {
+    /// Status code.
+    public var status: Int
+    /// Names and values back to back; `fields` holds their ranges.
+    public private(set) var storage: [UInt8] = []
+    /// Each field's name and value range in `storage`, in arrival order.
+    public private(set) var fields: [(name: Range<Int>, value: Range<Int>)] = []
+
+    /// An empty head with `status`.
+    public init(status: Int) { self.status = status }
+
+    /// A head with these fields (tests, fetch results).
+    public init(status: Int, headers: [(name: String, value: String)]) {
+        self.status = status
+        for (name, value) in headers { append(name: Array(name.utf8)[...], value: Array(value.utf8)[...]) }
+    }
+
+    /// Adds a field.
+    public mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
+        let nameStart = storage.count
+        storage.append(contentsOf: name)
+        let valueStart = storage.count
+        storage.append(contentsOf: value)
+        fields.append((nameStart..<valueStart, valueStart..<storage.count))
+    }
+
+    /// Forgets every field (a new head begins), keeping the capacity (reserving some at first).
+    mutating func reset(status: Int) {
+        if storage.capacity == 0 {
+            storage.reserveCapacity(512)
+            fields.reserveCapacity(16)
+        }
+        self.status = status
+        storage.removeAll(keepingCapacity: true)
+        fields.removeAll(keepingCapacity: true)
+    }
+
+    /// Header fields as strings, in order.
+    public var headers: [(name: String, value: String)] {
+        fields.map { (string($0.name), string($0.value)) }
+    }
+
+    /// Whether field `index` is called `lowercased` (given in lowercase), ignoring ASCII case.
+    public func nameEquals(_ index: Int, _ lowercased: [UInt8]) -> Bool {
+        let range = fields[index].name
+        guard range.count == lowercased.count else { return false }
+        var j = 0
+        for i in range {
+            if asciiLower(storage[i]) != lowercased[j] { return false }
+            j += 1
+        }
+        return true
+    }
+
+    /// The first value of `name` (ASCII case-insensitive).
+    public func first(_ name: String) -> String? {
+        let wanted = Array(name.utf8).map(asciiLower)
+        return fields.indices.first { nameEquals($0, wanted) }.map { string(fields[$0].value) }
+    }
+
+    /// The first `Content-Length` as a number, when it is one and no `Transfer-Encoding` overrides
+    /// it (RFC 9112 §6.3: curl then decodes the chunks and the length means nothing).
+    public var contentLength: Int? {
+        guard !fields.indices.contains(where: { nameEquals($0, Self.transferEncodingName) }),
+              let index = fields.indices.first(where: { nameEquals($0, Self.contentLengthName) }) else { return nil }
+        let digits = storage[fields[index].value]
+        guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 &- 0x30 < 10 }) else { return nil }
+        return digits.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
+    }
+
+    private static let contentLengthName = Array("content-length".utf8)
+    private static let transferEncodingName = Array("transfer-encoding".utf8)
+
+    private func string(_ range: Range<Int>) -> String { String(decoding: storage[range], as: UTF8.self) }
+}
