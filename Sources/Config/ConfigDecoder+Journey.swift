@@ -22,7 +22,7 @@ extension ConfigDecoder {
     /// A realm name goes into URL paths: letters, digits, `-`, `_`, `.` only.
     private func realm(_ value: JSONValue, at path: String) -> String? {
         guard let name = string(value, at: path) else { return nil }
-        guard Self.isPlainName(name) else { return failure(path, "\"\(name)\" is not a realm name (letters, digits, \"-\", \"_\", \".\")") }
+        guard JourneyConfiguration.isPlainName(name) else { return failure(path, "\"\(name)\" is not a realm name (letters, digits, \"-\", \"_\", \".\")") }
         return name
     }
 
@@ -34,14 +34,7 @@ extension ConfigDecoder {
 
     private func journeyName(_ value: JSONValue, at path: String) -> String? {
         guard let name = string(value, at: path) else { return nil }
-        guard Self.isPlainName(name) else { return failure(path, "\"\(name)\" is not a journey name (letters, digits, \"-\", \"_\", \".\")") }
+        guard JourneyConfiguration.isPlainName(name) else { return failure(path, "\"\(name)\" is not a journey name (letters, digits, \"-\", \"_\", \".\")") }
         return name
-    }
-
-    /// Letters, digits, `-`, `_` and `.`; not empty, not a dot segment.
-    static func isPlainName(_ name: String) -> Bool {
-        !name.isEmpty && name != "." && name != ".." && name.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2D || byte == 0x5F || byte == 0x2E
-        }
     }
 }

@@ -41,4 +41,11 @@ public struct JourneyConfiguration: Sendable, Equatable {
 
     /// The realm's OAuth 2 endpoint `name` (`authorize`, `access_token`, `token/revoke`, `userinfo`).
     public func oauthEndpoint(_ name: String) -> UpstreamURL { url("/oauth2" + realmPath + "/" + name) }
+
+    /// Whether `name` is fit for a realm or tree name: letters, digits, `-`, `_`, `.`; not a dot segment.
+    public static func isPlainName(_ name: String) -> Bool {
+        !name.isEmpty && name != "." && name != ".." && name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2D || byte == 0x5F || byte == 0x2E
+        }
+    }
 }
