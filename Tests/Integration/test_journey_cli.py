@@ -1,0 +1,137 @@
+"""`platform-proxy login --journey` against a running proxy and the AM simulator: scripted
+with `--answers`, interactive under a pseudo-terminal (the password and the one-time code
+are not echoed), and `--resume` of a suspended journey."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import time
+
+from credentials_support import assert_no_secrets_logged, idp_factory  # noqa: F401
+from journey_support import OTP, PASSWORD, am_state, launch_journey
+from proxy import binary_path
+
+
+def cli(args, config, tmp_path, timeout=30):
+    path = tmp_path / "cli-config.json"
+    path.write_text(json.dumps(config))
+    return subprocess.run([binary_path(), "login", *args, "--config", str(path)], capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def answers_file(tmp_path, answers: dict, name="answers.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(answers))
+    return str(path)
+
+
+def test_cli_journey_from_an_answers_file(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    p = launch_journey(start_proxy, idp, tmp_path)
+    file = answers_file(tmp_path, {"User Name": "demo", "IDToken2": PASSWORD, "One Time Password": OTP})
+    # Input names win over prompts, and IDToken2 is the code's input too: the password goes in as
+    # the code, AM refuses, and from a file the error node ends the run (the same answers would fail again).
+    done = cli(["--journey", "OTP", "--answers", file], p.config, tmp_path)
+    assert done.returncode == 1, done
+    assert "Login failure" in done.stdout, done
+
+    file = answers_file(tmp_path, {"User Name": "demo", "Password": PASSWORD, "One Time Password": OTP})
+    done = cli(["--journey", "OTP", "--answers", file], p.config, tmp_path)
+    assert done.returncode == 0, done
+    assert "Signed in as demo." in done.stdout and "state: logged_in" in done.stdout, done
+    assert "[info] A code was sent to your device." in done.stdout
+    for secret in [PASSWORD, OTP] + am_state(idp)["session_tokens"] + idp.control.secrets():
+        assert secret not in done.stdout + done.stderr
+    assert_no_secrets_logged(idp, [p], extra=[PASSWORD, OTP])
+
+
+def test_cli_answers_file_without_an_answer_fails_clearly(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    p = launch_journey(start_proxy, idp, tmp_path)
+    file = answers_file(tmp_path, {"User Name": "demo", "Password": PASSWORD})
+    done = cli(["--journey", "OTP", "--answers", file], p.config, tmp_path)
+    assert done.returncode == 1, done
+    assert 'has no answer for the prompt "One Time Password" (input IDToken2, PasswordCallback)' in done.stdout, done
+    assert p.auth()["state"] == "logged_out"
+
+
+def test_cli_register_policy_failure_from_a_file_is_reported(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    p = launch_journey(start_proxy, idp, tmp_path)
+    file = answers_file(tmp_path, {"Username": "newbie", "Password": "short", "Email Address": "n@example.test",
+                                   "Send me news": False, "Security question": "Your first pet?", "Answer": "Rex"})
+    done = cli(["--journey", "Register", "--answers", file], p.config, tmp_path)
+    assert done.returncode == 1, done
+    assert "LENGTH_BASED (min-password-length: 8)" in done.stdout, done
+
+
+def test_cli_suspended_journey_then_resume(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    p = launch_journey(start_proxy, idp, tmp_path)
+    file = answers_file(tmp_path, {"User Name": "demo", "Password": PASSWORD})
+    suspended = cli(["--journey", "Suspend", "--answers", file], p.config, tmp_path)
+    assert suspended.returncode == 1, suspended
+    assert "platform-proxy login --resume URL" in suspended.stdout, suspended
+    link = am_state(idp)["links"][-1]
+    resumed = cli(["--resume", link], p.config, tmp_path)
+    assert resumed.returncode == 0 and "Signed in as demo." in resumed.stdout, resumed
+
+
+def _read_until(fd, wanted: bytes, seen: bytearray, timeout=15.0) -> bytes:
+    """Reads until ``wanted`` appears after what was seen before this call."""
+    start = len(seen)
+    deadline = time.monotonic() + timeout
+    while wanted not in seen[start:]:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"no {wanted!r} in {bytes(seen)!r}"
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            seen += chunk
+    return bytes(seen)
+
+
+def test_cli_journey_in_a_terminal_does_not_echo_the_password_or_code(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    p = launch_journey(start_proxy, idp, tmp_path)
+    config = tmp_path / "cli-config.json"
+    config.write_text(json.dumps(p.config))
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([binary_path(), "login", "--journey", "OTP", "--config", str(config)],
+                            stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    seen = bytearray()
+    try:
+        # A wrong password first: the error is shown and the step asked again.
+        _read_until(master, b"User Name: ", seen)
+        os.write(master, b"demo\n")
+        _read_until(master, b"Password: ", seen)
+        os.write(master, b"not-the-Passw0rd\n")
+        mark = len(seen)
+        _read_until(master, "Login failure\r\n== Sign In ==\r\nUser Name: ".encode(), seen)
+        os.write(master, b"demo\n")
+        _read_until(master, b"Password: ", seen)
+        os.write(master, PASSWORD.encode() + b"\n")
+        _read_until(master, b"One Time Password: ", seen)
+        os.write(master, OTP.encode() + b"\n")
+        _read_until(master, b"state: logged_in", seen)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    text = bytes(seen).decode(errors="replace")
+    assert "demo" in text[mark:], text  # the user name is echoed as typed
+    assert PASSWORD not in text and "not-the-Passw0rd" not in text and OTP not in text, text
+    assert "Signed in as demo." in text
+    assert p.auth()["state"] == "logged_in"
