@@ -2,25 +2,13 @@ import Glibc
 
 /// Lines typed at the terminal (or piped in) for the CLI; secrets are read with echo off.
 enum TerminalInput {
-    /// Writes `text` to stdout without a newline, at once (a prompt).
-    static func prompt(_ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return }
-            offset += n
-        }
-    }
-
     /// Shows `prompt` and reads one line from stdin without its newline; nil at end of input.
     /// With `secret`, and stdin a terminal, echo goes off before the prompt is shown (so nothing
     /// typed after seeing it is echoed) and comes back even when reading fails.
     static func readLine(prompt text: String, secret: Bool) -> String? {
         var saved = termios()
         guard secret, isatty(0) == 1, tcgetattr(0, &saved) == 0 else {
-            prompt(text)
+            LoginCommands.writeOut(text)
             return Swift.readLine(strippingNewline: true)
         }
         var quiet = saved
@@ -30,7 +18,7 @@ enum TerminalInput {
         // TCSANOW: typed-ahead input is kept, not flushed.
         _ = tcsetattr(0, TCSANOW, &quiet)
         defer { _ = tcsetattr(0, TCSANOW, &saved) }
-        prompt(text)
+        LoginCommands.writeOut(text)
         return Swift.readLine(strippingNewline: true)
     }
 }

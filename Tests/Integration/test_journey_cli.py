@@ -29,10 +29,14 @@ def answers_file(tmp_path, answers: dict, name="answers.json"):
     return str(path)
 
 
+def cli_answers(p, tmp_path, journey: str, answers: dict):
+    """``login --journey JOURNEY --answers FILE`` with ``answers`` written to FILE."""
+    return cli(["--journey", journey, "--answers", answers_file(tmp_path, answers)], p.config, tmp_path)
+
+
 def test_cli_journey_from_an_answers_file(start_proxy, idp_factory, tmp_path):
     idp = idp_factory(access_ttl=120)
     p = launch_journey(start_proxy, idp, tmp_path)
-    file = answers_file(tmp_path, {"User Name": "demo", "IDToken2": PASSWORD, "One Time Password": OTP})
     # Input names win over prompts, and IDToken2 is the code's input too: the password goes in as
     # the code, AM refuses, and from a file the error node ends the run (the same answers would fail again).
     done = cli(["--journey", "OTP", "--answers", file], p.config, tmp_path)
@@ -52,8 +56,7 @@ def test_cli_journey_from_an_answers_file(start_proxy, idp_factory, tmp_path):
 def test_cli_answers_file_without_an_answer_fails_clearly(start_proxy, idp_factory, tmp_path):
     idp = idp_factory(access_ttl=120)
     p = launch_journey(start_proxy, idp, tmp_path)
-    file = answers_file(tmp_path, {"User Name": "demo", "Password": PASSWORD})
-    done = cli(["--journey", "OTP", "--answers", file], p.config, tmp_path)
+    done = cli_answers(p, tmp_path, "OTP", {"User Name": "demo", "Password": PASSWORD})
     assert done.returncode == 1, done
     assert 'has no answer for the prompt "One Time Password" (input IDToken2, PasswordCallback)' in done.stdout, done
     assert p.auth()["state"] == "logged_out"
@@ -62,9 +65,8 @@ def test_cli_answers_file_without_an_answer_fails_clearly(start_proxy, idp_facto
 def test_cli_register_policy_failure_from_a_file_is_reported(start_proxy, idp_factory, tmp_path):
     idp = idp_factory(access_ttl=120)
     p = launch_journey(start_proxy, idp, tmp_path)
-    file = answers_file(tmp_path, {"Username": "newbie", "Password": "short", "Email Address": "n@example.test",
-                                   "Send me news": False, "Security question": "Your first pet?", "Answer": "Rex"})
-    done = cli(["--journey", "Register", "--answers", file], p.config, tmp_path)
+    done = cli_answers(p, tmp_path, "Register", {"Username": "newbie", "Password": "short", "Email Address": "n@example.test",
+                                                 "Send me news": False, "Security question": "Your first pet?", "Answer": "Rex"})
     assert done.returncode == 1, done
     assert "LENGTH_BASED (min-password-length: 8)" in done.stdout, done
 
@@ -72,8 +74,7 @@ def test_cli_register_policy_failure_from_a_file_is_reported(start_proxy, idp_fa
 def test_cli_suspended_journey_then_resume(start_proxy, idp_factory, tmp_path):
     idp = idp_factory(access_ttl=120)
     p = launch_journey(start_proxy, idp, tmp_path)
-    file = answers_file(tmp_path, {"User Name": "demo", "Password": PASSWORD})
-    suspended = cli(["--journey", "Suspend", "--answers", file], p.config, tmp_path)
+    suspended = cli_answers(p, tmp_path, "Suspend", {"User Name": "demo", "Password": PASSWORD})
     assert suspended.returncode == 1, suspended
     assert "platform-proxy login --resume URL" in suspended.stdout, suspended
     link = am_state(idp)["links"][-1]
