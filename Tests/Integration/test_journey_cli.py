@@ -39,12 +39,11 @@ def test_cli_journey_from_an_answers_file(start_proxy, idp_factory, tmp_path):
     p = launch_journey(start_proxy, idp, tmp_path)
     # Input names win over prompts, and IDToken2 is the code's input too: the password goes in as
     # the code, AM refuses, and from a file the error node ends the run (the same answers would fail again).
-    done = cli(["--journey", "OTP", "--answers", file], p.config, tmp_path)
+    done = cli_answers(p, tmp_path, "OTP", {"User Name": "demo", "IDToken2": PASSWORD, "One Time Password": OTP})
     assert done.returncode == 1, done
     assert "Login failure" in done.stdout, done
 
-    file = answers_file(tmp_path, {"User Name": "demo", "Password": PASSWORD, "One Time Password": OTP})
-    done = cli(["--journey", "OTP", "--answers", file], p.config, tmp_path)
+    done = cli_answers(p, tmp_path, "OTP", {"User Name": "demo", "Password": PASSWORD, "One Time Password": OTP})
     assert done.returncode == 0, done
     assert "Signed in as demo." in done.stdout and "state: logged_in" in done.stdout, done
     assert "[info] A code was sent to your device." in done.stdout
