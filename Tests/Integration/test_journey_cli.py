@@ -11,6 +11,8 @@ import select
 import subprocess
 import time
 
+import pytest
+
 from credentials_support import assert_no_secrets_logged, idp_factory  # noqa: F401
 from journey_support import OTP, PASSWORD, am_state, launch_journey
 from proxy import binary_path
@@ -52,22 +54,20 @@ def test_cli_journey_from_an_answers_file(start_proxy, idp_factory, tmp_path):
     assert_no_secrets_logged(idp, [p], extra=[PASSWORD, OTP])
 
 
-def test_cli_answers_file_without_an_answer_fails_clearly(start_proxy, idp_factory, tmp_path):
+@pytest.mark.parametrize("journey,answers,said", [
+    ("OTP", {"User Name": "demo", "Password": PASSWORD},
+     'has no answer for the prompt "One Time Password" (input IDToken2, PasswordCallback)'),
+    ("Register", {"Username": "newbie", "Password": "short", "Email Address": "n@example.test", "Send me news": False,
+                  "Security question": "Your first pet?", "Answer": "Rex"},
+     "Password: LENGTH_BASED (min-password-length: 8)"),
+], ids=["missing-answer", "policy-failure"])
+def test_cli_answers_file_that_cannot_finish_fails_clearly(start_proxy, idp_factory, tmp_path, journey, answers, said):
     idp = idp_factory(access_ttl=120)
     p = launch_journey(start_proxy, idp, tmp_path)
-    done = cli_answers(p, tmp_path, "OTP", {"User Name": "demo", "Password": PASSWORD})
+    done = cli_answers(p, tmp_path, journey, answers)
     assert done.returncode == 1, done
-    assert 'has no answer for the prompt "One Time Password" (input IDToken2, PasswordCallback)' in done.stdout, done
+    assert said in done.stdout, done
     assert p.auth()["state"] == "logged_out"
-
-
-def test_cli_register_policy_failure_from_a_file_is_reported(start_proxy, idp_factory, tmp_path):
-    idp = idp_factory(access_ttl=120)
-    p = launch_journey(start_proxy, idp, tmp_path)
-    done = cli_answers(p, tmp_path, "Register", {"Username": "newbie", "Password": "short", "Email Address": "n@example.test",
-                                                 "Send me news": False, "Security question": "Your first pet?", "Answer": "Rex"})
-    assert done.returncode == 1, done
-    assert "LENGTH_BASED (min-password-length: 8)" in done.stdout, done
 
 
 def test_cli_suspended_journey_then_resume(start_proxy, idp_factory, tmp_path):
