@@ -264,3 +264,13 @@ def test_restart_keeps_the_login_and_logout_ends_the_am_session_and_revokes(star
     assert not session_file.exists()
     assert q.auth()["state"] == "logged_out"
     assert_no_secrets_logged(idp, [p, q], extra=[PASSWORD, OTP] + state["session_tokens"])
+
+
+def test_journey_tokens_refresh_at_ams_token_endpoint_like_any_login(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=3)
+    p = launch_journey(start_proxy, idp, tmp_path)
+    assert walk(p, None, [LOGIN])["node"] == "success"
+    wait_until(lambda: idp.control.token_calls("refresh_token") >= 1, 10, what="a proactive refresh")
+    assert p.wait_state("logged_in", timeout=5)
+    assert p.call("/api/after-refresh").status == 200
+    assert idp.control.token_calls("authorization_code") == 1
