@@ -29,6 +29,8 @@ final class JourneyState {
     var nextFlow: JourneySteps.FlowID = 1
     /// The AM session behind the current login (nil: none, or not read from disk yet).
     var session: String?
+    /// Whether `session` was read from disk (it is, before the first journey after a start).
+    var sessionLoaded = false
     /// Reports progress (one JSON object per event) to the auth event streams.
     var progress: (@Sendable ([UInt8]) -> Void)?
 }
@@ -45,6 +47,20 @@ extension CredentialManager {
                              _ done: @escaping (JourneyTurn) -> Void) {
         let done = LoopBound(done)
         loop.execute { [self] in
+            // After a restart the AM session is on disk: read it (on the worker) before the first
+            // journey, so AM sees it and a later logout ends the right one.
+            guard journeys.sessionLoaded else {
+                let store = JourneySessionStore(directory: self.store.directory)
+                worker.submit { [self] in
+                    let stored = store.load()
+                    loop.execute { [self] in
+                        if !journeys.sessionLoaded { journeys.session = journeys.session ?? stored }
+                        journeys.sessionLoaded = true
+                        startJourney(journey, resume: resume, client: client, replyOn: caller, done.value)
+                    }
+                }
+                return
+            }
             let reply: (JourneyTurn) -> Void = { turn in let sendable = LoopBound(turn); caller.execute { done.value(sendable.value) } }
             guard let config = provider.journey, let clientID = provider.clientID, let redirect = provider.redirectURI else {
                 return reply(.unavailable("The \(provider.grant.rawValue) grant has no journey login (provider.grant \"journey\")."))
@@ -197,6 +213,8 @@ extension CredentialManager {
         let store = JourneySessionStore(directory: self.store.directory)
         let known = journeys.session
         journeys.session = nil
+        // The file goes below: nothing is left to read from disk.
+        journeys.sessionLoaded = true
         let then = LoopBound(then)
         worker.submit { [self] in
             let session = known ?? store.load()

@@ -255,6 +255,10 @@ def test_restart_keeps_the_login_and_logout_ends_the_am_session_and_revokes(star
     q = launch_journey(start_proxy, idp, tmp_path, name="restarted", port=p.port, state_dir=p.state_dir)
     assert q.auth()["state"] == "logged_in"
     assert q.call("/api/after-restart").status == 200
+    # The stored AM session goes with the next journey: AM ends the tree at once, no second session.
+    assert start(q).json()["node"] == "success"
+    assert am_state(idp)["requests"][-1]["cookie"] is True
+    assert len(am_state(idp)["sessions"]) == 1
 
     r = post(q, "/_platform/logout")
     assert r.status == 200 and r.json()["revoked"] is True, r

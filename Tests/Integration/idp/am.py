@@ -193,10 +193,10 @@ def register_am(app: Flask, idp, server, user_class):
         session = am.sessions.get(token) if token else None
         return (token, session) if session and session["realm"] == realm else (None, None)
 
-    def success(record_user, realm):
+    def success(record_user, realm, existing=None):
         if request.args.get("noSession") == "true":
             return jsonify({"successUrl": "/am/console", "realm": "/" + realm})
-        token = secrets.token_urlsafe(24) + "*AAJTSQACMDE.*"
+        token = existing or secrets.token_urlsafe(24) + "*AAJTSQACMDE.*"
         am.sessions[token] = {"user": record_user, "realm": realm, "at": time.time()}
         idp.users.setdefault(record_user, user_class({"sub": record_user, "pennkey": record_user, "name": record_user.title(),
                                                    "email": f"{record_user}@example.test"}))
@@ -220,10 +220,10 @@ def register_am(app: Flask, idp, server, user_class):
                 tree = args.get("authIndexValue") if args.get("authIndexType") == "service" else None
                 if tree not in AM.TREES:
                     return refuse(f"No configuration found for tree {tree!r}", 400, "Bad Request")
-                _, live = session_from_request(realm)
+                token, live = session_from_request(realm)
                 if live and args.get("ForceAuth") != "true":
-                    # AM's session upgrade shortcut: a valid session and no ForceAuth ends at once.
-                    return success(live["user"], realm)
+                    # AM's shortcut: a valid session and no ForceAuth ends at once, with that session.
+                    return success(live["user"], realm, existing=token)
                 record = {"id": secrets.token_urlsafe(32), "tree": tree, "pages": list(AM.TREES[tree]), "realm": realm}
                 record["page"] = record["pages"].pop(0)
                 am.auth[record["id"]] = record
