@@ -59,3 +59,18 @@ struct JourneyConfigTests {
         #expect(journey.oauthEndpoint("authorize").description == "https://t.example/am/oauth2/realms/root/realms/alpha/authorize")
     }
 }
+
+extension JourneyConfigTests {
+    @Test("noSession with credentialed routes is warned about: such a journey never yields tokens")
+    func noSessionWarning() throws {
+        func config(noSession: Bool, credential: String) throws -> ProxyConfiguration {
+            try #require(validConfig("""
+                {"provider": {\(Self.base), "journey": {"serverURL": "https://am.test/am", "noSession": \(noSession)}},
+                 "routes": [{"name": "api", "path": "/api/", "upstream": "https://api.test/", "credential": "\(credential)"}]}
+                """))
+        }
+        #expect(ConfigWarnings.of(try config(noSession: true, credential: "access_token")).map(\.path) == ["provider.journey.noSession"])
+        #expect(ConfigWarnings.of(try config(noSession: true, credential: "none")).isEmpty)
+        #expect(ConfigWarnings.of(try config(noSession: false, credential: "access_token")).isEmpty)
+    }
+}
