@@ -63,6 +63,7 @@ struct JourneyPrompter {
         case "KbaCreateCallback": return index == 0 ? "\(prompt.isEmpty ? "Security question" : prompt)" : "Answer"
         case "TermsAndConditionsCallback": return "Accept the terms"
         case "ConsentMappingCallback": return "Share with \(callback["displayName"]?.stringValue ?? "this application")"
+        case "ConfirmationCallback" where prompt.isEmpty: return "Choose"
         default: return prompt.isEmpty ? input : prompt
         }
     }

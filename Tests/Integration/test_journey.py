@@ -278,3 +278,16 @@ def test_journey_tokens_refresh_at_ams_token_endpoint_like_any_login(start_proxy
     assert p.wait_state("logged_in", timeout=5)
     assert p.call("/api/after-refresh").status == 200
     assert idp.control.token_calls("authorization_code") == 1
+
+
+def test_profile_journey_text_number_consent_and_confirmation(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    p = launch_journey(start_proxy, idp, tmp_path)
+    node = walk(p, "Profile", [LOGIN])
+    assert types(node) == ["TextInputCallback", "NumberAttributeInputCallback", "ConsentMappingCallback",
+                           "ConfirmationCallback"], node
+    consent, confirm = node["callbacks"][2], node["callbacks"][3]
+    assert consent["displayName"] == "CRM" and consent["isRequired"] is True
+    assert confirm["options"] == ["Save", "Cancel"] and confirm["defaultOption"] == 0
+    done = answer(p, node["step"], {"IDToken1": "Dee", "IDToken2": 42, "IDToken3": "true", "IDToken4": 0}).json()
+    assert done["node"] == "success", done

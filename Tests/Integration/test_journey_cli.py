@@ -135,3 +135,30 @@ def test_cli_journey_in_a_terminal_does_not_echo_the_password_or_code(start_prox
     assert PASSWORD not in text and "not-the-Passw0rd" not in text and OTP not in text, text
     assert "Signed in as demo." in text
     assert p.auth()["state"] == "logged_in"
+
+
+def test_cli_terminal_lists_choices_and_asks_yes_no_and_numbers(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    p = launch_journey(start_proxy, idp, tmp_path)
+    config = tmp_path / "cli-config.json"
+    config.write_text(json.dumps(p.config))
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([binary_path(), "login", "--journey", "Profile", "--config", str(config)],
+                            stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    seen = bytearray()
+    try:
+        for prompt, typed in [(b"User Name: ", b"demo"), (b"Password: ", PASSWORD.encode()), (b"Nickname: ", b"Dee"),
+                              (b"Age: ", b"42"), (b"Share with CRM (y/n): ", b"y"),
+                              (b"  1) Save\r\n  2) Cancel\r\nChoose [1-2]: ", b"1")]:
+            _read_until(master, prompt, seen)
+            os.write(master, typed + b"\n")
+        _read_until(master, b"Signed in as demo.", seen)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    text = bytes(seen).decode(errors="replace")
+    assert "Share your profile with the CRM?" in text and PASSWORD not in text, text

@@ -23,7 +23,7 @@ choice, with text output, hidden value and metadata callbacks), ``Poll`` (then t
 polling waits), ``Suspend`` (then a suspended step; the resume link is under
 ``/_test/am/links``), ``Terms`` (then terms and conditions), ``Register`` (validated
 username and password, attributes, a KBA question; a password under 8 characters fails
-the length policy first).
+the length policy first), ``Profile`` (then text, number, consent and confirmation inputs).
 
 Test switches under ``/_test/am/`` (JSON): ``GET state`` (live sessions, logouts,
 requests seen, links), ``POST config`` (``users``, ``otp``, ``poll_wait_ms``,
@@ -113,6 +113,19 @@ class AM:
             callbacks = [_cb("TermsAndConditionsCallback", [("version", "1.0"), ("terms", "Be excellent to each other."),
                                                              ("createDate", "2026-01-01T00:00:00Z")], [("IDToken1", False)])]
             header = "Terms"
+        elif page == "profile":
+            callbacks = [
+                _cb("TextInputCallback", [("prompt", "Nickname"), ("defaultText", "")], [("IDToken1", "")]),
+                _cb("NumberAttributeInputCallback", [("name", "age"), ("prompt", "Age"), ("required", True), ("policies", {}),
+                                                     ("failedPolicies", []), ("validateOnly", False), ("value", None)],
+                    [("IDToken2", None), ("IDToken2validateOnly", False)]),
+                _cb("ConsentMappingCallback", [("name", "crm"), ("displayName", "CRM"), ("icon", ""), ("accessLevel", "read"),
+                                               ("isRequired", True), ("message", "Share your profile with the CRM?"),
+                                               ("fields", [])], [("IDToken3", False)]),
+                _cb("ConfirmationCallback", [("prompt", ""), ("messageType", 0), ("options", ["Save", "Cancel"]),
+                                             ("optionType", -1), ("defaultOption", 0)], [("IDToken4", 0)]),
+            ]
+            header = "Profile"
         elif page == "register":
             failed = record.get("failed", [])
             callbacks = [
@@ -144,7 +157,7 @@ class AM:
 
     TREES = {"Login": ["credentials"], "OTP": ["credentials", "otp"], "Choice": ["credentials", "choice"],
              "Poll": ["credentials", "poll"], "Suspend": ["credentials", "suspend"], "Terms": ["credentials", "terms"],
-             "Register": ["register"]}
+             "Register": ["register"], "Profile": ["credentials", "profile"]}
 
     def check(self, record, values):
         """None to go on, ``"again"`` to show the page again, or a refusal message (401)."""
@@ -167,6 +180,11 @@ class AM:
         elif page == "terms":
             if values.get("IDToken1") is not True:
                 return "Terms not accepted"
+        elif page == "profile":
+            if not values.get("IDToken1") or not isinstance(values.get("IDToken2"), (int, float)):
+                return "Nickname and age are required"
+            if values.get("IDToken3") is not True or values.get("IDToken4") != 0:
+                return "Consent and Save are required"
         elif page == "register":
             user, password = values.get("IDToken1"), values.get("IDToken2") or ""
             if not user:
