@@ -4,6 +4,7 @@ are not echoed), and `--resume` of a suspended journey."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -100,17 +101,30 @@ def _read_until(fd, wanted: bytes, seen: bytearray, timeout=15.0) -> bytes:
     return bytes(seen)
 
 
-def test_cli_journey_in_a_terminal_does_not_echo_the_password_or_code(start_proxy, idp_factory, tmp_path):
-    idp = idp_factory(access_ttl=120)
-    p = launch_journey(start_proxy, idp, tmp_path)
+@contextlib.contextmanager
+def terminal_login(p, tmp_path, *args):
+    """``platform-proxy login ARGS`` with a pseudo-terminal as stdin, stdout and stderr; yields
+    the process and the terminal's master side (closed, and the process killed if still running, after)."""
     config = tmp_path / "cli-config.json"
     config.write_text(json.dumps(p.config))
     master, slave = pty.openpty()
-    proc = subprocess.Popen([binary_path(), "login", "--journey", "OTP", "--config", str(config)],
+    proc = subprocess.Popen([binary_path(), "login", *args, "--config", str(config)],
                             stdin=slave, stdout=slave, stderr=slave, close_fds=True)
     os.close(slave)
-    seen = bytearray()
     try:
+        yield proc, master
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+def test_cli_journey_in_a_terminal_does_not_echo_the_password_or_code(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    p = launch_journey(start_proxy, idp, tmp_path)
+    seen = bytearray()
+    with terminal_login(p, tmp_path, "--journey", "OTP") as (proc, master):
         # A wrong password first: the error is shown and the step asked again.
         _read_until(master, b"User Name: ", seen)
         os.write(master, b"demo\n")
@@ -125,11 +139,6 @@ def test_cli_journey_in_a_terminal_does_not_echo_the_password_or_code(start_prox
         os.write(master, OTP.encode() + b"\n")
         _read_until(master, b"state: logged_in", seen)
         assert proc.wait(timeout=10) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
     text = bytes(seen).decode(errors="replace")
     assert "demo" in text[mark:], text  # the user name is echoed as typed
     assert PASSWORD not in text and "not-the-Passw0rd" not in text and OTP not in text, text
@@ -140,14 +149,8 @@ def test_cli_journey_in_a_terminal_does_not_echo_the_password_or_code(start_prox
 def test_cli_terminal_lists_choices_and_asks_yes_no_and_numbers(start_proxy, idp_factory, tmp_path):
     idp = idp_factory(access_ttl=120)
     p = launch_journey(start_proxy, idp, tmp_path)
-    config = tmp_path / "cli-config.json"
-    config.write_text(json.dumps(p.config))
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([binary_path(), "login", "--journey", "Profile", "--config", str(config)],
-                            stdin=slave, stdout=slave, stderr=slave, close_fds=True)
-    os.close(slave)
     seen = bytearray()
-    try:
+    with terminal_login(p, tmp_path, "--journey", "Profile") as (proc, master):
         for prompt, typed in [(b"User Name: ", b"demo"), (b"Password: ", PASSWORD.encode()), (b"Nickname: ", b"Dee"),
                               (b"Age: ", b"42"), (b"Share with CRM (y/n): ", b"y"),
                               (b"  1) Save\r\n  2) Cancel\r\nChoose [1-2]: ", b"1")]:
@@ -155,10 +158,5 @@ def test_cli_terminal_lists_choices_and_asks_yes_no_and_numbers(start_proxy, idp
             os.write(master, typed + b"\n")
         _read_until(master, b"Signed in as demo.", seen)
         assert proc.wait(timeout=10) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
     text = bytes(seen).decode(errors="replace")
     assert "Share your profile with the CRM?" in text and PASSWORD not in text, text
