@@ -4,7 +4,7 @@ extension ConfigDecoder {
     static let providerKeys = [
         "discoveryURL", "authorizationEndpoint", "tokenEndpoint", "revocationEndpoint", "userinfoEndpoint",
         "deviceAuthorizationEndpoint", "clientID", "clientSecret", "redirectURI", "scopes", "grant",
-        "refreshBeforeExpirySeconds", "accessToken", "idToken", "tokenType", "demo",
+        "refreshBeforeExpirySeconds", "accessToken", "idToken", "tokenType", "demo", "journey",
     ]
 
     /// The provider; nil when anything in it is invalid (reported), so dependent checks stay quiet.
@@ -28,6 +28,7 @@ extension ConfigDecoder {
         p.idToken = object.secret("idToken")
         if let type = object.read("tokenType", tokenType) { p.tokenType = type }
         p.demo = object.object("demo", keys: ["accessToken", "idToken", "expiresInSeconds"]).flatMap(demo)
+        p.journey = object.object("journey", keys: Self.journeyKeys).flatMap(journey)
 
         // An invalid grant was reported; guessing one would only add confusing errors.
         if object.has("grant"), chosenGrant == nil { return nil }
@@ -38,12 +39,13 @@ extension ConfigDecoder {
         switch p.grant {
         case .staticTokens:
             require("accessToken", p.accessToken != nil)
-        case .authorizationCode, .clientCredentials:
+        case .authorizationCode, .clientCredentials, .journey:
             require("clientID", p.clientID != nil)
             for key in ["accessToken", "idToken"] where object.has(key) {
                 report(object.path(key), "is used only with grant \"static\"")
             }
-            if !object.has("discoveryURL"), !object.has("tokenEndpoint") {
+            // A journey's OAuth endpoints default to AM's own under serverURL and realm.
+            if p.grant != .journey, !object.has("discoveryURL"), !object.has("tokenEndpoint") {
                 report(object.path, "needs \"discoveryURL\" or \"tokenEndpoint\" for \(grant)")
             }
         }
@@ -52,6 +54,12 @@ extension ConfigDecoder {
                 report(object.path, "needs \"discoveryURL\" or \"authorizationEndpoint\" for \(grant)")
             }
             require("redirectURI", p.redirectURI != nil)
+        }
+        if p.grant == .journey {
+            require("journey", p.journey != nil)
+            require("redirectURI", p.redirectURI != nil)
+        } else if object.has("journey") {
+            report(object.path("journey"), "is used only with grant \"journey\"")
         }
         if p.grant == .clientCredentials {
             require("clientSecret", p.clientSecret != nil)

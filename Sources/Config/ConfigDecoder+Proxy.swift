@@ -53,7 +53,7 @@ extension ConfigDecoder {
             report(path, "\"jwt\" needs an id_token, which grant \"client_credentials\" does not give")
         case .staticTokens where provider.idToken == nil:
             report(path, "\"jwt\" needs provider.idToken with grant \"static\"")
-        case .authorizationCode where !provider.scopes.contains("openid"):
+        case .authorizationCode where !provider.scopes.contains("openid"), .journey where !provider.scopes.contains("openid"):
             report(path, "\"jwt\" needs the \"openid\" scope in provider.scopes")
         default:
             break

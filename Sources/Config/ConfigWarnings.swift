@@ -19,6 +19,10 @@ public enum ConfigWarnings {
                 warnings.append(ConfigError(path: "provider.demo", message:
                     "ignored with grant \"static\" (the static tokens are always in use, and POST /_platform/login/demo answers 404)"))
             }
+            if provider.journey?.noSession == true, config.routes.contains(where: { $0.credential != .none }) {
+                warnings.append(ConfigError(path: "provider.journey.noSession", message:
+                    "AM issues no session, so a journey gets no tokens and the credentialed routes stay awaiting authorization"))
+            }
             if let id = provider.clientID, placeholderMarkers.contains(where: { id.lowercased().contains($0) }) {
                 warnings.append(ConfigError(path: "provider.clientID", message:
                     "\"\(id)\" looks like a placeholder; use the client ID registered with the provider"))

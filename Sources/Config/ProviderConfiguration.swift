@@ -8,6 +8,8 @@ public struct ProviderConfiguration: Sendable, Equatable {
         case clientCredentials = "client_credentials"
         /// Tokens given in the config (`accessToken`, `idToken`); no endpoints.
         case staticTokens = "static"
+        /// An AM authentication tree walked step by step, then authorize (PKCE S256) and token.
+        case journey
     }
 
     /// OIDC discovery document; fills any endpoint not given by hand. Default nil.
@@ -42,6 +44,8 @@ public struct ProviderConfiguration: Sendable, Equatable {
     public var tokenType: String
     /// Token set installed by `POST /_platform/login/demo`; nil disables that endpoint. Default nil.
     public var demo: DemoTokens?
+    /// Journey grant only: the AM tree and server (required there). Default nil.
+    public var journey: JourneyConfiguration?
 
     /// A provider with the documented defaults unless given.
     public init(

@@ -11,6 +11,7 @@ public final class CredentialManager: @unchecked Sendable {
     let loop: EventLoop
     let provider: ProviderConfiguration
     let oauth: OAuthClient
+    let http: UpstreamClient
     let store: TokenStore
     let worker: BlockingWorker
     var lifecycle: CredentialLifecycle
@@ -21,6 +22,7 @@ public final class CredentialManager: @unchecked Sendable {
     private var retryTimer: TimerID?
     var pendingLogins: [String: PendingLogin] = [:]
     var device: DeviceFlow?
+    let journeys = JourneyState()
     /// Why the provider is not usable yet (discovery failed), if so.
     var providerProblem: String?
     private var discoveryFailures = 0
@@ -38,6 +40,7 @@ public final class CredentialManager: @unchecked Sendable {
         self.loop = loop
         self.store = store
         self.worker = worker
+        self.http = http
         publishSnapshot = publish
         oauth = OAuthClient(http: http, provider: provider, clientSecret: clientSecret, now: UnixTime.now)
         lifecycle = CredentialLifecycle(selfService: provider.grant == .clientCredentials,

@@ -21,6 +21,13 @@ public struct ProviderEndpoints: Sendable, Equatable {
         revocation = provider.revocationEndpoint
         userinfo = provider.userinfoEndpoint
         deviceAuthorization = provider.deviceAuthorizationEndpoint
+        // AM serves OAuth 2 per realm under its base URL; discovery or explicit values still win.
+        if let journey = provider.journey, provider.discoveryURL == nil {
+            authorization = authorization ?? journey.oauthEndpoint("authorize")
+            token = token ?? journey.oauthEndpoint("access_token")
+            revocation = revocation ?? journey.oauthEndpoint("token/revoke")
+            userinfo = userinfo ?? journey.oauthEndpoint("userinfo")
+        }
     }
 
     /// These endpoints with gaps filled from a discovery document; nil if it is not a JSON object.

@@ -93,8 +93,11 @@ public enum LoginCommands {
 
     /// Writes a line to stdout at once: `login` waits afterwards, and a buffered line would
     /// never reach a pipe or a log while it does.
-    private static func say(_ text: String) {
-        var bytes = Array((text + "\n").utf8)
+    static func say(_ text: String) { writeOut(text + "\n") }
+
+    /// Writes `text` to stdout unbuffered, retrying short writes and EINTR.
+    static func writeOut(_ text: String) {
+        var bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
@@ -104,7 +107,7 @@ public enum LoginCommands {
         }
     }
 
-    private static func describe(_ auth: JSONValue, grant: ProviderConfiguration.Grant?) {
+    static func describe(_ auth: JSONValue, grant: ProviderConfiguration.Grant?) {
         say("state: \(auth["state"]?.stringValue ?? "?")")
         if let subject = auth["subject"]?.stringValue { say("subject: \(subject)") }
         let expires = auth["expiresAt"]?.doubleValue
@@ -130,7 +133,7 @@ public enum LoginCommands {
     }
 
     /// The running proxy's address from the config: its first listener, and its key.
-    private static func target(_ configPath: String) -> (BlockingHTTP.Target, ProxyConfiguration)? {
+    static func target(_ configPath: String) -> (BlockingHTTP.Target, ProxyConfiguration)? {
         switch ConfigLoader.load(path: configPath) {
         case .failure(let errors):
             Log.writeStandardError("\(configPath):\n\(errors)\n")

@@ -35,6 +35,7 @@ final class OAuthLifecycle {
         let secret = try? provider.clientSecret?.resolve()
         let created = CredentialManager(provider: provider, loop: loop, http: http, store: store, worker: worker,
                                         clientSecret: secret, publish: { snapshot in directory.publish(snapshot) })
+        created.onJourneyProgress { event in directory.journeyProgress(event) }
         manager = created
         return created
     }
@@ -48,6 +49,14 @@ final class LoopDirectory: @unchecked Sendable {
     private var members: [(EventLoop, ProxyHandler)] = []
 
     func add(loop: EventLoop, handler: ProxyHandler) { members.append((loop, handler)) }
+
+    /// Hands a journey progress event to each loop's handler, on that loop.
+    func journeyProgress(_ event: [UInt8]) {
+        for (loop, handler) in members {
+            let handler = LoopBound(handler)
+            loop.execute { handler.value.journeyProgress(event) }
+        }
+    }
 
     /// Hands `snapshot` to each loop's handler, on that loop.
     func publish(_ snapshot: CredentialSnapshot) {

@@ -31,6 +31,7 @@ public struct ProxyError: Error, Sendable, Equatable {
         case analyticsStoreFailed = "analytics_store_failed"
         case unknownExperiment = "unknown_experiment"
         case unknownVariant = "unknown_variant"
+        case journeyStepUnknown = "journey_step_unknown"
     }
 
     private let code: Code
@@ -124,6 +125,9 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static func unknownVariant(_ variant: String, experiment: String, known: [String]) -> Self {
         Self(.unknownVariant, 400, "The experiment \(experiment) has no variant \(variant); its variants are \(known.joined(separator: ", ")).")
     }
+    /// A journey step id that is unknown, spent, expired or another client's.
+    public static let journeyStepUnknown = Self(.journeyStepUnknown, 404,
+        "This journey step is unknown, was already answered, has expired or belongs to another client. Start the journey again.")
     /// A request the proxy cannot act on, with a reason.
     public static func invalidRequest(_ message: String) -> Self { Self(.invalidRequest, 400, message) }
 

@@ -86,6 +86,7 @@ public final class ProxyHandler: HTTPHandler {
             info.route = "_platform"
             if let origin, !access.originAllowed(origin) { return fail(exchange, .originNotAllowed) }
             if target.path == "/_platform/metrics" { return scrapeMetrics(exchange) }
+            if handleJourneyEndpoint(exchange, path: target.path) { return }
             if handleAuthEndpoint(exchange, path: target.path, query: target.query) { return }
             if handleAnalyticsEndpoint(exchange, path: target.path) { return }
             if handleExperimentEndpoint(exchange, path: target.path) { return }

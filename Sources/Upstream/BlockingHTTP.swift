@@ -19,9 +19,9 @@ public enum BlockingHTTP {
         }
     }
 
-    /// Sends `method path` and returns status and body; `onData` may stream the body instead
-    /// (return false to stop). Fails with libcurl's message.
-    public static func request(_ method: String, _ path: String, to target: Target, timeout: Double,
+    /// Sends `method path` (a POST with `json` as its body, if given) and returns status and body;
+    /// `onData` may stream the body instead (return false to stop). Fails with libcurl's message.
+    public static func request(_ method: String, _ path: String, to target: Target, timeout: Double, json: String? = nil,
                                onData: ((UnsafeRawBufferPointer) -> Bool)? = nil) -> Result<(status: Int, body: [UInt8]), BlockingHTTPError> {
         UpstreamClient.globalInit()
         guard let easy = curl_easy_init() else { return .failure(BlockingHTTPError(message: "curl_easy_init failed")) }
@@ -38,10 +38,12 @@ public enum BlockingHTTP {
         cc_easy_long(easy, CURLOPT_TIMEOUT_MS, Int(timeout * 1000))
         cc_easy_str(easy, CURLOPT_CUSTOMREQUEST, method)
         if method == "POST" {
-            cc_easy_str(easy, CURLOPT_POSTFIELDS, "")
+            // COPYPOSTFIELDS: curl keeps its own copy, so the Swift string may go away.
+            cc_easy_str(easy, CURLOPT_COPYPOSTFIELDS, json ?? "")
         }
         var list: UnsafeMutablePointer<curl_slist>?
-        for line in target.headers + ["Expect:"] { list = curl_slist_append(list, line) }
+        let contentType = json == nil ? [] : ["Content-Type: application/json"]
+        for line in target.headers + contentType + ["Expect:"] { list = curl_slist_append(list, line) }
         defer { curl_slist_free_all(list) }
         cc_easy_slist(easy, CURLOPT_HTTPHEADER, list)
         cc_easy_ptr(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(sink).toOpaque())

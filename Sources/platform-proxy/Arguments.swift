@@ -8,6 +8,14 @@ struct Arguments {
     var logLevel: String?
     /// `login --device`.
     var device = false
+    /// `login --journey [NAME]`: walk an AM journey.
+    var journey = false
+    /// The tree named after `--journey`, if any.
+    var journeyName: String?
+    /// `login --answers FILE`: journey answers for scripts.
+    var answers: String?
+    /// `login --resume URL`: resume a suspended journey.
+    var resume: String?
     /// `check-config --schema-only`.
     var schemaOnly = false
     /// `--help` / `-h` anywhere, or `help [COMMAND]`.
@@ -40,6 +48,16 @@ struct Arguments {
             case "--config": parsed.config = try value("--config", inline: inline)
             case "--log-level": parsed.logLevel = try value("--log-level", inline: inline)
             case "--device": parsed.device = true
+            case "--journey":
+                parsed.journey = true
+                // The tree name is optional: the next word is it unless it is an option or a command.
+                if let inline {
+                    parsed.journeyName = inline
+                } else if let next = rest.first, !next.hasPrefix("-"), !commands.contains(next) {
+                    parsed.journeyName = rest.popFirst()
+                }
+            case "--answers": parsed.answers = try value("--answers", inline: inline)
+            case "--resume": parsed.resume = try value("--resume", inline: inline)
             case "--schema-only": parsed.schemaOnly = true
             default:
                 guard !argument.hasPrefix("-") else { throw UsageError("unknown option '\(argument)'") }
@@ -57,6 +75,10 @@ struct Arguments {
         if parsed.command == "help" { parsed.help = true }
         if parsed.help, parsed.helpTopic == nil, parsed.command != "help" { parsed.helpTopic = parsed.command }
         if parsed.device, parsed.command != "login", !parsed.help { throw UsageError("--device belongs to 'login'") }
+        let journeyOption = parsed.journey ? "--journey" : parsed.resume != nil ? "--resume" : parsed.answers != nil ? "--answers" : nil
+        if let journeyOption, parsed.command != "login", !parsed.help { throw UsageError("\(journeyOption) belongs to 'login'") }
+        if parsed.answers != nil, !parsed.journey, parsed.resume == nil { throw UsageError("--answers goes with --journey or --resume") }
+        if parsed.device, parsed.journey || parsed.resume != nil { throw UsageError("--device and --journey/--resume are different logins") }
         if parsed.schemaOnly, parsed.command != "check-config", !parsed.help {
             throw UsageError("--schema-only belongs to 'check-config'")
         }

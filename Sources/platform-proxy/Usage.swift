@@ -10,6 +10,8 @@ enum Usage {
           platform-proxy check-config [--config FILE] [--schema-only]
                                                               validate a config, exit 1 on a problem
           platform-proxy login [--device] [--config FILE]     sign in through the running proxy
+          platform-proxy login --journey [NAME] [--answers FILE] | --resume URL
+                                                              walk an AM journey in the terminal
           platform-proxy status [--config FILE]               login state and token expiry (no secrets)
           platform-proxy logout [--config FILE]               revoke and forget the login
           platform-proxy help [COMMAND]                       this text, or one command's
@@ -43,10 +45,19 @@ enum Usage {
             """
         case "login": return """
             platform-proxy login [--device] [--config FILE]
+            platform-proxy login --journey [NAME] [--answers FILE] [--config FILE]
+            platform-proxy login --resume URL [--answers FILE] [--config FILE]
 
             Signs in through the running proxy (the config names its address and apiKey): prints
             the URL to open in a browser, or with --device the code to enter (OAuth device flow),
             then waits until the login completes. Exit 0 signed in, 1 not, 2 proxy unreachable.
+
+            With --journey (provider.grant "journey") it walks the AM tree NAME (default: the
+            configured one) in the terminal: prompts with the server's labels, passwords and
+            one-time codes read without echo, choices as a numbered list; an error is shown and
+            the step asked again. --answers FILE (a JSON map of prompt or input name to value)
+            runs without a terminal and fails on a prompt it cannot answer. A suspended journey
+            is continued with --resume URL (the link that was sent).
 
             """
         case "status": return """

@@ -43,6 +43,10 @@ case "serve":
 case "check-config":
     exit(ProxyService.checkConfig(config: location, schemaOnly: arguments.schemaOnly))
 case "login":
+    if arguments.journey || arguments.resume != nil {
+        exit(JourneyCommand.login(configPath: location.path, journey: arguments.journeyName, answersFile: arguments.answers,
+                                  resume: arguments.resume))
+    }
     exit(LoginCommands.login(configPath: location.path, device: arguments.device))
 case "status":
     exit(LoginCommands.status(configPath: location.path))

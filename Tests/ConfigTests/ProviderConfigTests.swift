@@ -4,7 +4,7 @@ import Testing
 struct ProviderConfigTests {
     static let bad: [(provider: String, errors: [String])] = [
         (#"{"grant": "password"}"#,
-         ["provider.grant: expected \"authorization_code\", \"client_credentials\" or \"static\", not \"password\""]),
+         ["provider.grant: expected \"authorization_code\", \"client_credentials\", \"static\" or \"journey\", not \"password\""]),
         (#"{"discoveryURL": "https://idp/d", "redirectURI": "http://127.0.0.1/cb"}"#,
          ["provider.clientID: is required for grant \"authorization_code\""]),
         (#"{"clientID": "c", "redirectURI": "http://127.0.0.1/cb"}"#,

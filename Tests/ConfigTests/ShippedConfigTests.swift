@@ -13,10 +13,10 @@ struct ShippedConfigTests {
             .filter { $0.hasSuffix(".json") }.sorted()
     }
 
-    @Test("Config/ holds the default config and the three examples")
+    @Test("Config/ holds the default config and the four examples")
     func filesPresent() {
         #expect(ShippedConfigTests.shippedFiles == [
-            "Config/examples/client-credentials.json", "Config/examples/generic-oidc.json",
+            "Config/examples/client-credentials.json", "Config/examples/forgerock-journey.json", "Config/examples/generic-oidc.json",
             "Config/examples/pennlabs-platform.json", "Config/platform-proxy.json",
         ])
     }

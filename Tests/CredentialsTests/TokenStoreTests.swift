@@ -147,3 +147,20 @@ struct TokenStoreTests {
         }
     }
 }
+
+struct JourneySessionStoreTests {
+    @Test("the AM session is stored 0600 beside the tokens, read back, and deleted at logout")
+    func roundTrip() throws {
+        let dir = TemporaryDirectory()
+        let store = JourneySessionStore(directory: dir.path)
+        #expect(store.load() == nil)
+        try store.save("AQIC5w…*AAJTSQACMDE.*")
+        #expect(store.load() == "AQIC5w…*AAJTSQACMDE.*")
+        var info = stat()
+        #expect(stat(dir.path + "/journey-session.json", &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o600)
+        try store.delete()
+        #expect(store.load() == nil)
+        try store.delete()
+    }
+}

@@ -943,6 +943,8 @@ def create_app(idp: IdP, runtime: "Runtime | None" = None) -> Flask:
                             "body_sha256": hashlib.sha256(body).hexdigest()})
 
     control_routes(app, idp, runtime)
+    from idp.am import register_am  # the AM journey simulator beside the IdP
+    register_am(app, idp, server, User)
     return app
 
 

@@ -1,0 +1,95 @@
+import Config
+import Credentials
+import EventLoop
+import JSON
+
+extension ProxyHandler {
+    private static let journeyJSON: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+    /// Largest journey request body (answers are small).
+    static let maxJourneyBody = 65536
+
+    /// `POST /_platform/login/journey` (start or resume) and `POST /_platform/login/journey/{step}`
+    /// (answer a step); false when `path` is neither.
+    func handleJourneyEndpoint(_ exchange: HTTPExchange, path: Substring) -> Bool {
+        let prefix = "/_platform/login/journey"
+        guard path.hasPrefix(prefix) else { return false }
+        let rest = path.dropFirst(prefix.count)
+        guard rest.isEmpty || rest.hasPrefix("/") else { return false }
+        guard exchange.head.methodIs("POST") else {
+            fail(exchange, .methodNotAllowed("POST"))
+            return true
+        }
+        guard let manager = credentialManager, runtime.configuration.provider?.grant == .journey else {
+            fail(exchange, .loginUnavailable("No journey login is configured (provider.grant \"journey\")."))
+            return true
+        }
+        let step = rest.dropFirst()
+        // Bound to the caller: a step id alone is not enough to continue someone else's login.
+        let client = [exchange.peer, exchange.head.first("User-Agent") ?? "", exchange.head.first("Origin") ?? ""].joined(separator: "\n")
+        collectBody(exchange, limit: Self.maxJourneyBody) { [weak self, weak exchange] body in
+            guard let self, let exchange else { return }
+            let parsed: JSONObject
+            if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+                parsed = JSONObject()
+            } else if let object = (try? JSONValue.parse(body))?.objectValue {
+                parsed = object
+            } else {
+                return self.fail(exchange, .invalidRequest("The body must be a JSON object."))
+            }
+            let reply: (JourneyTurn) -> Void = { [weak self, weak exchange] turn in
+                guard let self, let exchange else { return }
+                self.journeyReply(exchange, turn)
+            }
+            if rest.isEmpty || step.isEmpty && rest == "/" {
+                self.startJourney(exchange, parsed, manager: manager, client: client, reply: reply)
+            } else {
+                guard !step.contains("/") else { return self.fail(exchange, .journeyStepUnknown) }
+                guard let answers = parsed["answers"]?.objectValue else {
+                    return self.fail(exchange, .invalidRequest(
+                        "Answer a step with {\"answers\": {\"<input name>\": value, …}}, keyed by the names of the step's callback inputs."))
+                }
+                manager.continueJourney(step: String(step), answers: answers, client: client, replyOn: self.loop, reply)
+            }
+        }
+        return true
+    }
+
+    private func startJourney(_ exchange: HTTPExchange, _ body: JSONObject, manager: CredentialManager, client: String,
+                              reply: @escaping (JourneyTurn) -> Void) {
+        for key in body.keys where !["journey", "resume"].contains(key) {
+            return fail(exchange, .invalidRequest("Unknown key \"\(key)\": start with {\"journey\": name} or {\"resume\": url}, or no body."))
+        }
+        var journey: String?
+        if let value = body["journey"], !value.isNull {
+            guard let name = value.stringValue, JourneyConfiguration.isPlainName(name) else {
+                return fail(exchange, .invalidRequest("\"journey\" must be a tree name (letters, digits, \"-\", \"_\", \".\")."))
+            }
+            journey = name
+        }
+        var resume: String?
+        if let value = body["resume"], !value.isNull {
+            guard let url = value.stringValue else { return fail(exchange, .invalidRequest("\"resume\" must be the resume link (a URL with suspendedId).")) }
+            resume = url
+        }
+        manager.startJourney(journey, resume: resume, client: client, replyOn: loop, reply)
+    }
+
+    private func journeyReply(_ exchange: HTTPExchange, _ turn: JourneyTurn) {
+        switch turn {
+        case .node(let node):
+            // A failure is the only node where nothing was decided by the server: a gateway error.
+            let status = node["node"] == "failure" ? 502 : 200
+            send(exchange, status: status, headers: Self.journeyJSON, body: node.serializedBytes())
+        case .unknownStep: fail(exchange, .journeyStepUnknown)
+        case .invalidAnswers(let message): fail(exchange, .invalidRequest(message))
+        case .unavailable(let message): fail(exchange, .loginUnavailable(message))
+        }
+    }
+
+    /// A journey progress event for this loop's auth event streams.
+    func journeyProgress(_ event: [UInt8]) {
+        guard !eventStreams.isEmpty else { return }
+        let bytes = Array("event: journey\ndata: ".utf8) + event + Array("\n\n".utf8)
+        for stream in eventStreams { bytes.withUnsafeBytes { stream.writeBody($0) } }
+    }
+}

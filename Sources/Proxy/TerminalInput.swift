@@ -1,0 +1,24 @@
+import Glibc
+
+/// Lines typed at the terminal (or piped in) for the CLI; secrets are read with echo off.
+enum TerminalInput {
+    /// Shows `prompt` and reads one line from stdin without its newline; nil at end of input.
+    /// With `secret`, and stdin a terminal, echo goes off before the prompt is shown (so nothing
+    /// typed after seeing it is echoed) and comes back even when reading fails.
+    static func readLine(prompt text: String, secret: Bool) -> String? {
+        var saved = termios()
+        guard secret, isatty(0) == 1, tcgetattr(0, &saved) == 0 else {
+            LoginCommands.writeOut(text)
+            return Swift.readLine(strippingNewline: true)
+        }
+        var quiet = saved
+        quiet.c_lflag &= ~tcflag_t(ECHO)
+        // ECHONL keeps the newline visible so the next output starts on its own line.
+        quiet.c_lflag |= tcflag_t(ECHONL)
+        // TCSANOW: typed-ahead input is kept, not flushed.
+        _ = tcsetattr(0, TCSANOW, &quiet)
+        defer { _ = tcsetattr(0, TCSANOW, &saved) }
+        LoginCommands.writeOut(text)
+        return Swift.readLine(strippingNewline: true)
+    }
+}
