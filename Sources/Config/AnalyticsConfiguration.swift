@@ -18,6 +18,9 @@ public struct AnalyticsConfiguration: Sendable, Equatable {
     public var maxBatch: Int
     /// Most values kept on disk; the oldest are dropped beyond it. Default 100000.
     public var maxStoredEvents: Int
+    /// Whether stored values are uploaded; false keeps accepting and storing them (the `test`
+    /// profile's default). Default true.
+    public var uploads: Bool = true
 
     /// Analytics settings with the documented defaults unless given.
     public init(

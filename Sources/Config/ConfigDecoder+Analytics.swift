@@ -3,7 +3,7 @@ import JSON
 extension ConfigDecoder {
     static let analyticsKeys = [
         "root", "endpoint", "credential", "product", "pushIntervalSeconds", "expireIntervalSeconds",
-        "bufferIntervalSeconds", "maxBatch", "maxStoredEvents",
+        "bufferIntervalSeconds", "maxBatch", "maxStoredEvents", "uploads",
     ]
 
     /// Keys over this many bytes are refused by the analytics API, so the root must leave room.
@@ -20,10 +20,13 @@ extension ConfigDecoder {
         let buffer = object.seconds("bufferIntervalSeconds") ?? 5
         let batch = object.integer("maxBatch", in: 1...10000) ?? 500
         let stored = object.integer("maxStoredEvents", in: 1...Int.max) ?? 100_000
+        let uploads = object.bool("uploads") ?? true
         guard let root, let endpoint else { return nil }
-        return AnalyticsConfiguration(
+        var analytics = AnalyticsConfiguration(
             root: root, endpoint: endpoint, credential: credential, product: product, pushIntervalSeconds: push,
             expireIntervalSeconds: expire, bufferIntervalSeconds: buffer, maxBatch: batch, maxStoredEvents: stored)
+        analytics.uploads = uploads
+        return analytics
     }
 
     private func analyticsRoot(_ value: JSONValue, at path: String) -> String? {

@@ -9,6 +9,8 @@ public struct ConfigLocation: Sendable, Equatable {
     public var path: String
     /// Where the choice came from, for messages: "--config", "PLATFORM_PROXY_CONFIG" or "default".
     public var source: String
+    /// The profile to apply (`--profile`, else `PLATFORM_PROXY_PROFILE`); nil for the base config.
+    public var profile: String?
 
     /// The environment variable naming the config when `--config` is not given.
     public static let environmentVariable = "PLATFORM_PROXY_CONFIG"
@@ -16,9 +18,10 @@ public struct ConfigLocation: Sendable, Equatable {
     public static let defaults = ["Config/platform-proxy.json", "/etc/platform-proxy/config.json"]
 
     /// A location.
-    public init(path: String, source: String) {
+    public init(path: String, source: String, profile: String? = nil) {
         self.path = path
         self.source = source
+        self.profile = profile
     }
 
     /// The config to use; an explicit choice is used even when the file is missing (loading then
@@ -38,6 +41,11 @@ public struct ConfigLocation: Sendable, Equatable {
         let tried = defaults.map { $0.hasPrefix("/") ? $0 : "./" + $0 }.joined(separator: " and ")
         return .failure(ConfigError(path: "", message:
             "no config file: give --config FILE or set \(environmentVariable) (looked for \(tried))"))
+    }
+
+    /// The loaded configuration at this location, with its profile.
+    public func load(schemaOnly: Bool = false) -> Result<ProxyConfiguration, ConfigErrors> {
+        ConfigLoader.load(path: path, schemaOnly: schemaOnly, profile: profile)
     }
 
     /// "Config/platform-proxy.json (default)", for the first line a command prints.

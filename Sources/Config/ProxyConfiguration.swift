@@ -37,6 +37,10 @@ public struct ProxyConfiguration: Sendable, Equatable {
     public var accessLog: Bool = true
     /// A/B experiments, in config order. Default [].
     public var experiments: [ExperimentConfiguration] = []
+    /// The profile this configuration was built with (`--profile`), nil for the base. Default nil.
+    public var profile: String?
+    /// The names under `profiles`, in file order. Default [].
+    public var profileNames: [String] = []
     /// Absolute directory of the config file, against which relative paths were resolved.
     public var configDirectory: String
 

@@ -1,3 +1,4 @@
+import Config
 import EventLoop
 import Glibc
 import JSON
@@ -10,8 +11,8 @@ public enum JourneyCommand {
     static let maxTurns = 50
 
     /// Runs the journey; exit 0 signed in, 1 refused or failed, 2 proxy unreachable or bad usage.
-    public static func login(configPath: String, journey: String?, answersFile: String?, resume: String?) -> Int32 {
-        guard let (target, config) = LoginCommands.target(configPath) else { return 2 }
+    public static func login(config location: ConfigLocation, journey: String?, answersFile: String?, resume: String?) -> Int32 {
+        guard let (target, config) = LoginCommands.target(location) else { return 2 }
         var file: JSONObject?
         if let answersFile {
             guard let bytes = readFile(answersFile), let object = (try? JSONValue.parse(bytes))?.objectValue else {

@@ -8,8 +8,8 @@ import Upstream
 /// config (its first listener, with its `apiKey`), so the proxy stays the only token holder.
 public enum LoginCommands {
     /// `status`: prints the login state without secrets; exit 0 logged in, 1 not, 2 proxy unreachable.
-    public static func status(configPath: String) -> Int32 {
-        guard let (target, config) = target(configPath) else { return 2 }
+    public static func status(config location: ConfigLocation) -> Int32 {
+        guard let (target, config) = target(location) else { return 2 }
         switch BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5) {
         case .failure(let error):
             say("platform-proxy is not reachable at \(target.unixSocket ?? target.baseURL): \(error)")
@@ -19,14 +19,18 @@ public enum LoginCommands {
                 say("unexpected answer (HTTP \(response.status)) from \(target.baseURL)/_platform/auth")
                 return 2
             }
+            if case .success(let health) = BlockingHTTP.request("GET", "/_platform/health", to: target, timeout: 5),
+               let profile = (try? JSONValue.parse(health.body))?["profile"]?.stringValue {
+                say("profile: \(profile)")
+            }
             describe(auth, grant: config.provider?.grant)
             return auth["loggedIn"]?.boolValue == true ? 0 : 1
         }
     }
 
     /// `login`: prints the proxy's login URL (or starts a device login) and waits for `logged_in`.
-    public static func login(configPath: String, device: Bool) -> Int32 {
-        guard let (target, config) = target(configPath) else { return 2 }
+    public static func login(config location: ConfigLocation, device: Bool) -> Int32 {
+        guard let (target, config) = target(location) else { return 2 }
         if case .success(let response) = BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5),
            let auth = try? JSONValue.parse(response.body), auth["loggedIn"]?.boolValue == true {
             describe(auth, grant: config.provider?.grant)
@@ -75,8 +79,8 @@ public enum LoginCommands {
     }
 
     /// `logout`: revokes and forgets the login in the running proxy.
-    public static func logout(configPath: String) -> Int32 {
-        guard let (target, _) = target(configPath) else { return 2 }
+    public static func logout(config location: ConfigLocation) -> Int32 {
+        guard let (target, _) = target(location) else { return 2 }
         switch BlockingHTTP.request("POST", "/_platform/logout", to: target, timeout: 30) {
         case .success(let response) where response.status == 200:
             let body = try? JSONValue.parse(response.body)
@@ -133,10 +137,10 @@ public enum LoginCommands {
     }
 
     /// The running proxy's address from the config: its first listener, and its key.
-    static func target(_ configPath: String) -> (BlockingHTTP.Target, ProxyConfiguration)? {
-        switch ConfigLoader.load(path: configPath) {
+    static func target(_ location: ConfigLocation) -> (BlockingHTTP.Target, ProxyConfiguration)? {
+        switch location.load() {
         case .failure(let errors):
-            Log.writeStandardError("\(configPath):\n\(errors)\n")
+            Log.writeStandardError("\(location.path):\n\(errors)\n")
             return nil
         case .success(let config):
             return address(config).map { ($0, config) }

@@ -114,6 +114,9 @@ public final class MetricsHub: @unchecked Sendable {
     /// The analytics counters to report (set before the loops serve).
     func setAnalytics(_ counters: AnalyticsCounters) { analytics = counters }
 
+    /// The profile the process runs with (fixed at start; a reload cannot switch it).
+    public var profile: String?
+
     /// Creates an empty hub.
     public init() {}
 
@@ -133,6 +136,7 @@ public final class MetricsHub: @unchecked Sendable {
         let reloads = reloads
         let analytics = analytics
         let refreshes = refreshes
+        let profile = profile
         let experiments = experiments
         for member in members {
             let metrics = member.metrics
@@ -143,7 +147,7 @@ public final class MetricsHub: @unchecked Sendable {
                     box.remaining -= 1
                     if box.remaining == 0 {
                         box.completion(PrometheusText.render(box.total, open: open(), reloads: reloads())
-                                       + PrometheusText.render(process: ProcessStats.read())
+                                       + PrometheusText.render(process: ProcessStats.read(), profile: profile)
                                        + (analytics.map(PrometheusText.render(analytics:)) ?? "")
                                        + (refreshes.map(PrometheusText.render(refreshes:)) ?? "")
                                        + (experiments.map(PrometheusText.render(experiments:)) ?? ""))

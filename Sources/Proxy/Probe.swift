@@ -9,7 +9,6 @@ enum Probe {
     /// The route name probes and metrics scrapes are logged under; they are not counted as requests.
     static let route = "_probe"
     static let headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
-    static let healthBody = Array("{\"status\":\"ok\"}".utf8)
 
     /// The probe a path names, if any.
     init?(path: Substring) {

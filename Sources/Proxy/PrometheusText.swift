@@ -42,7 +42,7 @@ enum PrometheusText {
     }
 
     /// The standard process metrics (names as the Prometheus client libraries use them) and build info.
-    static func render(process p: ProcessStats) -> String {
+    static func render(process p: ProcessStats, profile: String?) -> String {
         var out = ""
         single(&out, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.", p.cpuSeconds)
         single(&out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", p.residentBytes)
@@ -50,7 +50,7 @@ enum PrometheusText {
         single(&out, "process_max_fds", "gauge", "The open file descriptor limit.", p.maxDescriptors)
         single(&out, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.", p.startTime)
         header(&out, "platform_proxy_build_info", "gauge", "Always 1; the labels name the running build.")
-        out += "platform_proxy_build_info{version=\"\(escape(ProxyService.version))\"} 1\n"
+        out += "platform_proxy_build_info{version=\"\(escape(ProxyService.version))\",profile=\"\(escape(profile ?? ""))\"} 1\n"
         return out
     }
 

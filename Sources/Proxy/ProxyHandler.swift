@@ -167,7 +167,7 @@ public final class ProxyHandler: HTTPHandler {
     private func answer(_ probe: Probe, _ exchange: HTTPExchange) {
         guard exchange.head.methodIs("GET") || exchange.head.methodIs("HEAD") else { return fail(exchange, .methodNotAllowed("GET")) }
         switch probe {
-        case .health: send(exchange, status: 200, headers: Probe.headers, body: Probe.healthBody)
+        case .health: send(exchange, status: 200, headers: Probe.headers, body: runtime.healthBody)
         case .ready: ready(exchange)
         }
     }

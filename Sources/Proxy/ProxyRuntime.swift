@@ -1,3 +1,4 @@
+import JSON
 import Config
 import Credentials
 import Experiments
@@ -15,6 +16,8 @@ public final class ProxyRuntime: Sendable {
     public let mockModes: MockSwitchboard
     /// Mock folder state, shared by every loop and kept across reloads.
     public let mocks: MockFiles
+    /// The `/_platform/health` body: the status, and the active profile when there is one.
+    let healthBody: [UInt8]
     /// Each route's credential injector, by route index.
     public let injectors: [CredentialInjector]
     /// The configured experiments, compiled.
@@ -28,6 +31,7 @@ public final class ProxyRuntime: Sendable {
         let key = configuration.apiKey.map { (try? $0.resolve()) ?? "" }
         access = AccessPolicy(allowedHosts: configuration.allowedHosts, apiKey: key)
         mockModes = MockSwitchboard(routes: configuration.routes)
+        healthBody = Array((configuration.profile.map { "{\"status\":\"ok\",\"profile\":\(jsonQuoted($0))}" } ?? "{\"status\":\"ok\"}").utf8)
         self.mocks = mocks
         injectors = configuration.routes.map(CredentialInjector.init(route:))
         experiments = ExperimentSet(configuration.experiments)

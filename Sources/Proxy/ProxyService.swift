@@ -31,7 +31,7 @@ public enum ProxyService {
     public static func serve(config location: ConfigLocation) -> Int32 {
         let configPath = location.path
         let configuration: ProxyConfiguration
-        switch ConfigLoader.load(path: configPath) {
+        switch location.load() {
         case .success(let loaded): configuration = loaded
         case .failure(let errors):
             // The log stream stays JSON lines, one per problem, each readable on its own.
@@ -77,6 +77,7 @@ public enum ProxyService {
         }
         var handlers: [ProxyHandler] = []
         let hub = MetricsHub()
+        hub.profile = configuration.profile
         reloadCounts.status.withLock { $0.lastSuccessTime = UnixTime.now() }
         hub.setExperiments(experiments.counters)
         hub.setSources(openConnections: { [server] in server.openConnections },
@@ -107,7 +108,7 @@ public enum ProxyService {
         }
         Log.emit(.info, "started", ["version": .string(version), "config": .string(configPath), "configSource": .string(location.source),
                                     "workers": .int(server.eventLoops.count), "routes": .int(configuration.routes.count)])
-        return waitForSignals(signals, server: server, handlers: handlers, configPath: configPath, current: runtime, tokens: tokens,
+        return waitForSignals(signals, server: server, handlers: handlers, location: location, current: runtime, tokens: tokens,
                               lifecycle: lifecycle, analytics: analytics, experiments: experiments)
     }
 
@@ -144,23 +145,31 @@ public enum ProxyService {
 
     /// Validates a config and prints the report on stdout (so `> report.txt` keeps it): every
     /// problem with its JSON path, or "ok" and any warnings. Returns 1 on a problem, else 0.
-    /// With `schemaOnly`, secret files and environment variables are not read.
+    /// With `schemaOnly`, secret files and environment variables are not read. With a profile
+    /// the merged config is checked; without one, the base and then every profile, each named.
     public static func checkConfig(config location: ConfigLocation, schemaOnly: Bool) -> Int32 {
-        let path = location.path
-        switch ConfigLoader.load(path: path, schemaOnly: schemaOnly) {
-        case .success(let configuration):
-            let routes = configuration.routes.count
-            var text = "\(path): ok (\(routes) route\(routes == 1 ? "" : "s")\(schemaOnly ? ", secrets not read" : ""))\n"
-            if location.source != "--config" { text = "using \(location.description)\n" + text }
-            for warning in ConfigWarnings.of(configuration) { text += "  warning: \(warning)\n" }
-            print(text, terminator: "")
-            return 0
-        case .failure(let errors):
-            var text = "\(path): \(errors.errors.count) problem\(errors.errors.count == 1 ? "" : "s")\n"
-            for error in errors.errors { text += "  \(error)\n" }
-            print(text, terminator: "")
-            return 1
+        var text = location.source != "--config" ? "using \(location.description)\n" : ""
+        var profiles: [String?] = [location.profile]
+        if location.profile == nil { profiles += ConfigLoader.profileNames(path: location.path).map { $0 } }
+        var failed = false
+        for profile in profiles {
+            var checked = location
+            checked.profile = profile
+            let label = location.path + (profile.map { " [profile \($0)]" } ?? "")
+            let prefix = profile.map { "profile \($0): " } ?? ""
+            switch checked.load(schemaOnly: schemaOnly) {
+            case .success(let configuration):
+                let routes = configuration.routes.count
+                text += "\(label): ok (\(routes) route\(routes == 1 ? "" : "s")\(schemaOnly ? ", secrets not read" : ""))\n"
+                for warning in ConfigWarnings.of(configuration) { text += "  warning: \(prefix)\(warning)\n" }
+            case .failure(let errors):
+                failed = true
+                text += "\(label): \(errors.errors.count) problem\(errors.errors.count == 1 ? "" : "s")\n"
+                for error in errors.errors { text += "  \(prefix)\(error)\n" }
+            }
         }
+        print(text, terminator: "")
+        return failed ? 1 : 0
     }
 
     /// The server's settings from the proxy config.
@@ -182,19 +191,20 @@ public enum ProxyService {
     }
 
     private static func waitForSignals(_ signals: CInt, server: HTTPServer, handlers: [ProxyHandler],
-                                       configPath: String, current: ProxyRuntime, tokens: TokenWatcher,
+                                       location: ConfigLocation, current: ProxyRuntime, tokens: TokenWatcher,
                                        lifecycle: OAuthLifecycle?, analytics: AnalyticsService?,
                                        experiments: ExperimentService) -> Int32 {
         var runtime = current
         var tokens = tokens
         var drainDeadline: NanoTime?
+        let configPath = location.path
         let watcher = current.configuration.watchConfig ? ConfigWatcher(path: absolute(configPath)) : nil
         // Changes come in bursts (an editor's write and rename, a ConfigMap swap): look once they settle.
         var checkAt: NanoTime?
         let grace = current.configuration.shutdownGraceSeconds
         func reloadNow(_ trigger: String) {
             let previous = runtime
-            runtime = reload(configPath: configPath, trigger: trigger, server: server, handlers: handlers, current: runtime,
+            runtime = reload(location: location, trigger: trigger, server: server, handlers: handlers, current: runtime,
                              experiments: experiments)
             if runtime !== previous, runtime.configuration.provider != previous.configuration.provider {
                 reloadProvider(from: previous, to: runtime, tokens: &tokens, lifecycle: lifecycle, server: server, handlers: handlers)
@@ -275,9 +285,11 @@ public enum ProxyService {
     }
 
     /// SIGHUP: a valid config replaces the runtime on every loop for new requests; an invalid one is logged and ignored.
-    private static func reload(configPath: String, trigger: String, server: HTTPServer, handlers: [ProxyHandler],
+    private static func reload(location: ConfigLocation, trigger: String, server: HTTPServer, handlers: [ProxyHandler],
                                current: ProxyRuntime, experiments: ExperimentService) -> ProxyRuntime {
-        switch ConfigLoader.load(path: configPath) {
+        let configPath = location.path
+        // The profile chosen at start is re-read from the file; switching profile needs a restart.
+        switch location.load() {
         case .failure(let errors):
             reloadCounts.record(success: false)
             Log.emit(.error, "config_reload_failed", ["config": .string(configPath), "trigger": .string(trigger),

@@ -18,6 +18,8 @@ struct Arguments {
     var resume: String?
     /// `check-config --schema-only`.
     var schemaOnly = false
+    /// `--profile NAME`: one of the config's `profiles`.
+    var profile: String?
     /// `--help` / `-h` anywhere, or `help [COMMAND]`.
     var help = false
     /// `--version`.
@@ -59,6 +61,7 @@ struct Arguments {
             case "--answers": parsed.answers = try value("--answers", inline: inline)
             case "--resume": parsed.resume = try value("--resume", inline: inline)
             case "--schema-only": parsed.schemaOnly = true
+            case "--profile": parsed.profile = try value("--profile", inline: inline)
             default:
                 guard !argument.hasPrefix("-") else { throw UsageError("unknown option '\(argument)'") }
                 if parsed.command == nil {

@@ -21,6 +21,7 @@ enum Usage {
           --config FILE        the JSON config; without it: $PLATFORM_PROXY_CONFIG, then
                                ./Config/platform-proxy.json, then /etc/platform-proxy/config.json
           --log-level LEVEL    debug, info (default), warning or error; or $PLATFORM_PROXY_LOG_LEVEL
+          --profile NAME       apply the config's profile NAME (a JSON Merge Patch); or $PLATFORM_PROXY_PROFILE
 
         """
 

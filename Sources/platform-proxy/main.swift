@@ -30,13 +30,15 @@ guard let command = arguments.command else {
     Log.writeStandardError("platform-proxy: no command given\nRun 'platform-proxy help' for the commands and options.\n")
     exit(2)
 }
-let location: ConfigLocation
+var location: ConfigLocation
 switch ConfigLocation.resolve(explicit: arguments.config) {
 case .success(let found): location = found
 case .failure(let error):
     Log.writeStandardError("platform-proxy: \(error.message)\n")
     exit(2)
 }
+location.profile = arguments.profile
+    ?? getenv(ConfigProfiles.environmentVariable).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
 switch command {
 case "serve":
     exit(ProxyService.serve(config: location))
@@ -44,12 +46,12 @@ case "check-config":
     exit(ProxyService.checkConfig(config: location, schemaOnly: arguments.schemaOnly))
 case "login":
     if arguments.journey || arguments.resume != nil {
-        exit(JourneyCommand.login(configPath: location.path, journey: arguments.journeyName, answersFile: arguments.answers,
+        exit(JourneyCommand.login(config: location, journey: arguments.journeyName, answersFile: arguments.answers,
                                   resume: arguments.resume))
     }
-    exit(LoginCommands.login(configPath: location.path, device: arguments.device))
+    exit(LoginCommands.login(config: location, device: arguments.device))
 case "status":
-    exit(LoginCommands.status(configPath: location.path))
+    exit(LoginCommands.status(config: location))
 default:
-    exit(LoginCommands.logout(configPath: location.path))
+    exit(LoginCommands.logout(config: location))
 }
