@@ -1,7 +1,8 @@
 import JSON
 
 extension ConfigDecoder {
-    static let journeyKeys = ["serverURL", "realm", "cookieName", "journey", "forceAuth", "noSession", "timeoutSeconds"]
+    static let journeyKeys = ["serverURL", "realm", "cookieName", "journey", "forceAuth", "noSession", "timeoutSeconds",
+                              "allowedJourneys"]
 
     /// `provider.journey`; nil when a field is invalid (reported).
     func journey(_ object: ObjectReader) -> JourneyConfiguration? {
@@ -14,9 +15,14 @@ extension ConfigDecoder {
         let forceAuth = object.bool("forceAuth") ?? false
         let noSession = object.bool("noSession") ?? false
         let timeout = object.seconds("timeoutSeconds", positive: true) ?? 30
+        let allowed = object.read("allowedJourneys") { value, path in
+            array(value, at: path)?.compactMap { journeyName($0.value, at: $0.path) }
+        } ?? []
         guard let server, errors.count == before else { return nil }
-        return JourneyConfiguration(serverURL: server, realm: realm, cookieName: cookie, journey: tree,
-                                    forceAuth: forceAuth, noSession: noSession, timeoutSeconds: timeout)
+        var journey = JourneyConfiguration(serverURL: server, realm: realm, cookieName: cookie, journey: tree,
+                                           forceAuth: forceAuth, noSession: noSession, timeoutSeconds: timeout)
+        journey.allowedJourneys = allowed
+        return journey
     }
 
     /// A realm name goes into URL paths: letters, digits, `-`, `_`, `.` only.

@@ -15,6 +15,13 @@ public struct JourneyConfiguration: Sendable, Equatable {
     public var noSession: Bool
     /// Seconds allowed for each call to AM (authenticate, authorize, logout). Default 30.
     public var timeoutSeconds: Double
+    /// Further trees an app may start by name besides `journey`: the stored AM session goes
+    /// along with every start, so an unlisted tree (a profile or MFA-registration tree) must
+    /// not be reachable by any local caller. Default [].
+    public var allowedJourneys: [String] = []
+
+    /// Whether an app may start the tree `name`.
+    public func allows(_ name: String) -> Bool { name == journey || allowedJourneys.contains(name) }
 
     /// A journey with the documented defaults unless given.
     public init(serverURL: UpstreamURL, realm: String = "root", cookieName: String = "iPlanetDirectoryPro",

@@ -74,6 +74,10 @@ extension CredentialManager {
                 suspendedId = id
             }
             let name = journey ?? config.journey
+            guard config.allows(name) else {
+                return reply(.invalidAnswers("The journey \"\(name)\" is not one this proxy starts (provider.journey.journey "
+                                             + "or provider.journey.allowedJourneys)."))
+            }
             let amClient = JourneyClient(config: config, clientID: clientID, redirectURI: redirect.description,
                                          scopes: provider.scopes, authorizeURL: authorize)
             var flow = JourneyFlow(client: amClient, journey: name, pkce: PKCE.generate(), state: randomToken(), nonce: randomToken())
@@ -176,6 +180,15 @@ extension CredentialManager {
         entry.waiter = nil
         if entry.flow.isFinished { journeys.flows.removeValue(forKey: id) } else { journeys.flows[id] = entry }
         waiter?(.node(json))
+    }
+
+    /// Logout: every journey in progress ends here, so no step answered later (nor an AM reply
+    /// already on its way) can sign the user back in. Waiting apps hear that it ended.
+    func abandonJourneys() {
+        journeys.steps.removeAll()
+        let waiting = journeys.flows.values.compactMap(\.waiter)
+        journeys.flows.removeAll()
+        for waiter in waiting { waiter(.unavailable("The journey ended: the user signed out.")) }
     }
 
     private func dropJourney(_ id: JourneySteps.FlowID) {

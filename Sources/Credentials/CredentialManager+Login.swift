@@ -168,19 +168,22 @@ extension CredentialManager {
     /// Revokes the refresh token when the provider can, forgets the tokens either way.
     public func logout(replyOn caller: EventLoop, _ done: @escaping (_ revoked: Bool) -> Void) {
         let done = LoopBound(done)
-        loop.execute { [self] in endJourneySession { [self] in
-            let refresh = lifecycle.tokens?.refreshToken
-            // The revocation is done here (not as a lifecycle action) so the caller hears when it ended.
-            let actions = lifecycle.loggedOut().filter { if case .revoke = $0 { return false } else { return true } }
-            device = nil
-            perform(actions)
-            Log.emit(.info, "logged_out")
-            guard let refresh else { return caller.execute { done.value(false) } }
-            oauth.revoke(refresh, hint: "refresh_token") { accepted in
-                Log.emit(accepted ? .info : .warning, "token_revoked", ["accepted": .bool(accepted)])
-                caller.execute { done.value(accepted) }
+        loop.execute { [self] in
+            abandonJourneys()
+            endJourneySession { [self] in
+                let refresh = lifecycle.tokens?.refreshToken
+                // The revocation is done here (not as a lifecycle action) so the caller hears when it ended.
+                let actions = lifecycle.loggedOut().filter { if case .revoke = $0 { return false } else { return true } }
+                device = nil
+                perform(actions)
+                Log.emit(.info, "logged_out")
+                guard let refresh else { return caller.execute { done.value(false) } }
+                oauth.revoke(refresh, hint: "refresh_token") { accepted in
+                    Log.emit(accepted ? .info : .warning, "token_revoked", ["accepted": .bool(accepted)])
+                    caller.execute { done.value(accepted) }
+                }
             }
-        } }
+        }
     }
 
     /// The provider's userinfo for the current login.

@@ -162,7 +162,9 @@ public struct JourneyFlow: Sendable {
                 return [.reply(.error(message: refusal.message, body: refusal.body, retry: step))]
             }
             if step.isPollingOnly, let wait = step.pollingWaitMs, pollWaited < Self.pollBudget {
-                let seconds = max(0.05, Double(wait) / 1000)
+                // A wait is at most the whole budget: a huge or hostile value must neither hang
+                // the flow nor overflow a deadline.
+                let seconds = min(max(0.05, Double(wait) / 1000), Self.pollBudget)
                 pollWaited += seconds
                 state = .polling(step)
                 return [.wait(seconds: seconds)]

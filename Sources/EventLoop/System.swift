@@ -78,8 +78,13 @@ public struct NanoTime: Sendable, Comparable, Hashable {
     }
 
     /// This time plus `seconds`.
+    /// This time plus `seconds`, saturating at about 292 years either way (a duration from a
+    /// peer must never trap the process).
     public func adding(seconds: Double) -> NanoTime {
-        NanoTime(nanoseconds: nanoseconds &+ Int64(seconds * 1_000_000_000))
+        let delta = seconds * 1_000_000_000
+        let clamped = delta.isNaN ? 0 : min(max(delta, -9.0e18), 9.0e18)
+        let (sum, overflow) = nanoseconds.addingReportingOverflow(Int64(clamped))
+        return NanoTime(nanoseconds: overflow ? (clamped > 0 ? .max : .min) : sum)
     }
 
     /// Seconds from `earlier` to this time.

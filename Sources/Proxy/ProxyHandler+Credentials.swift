@@ -59,7 +59,8 @@ extension ProxyHandler {
     func unreadyReason() -> String? {
         guard let provider = runtime.configuration.provider else { return nil }
         if provider.grant == .staticTokens { return runtime.unreadyReason() }
-        if let problem = credentials.providerProblem { return problem }
+        // The details (URLs, the IdP's words) are in the log; probes get no more than this.
+        if credentials.providerProblem != nil { return "the identity provider is not usable yet (its discovery or endpoints failed; the log has the details)" }
         guard credentials.status.loggedIn else { return "not logged in (state \(credentials.status.state.rawValue))" }
         return nil
     }

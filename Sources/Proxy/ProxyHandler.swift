@@ -291,6 +291,13 @@ public final class ProxyHandler: HTTPHandler {
                                            ("reason", .string(error)), ("peer", .string(peer))])
     }
 
+    /// The path as logged: a journey step id is a bearer capability for that step, so it is
+    /// never written to the access log.
+    static func loggedPath(_ path: Substring) -> String {
+        let steps = "/_platform/login/journey/"
+        return path.hasPrefix(steps) && path.count > steps.count ? steps + "<step>" : String(path)
+    }
+
     private func logExchange(_ exchange: HTTPExchange, level: LogLevel, outcome: String?) {
         let seconds = loop.now.seconds(since: exchange.startedAt)
         // nginx's 499: the client went away before any response was sent.
@@ -307,7 +314,7 @@ public final class ProxyHandler: HTTPHandler {
         var fields: [(String, LogValue)] = [
             ("requestID", .string(info?.requestID ?? "")),
             ("method", .string(exchange.head.method)),
-            ("path", .string(String(info?.path ?? ""))),
+            ("path", .string(Self.loggedPath(info?.path ?? ""))),
             ("route", .string(info?.route ?? "")),
             ("status", .int(status)),
             ("durationMs", .double((seconds * 1e6).rounded() / 1e3)),

@@ -60,7 +60,9 @@ public final class ProxyRuntime: Sendable {
                 _ = try provider.idToken?.resolve()
                 return nil
             } catch {
-                return "the static tokens cannot be read: \(error.message)"
+                // Answered to any caller (probes skip the Host and key checks): no file path here;
+                // the token watcher logs the details.
+                return "the static tokens cannot be read"
             }
         default:
             return nil

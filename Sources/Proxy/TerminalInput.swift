@@ -17,8 +17,27 @@ enum TerminalInput {
         quiet.c_lflag |= tcflag_t(ECHONL)
         // TCSANOW: typed-ahead input is kept, not flushed.
         _ = tcsetattr(0, TCSANOW, &quiet)
-        defer { _ = tcsetattr(0, TCSANOW, &saved) }
+        // Ctrl-C (or a kill) at the prompt must not leave the terminal without echo: the
+        // handler puts the saved settings back, then lets the signal do what it would have.
+        echoRestore = saved
+        let previous = interrupting.map { ($0, signal($0, restoreEchoAndRaise)) }
+        defer {
+            _ = tcsetattr(0, TCSANOW, &saved)
+            for (number, handler) in previous { signal(number, handler) }
+        }
         LoginCommands.writeOut(text)
         return Swift.readLine(strippingNewline: true)
     }
+
+    private static let interrupting = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+}
+
+/// The terminal settings to restore from a signal handler (which can capture nothing).
+nonisolated(unsafe) private var echoRestore = termios()
+
+/// Restores echo (tcsetattr is async-signal-safe), then re-raises with the default action.
+private func restoreEchoAndRaise(_ number: Int32) {
+    _ = tcsetattr(0, TCSANOW, &echoRestore)
+    signal(number, SIG_DFL)
+    raise(number)
 }

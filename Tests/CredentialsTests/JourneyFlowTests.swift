@@ -58,6 +58,7 @@ func summary(_ actions: [JourneyFlow.Action]) -> [String] {
 let loginStep = stepJSON(namePasswordCallbacks)
 let otpStep = stepJSON(#"[{"type":"PasswordCallback","output":[{"name":"prompt","value":"One Time Password"}],"input":[{"name":"IDToken1","value":""}]}]"#, authId: "auth-2")
 let pollStep = stepJSON(#"[{"type":"PollingWaitCallback","output":[{"name":"waitTime","value":"1000"},{"name":"message","value":"Waiting"}]}]"#, authId: "auth-p")
+let hugePollStep = stepJSON(#"[{"type":"PollingWaitCallback","output":[{"name":"waitTime","value":"10000000000000"},{"name":"message","value":"Waiting"}]}]"#, authId: "auth-p")
 let longPollStep = stepJSON(#"[{"type":"PollingWaitCallback","output":[{"name":"waitTime","value":"20000"},{"name":"message","value":"Waiting"}]}]"#, authId: "auth-p")
 let suspendedStep = stepJSON(#"[{"type":"SuspendedTextOutputCallback","output":[{"name":"message","value":"Check your email"},{"name":"messageType","value":"0"}]}]"#, authId: "auth-s")
 let successBody = #"{"tokenId":"tok","successUrl":"/console","realm":"/alpha"}"#
@@ -128,6 +129,10 @@ struct JourneyFlowTests {
             (.am(200, longPollStep), ["reply continue PollingWaitCallback"]),
             (.answer("{}"), ["POST authenticate"]),
             (.am(200, longPollStep), ["wait 20.0"]),
+        ]),
+        ("a huge polling wait from the server is bounded by the budget (it once overflowed a deadline)", [
+            (.start, ["POST authenticate"]),
+            (.am(200, hugePollStep), ["wait 30.0"]),
         ]),
         ("a suspended journey is shown, then resumed by its suspendedId", [
             (.start, ["POST authenticate"]),

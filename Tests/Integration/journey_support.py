@@ -16,7 +16,8 @@ def journey_provider(idp, port: int, realm: str = "alpha", **journey) -> dict:
     return {"grant": "journey", "clientID": idp.public_client_id,
             "redirectURI": f"http://127.0.0.1:{port}/_platform/callback", "scopes": list(SCOPES),
             "refreshBeforeExpirySeconds": 2,
-            "journey": {"serverURL": idp.issuer + "/am", "realm": realm, "timeoutSeconds": 5, **journey}}
+            "journey": {"serverURL": idp.issuer + "/am", "realm": realm, "timeoutSeconds": 5,
+                        "allowedJourneys": ["OTP", "Choice", "Poll", "Suspend", "Terms", "Register", "Profile"], **journey}}
 
 
 def launch_journey(start_proxy, idp, workdir, *, name="proxy", port=None, state_dir=None, **journey) -> CredProxy:

@@ -134,6 +134,10 @@ def test_step_ids_are_single_use_bound_to_the_client_and_answers_are_checked(sta
 
     bad_name = start(p, {"journey": "../x"})
     assert bad_name.status == 400, bad_name
+    # a tree the config does not list: the stored AM session must not drive it (a profile or
+    # MFA-registration tree started by any local caller)
+    unlisted = start(p, {"journey": "Admin"})
+    assert unlisted.status == 400 and "allowedJourneys" in unlisted.json()["message"], unlisted
     wrong_method = p.call("/_platform/login/journey")
     assert wrong_method.status == 405
 
@@ -291,3 +295,17 @@ def test_profile_journey_text_number_consent_and_confirmation(start_proxy, idp_f
     assert confirm["options"] == ["Save", "Cancel"] and confirm["defaultOption"] == 0
     done = answer(p, node["step"], {"IDToken1": "Dee", "IDToken2": 42, "IDToken3": "true", "IDToken4": 0}).json()
     assert done["node"] == "success", done
+
+
+def test_logout_ends_journeys_in_progress_so_an_old_step_cannot_sign_back_in(start_proxy, idp_factory, tmp_path):
+    """Was: a journey left at its OTP step (an abandoned tab) signed the user back in after logout."""
+    idp = idp_factory(access_ttl=120)
+    p = launch_journey(start_proxy, idp, tmp_path)
+    pending = answer(p, start(p, {"journey": "OTP"}).json()["step"], LOGIN).json()["step"]
+    done = answer(p, start(p).json()["step"], LOGIN).json()
+    assert done["node"] == "success", done
+    assert post(p, "/_platform/logout").status == 200
+    late = answer(p, pending, {"IDToken2": OTP})
+    assert late.status == 404 and late.json()["error"] == "journey_step_unknown", late
+    assert p.auth()["state"] == "logged_out"
+    assert not any(f.name in ("tokens.json", "journey-session.json") for f in p.state_dir.iterdir())

@@ -19,3 +19,13 @@ struct TimeTextTests {
         #expect(TimeText.describe(1_795_391_940, now: 1_795_388_400) == "2026-11-22T23:59:00Z (in 59 min)")
     }
 }
+
+struct LoggedPathTests {
+    @Test("journey step ids never reach the access log")
+    func stepIdsRedacted() {
+        #expect(ProxyHandler.loggedPath("/_platform/login/journey/Yo8o5Bsecret") == "/_platform/login/journey/<step>")
+        #expect(ProxyHandler.loggedPath("/_platform/login/journey/") == "/_platform/login/journey/")
+        #expect(ProxyHandler.loggedPath("/_platform/login/journey") == "/_platform/login/journey")
+        #expect(ProxyHandler.loggedPath("/api/x") == "/api/x")
+    }
+}
