@@ -100,8 +100,11 @@ public enum LoginCommands {
     static func say(_ text: String) { writeOut(text + "\n") }
 
     /// Writes `text` to stdout unbuffered, retrying short writes and EINTR.
+    /// Control characters other than newline and tab are dropped: the text may come from the
+    /// identity provider (journey prompts, messages), and an escape sequence must not reach the
+    /// terminal (it could rewrite what the user sees, or the window title).
     static func writeOut(_ text: String) {
-        var bytes = Array(text.utf8)
+        var bytes = Array(text.utf8).filter { $0 >= 0x20 && $0 != 0x7F || $0 == 0x0A || $0 == 0x09 }
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
