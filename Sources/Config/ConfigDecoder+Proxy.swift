@@ -4,6 +4,7 @@ extension ConfigDecoder {
     static let topLevelKeys = [
         "listen", "workers", "allowedHosts", "apiKey", "stateDirectory", "mock",
         "provider", "gate", "limits", "routes", "analytics",
+        "maskEchoedCredentials",
     ]
 
     /// The whole document; nil only when the root is not an object (reported).
@@ -19,6 +20,7 @@ extension ConfigDecoder {
         config.apiKey = top.secret("apiKey")
         if let state = top.read("stateDirectory", filePath) { config.stateDirectory = state }
         if let mock = top.bool("mock") { config.mock = mock }
+        if let mask = top.bool("maskEchoedCredentials") { config.maskEchoedCredentials = mask }
         config.provider = top.object("provider", keys: ConfigDecoder.providerKeys).flatMap(provider)
         if let gate = top.object("gate", keys: ["mode", "waitSeconds"]).map(gate) { config.gate = gate }
         if let limits = top.object("limits", keys: ConfigDecoder.limitsKeys).map(limits) { config.limits = limits }

@@ -3,6 +3,7 @@ import JSON
 extension ConfigDecoder {
     static let routeKeys = [
         "name", "path", "upstream", "credential", "headers", "redirects", "retryOn401", "timeoutSeconds", "mock",
+        "encodedSlashes",
     ]
 
     /// Headers that frame or route the message: injecting a token into them would break the exchange.
@@ -53,11 +54,13 @@ extension ConfigDecoder {
         let credential: CredentialKind = object.choice("credential") ?? .none
         let retryOn401 = object.bool("retryOn401") ?? false
         let timeout = object.seconds("timeoutSeconds", positive: true) ?? 30
+        let encodedSlashes: EncodedSlashes = object.choice("encodedSlashes") ?? .reject
         // Everything is read before this point so a bad name or path hides no other error.
         guard let name, let routePath else { return nil }
         return RouteConfiguration(
             name: name, path: routePath, upstream: upstream, credential: credential, headers: headers,
-            redirects: redirects, retryOn401: retryOn401, timeoutSeconds: timeout, mock: mock)
+            redirects: redirects, retryOn401: retryOn401, timeoutSeconds: timeout, mock: mock,
+            encodedSlashes: encodedSlashes)
     }
 
     private func routeName(_ value: JSONValue, at path: String) -> String? {

@@ -25,6 +25,8 @@ public struct ProxyConfiguration: Sendable, Equatable {
     public var routes: [RouteConfiguration]
     /// The analytics sidecar; nil disables `/_platform/analytics/*`. Default nil.
     public var analytics: AnalyticsConfiguration?
+    /// On credentialed routes, mask the injected token where a response echoes it (headers and body). Default true.
+    public var maskEchoedCredentials: Bool
     /// Absolute directory of the config file, against which relative paths were resolved.
     public var configDirectory: String
 
@@ -39,7 +41,8 @@ public struct ProxyConfiguration: Sendable, Equatable {
         allowedHosts: [String] = ProxyConfiguration.defaultAllowedHosts, apiKey: SecretSource? = nil,
         stateDirectory: String? = nil, mock: Bool = false, provider: ProviderConfiguration? = nil,
         gate: GateConfiguration = GateConfiguration(), limits: LimitsConfiguration = LimitsConfiguration(),
-        routes: [RouteConfiguration] = [], analytics: AnalyticsConfiguration? = nil
+        routes: [RouteConfiguration] = [], analytics: AnalyticsConfiguration? = nil,
+        maskEchoedCredentials: Bool = true
     ) {
         self.configDirectory = configDirectory
         self.listen = listen
@@ -53,5 +56,6 @@ public struct ProxyConfiguration: Sendable, Equatable {
         self.limits = limits
         self.routes = routes
         self.analytics = analytics
+        self.maskEchoedCredentials = maskEchoedCredentials
     }
 }

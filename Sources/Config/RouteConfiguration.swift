@@ -18,6 +18,8 @@ public struct RouteConfiguration: Sendable, Equatable {
     public var timeoutSeconds: Double
     /// Mock files for this route; nil when it has none. Default nil.
     public var mock: MockConfiguration?
+    /// What a percent-encoded `/` or `\` in the path does. Default `.reject` (400 `invalid_path`).
+    public var encodedSlashes: EncodedSlashes
 
     /// The default credential headers.
     public static let defaultHeaders = ["Authorization", "X-Authorization"]
@@ -26,7 +28,8 @@ public struct RouteConfiguration: Sendable, Equatable {
     public init(
         name: String, path: String, upstream: UpstreamURL?, credential: CredentialKind = .none,
         headers: [String] = RouteConfiguration.defaultHeaders, redirects: RedirectConfiguration? = nil,
-        retryOn401: Bool = false, timeoutSeconds: Double = 30, mock: MockConfiguration? = nil
+        retryOn401: Bool = false, timeoutSeconds: Double = 30, mock: MockConfiguration? = nil,
+        encodedSlashes: EncodedSlashes = .reject
     ) {
         self.name = name
         self.path = path
@@ -37,7 +40,16 @@ public struct RouteConfiguration: Sendable, Equatable {
         self.retryOn401 = retryOn401
         self.timeoutSeconds = timeoutSeconds
         self.mock = mock
+        self.encodedSlashes = encodedSlashes
     }
+}
+
+/// What a route does with `%2F` / `%5C` in a request path (Envoy's `path_with_escaped_slashes_action`).
+public enum EncodedSlashes: String, Sendable, Equatable, CaseIterable {
+    /// Refuse with 400 `invalid_path`: many upstreams decode them and walk out of the route's prefix.
+    case reject
+    /// Forward them as they are (object-store keys); dot segments between them are still refused.
+    case forward
 }
 
 /// How a route follows upstream redirects.
