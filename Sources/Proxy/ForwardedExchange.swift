@@ -26,6 +26,9 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     private var url: UpstreamURL
     private var method: String
     private var hops = 0
+    /// Set once a hop went to a host outside the credential hosts: the rest of the chain stays
+    /// uncredentialed, or a foreign host could choose path, method and body of a credentialed request.
+    private var leftCredentialHosts = false
     private var transfer: UpstreamTransfer?
     private var pendingRedirect: RedirectPolicy.Decision?
     /// Set on a route in record mode.
@@ -103,7 +106,8 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             let decision = RedirectPolicy.decide(
                 status: head.status, location: head.first("Location"), method: method, hasBody: body != nil,
                 bodyReplayable: body?.isReplayable ?? false, current: url, follow: route.redirects.follow,
-                max: route.redirects.max, hops: hops)
+                max: route.redirects.max, hops: hops,
+                trusted: { [injector, url] in injector.mayCarryCredentials(from: url, to: $0) })
             if decision != .relay {
                 pendingRedirect = decision
                 return
@@ -195,7 +199,8 @@ final class ForwardedExchange: UpstreamTransferDelegate {
 
     private func follow(to target: UpstreamURL, method nextMethod: String, keepsBody: Bool) {
         hops += 1
-        let credentials = injector.mayCarryCredentials(from: url, to: target)
+        let credentials = !leftCredentialHosts && injector.mayCarryCredentials(from: url, to: target)
+        if !credentials { leftCredentialHosts = true }
         url = target
         method = nextMethod
         if keepsBody {
