@@ -133,7 +133,7 @@ final class AnalyticsUploader: @unchecked Sendable {
             return finished(.retryLater, reason: "the endpoint answered HTTP 401")
         }
         refreshedGeneration = seen
-        refresher.refresh(seen: seen, replyOn: home) { [self] outcome in
+        refresher.refresh(seen: seen, after401: true, replyOn: home) { [self] outcome in
             // The new snapshot reaches this loop before the answer (both are messages to it).
             if case .ready = outcome, credentials.generation != seen { return send(batch, mayRefresh: false) }
             finished(.retryLater, reason: "the endpoint answered HTTP 401; no newer token")

@@ -17,11 +17,14 @@ public final class CredentialSnapshot: Sendable {
 
     /// Why the provider cannot be used (discovery failed), if so.
     public let providerProblem: String?
+    /// When these tokens were obtained (Unix seconds); nil when unknown.
+    public let obtainedAt: Double?
 
     /// A snapshot of `accessToken` / `idToken` with `tokenType` (normally `Bearer`).
     public init(generation: UInt64, accessToken: String?, idToken: String?, tokenType: String, status: AuthStatus? = nil,
-                providerProblem: String? = nil) {
+                providerProblem: String? = nil, obtainedAt: Double? = nil) {
         self.generation = generation
+        self.obtainedAt = obtainedAt
         self.providerProblem = providerProblem
         // A token or type with anything but visible ASCII (a NUL from a UTF-16 file, CR/LF from a
         // broken IdP) could split or forge header lines upstream: such a token is never sent.

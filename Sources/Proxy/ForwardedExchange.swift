@@ -98,7 +98,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     // MARK: transfer events
 
     func transfer(_ transfer: UpstreamTransfer, receivedHead head: UpstreamResponseHead) {
-        if head.status == 401 && mayRetryAfter401 {
+        if head.status == 401 && mayRetryAfter401 && !refreshTooSoon() {
             retryPending = true
             return
         }
@@ -172,17 +172,34 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             && (body == nil || body?.isReplayable == true)
     }
 
+    /// Whether the tokens this request carried are the current ones and younger than
+    /// `minRefreshIntervalSeconds`: the 401 is then relayed as is (decided here, before its body
+    /// is dropped; the lifecycle applies the same rule to 401s that reach it).
+    private func refreshTooSoon() -> Bool {
+        guard let manager = handler.credentialManager else { return false }
+        let snapshot = handler.credentials
+        guard snapshot.generation == generation,
+              CredentialLifecycle.tooYoung(obtainedAt: snapshot.obtainedAt, now: UnixTime.now(),
+                                           minRefreshInterval: manager.minRefreshInterval) else { return false }
+        manager.refreshOutcomes.suppressed.add(1, ordering: .relaxed)
+        return true
+    }
+
     private func retryAfter401() {
         retryPending = false
         retried = true
         guard let manager = handler.credentialManager else { return handler.fail(exchange, .awaitingAuthorization) }
-        manager.refresh(seen: generation, replyOn: exchange.loop) { [self] outcome in
+        manager.refresh(seen: generation, after401: true, replyOn: exchange.loop) { [self] outcome in
             guard !exchange.isAborted else { return }
             switch outcome {
             case .unavailable(let reason):
                 handler.fail(exchange, .authServerUnavailable(reason))
             case .notLoggedIn:
                 handler.fail(exchange, .awaitingAuthorization)
+            case .suppressed:
+                // The 401 was dropped for the retry: send once more as is and relay what comes.
+                body = body?.replay()
+                send(lines: baseLines, credentials: credentialLines)
             case .ready:
                 let snapshot = handler.credentials
                 guard let lines = injector.lines(snapshot, names: route.headers) else {

@@ -42,6 +42,9 @@ enum PrometheusText {
         out += "platform_proxy_token_refreshes_total{outcome=\"ok\"} \(r.ok.load(ordering: .relaxed))\n"
         out += "platform_proxy_token_refreshes_total{outcome=\"refused\"} \(r.refused.load(ordering: .relaxed))\n"
         out += "platform_proxy_token_refreshes_total{outcome=\"unavailable\"} \(r.unavailable.load(ordering: .relaxed))\n"
+        header(&out, "platform_proxy_token_refreshes_suppressed_total", "counter",
+               "Upstream 401s relayed without a refresh: the token was younger than minRefreshIntervalSeconds.")
+        out += "platform_proxy_token_refreshes_suppressed_total \(r.suppressed.load(ordering: .relaxed))\n"
         return out
     }
 

@@ -129,7 +129,7 @@ public final class ProxyHandler: HTTPHandler {
                     switch outcome {
                     case .ready: self.forward(exchange, plan, refreshed: true)
                     case .unavailable(let reason): self.fail(exchange, .authServerUnavailable(reason))
-                    case .notLoggedIn: self.forward(exchange, plan, refreshed: true)
+                    case .notLoggedIn, .suppressed: self.forward(exchange, plan, refreshed: true)
                     }
                 }
             }
