@@ -103,11 +103,30 @@ public enum ProxyService {
         switch ConfigLoader.load(path: configPath) {
         case .success(let configuration):
             print("\(configPath): ok (\(configuration.routes.count) routes)")
+            // Not an error: the directory may be created before `serve` runs (a volume, tmpfiles.d).
+            for warning in listenWarnings(configuration) { Log.writeStandardError("\(configPath): warning: \(warning)\n") }
             return 0
         case .failure(let errors):
             printErrors(errors, path: configPath)
             return 1
         }
+    }
+
+    /// What would stop a `unix:` listener from binding: a missing directory, or something
+    /// other than a socket at its path.
+    static func listenWarnings(_ configuration: ProxyConfiguration) -> [String] {
+        var warnings: [String] = []
+        for (index, address) in configuration.listen.enumerated() {
+            guard case .unix(let path) = address else { continue }
+            let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+            var info = stat()
+            if stat(directory.isEmpty ? "/" : directory, &info) != 0 || info.st_mode & S_IFMT != S_IFDIR {
+                warnings.append("listen[\(index)]: the directory \(directory) of \(address) does not exist; serve cannot bind there")
+            } else if lstat(path, &info) == 0 && info.st_mode & S_IFMT != S_IFSOCK {
+                warnings.append("listen[\(index)]: \(path) exists and is not a socket; serve will refuse to replace it")
+            }
+        }
+        return warnings
     }
 
     private static func printErrors(_ errors: ConfigErrors, path: String) {
