@@ -33,6 +33,10 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     private var pendingRedirect: RedirectPolicy.Decision?
     /// Set on a route in record mode.
     var recorder: MockRecorder?
+    /// The injected token, when echoes of it are masked (credentialed route, switch on).
+    var echoToken: [UInt8]?
+    /// Masks the token in the response being relayed.
+    private var masker: EchoMasker?
 
     init(exchange: HTTPExchange, route: RouteConfiguration, upstream: UpstreamURL, handler: ProxyHandler,
          requestID: String, credentialLines: HeaderLines, generation: UInt64, injector: CredentialInjector) {
@@ -123,8 +127,9 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             framing = .streamed
         }
         recorder?.responseStarted(status: head.status)
+        masker = echoToken.flatMap { EchoMasker(token: $0) }
         exchange.startResponse(status: head.status, framing: framing) { bytes in
-            HeaderPolicy.appendResponseFields(head, requestID: requestID, to: &bytes)
+            HeaderPolicy.appendResponseFields(head, requestID: requestID, to: &bytes, masker: &masker)
         }
     }
 
@@ -136,8 +141,15 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             }
             return false
         }
-        recorder?.append(bytes)
-        exchange.writeBody(bytes)
+        if masker != nil {
+            masker!.process(bytes) { part in
+                recorder?.append(part)
+                exchange.writeBody(part)
+            }
+        } else {
+            recorder?.append(bytes)
+            exchange.writeBody(bytes)
+        }
         return true
     }
 
@@ -151,18 +163,31 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         }
         if retryPending { return retryAfter401() }
         guard let redirect = pendingRedirect else {
+            finishMasking()
             if let recorded = recorder?.finish() { handler.mockRecorded(exchange, file: recorded.file, error: recorded.error) }
             return exchange.endResponse()
         }
         pendingRedirect = nil
         switch redirect {
         case .relay:
+            finishMasking()
             exchange.endResponse()
         case .tooManyRedirects:
             handler.fail(exchange, .tooManyRedirects)
         case .follow(let target, let nextMethod, let keepsBody):
             follow(to: target, method: nextMethod, keepsBody: keepsBody)
         }
+    }
+
+    /// Writes what the masker held back and counts its masks.
+    private func finishMasking() {
+        guard masker != nil else { return }
+        masker!.finish { part in
+            recorder?.append(part)
+            exchange.writeBody(part)
+        }
+        if masker!.masked > 0 { handler.metrics.echoMasked(route: route.name, count: masker!.masked) }
+        masker = nil
     }
 
     /// SPEC: on a `retryOn401` route, refresh (or take tokens that changed since this request
@@ -207,6 +232,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
                 }
                 credentialLines = lines
                 generation = snapshot.generation
+                if echoToken != nil { echoToken = snapshot.tokenBytes(for: route.credential) }
                 body = body?.replay()
                 handler.metrics.retriedAfter401(route: route.name)
                 send(lines: baseLines, credentials: credentialLines)

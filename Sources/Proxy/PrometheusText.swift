@@ -26,6 +26,8 @@ enum PrometheusText {
         }
         perRoute(&out, "platform_proxy_gate_held_total", "Requests stopped by the awaiting-authorization gate (rejected or held).", m.gateRejections)
         perRoute(&out, "platform_proxy_retries_after_401_total", "Requests retried once after an upstream 401 and a refresh.", m.retries401)
+        perRoute(&out, "platform_proxy_echoed_credentials_masked_total",
+                 "Occurrences of the injected token masked in response headers and bodies.", m.echoMasked)
         perRoute(&out, "platform_proxy_mock_recorded_total", "Responses written to a mock folder in record mode.", m.mockRecorded)
         header(&out, "platform_proxy_config_reloads_total", "counter", "SIGHUP config reloads, by result.")
         out += "platform_proxy_config_reloads_total{result=\"ok\"} \(reloads.ok)\n"

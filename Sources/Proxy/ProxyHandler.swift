@@ -141,8 +141,11 @@ public final class ProxyHandler: HTTPHandler {
         let forwarded = ForwardedExchange(exchange: exchange, route: route, upstream: plan.url, handler: self,
                                           requestID: exchange.info?.requestID ?? "", credentialLines: lines,
                                           generation: credentials.generation, injector: plan.injector)
+        let token = credentials.tokenBytes(for: route.credential)
+        if plan.runtime.configuration.maskEchoedCredentials { forwarded.echoToken = token }
         if plan.mockMode == .record, let mock = route.mock {
-            forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite)
+            forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite,
+                                              neverWritten: token)
         }
         forwarded.start(retryBodyBytes: runtime.configuration.limits.retryBodyBytes)
     }
