@@ -18,13 +18,27 @@ public struct AnalyticsConfiguration: Sendable, Equatable {
     public var maxBatch: Int
     /// Most values kept on disk; the oldest are dropped beyond it. Default 100000.
     public var maxStoredEvents: Int
+    /// Longest value accepted, in UTF-8 bytes; longer ones get 413. Default 1024.
+    public var maxValueBytes: Int
+    /// Most events in one request; more get 413. Default 1000.
+    public var maxEventsPerRequest: Int
+    /// Most bytes of keys, values and subjects kept on disk; the oldest are dropped beyond it. Default 67108864 (64 MiB).
+    public var maxStoredBytes: Int
+    /// Most bytes of keys and values in one upload body (at least one value is always sent). Default 1048576 (1 MiB).
+    public var maxUploadBytes: Int
 
     /// Analytics settings with the documented defaults unless given.
     public init(
         root: String, endpoint: UpstreamURL, credential: CredentialKind = .accessToken, product: Int = 1,
         pushIntervalSeconds: Double = 30, expireIntervalSeconds: Double = 604_800,
-        bufferIntervalSeconds: Double = 5, maxBatch: Int = 500, maxStoredEvents: Int = 100_000
+        bufferIntervalSeconds: Double = 5, maxBatch: Int = 500, maxStoredEvents: Int = 100_000,
+        maxValueBytes: Int = 1024, maxEventsPerRequest: Int = 1000, maxStoredBytes: Int = 64 << 20,
+        maxUploadBytes: Int = 1 << 20
     ) {
+        self.maxValueBytes = maxValueBytes
+        self.maxEventsPerRequest = maxEventsPerRequest
+        self.maxStoredBytes = maxStoredBytes
+        self.maxUploadBytes = maxUploadBytes
         self.root = root
         self.endpoint = endpoint
         self.credential = credential

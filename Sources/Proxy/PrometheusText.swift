@@ -59,7 +59,7 @@ enum PrometheusText {
         out += "platform_proxy_analytics_sent_total \(a.sent.load(ordering: .relaxed))\n"
         header(&out, "platform_proxy_analytics_dropped_total", "counter", "Analytics values dropped, by reason.")
         for (reason, value) in [("rejected", a.droppedRejected.load(ordering: .relaxed)), ("expired", a.droppedExpired.load(ordering: .relaxed)),
-                                ("cap", a.droppedCap.load(ordering: .relaxed)), ("duplicate", a.droppedDuplicate.load(ordering: .relaxed))] {
+                                ("cap", a.droppedCap.load(ordering: .relaxed)), ("bytes", a.droppedBytes.load(ordering: .relaxed)), ("duplicate", a.droppedDuplicate.load(ordering: .relaxed))] {
             out += "platform_proxy_analytics_dropped_total{reason=\"\(reason)\"} \(value)\n"
         }
         header(&out, "platform_proxy_analytics_commits_total", "counter", "Analytics store transactions (each one fsync of the WAL).")
