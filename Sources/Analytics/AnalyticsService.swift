@@ -28,7 +28,7 @@ public final class AnalyticsService: @unchecked Sendable {
     /// Opens (or creates) `<stateDirectory>/analytics.sqlite`.
     public init(configuration: AnalyticsConfiguration, stateDirectory: String) throws(AnalyticsStoreError) {
         self.configuration = configuration
-        keys = AnalyticsKeys(root: configuration.root)
+        keys = AnalyticsKeys(root: configuration.root, maxKeyBytes: configuration.maxKeyBytes)
         let store = try AnalyticsStore(path: stateDirectory + "/analytics.sqlite")
         writer = AnalyticsWriter(store: store)
         intake = Mutex(Intake(dedup: DedupBuffer(intervalSeconds: configuration.bufferIntervalSeconds)))

@@ -18,6 +18,8 @@ public struct AnalyticsConfiguration: Sendable, Equatable {
     public var maxBatch: Int
     /// Most values kept on disk; the oldest are dropped beyond it. Default 100000.
     public var maxStoredEvents: Int
+    /// Longest key accepted, in UTF-8 bytes after the root is prefixed; longer ones get 400. Default 256.
+    public var maxKeyBytes: Int
     /// Longest value accepted, in UTF-8 bytes; longer ones get 413. Default 1024.
     public var maxValueBytes: Int
     /// Most events in one request; more get 413. Default 1000.
@@ -33,8 +35,9 @@ public struct AnalyticsConfiguration: Sendable, Equatable {
         pushIntervalSeconds: Double = 30, expireIntervalSeconds: Double = 604_800,
         bufferIntervalSeconds: Double = 5, maxBatch: Int = 500, maxStoredEvents: Int = 100_000,
         maxValueBytes: Int = 1024, maxEventsPerRequest: Int = 1000, maxStoredBytes: Int = 64 << 20,
-        maxUploadBytes: Int = 1 << 20
+        maxUploadBytes: Int = 1 << 20, maxKeyBytes: Int = 256
     ) {
+        self.maxKeyBytes = maxKeyBytes
         self.maxValueBytes = maxValueBytes
         self.maxEventsPerRequest = maxEventsPerRequest
         self.maxStoredBytes = maxStoredBytes

@@ -76,8 +76,7 @@ public final class ProxyHandler: HTTPHandler {
         if target.path == "/_platform" || target.path.hasPrefix("/_platform/") {
             info.route = "_platform"
             if let origin, !access.originAllowed(origin) { return fail(exchange, .originNotAllowed) }
-            // The IdP sends the browser back to the callback from its own site; `state` guards it.
-            if crossSite && target.path != "/_platform/callback" { return fail(exchange, .crossSiteRequest) }
+            if crossSite && !RequestScreen.navigationTargets.contains(target.path) { return fail(exchange, .crossSiteRequest) }
             if target.path == "/_platform/metrics" { return scrapeMetrics(exchange) }
             if target.path == "/_platform/ready" { return ready(exchange) }
             if handleAuthEndpoint(exchange, path: target.path, query: target.query) { return }

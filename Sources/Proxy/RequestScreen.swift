@@ -11,6 +11,11 @@ enum RequestScreen {
         var overridesToTrace = false
     }
 
+    /// Endpoints a browser is sent to from other sites, exempt from the `Sec-Fetch-Site` check:
+    /// the login only redirects to the IdP, and the IdP sends the browser back to the callback
+    /// from its own site (the callback's `state` check is its cross-site defence).
+    static let navigationTargets: Set<Substring> = ["/_platform/login", "/_platform/callback"]
+
     private static let fetchSite = Array("sec-fetch-site".utf8)
     /// Fields frameworks read as "treat this request as that method".
     private static let overrides = ["x-http-method-override", "x-http-method", "x-method-override"].map { Array($0.utf8) }

@@ -62,6 +62,13 @@ def test_key_longer_than_256_bytes_gets_400_naming_the_event(start_proxy, sink, 
     assert r.status == 400 and r.json()["message"].startswith("events[1]:"), r
 
 
+def test_key_limit_is_configurable(start_proxy, sink, tmp_path):
+    a = launch(start_proxy, sink, tmp_path, maxKeyBytes=400)
+    assert a.events([{"key": "k" * 300}]).status == 202
+    r = a.events([{"key": "k" * 400}])
+    assert r.status == 400 and r.json()["message"].startswith("events[0]:"), r
+
+
 def test_stored_bytes_are_capped_oldest_dropped_first(start_proxy, sink, tmp_path):
     a = launch(start_proxy, sink, tmp_path, maxStoredBytes=1 << 20)
     fill(a, 3000, 1000, per_request=500)

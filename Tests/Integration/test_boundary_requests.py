@@ -135,10 +135,11 @@ def test_cross_site_requests_still_reach_routes_without_credentials(boundary):
     assert r.status == 200, str(r)
 
 
-def test_oauth_callback_accepts_the_identity_providers_cross_site_redirect(boundary):
-    # The IdP sends the browser back from its own site; the callback's `state` check guards it.
-    r = raw(boundary, "GET", "/_platform/callback?code=x&state=y",
-            {"Host": boundary.host_header, "Sec-Fetch-Site": "cross-site"})
+@pytest.mark.parametrize("target", ["/_platform/callback?code=x&state=y", "/_platform/login"])
+def test_login_and_callback_accept_navigations_from_other_sites(boundary, target):
+    # The IdP sends the browser back from its own site (the callback's `state` check guards
+    # it), and an app's page sends the user to the login, which only redirects to the IdP.
+    r = raw(boundary, "GET", target, {"Host": boundary.host_header, "Sec-Fetch-Site": "cross-site"})
     assert r.status != 403, str(r)
 
 
