@@ -63,7 +63,7 @@ struct EchoMasker {
 
     /// `bytes` with every occurrence masked, or nil when there is none (a header value).
     mutating func masking(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
-        guard bytes.withUnsafeBytes({ Self.find(token, in: $0, from: 0) }) != nil else { return nil }
+        guard bytes.count >= token.count, bytes.withUnsafeBytes({ Self.find(token, in: $0, from: 0) }) != nil else { return nil }
         var copy = Array(bytes)
         copy.withUnsafeMutableBytes { maskAll($0) }
         return copy
