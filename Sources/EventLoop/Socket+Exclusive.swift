@@ -66,17 +66,18 @@ extension Socket {
     }
 }
 
-/// An exclusive `flock` on a file named after a TCP address, held from the exclusivity probe
-/// until the listeners listen: two processes starting at the same moment cannot both pass the
-/// probe before either listens. Best effort: without a writable temp directory the probe alone
-/// decides (a window of microseconds).
+/// An exclusive `flock` on one file in /tmp, held from the exclusivity probe until the
+/// listeners listen: two processes starting at the same moment cannot both pass the probe
+/// before either listens. One file for every address (starts are milliseconds long), so
+/// nothing accumulates in /tmp. Best effort: without a usable /tmp the probe alone decides
+/// (a window of microseconds).
 struct StartLock: ~Copyable {
     private let fd: CInt
+    static let path = "/tmp/platform-proxy.bind.lock"
 
-    /// Takes the lock for `host:port`, waiting for another starting process to finish binding.
-    init(host: String, port: UInt16) {
-        let name = host.map { $0.isLetter || $0.isNumber ? $0 : "_" }
-        let path = "/tmp/platform-proxy-\(String(name))-\(port).lock"
+    /// Takes the lock, waiting for another starting process to finish binding.
+    init() {
+        let path = Self.path
         // Someone else's lock file in sticky /tmp may refuse O_CREAT (protected_regular): open it as is.
         var fd = (try? syscall(where: "open") { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644) }) ?? -1
         if fd < 0 { fd = (try? syscall(where: "open") { open(path, O_RDONLY | O_CLOEXEC) }) ?? -1 }
