@@ -19,13 +19,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* memmem(3) (glibc's two-way search) is declared only under _GNU_SOURCE too. */
-extern void *memmem(const void *haystack, size_t haystacklen, const void *needle, size_t needlelen);
-
-static inline const void *cl_memmem(const void *haystack, size_t haystacklen, const void *needle, size_t needlelen) {
-    return memmem(haystack, haystacklen, needle, needlelen);
-}
-
 /* accept4(2) is declared only under _GNU_SOURCE; declare it ourselves. */
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 

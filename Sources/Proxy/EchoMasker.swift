@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 
 /// Masks an injected token where a response echoes it (debug and echo endpoints reflect request
@@ -8,6 +7,9 @@ import Glibc
 struct EchoMasker {
     /// The token bytes (without the `Bearer ` prefix: an echo may quote the token alone).
     let token: [UInt8]
+    /// The position in the token of its least common byte in ordinary text: the search looks
+    /// for that byte with `memchr` (vectorised) and compares the whole token only there.
+    private let anchor: Int
     /// Bytes held back because they are a prefix of the token.
     private var carry: [UInt8] = []
     /// Occurrences masked so far.
@@ -21,12 +23,13 @@ struct EchoMasker {
     init?(token: [UInt8]) {
         guard token.count >= Self.minimumTokenBytes else { return nil }
         self.token = token
+        anchor = token.indices.min { Self.commonness(token[$0]) < Self.commonness(token[$1]) } ?? 0
     }
 
     /// Takes the next body bytes; `emit` receives what may be written now (nothing, or one buffer).
     mutating func process(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeRawBufferPointer) -> Void) {
         guard !bytes.isEmpty else { return }
-        if carry.isEmpty && Self.find(token, in: bytes, from: 0) == nil {
+        if carry.isEmpty && find(in: bytes, from: 0) == nil {
             // The common case: no occurrence, nothing held; only a partial one at the end waits.
             let held = heldSuffix(bytes)
             if held < bytes.count { emit(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - held)])) }
@@ -54,7 +57,7 @@ struct EchoMasker {
     /// Masks every occurrence in `buffer`, counting them.
     mutating func maskAll(_ buffer: UnsafeMutableRawBufferPointer) {
         var from = 0
-        while let at = Self.find(token, in: UnsafeRawBufferPointer(buffer), from: from) {
+        while let at = find(in: UnsafeRawBufferPointer(buffer), from: from) {
             for i in at..<(at + token.count) { buffer[i] = Self.maskByte }
             masked += 1
             from = at + token.count
@@ -63,7 +66,7 @@ struct EchoMasker {
 
     /// `bytes` with every occurrence masked, or nil when there is none (a header value).
     mutating func masking(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
-        guard bytes.count >= token.count, bytes.withUnsafeBytes({ Self.find(token, in: $0, from: 0) }) != nil else { return nil }
+        guard bytes.count >= token.count, bytes.withUnsafeBytes({ find(in: $0, from: 0) }) != nil else { return nil }
         var copy = Array(bytes)
         copy.withUnsafeMutableBytes { maskAll($0) }
         return copy
@@ -83,11 +86,35 @@ struct EchoMasker {
         return 0
     }
 
-    /// The offset of the first `needle` in `haystack` at or after `from` (glibc's two-way memmem).
-    static func find(_ needle: [UInt8], in haystack: UnsafeRawBufferPointer, from: Int) -> Int? {
-        guard haystack.count - from >= needle.count, let base = haystack.baseAddress else { return nil }
-        return needle.withUnsafeBytes { n in
-            cl_memmem(base + from, haystack.count - from, n.baseAddress!, n.count).map { base.distance(to: UnsafeRawPointer($0)) }
+    /// The offset of the first token in `haystack` at or after `from`.
+    func find(in haystack: UnsafeRawBufferPointer, from: Int) -> Int? {
+        let length = token.count
+        guard haystack.count - from >= length, let base = haystack.baseAddress else { return nil }
+        let key = token[anchor]
+        var start = from
+        // Candidate starts run up to count − length; the anchor byte sits `anchor` after each.
+        while start <= haystack.count - length {
+            let window = haystack.count - length - start + 1
+            guard let hit = memchr(base + start + anchor, Int32(key), window) else { return nil }
+            let candidate = base.distance(to: UnsafeRawPointer(hit)) - anchor
+            if token.withUnsafeBytes({ memcmp(base + candidate, $0.baseAddress!, length) }) == 0 { return candidate }
+            start = candidate + 1
+        }
+        return nil
+    }
+
+    /// How often `byte` appears in ordinary text and JSON, roughly (higher: more often).
+    static func commonness(_ byte: UInt8) -> Int {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"):
+            // English letter frequency order; the rarest lowercase letter still beats a digit.
+            100 - (Self.letterOrder.firstIndex(of: byte) ?? 25)
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): 60
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: ":"), UInt8(ascii: ","), UInt8(ascii: "/"), UInt8(ascii: "_"): 50
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): 30
+        default: 10
         }
     }
+
+    private static let letterOrder = Array("etaoinshrdlucmfwypvbgkjqxz".utf8)
 }

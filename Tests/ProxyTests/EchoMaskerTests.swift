@@ -59,4 +59,26 @@ struct EchoMaskerTests {
         #expect(EchoMasker(token: Array("abc".utf8)) == nil)
         #expect(EchoMasker(token: Array("12345678".utf8)) != nil)
     }
+
+    @Test("the search agrees with a naive one wherever the anchor byte sits in the token",
+          arguments: ["Xabcdefghij", "abcdeXfghij", "abcdefghijX", "aaaaaaaaaaab", "abababababab"])
+    func searchAgreesWithNaive(token: String) {
+        let needle = Array(token.utf8)
+        let masker = EchoMasker(token: needle)!
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array(Set(needle)) + Array("xyz".utf8)
+        for round in 0..<200 {
+            var haystack = (0..<(round % 60)).map { _ in alphabet.randomElement(using: &generator)! }
+            if round % 3 == 0, haystack.count >= needle.count {
+                let at = Int.random(in: 0...(haystack.count - needle.count), using: &generator)
+                haystack.replaceSubrange(at..<(at + needle.count), with: needle)
+            }
+            let from = haystack.isEmpty ? 0 : Int.random(in: 0..<haystack.count, using: &generator)
+            let naive = haystack.count < needle.count ? nil : (from...max(from, haystack.count - needle.count)).first {
+                $0 + needle.count <= haystack.count && Array(haystack[$0..<($0 + needle.count)]) == needle
+            }
+            let found = haystack.withUnsafeBytes { masker.find(in: $0, from: from) }
+            #expect(found == naive, "\(String(decoding: haystack, as: UTF8.self)) from \(from)")
+        }
+    }
 }
