@@ -23,7 +23,10 @@ struct EchoMasker {
     init?(token: [UInt8]) {
         guard token.count >= Self.minimumTokenBytes else { return nil }
         self.token = token
-        anchor = token.indices.min { Self.commonness(token[$0]) < Self.commonness(token[$1]) } ?? 0
+        let rank = Self.commonness
+        var anchor = 0
+        for i in token.indices where rank[Int(token[i])] < rank[Int(token[anchor])] { anchor = i }
+        self.anchor = anchor
     }
 
     /// Takes the next body bytes; `emit` receives what may be written now (nothing, or one buffer).
@@ -97,24 +100,27 @@ struct EchoMasker {
             let window = haystack.count - length - start + 1
             guard let hit = memchr(base + start + anchor, Int32(key), window) else { return nil }
             let candidate = base.distance(to: UnsafeRawPointer(hit)) - anchor
-            if token.withUnsafeBytes({ memcmp(base + candidate, $0.baseAddress!, length) }) == 0 { return candidate }
+            // First and last byte before the call: most anchor hits in ordinary text end there.
+            if haystack[candidate] == token[0], haystack[candidate + length - 1] == token[length - 1],
+               token.withUnsafeBytes({ memcmp(base + candidate, $0.baseAddress!, length) }) == 0 {
+                return candidate
+            }
             start = candidate + 1
         }
         return nil
     }
 
-    /// How often `byte` appears in ordinary text and JSON, roughly (higher: more often).
-    static func commonness(_ byte: UInt8) -> Int {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"):
-            // English letter frequency order; the rarest lowercase letter still beats a digit.
-            100 - (Self.letterOrder.firstIndex(of: byte) ?? 25)
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): 60
-        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: ":"), UInt8(ascii: ","), UInt8(ascii: "/"), UInt8(ascii: "_"): 50
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"): 30
-        default: 10
-        }
-    }
+    /// How often each byte appears in ordinary text and JSON, roughly (higher: more often):
+    /// lowercase letters by English frequency, then digits and the usual punctuation (frequent
+    /// in JSON numbers, dates and names), uppercase letters, and the rest.
+    static let commonness: [Int] = {
+        var rank = [Int](repeating: 10, count: 256)
+        for (i, letter) in letterOrder.enumerated() { rank[Int(letter)] = 100 - 3 * i }
+        for digit in UInt8(ascii: "0")...UInt8(ascii: "9") { rank[Int(digit)] = 70 }
+        for mark in Array("-.:,/_".utf8) { rank[Int(mark)] = 60 }
+        for letter in UInt8(ascii: "A")...UInt8(ascii: "Z") { rank[Int(letter)] = 30 }
+        return rank
+    }()
 
     private static let letterOrder = Array("etaoinshrdlucmfwypvbgkjqxz".utf8)
 }
