@@ -87,7 +87,9 @@ for path in /small /large; do
     fi
     off=${total[false]} on=${total[true]}
     masker="$(masker_instructions "$BENCH_DIR/cg-true-$N2-${path#/}.out" "$N2")"
-    [[ -z "${VERBOSE:-}" ]] || callgrind_annotate --auto=no --threshold=100 "$BENCH_DIR/cg-true-$N2-${path#/}.out" | grep -E ':\$s5Proxy10EchoMaskerV|finishMasking|memchr|memcmp' >&2
+    # VERBOSE=1: the masker's functions; VERBOSE='regex': the functions matching it.
+    [[ -z "${VERBOSE:-}" ]] || callgrind_annotate --auto=no --threshold=100 "$BENCH_DIR/cg-true-$N2-${path#/}.out" \
+        | grep -E "$([[ "$VERBOSE" == 1 ]] && echo ':\$s5Proxy10EchoMaskerV|finishMasking|memchr|memcmp' || echo "$VERBOSE")" >&2
     python3 -c "import sys; off, on, m = map(int, sys.argv[1:4]); print(f'$path: {off} instructions/request off, {on} on ({(on - off) / off * 100:+.2f} %, timer noise included); in the masker itself: {m} ({m / on * 100:.2f} % of the request)')" "$off" "$on" "$masker"
     unset total
 done
