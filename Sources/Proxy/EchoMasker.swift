@@ -19,9 +19,10 @@ struct EchoMasker {
     static let minimumTokenBytes = 8
     static let maskByte = UInt8(ascii: "*")
 
-    /// A masker for `token`, or nil when it is too short to be told apart from ordinary text.
-    init?(token: [UInt8]) {
-        guard token.count >= Self.minimumTokenBytes else { return nil }
+    /// A masker for `token`, or nil when it is shorter than `minimumBytes` (by default too short
+    /// to be told apart from ordinary text).
+    init?(token: [UInt8], minimumBytes: Int = EchoMasker.minimumTokenBytes) {
+        guard !token.isEmpty, token.count >= minimumBytes else { return nil }
         self.token = token
         let rank = Self.commonness
         var anchor = 0

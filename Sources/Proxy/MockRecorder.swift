@@ -43,7 +43,10 @@ final class MockRecorder {
         if let abandoned { return (file, abandoned) }
         if !overwrite && access(file, F_OK) == 0 { return nil }
         if let error = Self.makeDirectories(for: file) { return (file, error) }
-        if let token = neverWritten, var masker = EchoMasker(token: token) { body.withUnsafeMutableBytes { masker.maskAll($0) } }
+        // Any length: a recording must never hold the token, even one short enough to mangle text.
+        if let token = neverWritten, var masker = EchoMasker(token: token, minimumBytes: 1) {
+            body.withUnsafeMutableBytes { masker.maskAll($0) }
+        }
         return (file, Self.writeAtomically(body, to: file))
     }
 

@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 @testable import Proxy
 
@@ -80,5 +81,25 @@ struct EchoMaskerTests {
             let found = haystack.withUnsafeBytes { masker.find(in: $0, from: from) }
             #expect(found == naive, "\(String(decoding: haystack, as: UTF8.self)) from \(from)")
         }
+    }
+}
+
+@Suite("MockRecorder and tokens")
+struct MockRecorderTokenTests {
+    @Test("a recording never holds the token, however short, and is private (0600)")
+    func recordingMasksAndIsPrivate() throws {
+        var template = Array("/tmp/pp-record-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let recorder = MockRecorder(directory: dir, rest: "/item", overwrite: false, neverWritten: Array("abc".utf8))
+        recorder.responseStarted(status: 200)
+        Array(#"{"a":"xabcx","b":"abcabc"}"#.utf8).withUnsafeBytes { recorder.append($0) }
+        let result = try #require(recorder.finish())
+        #expect(result.error == nil)
+        let file = dir + "/item.json"
+        #expect(MockFiles.read(file) == .success(Array(#"{"a":"x***x","b":"******"}"#.utf8)))
+        var info = stat()
+        #expect(stat(file, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        unlink(file)
+        rmdir(dir)
     }
 }
