@@ -89,9 +89,14 @@ final class AnalyticsUploader: @unchecked Sendable {
                 counters.droppedBytes.add(try store.enforceByteCap(maxBytes), ordering: .relaxed)
                 try store.reclaimSpace()
                 counters.depth.store(try store.count(), ordering: .relaxed)
-                let events = try store.oldestBatch(limit: limit, maxBytes: uploadBytes)
-                let body = events.first.map { Self.body(events, product: product, subject: $0.subject, timestamp: $0.timestamp) }
-                result = .success(Batch(events: events, body: body ?? []))
+                var events = try store.oldestBatch(limit: limit, maxBytes: uploadBytes)
+                var body = Self.body(events, product: product)
+                // Escaped characters can outgrow the estimate: shed values until the body fits.
+                while body.count > uploadBytes && events.count > 1 {
+                    events.removeLast(max(1, events.count / 8))
+                    body = Self.body(events, product: product)
+                }
+                result = .success(Batch(events: events, body: body))
             } catch {
                 result = .failure(error)
             }
@@ -205,7 +210,11 @@ final class AnalyticsUploader: @unchecked Sendable {
     }
 
     /// `{"product":…,"pennkey":…,"timestamp":…,"data":[{"key":…,"value":…},…]}`.
-    static func body(_ batch: [StoredEvent], product: Int, subject: String, timestamp: Int64) -> [UInt8] {
+    /// Empty for an empty batch; subject and timestamp are the first value's (a batch shares them).
+    static func body(_ batch: [StoredEvent], product: Int) -> [UInt8] {
+        guard let first = batch.first else { return [] }
+        let subject = first.subject
+        let timestamp = first.timestamp
         var data: [JSONValue] = []
         data.reserveCapacity(batch.count)
         for event in batch {

@@ -26,7 +26,7 @@ public struct AnalyticsConfiguration: Sendable, Equatable {
     public var maxEventsPerRequest: Int
     /// Most bytes of keys, values and subjects kept on disk; the oldest are dropped beyond it. Default 67108864 (64 MiB).
     public var maxStoredBytes: Int
-    /// Most bytes of keys and values in one upload body (at least one value is always sent). Default 1048576 (1 MiB).
+    /// Largest upload body in bytes (at least one value is always sent). Default 1048576 (1 MiB).
     public var maxUploadBytes: Int
 
     /// Analytics settings with the documented defaults unless given.

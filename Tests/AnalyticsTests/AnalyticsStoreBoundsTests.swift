@@ -23,7 +23,7 @@ struct AnalyticsStoreBoundsTests {
     }
 
     @Test("an upload batch stops at maxBytes but always holds one value",
-          arguments: [(Int.max, 20), (1_000, 9), (50, 1), (1, 1)])
+          arguments: [(Int.max, 20), (1_000, 8), (50, 1), (1, 1)])
     func batchBytes(maxBytes: Int, expected: Int) throws {
         let dir = AnalyticsTestDirectory()
         let store = try AnalyticsStore(path: dir.database)

@@ -90,7 +90,7 @@ def test_upload_bodies_stay_within_max_upload_bytes(start_proxy, sink, tmp_path)
     uploads = sink.accepted()
     assert len(uploads) >= 12, len(uploads)
     for upload in uploads:
-        assert len(upload.raw) <= 16384 + 2048, len(upload.raw)
+        assert len(upload.raw) <= 16384, len(upload.raw)
 
 
 def test_health_stays_fast_while_a_full_store_is_flushed_and_the_file_shrinks_after(start_proxy, sink, tmp_path):
