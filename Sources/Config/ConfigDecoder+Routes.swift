@@ -43,7 +43,7 @@ extension ConfigDecoder {
             report(path + ".mock.mode", "\"record\" needs an upstream to record from")
         }
         var redirects = RedirectConfiguration(credentialHosts: upstream.map { [$0.hostPort] } ?? [])
-        if let reader = object.object("redirects", keys: ["follow", "max", "credentialHosts"]) {
+        if let reader = object.object("redirects", keys: ["follow", "max", "credentialHosts", "crossHostMethods"]) {
             if object.has("upstream") {
                 redirects = self.redirects(reader, upstream: upstream, default: redirects)
             } else {
@@ -121,6 +121,9 @@ extension ConfigDecoder {
         var redirects = fallback
         if let follow = object.bool("follow") { redirects.follow = follow }
         if let max = object.integer("max", in: 0...20) { redirects.max = max }
+        if let methods: RedirectConfiguration.CrossHostMethods = object.choice("crossHostMethods") {
+            redirects.crossHostMethods = methods
+        }
         let defaultPort = UpstreamURL.defaultPort(for: upstream?.scheme ?? "https")
         if let hosts = object.read("credentialHosts", { credentialHosts($0, at: $1, defaultPort: defaultPort) }) {
             redirects.credentialHosts = hosts

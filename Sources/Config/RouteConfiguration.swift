@@ -60,12 +60,23 @@ public struct RedirectConfiguration: Sendable, Equatable {
     public var max: Int
     /// "host:port" entries (lowercased, IPv6 bracketed) that may receive credentials. Default: the upstream's host:port.
     public var credentialHosts: [String]
+    /// Which methods a hop to a host outside `credentialHosts` may carry. Default `.safe` (GET and HEAD).
+    public var crossHostMethods: CrossHostMethods
 
     /// Redirect rules with the documented defaults unless given.
-    public init(follow: Bool = true, max: Int = 5, credentialHosts: [String]) {
+    public init(follow: Bool = true, max: Int = 5, credentialHosts: [String], crossHostMethods: CrossHostMethods = .safe) {
         self.follow = follow
         self.max = max
         self.credentialHosts = credentialHosts
+        self.crossHostMethods = crossHostMethods
+    }
+
+    /// What a redirect to a host outside `credentialHosts` may carry.
+    public enum CrossHostMethods: String, Sendable, Equatable, CaseIterable {
+        /// Only GET and HEAD hops are followed; other cross-host 3xx are relayed to the client.
+        case safe
+        /// Every method is followed, and 307/308 resend the body to the other host.
+        case all
     }
 }
 

@@ -111,7 +111,9 @@ final class ForwardedExchange: UpstreamTransferDelegate {
                 status: head.status, location: head.first("Location"), method: method, hasBody: body != nil,
                 bodyReplayable: body?.isReplayable ?? false, current: url, follow: route.redirects.follow,
                 max: route.redirects.max, hops: hops,
-                trusted: { [injector, url] in injector.mayCarryCredentials(from: url, to: $0) })
+                trusted: { [injector, url, route] in
+                    route.redirects.crossHostMethods == .all || injector.mayCarryCredentials(from: url, to: $0)
+                })
             if decision != .relay {
                 pendingRedirect = decision
                 return

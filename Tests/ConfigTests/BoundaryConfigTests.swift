@@ -12,6 +12,7 @@ struct BoundaryConfigTests {
              "routes": [{"name": "a", "path": "/a/", "upstream": "http://x/", "credential": "access_token"}]}
             """))
         #expect(config.routes[0].encodedSlashes == .reject)
+        #expect(config.routes[0].redirects.crossHostMethods == .safe)
         #expect(config.maskEchoedCredentials)
         #expect(config.provider?.minRefreshIntervalSeconds == 30)
         let analytics = try #require(config.analytics)
@@ -29,9 +30,11 @@ struct BoundaryConfigTests {
              "provider": {"grant": "static", "accessToken": "t", "minRefreshIntervalSeconds": 5},
              \(Self.analytics), "maxValueBytes": 10, "maxEventsPerRequest": 5, "maxStoredBytes": 2097152,
                "maxUploadBytes": 4096, "maxKeyBytes": 300},
-             "routes": [{"name": "a", "path": "/a/", "upstream": "http://x/", "encodedSlashes": "forward"}]}
+             "routes": [{"name": "a", "path": "/a/", "upstream": "http://x/", "encodedSlashes": "forward",
+                         "redirects": {"crossHostMethods": "all"}}]}
             """))
         #expect(config.routes[0].encodedSlashes == .forward)
+        #expect(config.routes[0].redirects.crossHostMethods == .all)
         #expect(!config.maskEchoedCredentials)
         #expect(config.provider?.minRefreshIntervalSeconds == 5)
         #expect(config.analytics?.maxValueBytes == 10)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from test_forwarding import fwd, make_fwd, only, q, tokens  # noqa: F401 (fixtures)
+from proxy import base_config
+from test_forwarding import fwd, make_fwd, only, q, static_provider, tokens  # noqa: F401 (fixtures)
 
 
 def _assert_uncredentialed(rec, fwd):
@@ -45,6 +46,19 @@ def test_cross_host_redirect_of_a_request_with_a_body_is_relayed_not_followed(fw
     assert r.status == status, f"{r}\n{fwd.evidence()}"
     assert r.header("location") == to
     assert not fwd.foreign.records, f"the body went to a foreign host:\n{fwd.evidence()}"
+
+
+def test_route_may_opt_in_to_following_every_method_across_hosts(start_proxy, main_upstream, foreign_upstream,
+                                                                  tokens):
+    routes = [{"name": "any", "path": "/any/", "upstream": main_upstream.url("/base/"), "credential": "access_token",
+               "redirects": {"crossHostMethods": "all"}, "timeoutSeconds": 10}]
+    server = start_proxy(config=base_config(None, provider=static_provider(tokens), routes=routes), name="any")
+    to = foreign_upstream.url("/collect")
+    r = server.request("POST", f"/any/redirect?status=307&to={q(to)}", body=b"abc")
+    assert r.status == 200, str(r)
+    hop = only(foreign_upstream.records, "on foreign")
+    assert (hop.method, hop.body_length) == ("POST", 3), str(hop)
+    assert "authorization" not in hop.header_names(), str(hop)
 
 
 def test_cross_host_post_redirected_by_302_is_followed_as_get_without_body(fwd):
