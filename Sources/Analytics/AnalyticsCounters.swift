@@ -12,6 +12,8 @@ public final class AnalyticsCounters: Sendable {
     public let droppedExpired = Atomic<Int>(0)
     /// Values dropped at `maxStoredEvents`.
     public let droppedCap = Atomic<Int>(0)
+    /// Values dropped, oldest first, to keep the store within `maxStoredBytes`.
+    public let droppedBytes = Atomic<Int>(0)
     /// Values dropped as repeats within the buffer interval.
     public let droppedDuplicate = Atomic<Int>(0)
     /// Values stored and not yet sent (as of the last store operation).

@@ -2,18 +2,21 @@
 ///
 /// Rules: `root` is prefixed unless the key already is `root` or starts with
 /// `root.`; spaces become `_`; empty segments (`a..b`, a leading or trailing
-/// dot) and control characters are rejected; keys over ``maxBytes`` bytes of
+/// dot) and control characters are rejected; keys over ``maxKeyBytes`` bytes of
 /// UTF-8, counted after normalisation, are rejected.
 public struct AnalyticsKeys: Sendable {
     /// The prefix of every key ("pennmobile"); validated by the config loader.
     public let root: String
 
-    /// Longest accepted key, in UTF-8 bytes.
+    /// The default longest key, in UTF-8 bytes.
     public static let maxBytes = 256
+    /// Longest accepted key, in UTF-8 bytes (`analytics.maxKeyBytes`).
+    public let maxKeyBytes: Int
 
-    /// Keys under `root`.
-    public init(root: String) {
+    /// Keys under `root`, at most `maxKeyBytes` long.
+    public init(root: String, maxKeyBytes: Int = AnalyticsKeys.maxBytes) {
         self.root = root
+        self.maxKeyBytes = maxKeyBytes
     }
 
     /// `raw` as a full key: spaces replaced, root-prefixed, checked.
@@ -96,9 +99,9 @@ extension AnalyticsKeys {
 
     private func limited(_ key: String, field: String) throws(AnalyticsKeyError) -> String {
         let bytes = key.utf8.count
-        if bytes > AnalyticsKeys.maxBytes {
+        if bytes > maxKeyBytes {
             throw AnalyticsKeyError(
-                field, "the key is \(bytes) bytes after normalisation; the limit is \(AnalyticsKeys.maxBytes)")
+                field, "the key is \(bytes) bytes after normalisation; the limit is \(maxKeyBytes)")
         }
         return key
     }

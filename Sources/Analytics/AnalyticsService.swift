@@ -17,6 +17,8 @@ public final class AnalyticsService: @unchecked Sendable {
     let writer: AnalyticsWriter
     private let intake: Mutex<Intake>
     let uploader: AnalyticsUploader
+    /// Bytes stored since the byte cap was last applied.
+    private let bytesSinceCap = Atomic<Int>(0)
 
     struct Intake {
         var dedup: DedupBuffer
@@ -26,7 +28,7 @@ public final class AnalyticsService: @unchecked Sendable {
     /// Opens (or creates) `<stateDirectory>/analytics.sqlite`.
     public init(configuration: AnalyticsConfiguration, stateDirectory: String) throws(AnalyticsStoreError) {
         self.configuration = configuration
-        keys = AnalyticsKeys(root: configuration.root)
+        keys = AnalyticsKeys(root: configuration.root, maxKeyBytes: configuration.maxKeyBytes)
         let store = try AnalyticsStore(path: stateDirectory + "/analytics.sqlite")
         writer = AnalyticsWriter(store: store)
         intake = Mutex(Intake(dedup: DedupBuffer(intervalSeconds: configuration.bufferIntervalSeconds)))
@@ -45,6 +47,8 @@ public final class AnalyticsService: @unchecked Sendable {
         let done = LoopBound(done)
         let counters = self.counters
         let writer = self.writer
+        let bytes = admitted.reduce(0) { $0 + subject.utf8.count + $1.key.utf8.count + $1.value.utf8.count }
+        capStoredBytes(adding: bytes)
         writer.append(admitted.map { NewEvent(subject: subject, key: $0.key, value: $0.value, timestamp: $0.timestamp) }) { result in
             counters.commits.store(writer.commits, ordering: .relaxed)
             if case .success = result {
@@ -52,6 +56,20 @@ public final class AnalyticsService: @unchecked Sendable {
                 counters.depth.add(admitted.count, ordering: .relaxed)
             }
             caller.execute { done.value(result.map { admitted.count }) }
+        }
+    }
+
+    /// Applies `maxStoredBytes` after every eighth of it stored, not only at upload time, so
+    /// a burst between uploads overshoots the budget by at most that much.
+    private func capStoredBytes(adding bytes: Int) {
+        let max = configuration.maxStoredBytes
+        let total = bytesSinceCap.add(bytes, ordering: .relaxed).newValue
+        guard total >= max / 8, bytesSinceCap.compareExchange(expected: total, desired: 0, ordering: .relaxed).exchanged else { return }
+        let counters = self.counters
+        _ = writer.perform { store in
+            guard let dropped = try? store.enforceByteCap(max), dropped > 0 else { return }
+            counters.droppedBytes.add(dropped, ordering: .relaxed)
+            counters.depth.subtract(dropped, ordering: .relaxed)
         }
     }
 

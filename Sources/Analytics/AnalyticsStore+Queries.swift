@@ -20,8 +20,9 @@ extension AnalyticsStore {
     }
 
     /// The batch to upload next: the events sharing the oldest event's subject and timestamp
-    /// (one upload body carries one of each), in id order, at most `limit`.
-    public func oldestBatch(limit: Int) throws(AnalyticsStoreError) -> [StoredEvent] {
+    /// (one upload body carries one of each), in id order, at most `limit` of them and at most
+    /// `maxBytes` of keys, values and their JSON framing (the first event always goes).
+    public func oldestBatch(limit: Int, maxBytes: Int = .max) throws(AnalyticsStoreError) -> [StoredEvent] {
         let statements = try live("oldestBatch")
         guard limit > 0 else { return [] }
         let head = statements.oldestHead
@@ -39,12 +40,19 @@ extension AnalyticsStore {
         sqlite3_reset(head.handle)
         var batch: [StoredEvent] = []
         batch.reserveCapacity(min(limit, 1024))
+        var bytes = 0
         while try step(group) {
-            batch.append(StoredEvent(id: group.int64(0), subject: group.text(1), key: group.text(2),
-                                     value: group.text(3), timestamp: group.int64(4)))
+            let event = StoredEvent(id: group.int64(0), subject: group.text(1), key: group.text(2),
+                                    value: group.text(3), timestamp: group.int64(4))
+            bytes += event.key.utf8.count + event.value.utf8.count + Self.uploadFramingBytes
+            if bytes > maxBytes && !batch.isEmpty { break }
+            batch.append(event)
         }
         return batch
     }
+
+    /// `{"key":"","value":""},`: what each value adds to an upload body besides its two strings.
+    static let uploadFramingBytes = 22
 
     /// Deletes the events with these ids (an uploaded or rejected batch) in one transaction.
     public func delete(ids: [Int64]) throws(AnalyticsStoreError) {

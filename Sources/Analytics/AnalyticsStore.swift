@@ -54,6 +54,7 @@ public final class AnalyticsStore {
 
     private func configure(_ db: OpaquePointer) throws(AnalyticsStoreError) {
         sqlite3_busy_timeout(db, Self.busyTimeoutMilliseconds)
+        try enableIncrementalVacuum(db)
         let mode = try pragma(db, "journal_mode=WAL")
         guard mode == "wal" else {
             // A file system without shared-memory support keeps the old mode; group commit needs WAL.
@@ -73,13 +74,13 @@ public final class AnalyticsStore {
     }
 
     /// Runs `sql` (one or more statements, no rows wanted).
-    private func exec(_ db: OpaquePointer, _ sql: String) throws(AnalyticsStoreError) {
+    func exec(_ db: OpaquePointer, _ sql: String) throws(AnalyticsStoreError) {
         let result = sqlite3_exec(db, sql, nil, nil, nil)
         guard result == SQLITE_OK else { throw .sqlite("sqlite3_exec(\(sql.prefix(40)))", result, db: db) }
     }
 
     /// Runs `PRAGMA <assignment>` and returns the first column of its row.
-    private func pragma(_ db: OpaquePointer, _ assignment: String) throws(AnalyticsStoreError) -> String {
+    func pragma(_ db: OpaquePointer, _ assignment: String) throws(AnalyticsStoreError) -> String {
         var handle: OpaquePointer?
         let sql = "PRAGMA \(assignment)"
         let prepared = sqlite3_prepare_v2(db, sql, -1, &handle, nil)

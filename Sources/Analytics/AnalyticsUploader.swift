@@ -74,21 +74,35 @@ final class AnalyticsUploader: @unchecked Sendable {
         let now = Int64(UnixTime.now())
         let expireBefore = now - Int64(configuration.expireIntervalSeconds)
         let maxStored = configuration.maxStoredEvents
+        let maxBytes = configuration.maxStoredBytes
         let limit = configuration.maxBatch
+        let uploadBytes = configuration.maxUploadBytes
+        let product = configuration.product
         let counters = service.counters
+        // The store work and the body's JSON both happen on the writer thread: no event loop
+        // waits for a query or serialises a batch.
         service.writer.perform { [self] store in
-            let result: Result<[StoredEvent], AnalyticsStoreError>
+            let result: Result<Batch, AnalyticsStoreError>
             do throws(AnalyticsStoreError) {
                 counters.droppedExpired.add(try store.prune(olderThan: expireBefore), ordering: .relaxed)
                 counters.droppedCap.add(try store.enforceCap(maxStored), ordering: .relaxed)
+                counters.droppedBytes.add(try store.enforceByteCap(maxBytes), ordering: .relaxed)
+                try store.reclaimSpace()
                 counters.depth.store(try store.count(), ordering: .relaxed)
-                result = .success(try store.oldestBatch(limit: limit))
+                var events = try store.oldestBatch(limit: limit, maxBytes: uploadBytes)
+                var body = Self.body(events, product: product)
+                // Escaped characters can outgrow the estimate: shed values until the body fits.
+                while body.count > uploadBytes && events.count > 1 {
+                    events.removeLast(max(1, events.count / 8))
+                    body = Self.body(events, product: product)
+                }
+                result = .success(Batch(events: events, body: body))
             } catch {
                 result = .failure(error)
             }
             home.execute { [self] in
                 switch result {
-                case .success(let batch) where batch.isEmpty: finished(.empty, reason: nil)
+                case .success(let batch) where batch.events.isEmpty: finished(.empty, reason: nil)
                 case .success(let batch): send(batch)
                 case .failure(let error): finished(.retryLater, reason: "store: \(error)")
                 }
@@ -96,16 +110,23 @@ final class AnalyticsUploader: @unchecked Sendable {
         }
     }
 
+    /// Stored values and the upload body made of them.
+    struct Batch: Sendable {
+        var events: [StoredEvent]
+        var body: [UInt8]
+    }
+
     /// Uploads `batch`; `mayRefresh` is false for the one resend after a refresh, so an endpoint
     /// that refuses every token costs one refresh per cycle at most.
-    private func send(_ batch: [StoredEvent], mayRefresh: Bool = true) {
-        guard let http, let first = batch.first else { return }
+    private func send(_ prepared: Batch, mayRefresh: Bool = true) {
+        let batch = prepared.events
+        guard let http, !batch.isEmpty else { return }
         guard let credential = credentials.value(for: configuration.credential) ?? (configuration.credential == .none ? "" : nil) else {
             return finished(.retryLater, reason: "no \(configuration.credential.rawValue) credential to upload with")
         }
         var headers = ["Content-Type: application/json", "Accept: application/json"]
         if !credential.isEmpty { headers += ["Authorization: \(credential)", "X-Authorization: \(credential)"] }
-        let body = Self.body(batch, product: configuration.product, subject: first.subject, timestamp: first.timestamp)
+        let body = prepared.body
         let request = UpstreamRequest(method: "POST", url: configuration.endpoint.description, headers: headers,
                                       hasBody: true, bodyLength: body.count, timeout: Self.timeout)
         http.fetch(request, body: body) { [self] result in
@@ -113,7 +134,7 @@ final class AnalyticsUploader: @unchecked Sendable {
             case .success(let response) where (200...299).contains(response.status):
                 remove(batch, outcome: .sent)
             case .success(let response) where response.status == 401 && mayRefresh:
-                refreshAndResend(batch)
+                refreshAndResend(prepared)
             case .success(let response) where [401, 408, 429].contains(response.status) || response.status >= 500:
                 finished(.retryLater, reason: "the endpoint answered HTTP \(response.status)")
             case .success(let response):
@@ -127,13 +148,13 @@ final class AnalyticsUploader: @unchecked Sendable {
 
     /// The endpoint refused the token: ask for a refresh once per token generation (as a proxied
     /// 401 does) and resend with the new token; otherwise keep the batch for the next cycle.
-    private func refreshAndResend(_ batch: [StoredEvent]) {
+    private func refreshAndResend(_ batch: Batch) {
         let seen = credentials.generation
         guard let refresher, let home, refreshedGeneration != seen else {
             return finished(.retryLater, reason: "the endpoint answered HTTP 401")
         }
         refreshedGeneration = seen
-        refresher.refresh(seen: seen, replyOn: home) { [self] outcome in
+        refresher.refresh(seen: seen, after401: true, replyOn: home) { [self] outcome in
             // The new snapshot reaches this loop before the answer (both are messages to it).
             if case .ready = outcome, credentials.generation != seen { return send(batch, mayRefresh: false) }
             finished(.retryLater, reason: "the endpoint answered HTTP 401; no newer token")
@@ -189,7 +210,11 @@ final class AnalyticsUploader: @unchecked Sendable {
     }
 
     /// `{"product":…,"pennkey":…,"timestamp":…,"data":[{"key":…,"value":…},…]}`.
-    static func body(_ batch: [StoredEvent], product: Int, subject: String, timestamp: Int64) -> [UInt8] {
+    /// Empty for an empty batch; subject and timestamp are the first value's (a batch shares them).
+    static func body(_ batch: [StoredEvent], product: Int) -> [UInt8] {
+        guard let first = batch.first else { return [] }
+        let subject = first.subject
+        let timestamp = first.timestamp
         var data: [JSONValue] = []
         data.reserveCapacity(batch.count)
         for event in batch {

@@ -25,8 +25,19 @@ public struct AnalyticsValue: Sendable, Equatable {
 /// `timestamp` (Unix seconds, floored) defaults to now. A `null` member counts
 /// as absent; unknown members are rejected.
 public enum EventsRequest {
-    /// Most events in one request.
-    public static let maxEvents = 1000
+    /// What one request may hold (`analytics.maxEventsPerRequest`, `analytics.maxValueBytes`).
+    public struct Limits: Sendable, Equatable {
+        /// Most events in one request. Default 1000.
+        public var maxEvents: Int
+        /// Longest value, in UTF-8 bytes. Default 1024.
+        public var maxValueBytes: Int
+
+        /// Limits with the documented defaults unless given.
+        public init(maxEvents: Int = 1000, maxValueBytes: Int = 1024) {
+            self.maxEvents = maxEvents
+            self.maxValueBytes = maxValueBytes
+        }
+    }
     /// How far past `now` a timestamp may lie, in seconds (clock skew, not milliseconds by mistake).
     public static let maxFutureSeconds: Int64 = 86_400
 
@@ -34,7 +45,7 @@ public enum EventsRequest {
 
     /// The values in request order, or the first problem; `now` is Unix seconds.
     public static func parse(
-        _ body: [UInt8], keys: AnalyticsKeys, now: Int64
+        _ body: [UInt8], keys: AnalyticsKeys, now: Int64, limits: Limits = Limits()
     ) -> Result<[AnalyticsValue], EventsRequestError> {
         Result { () throws(EventsRequestError) in
             let object = try AnalyticsRequestBody.object(body, fields: ["events"])
@@ -42,13 +53,18 @@ public enum EventsRequest {
             guard let list = events.arrayValue else {
                 throw EventsRequestError(nil, "events: must be an array, got \(events.kindDescription)")
             }
-            if list.count > maxEvents {
-                throw EventsRequestError(nil, "events: at most \(maxEvents) per request, got \(list.count)")
+            if list.count > limits.maxEvents {
+                throw EventsRequestError(nil, "events: at most \(limits.maxEvents) per request, got \(list.count)", tooLarge: true)
             }
             var values: [AnalyticsValue] = []
             values.reserveCapacity(list.count)
             for (index, event) in list.enumerated() {
-                values.append(try value(event, index: index, keys: keys, now: now))
+                let value = try value(event, index: index, keys: keys, now: now)
+                let bytes = value.value.utf8.count
+                if bytes > limits.maxValueBytes {
+                    throw EventsRequestError(index, "value: \(bytes) bytes; the limit is \(limits.maxValueBytes)", tooLarge: true)
+                }
+                values.append(value)
             }
             return values
         }
@@ -133,15 +149,18 @@ public struct EventsRequestError: Error, Sendable, Equatable, CustomStringConver
     public let index: Int?
     /// What was wrong, starting with the field ("timestamp: must be …").
     public let message: String
+    /// Whether a size limit was exceeded (a 413 rather than a 400).
+    public let tooLarge: Bool
 
     /// An error for the event at `index` (nil: the whole body).
-    public init(index: Int?, message: String) {
+    public init(index: Int?, message: String, tooLarge: Bool = false) {
         self.index = index
         self.message = message
+        self.tooLarge = tooLarge
     }
 
-    init(_ index: Int?, _ message: String) {
-        self.init(index: index, message: message)
+    init(_ index: Int?, _ message: String, tooLarge: Bool = false) {
+        self.init(index: index, message: message, tooLarge: tooLarge)
     }
 
     /// `events[3]: timestamp: …`, or the bare message for body-level problems.

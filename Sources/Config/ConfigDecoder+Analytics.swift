@@ -4,6 +4,7 @@ extension ConfigDecoder {
     static let analyticsKeys = [
         "root", "endpoint", "credential", "product", "pushIntervalSeconds", "expireIntervalSeconds",
         "bufferIntervalSeconds", "maxBatch", "maxStoredEvents", "uploads",
+        "maxKeyBytes", "maxValueBytes", "maxEventsPerRequest", "maxStoredBytes", "maxUploadBytes",
     ]
 
     /// Keys over this many bytes are refused by the analytics API, so the root must leave room.
@@ -21,10 +22,17 @@ extension ConfigDecoder {
         let batch = object.integer("maxBatch", in: 1...10000) ?? 500
         let stored = object.integer("maxStoredEvents", in: 1...Int.max) ?? 100_000
         let uploads = object.bool("uploads") ?? true
+        let keyBytes = object.integer("maxKeyBytes", in: 2 * ConfigDecoder.maxAnalyticsRootBytes...4096) ?? 256
+        let valueBytes = object.integer("maxValueBytes", in: 1...(1 << 20)) ?? 1024
+        let events = object.integer("maxEventsPerRequest", in: 1...10_000) ?? 1000
+        let storedBytes = object.integer("maxStoredBytes", in: (1 << 20)...Int.max) ?? 64 << 20
+        let uploadBytes = object.integer("maxUploadBytes", in: 1024...(64 << 20)) ?? 1 << 20
         guard let root, let endpoint else { return nil }
         var analytics = AnalyticsConfiguration(
             root: root, endpoint: endpoint, credential: credential, product: product, pushIntervalSeconds: push,
-            expireIntervalSeconds: expire, bufferIntervalSeconds: buffer, maxBatch: batch, maxStoredEvents: stored)
+            expireIntervalSeconds: expire, bufferIntervalSeconds: buffer, maxBatch: batch, maxStoredEvents: stored,
+            maxValueBytes: valueBytes, maxEventsPerRequest: events, maxStoredBytes: storedBytes,
+            maxUploadBytes: uploadBytes, maxKeyBytes: keyBytes)
         analytics.uploads = uploads
         return analytics
     }

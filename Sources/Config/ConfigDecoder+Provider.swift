@@ -4,7 +4,7 @@ extension ConfigDecoder {
     static let providerKeys = [
         "discoveryURL", "authorizationEndpoint", "tokenEndpoint", "revocationEndpoint", "userinfoEndpoint",
         "deviceAuthorizationEndpoint", "clientID", "clientSecret", "redirectURI", "scopes", "grant",
-        "refreshBeforeExpirySeconds", "accessToken", "idToken", "tokenType", "demo", "journey",
+        "refreshBeforeExpirySeconds", "minRefreshIntervalSeconds", "accessToken", "idToken", "tokenType", "demo", "journey",
     ]
 
     /// The provider; nil when anything in it is invalid (reported), so dependent checks stay quiet.
@@ -24,6 +24,7 @@ extension ConfigDecoder {
         p.redirectURI = object.url("redirectURI")
         if let scopes = object.read("scopes", scopes) { p.scopes = scopes }
         if let lead = object.seconds("refreshBeforeExpirySeconds") { p.refreshBeforeExpirySeconds = lead }
+        if let interval = object.seconds("minRefreshIntervalSeconds") { p.minRefreshIntervalSeconds = interval }
         p.accessToken = object.secret("accessToken")
         p.idToken = object.secret("idToken")
         if let type = object.read("tokenType", tokenType) { p.tokenType = type }

@@ -6,6 +6,7 @@ extension ConfigDecoder {
         "provider", "gate", "limits", "routes", "analytics",
         "metricsListen", "shutdownGraceSeconds", "watchConfig", "log",
         "experiments",
+        "maskEchoedCredentials",
     ]
 
     /// The whole document; nil only when the root is not an object (reported).
@@ -25,6 +26,7 @@ extension ConfigDecoder {
         config.apiKey = top.secret("apiKey")
         if let state = top.read("stateDirectory", filePath) { config.stateDirectory = state }
         if let mock = top.bool("mock") { config.mock = mock }
+        if let mask = top.bool("maskEchoedCredentials") { config.maskEchoedCredentials = mask }
         config.provider = top.object("provider", keys: ConfigDecoder.providerKeys).flatMap(provider)
         if let gate = top.object("gate", keys: ["mode", "waitSeconds"]).map(gate) { config.gate = gate }
         if let limits = top.object("limits", keys: ConfigDecoder.limitsKeys).map(limits) { config.limits = limits }

@@ -4,6 +4,7 @@ extension ConfigDecoder {
     static let routeKeys = [
         "name", "path", "upstream", "credential", "headers", "redirects", "retryOn401", "timeoutSeconds", "mock",
         "experimentHeader",
+        "encodedSlashes",
     ]
 
     /// Headers that frame or route the message: injecting a token into them would break the exchange.
@@ -43,7 +44,7 @@ extension ConfigDecoder {
             report(path + ".mock.mode", "\"record\" needs an upstream to record from")
         }
         var redirects = RedirectConfiguration(credentialHosts: upstream.map { [$0.hostPort] } ?? [])
-        if let reader = object.object("redirects", keys: ["follow", "max", "credentialHosts"]) {
+        if let reader = object.object("redirects", keys: ["follow", "max", "credentialHosts", "crossHostMethods"]) {
             if object.has("upstream") {
                 redirects = self.redirects(reader, upstream: upstream, default: redirects)
             } else {
@@ -55,12 +56,13 @@ extension ConfigDecoder {
         let retryOn401 = object.bool("retryOn401") ?? false
         let timeout = object.seconds("timeoutSeconds", positive: true) ?? 30
         let experimentHeader = object.bool("experimentHeader") ?? false
+        let encodedSlashes: EncodedSlashes = object.choice("encodedSlashes") ?? .reject
         // Everything is read before this point so a bad name or path hides no other error.
         guard let name, let routePath else { return nil }
         return RouteConfiguration(
             name: name, path: routePath, upstream: upstream, credential: credential, headers: headers,
             redirects: redirects, retryOn401: retryOn401, timeoutSeconds: timeout, mock: mock,
-            experimentHeader: experimentHeader)
+            experimentHeader: experimentHeader, encodedSlashes: encodedSlashes)
     }
 
     private func routeName(_ value: JSONValue, at path: String) -> String? {
@@ -121,6 +123,9 @@ extension ConfigDecoder {
         var redirects = fallback
         if let follow = object.bool("follow") { redirects.follow = follow }
         if let max = object.integer("max", in: 0...20) { redirects.max = max }
+        if let methods: RedirectConfiguration.CrossHostMethods = object.choice("crossHostMethods") {
+            redirects.crossHostMethods = methods
+        }
         let defaultPort = UpstreamURL.defaultPort(for: upstream?.scheme ?? "https")
         if let hosts = object.read("credentialHosts", { credentialHosts($0, at: $1, defaultPort: defaultPort) }) {
             redirects.credentialHosts = hosts

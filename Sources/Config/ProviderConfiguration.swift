@@ -36,6 +36,8 @@ public struct ProviderConfiguration: Sendable, Equatable {
     public var grant: Grant
     /// Seconds before expiry at which a token is refreshed. Default 60.
     public var refreshBeforeExpirySeconds: Double
+    /// Seconds a token must have been in use before an upstream 401 may refresh it (and so at most one such refresh per interval). Default 30.
+    public var minRefreshIntervalSeconds: Double
     /// Static grant only: the access token (required there). Default nil.
     public var accessToken: SecretSource?
     /// Static grant only: the id_token. Default nil.
@@ -55,8 +57,10 @@ public struct ProviderConfiguration: Sendable, Equatable {
         deviceAuthorizationEndpoint: UpstreamURL? = nil, clientID: String? = nil,
         clientSecret: SecretSource? = nil, redirectURI: UpstreamURL? = nil, scopes: [String] = ["openid"],
         refreshBeforeExpirySeconds: Double = 60, accessToken: SecretSource? = nil,
-        idToken: SecretSource? = nil, tokenType: String = "Bearer", demo: DemoTokens? = nil
+        idToken: SecretSource? = nil, tokenType: String = "Bearer", demo: DemoTokens? = nil,
+        minRefreshIntervalSeconds: Double = 30
     ) {
+        self.minRefreshIntervalSeconds = minRefreshIntervalSeconds
         self.grant = grant
         self.discoveryURL = discoveryURL
         self.authorizationEndpoint = authorizationEndpoint

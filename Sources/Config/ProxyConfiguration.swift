@@ -41,6 +41,8 @@ public struct ProxyConfiguration: Sendable, Equatable {
     public var profile: String?
     /// The names under `profiles`, in file order. Default [].
     public var profileNames: [String] = []
+    /// On credentialed routes, mask the injected token where a response echoes it (headers and body). Default true.
+    public var maskEchoedCredentials: Bool
     /// Absolute directory of the config file, against which relative paths were resolved.
     public var configDirectory: String
 
@@ -55,7 +57,8 @@ public struct ProxyConfiguration: Sendable, Equatable {
         allowedHosts: [String] = ProxyConfiguration.defaultAllowedHosts, apiKey: SecretSource? = nil,
         stateDirectory: String? = nil, mock: Bool = false, provider: ProviderConfiguration? = nil,
         gate: GateConfiguration = GateConfiguration(), limits: LimitsConfiguration = LimitsConfiguration(),
-        routes: [RouteConfiguration] = [], analytics: AnalyticsConfiguration? = nil
+        routes: [RouteConfiguration] = [], analytics: AnalyticsConfiguration? = nil,
+        maskEchoedCredentials: Bool = true
     ) {
         self.configDirectory = configDirectory
         self.listen = listen
@@ -69,5 +72,6 @@ public struct ProxyConfiguration: Sendable, Equatable {
         self.limits = limits
         self.routes = routes
         self.analytics = analytics
+        self.maskEchoedCredentials = maskEchoedCredentials
     }
 }

@@ -20,6 +20,8 @@ public struct RouteConfiguration: Sendable, Equatable {
     public var mock: MockConfiguration?
     /// Send the subject's experiment variants upstream in `X-Experiments`. Default false.
     public var experimentHeader: Bool
+    /// What a percent-encoded `/` or `\` in the path does. Default `.reject` (400 `invalid_path`).
+    public var encodedSlashes: EncodedSlashes
 
     /// The default credential headers.
     public static let defaultHeaders = ["Authorization", "X-Authorization"]
@@ -29,7 +31,8 @@ public struct RouteConfiguration: Sendable, Equatable {
         name: String, path: String, upstream: UpstreamURL?, credential: CredentialKind = .none,
         headers: [String] = RouteConfiguration.defaultHeaders, redirects: RedirectConfiguration? = nil,
         retryOn401: Bool = false, timeoutSeconds: Double = 30, mock: MockConfiguration? = nil,
-        experimentHeader: Bool = false
+        experimentHeader: Bool = false,
+        encodedSlashes: EncodedSlashes = .reject
     ) {
         self.name = name
         self.path = path
@@ -41,7 +44,16 @@ public struct RouteConfiguration: Sendable, Equatable {
         self.timeoutSeconds = timeoutSeconds
         self.mock = mock
         self.experimentHeader = experimentHeader
+        self.encodedSlashes = encodedSlashes
     }
+}
+
+/// What a route does with `%2F` / `%5C` in a request path (Envoy's `path_with_escaped_slashes_action`).
+public enum EncodedSlashes: String, Sendable, Equatable, CaseIterable {
+    /// Refuse with 400 `invalid_path`: many upstreams decode them and walk out of the route's prefix.
+    case reject
+    /// Forward them as they are (object-store keys); dot segments between them are still refused.
+    case forward
 }
 
 /// How a route follows upstream redirects.
@@ -52,12 +64,23 @@ public struct RedirectConfiguration: Sendable, Equatable {
     public var max: Int
     /// "host:port" entries (lowercased, IPv6 bracketed) that may receive credentials. Default: the upstream's host:port.
     public var credentialHosts: [String]
+    /// Which methods a hop to a host outside `credentialHosts` may carry. Default `.safe` (GET and HEAD).
+    public var crossHostMethods: CrossHostMethods
 
     /// Redirect rules with the documented defaults unless given.
-    public init(follow: Bool = true, max: Int = 5, credentialHosts: [String]) {
+    public init(follow: Bool = true, max: Int = 5, credentialHosts: [String], crossHostMethods: CrossHostMethods = .safe) {
         self.follow = follow
         self.max = max
         self.credentialHosts = credentialHosts
+        self.crossHostMethods = crossHostMethods
+    }
+
+    /// What a redirect to a host outside `credentialHosts` may carry.
+    public enum CrossHostMethods: String, Sendable, Equatable, CaseIterable {
+        /// Only GET and HEAD hops are followed; other cross-host 3xx are relayed to the client.
+        case safe
+        /// Every method is followed, and 307/308 resend the body to the other host.
+        case all
     }
 }
 

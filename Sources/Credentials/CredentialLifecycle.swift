@@ -14,6 +14,8 @@ public struct CredentialLifecycle: Sendable {
         case unavailable(String)
         /// There is no login (refused, logged out, or never logged in).
         case notLoggedIn
+        /// An upstream 401 came too soon after the tokens were obtained: no refresh was made.
+        case suppressed
     }
 
     /// Work for the owner.
@@ -54,11 +56,25 @@ public struct CredentialLifecycle: Sendable {
     private var lastError: String?
     /// Consecutive unavailable refreshes, for the backoff.
     private var failures = 0
+    /// Seconds tokens must have been in use before an upstream 401 may refresh them.
+    public let minRefreshInterval: Double
+    /// When the tokens in use were obtained (Unix seconds); nil when unknown (stored at start).
+    public private(set) var obtainedAt: Double?
+    /// Upstream 401s answered without a refresh because the tokens were younger than `minRefreshInterval`.
+    public private(set) var suppressedRefreshes = 0
 
-    /// A lifecycle for a grant; `selfService` for client_credentials.
-    public init(selfService: Bool, refreshBefore: Double) {
+    /// A lifecycle for a grant; `selfService` for client_credentials. `minRefreshInterval`
+    /// bounds refreshes asked for by upstream 401s (an app or a page can make those at will).
+    public init(selfService: Bool, refreshBefore: Double, minRefreshInterval: Double = 0) {
         self.selfService = selfService
         self.refreshBefore = refreshBefore
+        self.minRefreshInterval = minRefreshInterval
+    }
+
+    /// Whether tokens obtained at `obtainedAt` are too young at `now` for a 401 to refresh them.
+    public static func tooYoung(obtainedAt: Double?, now: Double, minRefreshInterval: Double) -> Bool {
+        guard let obtainedAt else { return false }
+        return now - obtainedAt < minRefreshInterval
     }
 
     /// The tokens in use, if any.
@@ -98,9 +114,10 @@ public struct CredentialLifecycle: Sendable {
     }
 
     /// A login completed (code exchange, device flow, demo).
-    public mutating func loggedIn(_ tokens: TokenSet) -> [Action] {
+    public mutating func loggedIn(_ tokens: TokenSet, now: Double? = nil) -> [Action] {
         let waiters = currentWaiters
         state = .valid(tokens)
+        obtainedAt = now
         generation += 1
         lastError = nil
         failures = 0
@@ -133,11 +150,23 @@ public struct CredentialLifecycle: Sendable {
         }
     }
 
+    /// An upstream answered 401 to the tokens in use: refresh, unless they were obtained less
+    /// than `minRefreshInterval` ago (the upstream refuses the token itself, not its age), so a
+    /// route that always answers 401 causes at most one refresh per interval, whatever the rate.
+    public mutating func rejected(waiter: Waiter, now: Double) -> [Action] {
+        if case .valid = state, Self.tooYoung(obtainedAt: obtainedAt, now: now, minRefreshInterval: minRefreshInterval) {
+            suppressedRefreshes += 1
+            return resolve([waiter], .suppressed)
+        }
+        return refreshWanted(waiter: waiter, now: now)
+    }
+
     /// The token endpoint answered with tokens.
-    public mutating func refreshSucceeded(_ response: TokenSet) -> [Action] {
+    public mutating func refreshSucceeded(_ response: TokenSet, now: Double? = nil) -> [Action] {
         guard case .refreshing(let old, let waiters) = state else { return [] }
         let merged = old.map { $0.merging(refresh: response) } ?? response
         state = .valid(merged)
+        obtainedAt = now
         generation += 1
         lastError = nil
         failures = 0
@@ -176,6 +205,7 @@ public struct CredentialLifecycle: Sendable {
         let waiters = currentWaiters
         let refresh = tokens?.refreshToken
         state = .loggedOut
+        obtainedAt = nil
         generation += 1
         lastError = nil
         failures = 0

@@ -82,7 +82,7 @@ extension CredentialManager {
                 switch result {
                 case .success(let tokens):
                     Log.emit(.info, "logged_in", ["grant": .string("authorization_code")])
-                    perform(lifecycle.loggedIn(tokens)) { reply(.success(())) }
+                    perform(lifecycle.loggedIn(tokens, now: UnixTime.now())) { reply(.success(())) }
                 case .failure(let failure):
                     Log.emit(.warning, "login_failed", ["reason": .string(failure.reason)])
                     reply(.failure(LoginFailure("The code exchange failed: \(failure.reason).")))
@@ -120,7 +120,7 @@ extension CredentialManager {
                 case .success(let tokens):
                     device = nil
                     Log.emit(.info, "logged_in", ["grant": .string("device_code")])
-                    perform(lifecycle.loggedIn(tokens))
+                    perform(lifecycle.loggedIn(tokens, now: UnixTime.now()))
                 case .failure(.refused(let reason)) where reason.hasPrefix("authorization_pending"):
                     scheduleDevicePoll()
                 case .failure(.refused(let reason)) where reason.hasPrefix("slow_down"):
@@ -157,7 +157,7 @@ extension CredentialManager {
                 switch sendable.value {
                 case .success(let tokens):
                     Log.emit(.info, "logged_in", ["grant": .string("demo")])
-                    perform(lifecycle.loggedIn(tokens)) { caller.execute { done.value(.success(())) } }
+                    perform(lifecycle.loggedIn(tokens, now: UnixTime.now())) { caller.execute { done.value(.success(())) } }
                 case .failure(let failure):
                     caller.execute { done.value(.failure(failure)) }
                 }

@@ -10,6 +10,8 @@ import Upstream
 public final class CredentialManager: @unchecked Sendable {
     let loop: EventLoop
     let provider: ProviderConfiguration
+    /// Seconds tokens must have been in use before an upstream 401 may refresh them.
+    public var minRefreshInterval: Double { provider.minRefreshIntervalSeconds }
     let oauth: OAuthClient
     let http: UpstreamClient
     let store: TokenStore
@@ -44,7 +46,8 @@ public final class CredentialManager: @unchecked Sendable {
         publishSnapshot = publish
         oauth = OAuthClient(http: http, provider: provider, clientSecret: clientSecret, now: UnixTime.now)
         lifecycle = CredentialLifecycle(selfService: provider.grant == .clientCredentials,
-                                        refreshBefore: provider.refreshBeforeExpirySeconds)
+                                        refreshBefore: provider.refreshBeforeExpirySeconds,
+                                        minRefreshInterval: provider.minRefreshIntervalSeconds)
     }
 
     /// Starts with the stored tokens (read before the loops ran); discovers the provider first
@@ -91,7 +94,10 @@ public final class CredentialManager: @unchecked Sendable {
     /// A request on `replyOn` needs tokens newer than `generation` (it saw them expire, or got
     /// a 401 with them). If they already changed, it is told at once; otherwise it joins the
     /// single refresh. `done` runs on `replyOn` after that loop received the new snapshot.
-    public func refresh(seen generation: UInt64, replyOn caller: EventLoop, _ done: @escaping (CredentialLifecycle.Outcome) -> Void) {
+    /// `after401`: an upstream refused the tokens, which refreshes them only when they are old
+    /// enough (`minRefreshIntervalSeconds`); else the outcome is `.suppressed`.
+    public func refresh(seen generation: UInt64, after401: Bool = false, replyOn caller: EventLoop,
+                        _ done: @escaping (CredentialLifecycle.Outcome) -> Void) {
         let done = LoopBound(done)
         loop.execute { [self] in
             if lifecycle.generation != generation, lifecycle.tokens != nil {
@@ -102,7 +108,10 @@ public final class CredentialManager: @unchecked Sendable {
             let id = nextWaiter
             nextWaiter += 1
             waiters[id] = (caller, done)
-            perform(lifecycle.refreshWanted(waiter: id, now: UnixTime.now()))
+            guard after401 else { return perform(lifecycle.refreshWanted(waiter: id, now: UnixTime.now())) }
+            let suppressedBefore = lifecycle.suppressedRefreshes
+            perform(lifecycle.rejected(waiter: id, now: UnixTime.now()))
+            if lifecycle.suppressedRefreshes != suppressedBefore { refreshOutcomes.suppressed.add(1, ordering: .relaxed) }
         }
     }
 
@@ -171,7 +180,7 @@ public final class CredentialManager: @unchecked Sendable {
             case .success(let tokens):
                 refreshOutcomes.ok.add(1, ordering: .relaxed)
                 Log.emit(.info, "token_refreshed", ["expiresAt": tokens.expiresAt.map { .double($0) } ?? .string("unknown")])
-                perform(lifecycle.refreshSucceeded(tokens))
+                perform(lifecycle.refreshSucceeded(tokens, now: UnixTime.now()))
             case .failure(.refused(let reason)):
                 refreshOutcomes.refused.add(1, ordering: .relaxed)
                 Log.emit(.warning, "token_refresh_refused", ["reason": .string(reason)])
@@ -198,7 +207,7 @@ public final class CredentialManager: @unchecked Sendable {
         let tokens = lifecycle.tokens
         let snapshot = CredentialSnapshot(generation: lifecycle.generation, accessToken: tokens?.accessToken,
                                           idToken: tokens?.idToken, tokenType: tokens?.tokenType ?? provider.tokenType,
-                                          status: status, providerProblem: providerProblem)
+                                          status: status, providerProblem: providerProblem, obtainedAt: lifecycle.obtainedAt)
         publishSnapshot(snapshot)
         publishedGeneration = lifecycle.generation
         let ready = awaitingPublish
@@ -215,6 +224,8 @@ public final class RefreshCounters: Sendable {
     public let refused = Atomic<Int>(0)
     /// The auth server was unreachable or failed (5xx, 408, 429).
     public let unavailable = Atomic<Int>(0)
+    /// Upstream 401s relayed without a refresh: the tokens were younger than `minRefreshIntervalSeconds`.
+    public let suppressed = Atomic<Int>(0)
 }
 
 extension OAuthFailure {

@@ -27,14 +27,19 @@ public final class HTTPServer: @unchecked Sendable {
         for (addressIndex, address) in configuration.addresses.enumerated() {
             switch address {
             case .tcp(let host, var port):
+                // Held until this address listens: see `StartLock`.
+                let lock = port == 0 ? nil : StartLock()
+                if port != 0 { try Socket.probeExclusive(host: host, port: port) }
                 for index in 0..<count {
-                    let fd = try Socket.listen(.tcp(host: host, port: port), reusePort: true)
+                    let fd = try listening(.tcp(host: host, port: port), reusePort: true)
                     if port == 0 { port = try Socket.boundPort(fd) }
                     perLoop[index].append(.init(fd: fd, ownsDescriptor: true, address: addressIndex))
                 }
+                _ = consume lock
                 bound.append(.tcp(host: host, port: port))
-            case .unix:
-                let fd = try Socket.listen(address, reusePort: false)
+            case .unix(let path):
+                try Socket.clearStaleUnixSocket(path)
+                let fd = try listening(address, reusePort: false)
                 sharedListeners.append(fd)
                 for index in 0..<count { perLoop[index].append(.init(fd: fd, ownsDescriptor: false, address: addressIndex)) }
                 bound.append(address)
@@ -49,6 +54,11 @@ public final class HTTPServer: @unchecked Sendable {
         }
         for (loop, _) in loops { threads.append(try Threads.spawn { loop.run() }) }
         return bound
+    }
+
+    /// A listening socket, or a `ListenError` naming the address.
+    private func listening(_ address: BindAddress, reusePort: Bool) throws(ListenError) -> CInt {
+        do { return try Socket.listen(address, reusePort: reusePort) } catch { throw ListenError.cannotBind(address, error) }
     }
 
     /// The event loops, in worker order.

@@ -19,7 +19,9 @@ public enum BindAddress: Sendable, Hashable, CustomStringConvertible {
 /// Socket helpers over the syscall chokepoint.
 public enum Socket {
     /// Creates a non-blocking listening socket; `reusePort` lets each loop bind its own (SO_REUSEPORT).
-    public static func listen(_ address: BindAddress, reusePort: Bool, backlog: CInt = 4096) throws(IOError) -> CInt {
+    /// With `listening: false` the socket is only bound (the exclusivity probe).
+    public static func listen(_ address: BindAddress, reusePort: Bool, backlog: CInt = 4096,
+                              listening: Bool = true) throws(IOError) -> CInt {
         switch address {
         case .tcp(let host, let port):
             let literal = host == "localhost" ? "127.0.0.1" : host
@@ -45,7 +47,7 @@ public enum Socket {
                     guard inet_pton(AF_INET, literal, &addr.sin_addr) == 1 else { throw IOError(errnoCode: EINVAL, call: "inet_pton(\(host))") }
                     try bind(fd, &addr)
                 }
-                _ = try syscall(where: "listen") { Glibc.listen(fd, backlog) }
+                if listening { _ = try syscall(where: "listen") { Glibc.listen(fd, backlog) } }
             } catch {
                 closeDescriptor(fd)
                 throw error
@@ -61,8 +63,8 @@ public enum Socket {
                 let bytes = Array(path.utf8)
                 guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { throw IOError(errnoCode: ENAMETOOLONG, call: "bind(\(path))") }
                 withUnsafeMutableBytes(of: &addr.sun_path) { raw in raw.copyBytes(from: bytes) }
-                // A stale socket file from an earlier run would make bind fail.
-                unlink(path)
+                // `clearStaleUnixSocket` removed a stale socket from an earlier run; anything
+                // else at the path makes bind fail, and is left alone.
                 let oldMask = umask(0o117)  // the socket is created 0660: owner and group only
                 defer { umask(oldMask) }
                 try bind(fd, &addr)

@@ -35,7 +35,10 @@ extension ProxyHandler {
         switch action {
         case "events":
             guard let subject = credentials.subject, credentials.status.loggedIn else { return fail(exchange, .notLoggedInForAnalytics) }
-            switch EventsRequest.parse(body, keys: service.keys, now: nowSeconds) {
+            let limits = EventsRequest.Limits(maxEvents: service.configuration.maxEventsPerRequest,
+                                              maxValueBytes: service.configuration.maxValueBytes)
+            switch EventsRequest.parse(body, keys: service.keys, now: nowSeconds, limits: limits) {
+            case .failure(let error) where error.tooLarge: fail(exchange, .analyticsTooLarge(error.message, index: error.index))
             case .failure(let error): fail(exchange, .invalidAnalytics(error.message, index: error.index))
             case .success(let values): store(values, subject: subject, exchange: exchange, service: service, extra: [:])
             }

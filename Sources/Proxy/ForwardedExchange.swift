@@ -26,10 +26,17 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     private var url: UpstreamURL
     private var method: String
     private var hops = 0
+    /// Set once a hop went to a host outside the credential hosts: the rest of the chain stays
+    /// uncredentialed, or a foreign host could choose path, method and body of a credentialed request.
+    private var leftCredentialHosts = false
     private var transfer: UpstreamTransfer?
     private var pendingRedirect: RedirectPolicy.Decision?
     /// Set on a route in record mode.
     var recorder: MockRecorder?
+    /// The injected token, when echoes of it are masked (credentialed route, switch on).
+    var echoToken: [UInt8]?
+    /// Masks the token in the response being relayed.
+    private var masker: EchoMasker?
 
     init(exchange: HTTPExchange, route: RouteConfiguration, upstream: UpstreamURL, handler: ProxyHandler,
          requestID: String, credentialLines: HeaderLines, generation: UInt64, injector: CredentialInjector,
@@ -100,7 +107,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     // MARK: transfer events
 
     func transfer(_ transfer: UpstreamTransfer, receivedHead head: UpstreamResponseHead) {
-        if head.status == 401 && mayRetryAfter401 {
+        if head.status == 401 && mayRetryAfter401 && !refreshTooSoon() {
             retryPending = true
             return
         }
@@ -108,7 +115,10 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             let decision = RedirectPolicy.decide(
                 status: head.status, location: head.first("Location"), method: method, hasBody: body != nil,
                 bodyReplayable: body?.isReplayable ?? false, current: url, follow: route.redirects.follow,
-                max: route.redirects.max, hops: hops)
+                max: route.redirects.max, hops: hops,
+                trusted: { [injector, url, route] in
+                    route.redirects.crossHostMethods == .all || injector.mayCarryCredentials(from: url, to: $0)
+                })
             if decision != .relay {
                 pendingRedirect = decision
                 return
@@ -124,8 +134,9 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             framing = .streamed
         }
         recorder?.responseStarted(status: head.status)
+        masker = echoToken.flatMap { EchoMasker(token: $0) }
         exchange.startResponse(status: head.status, framing: framing) { bytes in
-            HeaderPolicy.appendResponseFields(head, requestID: requestID, to: &bytes)
+            HeaderPolicy.appendResponseFields(head, requestID: requestID, to: &bytes, masker: &masker)
         }
     }
 
@@ -137,8 +148,15 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             }
             return false
         }
-        recorder?.append(bytes)
-        exchange.writeBody(bytes)
+        if masker != nil {
+            masker!.process(bytes) { part in
+                recorder?.append(part)
+                exchange.writeBody(part)
+            }
+        } else {
+            recorder?.append(bytes)
+            exchange.writeBody(bytes)
+        }
         return true
     }
 
@@ -156,18 +174,31 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         }
         if retryPending { return retryAfter401() }
         guard let redirect = pendingRedirect else {
+            finishMasking()
             if let recorded = recorder?.finish() { handler.mockRecorded(exchange, file: recorded.file, error: recorded.error) }
             return exchange.endResponse()
         }
         pendingRedirect = nil
         switch redirect {
         case .relay:
+            finishMasking()
             exchange.endResponse()
         case .tooManyRedirects:
             handler.fail(exchange, .tooManyRedirects)
         case .follow(let target, let nextMethod, let keepsBody):
             follow(to: target, method: nextMethod, keepsBody: keepsBody)
         }
+    }
+
+    /// Writes what the masker held back and counts its masks.
+    private func finishMasking() {
+        guard masker != nil else { return }
+        masker!.finish { part in
+            recorder?.append(part)
+            exchange.writeBody(part)
+        }
+        if masker!.masked > 0 { handler.metrics.echoMasked(route: route.name, count: masker!.masked) }
+        masker = nil
     }
 
     /// SPEC: on a `retryOn401` route, refresh (or take tokens that changed since this request
@@ -177,17 +208,34 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             && (body == nil || body?.isReplayable == true)
     }
 
+    /// Whether the tokens this request carried are the current ones and younger than
+    /// `minRefreshIntervalSeconds`: the 401 is then relayed as is (decided here, before its body
+    /// is dropped; the lifecycle applies the same rule to 401s that reach it).
+    private func refreshTooSoon() -> Bool {
+        guard let manager = handler.credentialManager else { return false }
+        let snapshot = handler.credentials
+        guard snapshot.generation == generation,
+              CredentialLifecycle.tooYoung(obtainedAt: snapshot.obtainedAt, now: UnixTime.now(),
+                                           minRefreshInterval: manager.minRefreshInterval) else { return false }
+        manager.refreshOutcomes.suppressed.add(1, ordering: .relaxed)
+        return true
+    }
+
     private func retryAfter401() {
         retryPending = false
         retried = true
         guard let manager = handler.credentialManager else { return handler.fail(exchange, .awaitingAuthorization) }
-        manager.refresh(seen: generation, replyOn: exchange.loop) { [self] outcome in
+        manager.refresh(seen: generation, after401: true, replyOn: exchange.loop) { [self] outcome in
             guard !exchange.isAborted else { return }
             switch outcome {
             case .unavailable(let reason):
                 handler.fail(exchange, .authServerUnavailable(reason))
             case .notLoggedIn:
                 handler.fail(exchange, .awaitingAuthorization)
+            case .suppressed:
+                // The 401 was dropped for the retry: send once more as is and relay what comes.
+                body = body?.replay()
+                send(lines: baseLines, credentials: credentialLines)
             case .ready:
                 let snapshot = handler.credentials
                 guard let lines = injector.lines(snapshot, names: route.headers) else {
@@ -195,6 +243,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
                 }
                 credentialLines = lines
                 generation = snapshot.generation
+                if echoToken != nil { echoToken = snapshot.tokenBytes(for: route.credential) }
                 body = body?.replay()
                 handler.metrics.retriedAfter401(route: route.name)
                 send(lines: baseLines, credentials: credentialLines)
@@ -204,7 +253,8 @@ final class ForwardedExchange: UpstreamTransferDelegate {
 
     private func follow(to target: UpstreamURL, method nextMethod: String, keepsBody: Bool) {
         hops += 1
-        let credentials = injector.mayCarryCredentials(from: url, to: target)
+        let credentials = !leftCredentialHosts && injector.mayCarryCredentials(from: url, to: target)
+        if !credentials { leftCredentialHosts = true }
         url = target
         method = nextMethod
         if keepsBody {

@@ -112,13 +112,19 @@ enum HeaderPolicy {
     }
 
     /// Appends the response fields relayed to the client, `Name: value\r\n` each, and the request
-    /// ID. The transfer already dropped fields holding CR, LF or NUL.
-    static func appendResponseFields(_ head: UpstreamResponseHead, requestID: String, to out: inout [UInt8]) {
+    /// ID. The transfer already dropped fields holding CR, LF or NUL. With a `masker`, values
+    /// echoing the injected token are relayed with it masked.
+    static func appendResponseFields(_ head: UpstreamResponseHead, requestID: String, to out: inout [UInt8],
+                                     masker: inout EchoMasker?) {
         for i in head.fields.indices where !responseDropped.contains(where: { head.nameEquals(i, $0) }) {
             let field = head.fields[i]
             out.append(contentsOf: head.storage[field.name])
             out.append(contentsOf: Fixed.colonSpace)
-            out.append(contentsOf: head.storage[field.value])
+            if let masked = masker?.masking(head.storage[field.value]) {
+                out.append(contentsOf: masked)
+            } else {
+                out.append(contentsOf: head.storage[field.value])
+            }
             out.append(contentsOf: Fixed.crlf)
         }
         out.append(contentsOf: Fixed.requestIDColon)

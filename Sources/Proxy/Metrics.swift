@@ -19,6 +19,7 @@ final class LoopMetrics: @unchecked Sendable {
     func mockRecorded(route: String) { snapshot.mockRecorded[route, default: 0] += 1 }
     func gateRejected(route: String) { snapshot.gateRejections[route, default: 0] += 1 }
     func retriedAfter401(route: String) { snapshot.retries401[route, default: 0] += 1 }
+    func echoMasked(route: String, count: Int) { snapshot.echoMasked[route, default: 0] += count }
 
     func copy() -> MetricsSnapshot { snapshot }
 }
@@ -64,6 +65,7 @@ struct MetricsSnapshot: Sendable {
     var mockRecorded: [String: Int] = [:]
     var gateRejections: [String: Int] = [:]
     var retries401: [String: Int] = [:]
+    var echoMasked: [String: Int] = [:]
 
     mutating func merge(_ other: MetricsSnapshot) {
         requests.merge(other.requests, uniquingKeysWith: +)
@@ -78,6 +80,7 @@ struct MetricsSnapshot: Sendable {
         mockRecorded.merge(other.mockRecorded, uniquingKeysWith: +)
         gateRejections.merge(other.gateRejections, uniquingKeysWith: +)
         retries401.merge(other.retries401, uniquingKeysWith: +)
+        echoMasked.merge(other.echoMasked, uniquingKeysWith: +)
     }
 }
 

@@ -80,6 +80,12 @@ public final class MockFiles: Sendable {
         }
     }
 
+    /// `file` relative to `directory` (`a/b.json`), as error messages name it.
+    static func relative(_ file: String, to directory: String) -> String {
+        let prefix = directory.hasSuffix("/") ? directory : directory + "/"
+        return file.hasPrefix(prefix) ? String(file.dropFirst(prefix.count)) : file
+    }
+
     /// Reads a regular file, or fails with its errno (EISDIR for a folder).
     static func read(_ path: String) -> Result<[UInt8], Errno> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

@@ -4,6 +4,7 @@ import Glibc
 /// replay layout (`<directory>/<rest>.json`, `index.json` for the route root) when it ends.
 /// Existing files are kept unless `overwrite`; folders are created; failures are reported, never fatal.
 /// Writes happen on the loop thread: record mode is a development tool for small JSON bodies.
+/// Files are 0600 and never hold the injected token (responses may echo it).
 final class MockRecorder {
     private let directory: String
     private let rest: Substring
@@ -11,11 +12,14 @@ final class MockRecorder {
     private var body: [UInt8] = []
     private var recording = false
     private var abandoned: String?
+    /// The injected token: masked in the file even when responses to the client are not.
+    private let neverWritten: [UInt8]?
 
-    init(directory: String, rest: Substring, overwrite: Bool) {
+    init(directory: String, rest: Substring, overwrite: Bool, neverWritten: [UInt8]? = nil) {
         self.directory = directory
         self.rest = rest
         self.overwrite = overwrite
+        self.neverWritten = neverWritten
     }
 
     /// The response head arrived: only 2xx bodies are recorded.
@@ -39,6 +43,10 @@ final class MockRecorder {
         if let abandoned { return (file, abandoned) }
         if !overwrite && access(file, F_OK) == 0 { return nil }
         if let error = Self.makeDirectories(for: file) { return (file, error) }
+        // Any length: a recording must never hold the token, even one short enough to mangle text.
+        if let token = neverWritten, var masker = EchoMasker(token: token, minimumBytes: 1) {
+            body.withUnsafeMutableBytes { masker.maskAll($0) }
+        }
         return (file, Self.writeAtomically(body, to: file))
     }
 
@@ -54,7 +62,7 @@ final class MockRecorder {
     /// Temp file, then rename: a replaying reader never sees half a file.
     private static func writeAtomically(_ bytes: [UInt8], to file: String) -> String? {
         let temp = file + ".tmp-\(getpid())"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return "cannot write \(temp): errno \(errno)" }
         var offset = 0
         while offset < bytes.count {

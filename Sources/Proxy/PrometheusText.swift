@@ -29,6 +29,8 @@ enum PrometheusText {
         }
         perRoute(&out, "platform_proxy_gate_held_total", "Requests stopped by the awaiting-authorization gate (rejected or held).", m.gateRejections)
         perRoute(&out, "platform_proxy_retries_after_401_total", "Requests retried once after an upstream 401 and a refresh.", m.retries401)
+        perRoute(&out, "platform_proxy_echoed_credentials_masked_total",
+                 "Occurrences of the injected token masked in response headers and bodies.", m.echoMasked)
         perRoute(&out, "platform_proxy_mock_recorded_total", "Responses written to a mock folder in record mode.", m.mockRecorded)
         header(&out, "platform_proxy_config_reloads_total", "counter", "Config reloads (SIGHUP or a changed file), by result.")
         out += "platform_proxy_config_reloads_total{result=\"ok\"} \(reloads.ok)\n"
@@ -61,6 +63,9 @@ enum PrometheusText {
         out += "platform_proxy_token_refreshes_total{outcome=\"ok\"} \(r.ok.load(ordering: .relaxed))\n"
         out += "platform_proxy_token_refreshes_total{outcome=\"refused\"} \(r.refused.load(ordering: .relaxed))\n"
         out += "platform_proxy_token_refreshes_total{outcome=\"unavailable\"} \(r.unavailable.load(ordering: .relaxed))\n"
+        header(&out, "platform_proxy_token_refreshes_suppressed_total", "counter",
+               "Upstream 401s relayed without a refresh: the token was younger than minRefreshIntervalSeconds.")
+        out += "platform_proxy_token_refreshes_suppressed_total \(r.suppressed.load(ordering: .relaxed))\n"
         return out
     }
 
@@ -73,7 +78,7 @@ enum PrometheusText {
         out += "platform_proxy_analytics_sent_total \(a.sent.load(ordering: .relaxed))\n"
         header(&out, "platform_proxy_analytics_dropped_total", "counter", "Analytics values dropped, by reason.")
         for (reason, value) in [("rejected", a.droppedRejected.load(ordering: .relaxed)), ("expired", a.droppedExpired.load(ordering: .relaxed)),
-                                ("cap", a.droppedCap.load(ordering: .relaxed)), ("duplicate", a.droppedDuplicate.load(ordering: .relaxed))] {
+                                ("cap", a.droppedCap.load(ordering: .relaxed)), ("bytes", a.droppedBytes.load(ordering: .relaxed)), ("duplicate", a.droppedDuplicate.load(ordering: .relaxed))] {
             out += "platform_proxy_analytics_dropped_total{reason=\"\(reason)\"} \(value)\n"
         }
         header(&out, "platform_proxy_analytics_commits_total", "counter", "Analytics store transactions (each one fsync of the WAL).")

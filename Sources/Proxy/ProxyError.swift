@@ -32,6 +32,10 @@ public struct ProxyError: Error, Sendable, Equatable {
         case unknownExperiment = "unknown_experiment"
         case unknownVariant = "unknown_variant"
         case journeyStepUnknown = "journey_step_unknown"
+        case crossSiteRequest = "cross_site_request"
+        case invalidTarget = "invalid_target"
+        case hostRequired = "host_required"
+        case analyticsTooLarge = "analytics_too_large"
     }
 
     private let code: Code
@@ -111,6 +115,16 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static func unknownOperation(_ name: String) -> Self { Self(.unknownOperation, 404, "No operation \(name) is running on that path or above it.") }
     /// The analytics store could not commit.
     public static let analyticsStoreFailed = Self(.analyticsStoreFailed, 500, "The analytics store could not commit the values; nothing was acknowledged.")
+    /// A browser marked the request as coming from another site (`Sec-Fetch-Site`).
+    public static let crossSiteRequest = Self(.crossSiteRequest, 403, "Requests from another site are not allowed.")
+    /// An absolute-form target with user information (`http://a@b/`): which host is meant is ambiguous.
+    public static let userinfoInTarget = Self(.invalidTarget, 400, "The request target must not carry user information (user@host).")
+    /// An HTTP/1.0 request without Host (and no absolute-form target) on a credentialed route.
+    public static let hostRequired = Self(.hostRequired, 400, "A Host header is required on this route.")
+    /// An analytics request larger than its limits; `index` names the offending event.
+    public static func analyticsTooLarge(_ message: String, index: Int?) -> Self {
+        Self(.analyticsTooLarge, 413, index.map { "events[\($0)]: \(message)" } ?? message)
+    }
     /// An absolute-form target names another host than the Host header.
     public static let hostMismatch = Self(.hostMismatch, 400, "The request target and the Host header name different hosts.")
     /// The route needs a token the proxy does not have.

@@ -61,9 +61,10 @@ public final class ProxyHandler: HTTPHandler {
 
         if exchange.listener == metricsListener { return handleMetricsListener(exchange, path: target.path) }
         if target.path == "*" { return respondOptions(exchange) }
-        if head.methodIsIgnoringCase("TRACE") || head.methodIsIgnoringCase("TRACK") {
+        let screened = RequestScreen.fields(head)
+        if head.methodIsIgnoringCase("TRACE") || head.methodIsIgnoringCase("TRACK") || screened.overridesToTrace {
             // A TRACE echo would hand the injected credentials back to the caller; an upstream
-            // may treat `trace` like TRACE, so every spelling is refused.
+            // may treat `trace` like TRACE, or obey a method-override field, so all are refused.
             return fail(exchange, .methodNotAllowed("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"))
         }
         if let probe = Probe(path: target.path) {
@@ -71,6 +72,8 @@ public final class ProxyHandler: HTTPHandler {
             info.route = Probe.route
             return answer(probe, exchange)
         }
+        // `http://127.0.0.1:80@evil.com/` would pass a host check on its first part.
+        if let authority = target.authority, authority.contains("@") { return fail(exchange, .userinfoInTarget) }
         let hostHeader = head.first("Host")
         if let authority = target.authority, let hostHeader, authority.lowercased() != hostHeader.lowercased() {
             // Two different hosts in one request is the shape of a routing-confusion attack.
@@ -82,9 +85,11 @@ public final class ProxyHandler: HTTPHandler {
         }
         guard access.keyAccepted(head.first("X-Proxy-Key")) else { return fail(exchange, .proxyKeyRequired) }
         let origin = head.first("Origin")
+        let crossSite = RequestScreen.refusesCrossSite(fetchSite: screened.fetchSite, origin: origin, access: access)
         if target.path == "/_platform" || target.path.hasPrefix("/_platform/") {
             info.route = "_platform"
             if let origin, !access.originAllowed(origin) { return fail(exchange, .originNotAllowed) }
+            if crossSite && !RequestScreen.navigationTargets.contains(target.path) { return fail(exchange, .crossSiteRequest) }
             if target.path == "/_platform/metrics" { return scrapeMetrics(exchange) }
             if handleJourneyEndpoint(exchange, path: target.path) { return }
             if handleAuthEndpoint(exchange, path: target.path, query: target.query) { return }
@@ -99,15 +104,20 @@ public final class ProxyHandler: HTTPHandler {
         }
         let route = runtime.configuration.routes[index]
         info.route = route.name
-        if let origin, route.credential != .none, !access.originAllowed(origin) {
-            return fail(exchange, .originNotAllowed)
+        if route.credential != .none {
+            if let origin, !access.originAllowed(origin) { return fail(exchange, .originNotAllowed) }
+            if crossSite { return fail(exchange, .crossSiteRequest) }
+            // HTTP/1.0 may omit Host, which would skip the allowed-hosts check above.
+            if hostHeader == nil && target.authority == nil { return fail(exchange, .hostRequired) }
         }
         let mockMode = runtime.mockMode(route)
         if mockMode == .replay, let mock = route.mock {
             return replayMock(exchange, directory: mock.directory, rest: rest)
         }
         guard let upstreamBase = route.upstream else { return fail(exchange, .noRoute(String(target.path))) }
-        guard !UpstreamTarget.hasDotSegment(target.path) else { return fail(exchange, .invalidPath) }
+        guard UpstreamTarget.isForwardable(target.path, encodedSlashes: route.encodedSlashes) else {
+            return fail(exchange, .invalidPath)
+        }
         let plan = ForwardPlan(route: route, runtime: runtime, routeIndex: index, injector: runtime.injectors[index], rest: rest,
                                url: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query), mockMode: mockMode)
         forward(exchange, plan, refreshed: false)
@@ -132,7 +142,7 @@ public final class ProxyHandler: HTTPHandler {
                     switch outcome {
                     case .ready: self.forward(exchange, plan, refreshed: true)
                     case .unavailable(let reason): self.fail(exchange, .authServerUnavailable(reason))
-                    case .notLoggedIn: self.forward(exchange, plan, refreshed: true)
+                    case .notLoggedIn, .suppressed: self.forward(exchange, plan, refreshed: true)
                     }
                 }
             }
@@ -149,8 +159,11 @@ public final class ProxyHandler: HTTPHandler {
                                           requestID: exchange.info?.requestID ?? "", credentialLines: lines,
                                           generation: credentials.generation, injector: plan.injector,
                                           experimentLines: experiments)
+        let token = credentials.tokenBytes(for: route.credential)
+        if plan.runtime.configuration.maskEchoedCredentials { forwarded.echoToken = token }
         if plan.mockMode == .record, let mock = route.mock {
-            forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite)
+            forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite,
+                                              neverWritten: token)
         }
         forwarded.start(retryBodyBytes: runtime.configuration.limits.retryBodyBytes)
     }
@@ -228,8 +241,9 @@ public final class ProxyHandler: HTTPHandler {
             switch mocks.lookup(directory: directory, rest: rest) {
             case .found(let body, _):
                 self.send(exchange, status: 200, headers: [("Content-Type", "application/json")], body: body)
-            case .missing(let file): self.fail(exchange, .mockNotFound(file))
-            case .unreadable(let file): self.fail(exchange, .mockUnreadable(file))
+            // Named relative to the mock folder: a client has no business knowing where it lives.
+            case .missing(let file): self.fail(exchange, .mockNotFound(MockFiles.relative(file, to: directory)))
+            case .unreadable(let file): self.fail(exchange, .mockUnreadable(MockFiles.relative(file, to: directory)))
             case .invalidPath: self.fail(exchange, .invalidPath)
             }
         }

@@ -162,6 +162,8 @@ public enum ProxyService {
                 let routes = configuration.routes.count
                 text += "\(label): ok (\(routes) route\(routes == 1 ? "" : "s")\(schemaOnly ? ", secrets not read" : ""))\n"
                 for warning in ConfigWarnings.of(configuration) { text += "  warning: \(prefix)\(warning)\n" }
+                // Not errors: the directory may be created before `serve` runs (a volume, tmpfiles.d).
+                for warning in listenWarnings(configuration) { text += "  warning: \(prefix)\(warning)\n" }
             case .failure(let errors):
                 failed = true
                 text += "\(label): \(errors.errors.count) problem\(errors.errors.count == 1 ? "" : "s")\n"
@@ -170,6 +172,23 @@ public enum ProxyService {
         }
         print(text, terminator: "")
         return failed ? 1 : 0
+    }
+
+    /// What would stop a `unix:` listener from binding: a missing directory, or something
+    /// other than a socket at its path.
+    static func listenWarnings(_ configuration: ProxyConfiguration) -> [String] {
+        var warnings: [String] = []
+        for (index, address) in configuration.listen.enumerated() {
+            guard case .unix(let path) = address else { continue }
+            let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+            var info = stat()
+            if stat(directory.isEmpty ? "/" : directory, &info) != 0 || info.st_mode & S_IFMT != S_IFDIR {
+                warnings.append("listen[\(index)]: the directory \(directory) of \(address) does not exist; serve cannot bind there")
+            } else if lstat(path, &info) == 0 && info.st_mode & S_IFMT != S_IFSOCK {
+                warnings.append("listen[\(index)]: \(path) exists and is not a socket; serve will refuse to replace it")
+            }
+        }
+        return warnings
     }
 
     /// The server's settings from the proxy config.

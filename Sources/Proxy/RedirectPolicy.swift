@@ -14,11 +14,24 @@ enum RedirectPolicy {
 
     /// The decision for `status` with `location`, after `hops` redirects already followed.
     /// `bodyReplayable` says whether a 307/308 can resend the body (it was kept whole).
+    /// `trusted` says whether the target is a credential host: a hop elsewhere is followed only
+    /// as GET or HEAD, so a foreign host never receives a method or body the client meant for
+    /// the upstream (other cross-host 3xx are relayed to the client).
     static func decide(status: Int, location: String?, method: String, hasBody: Bool, bodyReplayable: Bool,
-                       current: UpstreamURL, follow: Bool, max: Int, hops: Int) -> Decision {
+                       current: UpstreamURL, follow: Bool, max: Int, hops: Int,
+                       trusted: (UpstreamURL) -> Bool = { _ in true }) -> Decision {
         guard follow, [301, 302, 303, 307, 308].contains(status), let location,
-              let target = resolve(location, against: current) else { return .relay }
+              let target = resolve(location, against: current),
+              UpstreamTarget.isForwardable(Substring(target.path), encodedSlashes: .forward) else { return .relay }
         guard hops < max else { return .tooManyRedirects }
+        let decision = methodDecision(status: status, target: target, method: method, hasBody: hasBody,
+                                      bodyReplayable: bodyReplayable)
+        if case .follow(_, let next, _) = decision, next != "GET" && next != "HEAD", !trusted(target) { return .relay }
+        return decision
+    }
+
+    private static func methodDecision(status: Int, target: UpstreamURL, method: String, hasBody: Bool,
+                                       bodyReplayable: Bool) -> Decision {
         switch status {
         case 307, 308:
             if hasBody && !bodyReplayable { return .relay }
@@ -33,17 +46,47 @@ enum RedirectPolicy {
         }
     }
 
-    /// `location` resolved against `base` (RFC 3986 §5.2, without dot-segment removal: such
-    /// targets are refused rather than normalised).
+    /// `location` resolved against `base` (RFC 3986 §5.2), dot segments removed (§5.2.4) so
+    /// `../../x` cannot climb above the root as `/../../x` would on a lenient upstream.
     static func resolve(_ location: String, against base: UpstreamURL) -> UpstreamURL? {
-        if location.contains("://") { return UpstreamURL.parse(location) }
-        if location.hasPrefix("//") { return UpstreamURL.parse(base.scheme + ":" + location) }
-        let prefix = base.origin
-        if location.hasPrefix("/") { return UpstreamURL.parse(prefix + location) }
-        if location.hasPrefix("?") { return UpstreamURL.parse(prefix + base.path + location) }
-        guard !location.isEmpty else { return nil }
-        let directory = base.path.prefix { _ in true }
-        let cut = directory.lastIndex(of: "/").map { directory[...$0] } ?? "/"
-        return UpstreamURL.parse(prefix + cut + location)
+        let parsed: UpstreamURL?
+        if location.contains("://") {
+            parsed = UpstreamURL.parse(location)
+        } else if location.hasPrefix("//") {
+            parsed = UpstreamURL.parse(base.scheme + ":" + location)
+        } else if location.hasPrefix("/") {
+            parsed = UpstreamURL.parse(base.origin + location)
+        } else if location.hasPrefix("?") {
+            parsed = UpstreamURL.parse(base.origin + base.path + location)
+        } else if location.isEmpty {
+            return nil
+        } else {
+            let cut = base.path.lastIndex(of: "/").map { base.path[...$0] } ?? "/"
+            parsed = UpstreamURL.parse(base.origin + cut + location)
+        }
+        guard var url = parsed else { return nil }
+        url.path = removeDotSegments(url.path)
+        return url
+    }
+
+    /// RFC 3986 §5.2.4 on a path beginning with "/": `.` segments vanish, `..` removes the
+    /// segment before it and never climbs above the root.
+    static func removeDotSegments(_ path: String) -> String {
+        guard path.contains(".") else { return path }
+        var output: [Substring] = []
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        for (i, segment) in segments.enumerated() {
+            let last = i == segments.count - 1
+            switch segment {
+            case ".":
+                if last { output.append("") }
+            case "..":
+                if !output.isEmpty { output.removeLast() }
+                if last { output.append("") }
+            default:
+                output.append(segment)
+            }
+        }
+        return "/" + output.joined(separator: "/")
     }
 }

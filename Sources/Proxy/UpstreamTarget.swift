@@ -21,34 +21,58 @@ enum UpstreamTarget {
 
     /// Whether `path` has a `.` or `..` segment, written plainly or percent-encoded. Such paths
     /// are refused: normalising them could walk out of a route's prefix on the upstream.
-    static func hasDotSegment(_ path: Substring) -> Bool {
+    static func hasDotSegment(_ path: Substring) -> Bool { !isForwardable(path, encodedSlashes: .forward) }
+
+    /// Whether `path` may go upstream: no `.`/`..` segment (plain or `%2e`), no `%00`, and with
+    /// `.reject` no `%2F`/`%5C` (any case). With `.forward` those two still end a segment for
+    /// the dot check, because an upstream that decodes them sees `..%2F` as `../`.
+    static func isForwardable(_ path: Substring, encodedSlashes: EncodedSlashes) -> Bool {
         var dots = 0          // dots in the current segment, `.` or `%2e` alike
         var other = false     // anything else in it
         var i = path.utf8.startIndex
         let end = path.utf8.endIndex
         while i < end {
-            let b = path.utf8[i]
-            if b == UInt8(ascii: "/") {
-                if !other && (dots == 1 || dots == 2) { return true }
+            var b = path.utf8[i]
+            var separator = b == UInt8(ascii: "/")
+            if b == UInt8(ascii: "%"), let decoded = encodedByte(path.utf8, at: i) {
+                switch decoded {
+                case 0: return false
+                case UInt8(ascii: "/"), UInt8(ascii: "\\"):
+                    guard encodedSlashes == .forward else { return false }
+                    separator = true
+                default: break
+                }
+                b = decoded
+                i = path.utf8.index(i, offsetBy: 2)
+            }
+            if separator {
+                if !other && (dots == 1 || dots == 2) { return false }
                 dots = 0
                 other = false
             } else if b == UInt8(ascii: ".") {
                 dots += 1
-            } else if b == UInt8(ascii: "%"), isEncodedDot(path.utf8, at: i) {
-                dots += 1
-                i = path.utf8.index(i, offsetBy: 2)
             } else {
                 other = true
             }
             i = path.utf8.index(after: i)
         }
-        return !other && (dots == 1 || dots == 2)
+        return other || (dots != 1 && dots != 2)
     }
 
-    /// Whether `%2e` / `%2E` starts at `i`.
-    private static func isEncodedDot(_ utf8: Substring.UTF8View, at i: Substring.UTF8View.Index) -> Bool {
-        guard let two = utf8.index(i, offsetBy: 1, limitedBy: utf8.endIndex), two < utf8.endIndex,
-              let e = utf8.index(i, offsetBy: 2, limitedBy: utf8.endIndex), e < utf8.endIndex else { return false }
-        return utf8[two] == UInt8(ascii: "2") && (utf8[e] == UInt8(ascii: "e") || utf8[e] == UInt8(ascii: "E"))
+    /// The byte a `%XY` starting at `i` stands for, or nil when two hex digits do not follow.
+    private static func encodedByte(_ utf8: Substring.UTF8View, at i: Substring.UTF8View.Index) -> UInt8? {
+        guard let one = utf8.index(i, offsetBy: 1, limitedBy: utf8.endIndex), one < utf8.endIndex,
+              let two = utf8.index(i, offsetBy: 2, limitedBy: utf8.endIndex), two < utf8.endIndex,
+              let high = hexValue(utf8[one]), let low = hexValue(utf8[two]) else { return nil }
+        return high << 4 | low
+    }
+
+    private static func hexValue(_ b: UInt8) -> UInt8? {
+        switch b {
+        case 0x30...0x39: b - 0x30
+        case 0x41...0x46: b - 0x37
+        case 0x61...0x66: b - 0x57
+        default: nil
+        }
     }
 }

@@ -101,7 +101,19 @@ struct EventsRequestTests {
             #"{"events":["# + Array(repeating: #"{"key":"a"}"#, count: n).joined(separator: ",") + "]}"
         }
         #expect((try? parse(body(1000)).get().count) == 1000)
-        #expect(parse(body(1001)) == .failure(EventsRequestError(index: nil, message: "events: at most 1000 per request, got 1001")))
+        #expect(parse(body(1001)) == .failure(EventsRequestError(index: nil, message: "events: at most 1000 per request, got 1001",
+                                                                 tooLarge: true)))
+    }
+
+    @Test("values longer than the limit are refused as too large, naming the event")
+    func valueLimit() {
+        let limits = EventsRequest.Limits(maxEvents: 10, maxValueBytes: 4)
+        let ok = EventsRequest.parse(Array(#"{"events":[{"key":"a","value":"1234"}]}"#.utf8), keys: AnalyticsKeys(root: "r"),
+                                     now: 1_700_000_000, limits: limits)
+        #expect((try? ok.get().count) == 1)
+        let long = EventsRequest.parse(Array(#"{"events":[{"key":"a"},{"key":"b","value":"12345"}]}"#.utf8),
+                                       keys: AnalyticsKeys(root: "r"), now: 1_700_000_000, limits: limits)
+        #expect(long == .failure(EventsRequestError(index: 1, message: "value: 5 bytes; the limit is 4", tooLarge: true)))
     }
 
     @Test("the first bad event is the one reported")

@@ -170,6 +170,8 @@ def provider_for(idp: IdPProcess, port: int, refresh_before: float = 2, grant: s
         "scopes": list(SCOPES),
         "grant": grant,
         "refreshBeforeExpirySeconds": refresh_before,
+        # These tests drive 401 → refresh right after a login; the storm bound has its own tests.
+        "minRefreshIntervalSeconds": 0,
     }
     if grant == "client_credentials":
         provider["clientID"] = idp.confidential_client_id

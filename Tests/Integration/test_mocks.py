@@ -172,14 +172,15 @@ def test_replay_of_a_folder_loops_over_keepalive_and_across_connections(mocks):
 def test_missing_mock_file_gets_404_mock_not_found_naming_the_file(mocks):
     r = mocks.get("/m/nope/x?y=1")
     body = assert_error_json(r, 404, "mock_not_found")
-    want = str(mocks.dirs.replay / "nope" / "x.json")
-    assert want in body["message"], f"the message does not name {want}: {body['message']!r}"
+    # Named relative to the mock folder: the absolute path is the proxy's business.
+    assert "nope/x.json" in body["message"], body["message"]
+    assert str(mocks.dirs.replay) not in body["message"], body["message"]
 
 
 def test_missing_index_json_gets_404_naming_index_json(mocks):
     body = assert_error_json(mocks.get("/empty/"), 404, "mock_not_found")
-    want = str(mocks.dirs.empty / "index.json")
-    assert want in body["message"], f"the message does not name {want}: {body['message']!r}"
+    assert "index.json" in body["message"], body["message"]
+    assert str(mocks.dirs.empty) not in body["message"], body["message"]
 
 
 def test_mock_only_route_never_contacts_an_upstream(mocks):
@@ -344,7 +345,7 @@ def test_global_mock_true_makes_every_route_with_a_mock_folder_replay(make_mocks
     assert not server.upstream.records, f"an upstream was called:\n{server.upstream.dump()}"
     # a missing file is a 404 naming it, not a fallback to the upstream
     body = assert_error_json(server.get("/rec/users/10"), 404, "mock_not_found")
-    assert str(dirs.record / "users" / "10.json") in body["message"], body
+    assert "users/10.json" in body["message"] and str(dirs.record) not in body["message"], body
     assert not server.upstream.records, server.upstream.dump()
     # routes without a mock folder still forward
     assert server.get("/plain/x").status == 200

@@ -47,7 +47,8 @@ struct HeaderPolicyTests {
             ("content-length", "5"), ("X-Request-ID", "upstream"), ("Set-Cookie", "a=1"), ("KEEP-ALIVE", "timeout=5"),
         ])
         var bytes: [UInt8] = []
-        HeaderPolicy.appendResponseFields(upstream, requestID: "r-9", to: &bytes)
+        var masker: EchoMasker?
+        HeaderPolicy.appendResponseFields(upstream, requestID: "r-9", to: &bytes, masker: &masker)
         #expect(String(decoding: bytes, as: UTF8.self) == "Content-Type: application/json\r\nSet-Cookie: a=1\r\nX-Request-ID: r-9\r\n")
     }
 }

@@ -1,0 +1,127 @@
+import Glibc
+
+/// Masks an injected token where a response echoes it (debug and echo endpoints reflect request
+/// headers): each occurrence becomes as many `*`, so lengths, and `Content-Length`, stay true.
+/// Streaming: bytes that could begin an occurrence completed by the next chunk are held back
+/// (at most the token's length − 1) until it arrives or the body ends.
+struct EchoMasker {
+    /// The token bytes (without the `Bearer ` prefix: an echo may quote the token alone).
+    let token: [UInt8]
+    /// The position in the token of its least common byte in ordinary text: the search looks
+    /// for that byte with `memchr` (vectorised) and compares the whole token only there.
+    private let anchor: Int
+    /// Bytes held back because they are a prefix of the token.
+    private var carry: [UInt8] = []
+    /// Occurrences masked so far.
+    private(set) var masked = 0
+
+    /// Tokens shorter than this are not masked: masking them would corrupt ordinary text.
+    static let minimumTokenBytes = 8
+    static let maskByte = UInt8(ascii: "*")
+
+    /// A masker for `token`, or nil when it is shorter than `minimumBytes` (by default too short
+    /// to be told apart from ordinary text).
+    init?(token: [UInt8], minimumBytes: Int = EchoMasker.minimumTokenBytes) {
+        guard !token.isEmpty, token.count >= minimumBytes else { return nil }
+        self.token = token
+        let rank = Self.commonness
+        var anchor = 0
+        for i in token.indices where rank[Int(token[i])] < rank[Int(token[anchor])] { anchor = i }
+        self.anchor = anchor
+    }
+
+    /// Takes the next body bytes; `emit` receives what may be written now (nothing, or one buffer).
+    mutating func process(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeRawBufferPointer) -> Void) {
+        guard !bytes.isEmpty else { return }
+        if carry.isEmpty && find(in: bytes, from: 0) == nil {
+            // The common case: no occurrence, nothing held; only a partial one at the end waits.
+            let held = heldSuffix(bytes)
+            if held < bytes.count { emit(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - held)])) }
+            if held > 0 { carry.append(contentsOf: bytes[(bytes.count - held)...]) }
+            return
+        }
+        var work = carry
+        work.append(contentsOf: bytes)
+        carry.removeAll(keepingCapacity: true)
+        work.withUnsafeMutableBytes { buffer in
+            maskAll(buffer)
+            let held = heldSuffix(UnsafeRawBufferPointer(buffer))
+            if held < buffer.count { emit(UnsafeRawBufferPointer(rebasing: buffer[..<(buffer.count - held)])) }
+            if held > 0 { carry.append(contentsOf: buffer[(buffer.count - held)...]) }
+        }
+    }
+
+    /// The body ended: `emit` receives the bytes still held (a partial token is no token).
+    mutating func finish(emit: (UnsafeRawBufferPointer) -> Void) {
+        guard !carry.isEmpty else { return }
+        carry.withUnsafeBytes { emit($0) }
+        carry.removeAll()
+    }
+
+    /// Masks every occurrence in `buffer`, counting them.
+    mutating func maskAll(_ buffer: UnsafeMutableRawBufferPointer) {
+        var from = 0
+        while let at = find(in: UnsafeRawBufferPointer(buffer), from: from) {
+            for i in at..<(at + token.count) { buffer[i] = Self.maskByte }
+            masked += 1
+            from = at + token.count
+        }
+    }
+
+    /// `bytes` with every occurrence masked, or nil when there is none (a header value).
+    mutating func masking(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
+        guard bytes.count >= token.count, bytes.withUnsafeBytes({ find(in: $0, from: 0) }) != nil else { return nil }
+        var copy = Array(bytes)
+        copy.withUnsafeMutableBytes { maskAll($0) }
+        return copy
+    }
+
+    /// The length of the longest suffix of `bytes` that is a proper prefix of the token.
+    private func heldSuffix(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let first = token[0]
+        var k = min(token.count - 1, bytes.count)
+        while k > 0 {
+            let start = bytes.count - k
+            if bytes[start] == first, token.withUnsafeBytes({ memcmp(bytes.baseAddress! + start, $0.baseAddress!, k) == 0 }) {
+                return k
+            }
+            k -= 1
+        }
+        return 0
+    }
+
+    /// The offset of the first token in `haystack` at or after `from`.
+    func find(in haystack: UnsafeRawBufferPointer, from: Int) -> Int? {
+        let length = token.count
+        guard haystack.count - from >= length, let base = haystack.baseAddress else { return nil }
+        let key = token[anchor]
+        var start = from
+        // Candidate starts run up to count − length; the anchor byte sits `anchor` after each.
+        while start <= haystack.count - length {
+            let window = haystack.count - length - start + 1
+            guard let hit = memchr(base + start + anchor, Int32(key), window) else { return nil }
+            let candidate = base.distance(to: UnsafeRawPointer(hit)) - anchor
+            // First and last byte before the call: most anchor hits in ordinary text end there.
+            if haystack[candidate] == token[0], haystack[candidate + length - 1] == token[length - 1],
+               token.withUnsafeBytes({ memcmp(base + candidate, $0.baseAddress!, length) }) == 0 {
+                return candidate
+            }
+            start = candidate + 1
+        }
+        return nil
+    }
+
+    /// How often each byte appears in ordinary text and JSON, roughly (higher: more often):
+    /// lowercase letters by English frequency, then digits and the usual punctuation (frequent
+    /// in JSON numbers, dates and names), uppercase letters, and the rest.
+    static let commonness: [Int] = {
+        var rank = [Int](repeating: 10, count: 256)
+        for (i, letter) in letterOrder.enumerated() { rank[Int(letter)] = 100 - 3 * i }
+        for digit in UInt8(ascii: "0")...UInt8(ascii: "9") { rank[Int(digit)] = 70 }
+        for mark in Array("-.:,/_".utf8) { rank[Int(mark)] = 60 }
+        for letter in UInt8(ascii: "A")...UInt8(ascii: "Z") { rank[Int(letter)] = 30 }
+        return rank
+    }()
+
+    private static let letterOrder = Array("etaoinshrdlucmfwypvbgkjqxz".utf8)
+}

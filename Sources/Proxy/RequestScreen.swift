@@ -1,0 +1,57 @@
+import HTTP1
+
+/// Refusals decided from the request head alone, before or right after routing: method
+/// overrides naming TRACE, and requests a browser marks as coming from another site.
+enum RequestScreen {
+    /// What the fields the screen reads say, found in one pass over the head.
+    struct Fields {
+        /// The `Sec-Fetch-Site` value, if any.
+        var fetchSite: String?
+        /// Whether a method-override field names TRACE or TRACK.
+        var overridesToTrace = false
+    }
+
+    /// Endpoints a browser is sent to from other sites, exempt from the `Sec-Fetch-Site` check:
+    /// the login only redirects to the IdP, and the IdP sends the browser back to the callback
+    /// from its own site (the callback's `state` check is its cross-site defence).
+    static let navigationTargets: Set<Substring> = ["/_platform/login", "/_platform/callback"]
+
+    private static let fetchSite = Array("sec-fetch-site".utf8)
+    /// Fields frameworks read as "treat this request as that method".
+    private static let overrides = ["x-http-method-override", "x-http-method", "x-method-override"].map { Array($0.utf8) }
+
+    /// One pass over the head; names are compared only when their length fits.
+    static func fields(_ head: HTTPRequestHead) -> Fields {
+        var found = Fields()
+        for i in 0..<head.fieldCount {
+            let length = head.fields[i].name.count
+            if length == fetchSite.count, head.nameEquals(i, fetchSite) {
+                if found.fetchSite == nil { found.fetchSite = head.value(at: i) }
+            } else if length >= 13 && length <= 22, overrides.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
+                found.overridesToTrace = found.overridesToTrace || namesTrace(head.value(at: i))
+            }
+        }
+        return found
+    }
+
+    /// Whether an override value (a method, or a list of them) names TRACE or TRACK in any case.
+    static func namesTrace(_ value: String) -> Bool {
+        value.split(separator: ",").contains {
+            let method = $0.trimmingCharacters().uppercased()
+            return method == "TRACE" || method == "TRACK"
+        }
+    }
+
+    /// Whether `Sec-Fetch-Site` refuses the request (Go's `net/http.CrossOriginProtection`, but
+    /// for every method: an `<img>` or a link makes a credentialed GET). `same-origin` and
+    /// `none` (typed by the user) pass; `same-site` passes only with an allowed `Origin`;
+    /// `cross-site` and unknown values are refused. Absent, the `Origin` check alone decides.
+    static func refusesCrossSite(fetchSite: String?, origin: String?, access: AccessPolicy) -> Bool {
+        guard let fetchSite else { return false }
+        switch fetchSite.trimmingCharacters().lowercased() {
+        case "same-origin", "none": return false
+        case "same-site": return !(origin.map(access.originAllowed) ?? false)
+        default: return true
+        }
+    }
+}

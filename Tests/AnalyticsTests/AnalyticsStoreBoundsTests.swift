@@ -1,0 +1,52 @@
+import Glibc
+import Testing
+@testable import Analytics
+
+@Suite("Analytics store bounds")
+struct AnalyticsStoreBoundsTests {
+    private func event(_ i: Int, valueBytes: Int, timestamp: Int64 = 1_700_000_000) -> NewEvent {
+        NewEvent(subject: "s", key: "k\(i)", value: String(repeating: "v", count: valueBytes), timestamp: timestamp)
+    }
+
+    @Test("the byte cap drops the oldest values until the rest fit")
+    func byteCap() throws {
+        let dir = AnalyticsTestDirectory()
+        let store = try AnalyticsStore(path: dir.database)
+        try store.append((0..<100).map { event($0, valueBytes: 98) })  // 1 + 2…3 + 98 bytes each
+        let dropped = try store.enforceByteCap(5_000)
+        let left = try store.oldestBatch(limit: 1000)
+        #expect(dropped == 100 - left.count)
+        #expect(left.count >= 45 && left.count <= 50)
+        #expect(left.last?.key == "k99")
+        #expect(left.first.map { $0.key != "k0" } ?? false)
+        #expect(try store.enforceByteCap(5_000) == 0)
+    }
+
+    @Test("an upload batch stops at maxBytes but always holds one value",
+          arguments: [(Int.max, 20), (1_000, 8), (50, 1), (1, 1)])
+    func batchBytes(maxBytes: Int, expected: Int) throws {
+        let dir = AnalyticsTestDirectory()
+        let store = try AnalyticsStore(path: dir.database)
+        try store.append((0..<20).map { event($0, valueBytes: 100) })
+        #expect(try store.oldestBatch(limit: 1000, maxBytes: maxBytes).count == expected)
+    }
+
+    @Test("the file shrinks after pruning: incremental vacuum and a truncating checkpoint")
+    func shrinks() throws {
+        let dir = AnalyticsTestDirectory()
+        let store = try AnalyticsStore(path: dir.database)
+        try store.append((0..<4000).map { event($0, valueBytes: 1000) })
+        try store.reclaimSpace()
+        let full = fileBytes(dir.database) + fileBytes(dir.database + "-wal")
+        _ = try store.prune(olderThan: .max)
+        try store.reclaimSpace()
+        let after = fileBytes(dir.database) + fileBytes(dir.database + "-wal")
+        #expect(full > 4_000_000)
+        #expect(after < full / 10)
+    }
+
+    private func fileBytes(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
+    }
+}

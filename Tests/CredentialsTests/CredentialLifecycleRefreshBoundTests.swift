@@ -1,0 +1,74 @@
+import Testing
+@testable import Credentials
+
+@Suite("Credential lifecycle: 401 refreshes bounded by minRefreshInterval")
+struct CredentialLifecycleRefreshBoundTests {
+    let now = lifecycleT0
+    private let interval = 30.0
+
+    /// A lifecycle logged in at `lifecycleT0` (so its tokens' age is known).
+    private func freshLogin() -> CredentialLifecycle {
+        var life = CredentialLifecycle(selfService: false, refreshBefore: lifecycleRefreshBefore, minRefreshInterval: interval)
+        _ = life.started(with: nil, now: now)
+        _ = life.loggedIn(lifecycleLogin, now: now)
+        return life
+    }
+
+    @Test("a 401 refreshes only once the tokens are minRefreshInterval old",
+          arguments: [(0.0, false), (1, false), (29.9, false), (30, true), (600, true)])
+    func byAge(age: Double, refreshes: Bool) {
+        var life = freshLogin()
+        let actions = life.rejected(waiter: 1, now: now + age)
+        if refreshes {
+            #expect(actions == [.startRefresh(refreshToken: "rt-1"), .publish])
+            #expect(life.suppressedRefreshes == 0)
+        } else {
+            #expect(actions == [.resolve([1], .suppressed)])
+            #expect(life.suppressedRefreshes == 1)
+            #expect(life.status.state == .loggedIn)
+        }
+    }
+
+    @Test("a 401 storm: one refresh per interval, every other 401 suppressed, whatever the rate")
+    func storm() {
+        var life = freshLogin()
+        var starts = 0
+        var clock = now + 30
+        // 10 requests a second for 95 s, each answered 401 by the upstream.
+        for tick in 0..<950 {
+            clock = now + 30 + Double(tick) / 10
+            let waiter = UInt64(tick + 1)
+            let actions = life.rejected(waiter: waiter, now: clock)
+            if actions.contains(.startRefresh(refreshToken: "rt-1")) {
+                starts += 1
+                _ = life.refreshSucceeded(TokenSet(accessToken: "at-\(tick)", expiresAt: clock + 3600), now: clock)
+            }
+        }
+        // Refreshes at 30, 60, 90, 120 s after the login: one per interval.
+        #expect(starts == 4)
+        #expect(life.suppressedRefreshes == 950 - 4)
+    }
+
+    @Test("401s while a refresh runs join it; they are not suppressed")
+    func joinsRefreshInFlight() {
+        var life = freshLogin()
+        #expect(life.rejected(waiter: 1, now: now + 40) == [.startRefresh(refreshToken: "rt-1"), .publish])
+        #expect(life.rejected(waiter: 2, now: now + 40) == [])
+        let done = life.refreshSucceeded(TokenSet(accessToken: "at-2", expiresAt: now + 3600), now: now + 41)
+        #expect(done.last == .resolve([1, 2], .ready))
+        #expect(life.suppressedRefreshes == 0)
+    }
+
+    @Test("tokens of unknown age (stored at start) may be refreshed by the first 401")
+    func unknownAge() {
+        var life = CredentialLifecycle(selfService: false, refreshBefore: lifecycleRefreshBefore, minRefreshInterval: interval)
+        _ = life.started(with: lifecycleLogin, now: now)
+        #expect(life.obtainedAt == nil)
+        #expect(life.rejected(waiter: 1, now: now) == [.startRefresh(refreshToken: "rt-1"), .publish])
+    }
+
+    @Test("tooYoung", arguments: [(nil, 0.0, false), (100.0, 110.0, true), (100.0, 130.0, false)] as [(Double?, Double, Bool)])
+    func tooYoung(obtainedAt: Double?, at: Double, expected: Bool) {
+        #expect(CredentialLifecycle.tooYoung(obtainedAt: obtainedAt, now: at, minRefreshInterval: 30) == expected)
+    }
+}

@@ -1,0 +1,154 @@
+"""Tokens that come back (issue 10, item 4), end to end: an upstream that reflects request
+headers must not hand the injected token to the app (headers or body, across chunk
+boundaries), nor get it written into a recording; ``maskEchoedCredentials: false`` turns the
+masking off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import stat
+import threading
+
+import pytest
+
+from proxy import base_config, build_request
+from test_forwarding import make_tokens, static_provider
+
+
+class ReflectingUpstream:
+    """Answers every request with its Authorization value in a header and, chunked in tiny
+    pieces, in the body (one connection per request)."""
+
+    def __init__(self, piece: int = 3):
+        self.piece = piece
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.stopping = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, path: str = "/") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            head = data.split(b"\r\n\r\n")[0].decode("latin-1")
+            auth = next((line.split(":", 1)[1].strip() for line in head.split("\r\n")[1:]
+                         if line.lower().startswith("authorization:")), "")
+            token = auth.split(" ", 1)[-1]
+            body = json.dumps({"authorization": auth, "token": token, "pad": "x" * 1000, "again": token}).encode()
+            out = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Echo-Authorization: {auth}\r\n"
+                   f"Set-Cookie: debug={token}; Path=/\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode()
+            for i in range(0, len(body), self.piece):
+                part = body[i:i + self.piece]
+                out += b"%x\r\n" % len(part) + part + b"\r\n"
+            conn.sendall(out + b"0\r\n\r\n")
+
+    def close(self):
+        self.stopping = True
+        self.sock.close()
+
+
+@pytest.fixture
+def reflecting():
+    up = ReflectingUpstream()
+    yield up
+    up.close()
+
+
+def echo_proxy(start_proxy, tmp_path, upstream_url: str, record_dir=None, **top):
+    tokens = make_tokens(tmp_path / "tokens")
+    routes = [
+        {"name": "api", "path": "/api/", "upstream": upstream_url, "credential": "access_token", "timeoutSeconds": 10},
+        {"name": "jwt", "path": "/jwt/", "upstream": upstream_url, "credential": "jwt", "timeoutSeconds": 10},
+    ]
+    if record_dir is not None:
+        routes.append({"name": "rec", "path": "/rec/", "upstream": upstream_url, "credential": "access_token",
+                       "timeoutSeconds": 10, "mock": {"directory": str(record_dir), "mode": "record"}})
+    server = start_proxy(config=base_config(None, provider=static_provider(tokens), routes=routes, **top), name="echo")
+    server.tokens = tokens
+    return server
+
+
+def fetch(server, path: str) -> bytes:
+    with server.connect() as sock:
+        sock.sendall(build_request("GET", path, {"Host": server.host_header, "Connection": "close"}))
+        raw = b""
+        while chunk := sock.recv(65536):
+            raw += chunk
+    return raw
+
+
+def masked_metric(server, route: str) -> int:
+    text = server.get("/_platform/metrics").body.decode()
+    m = re.search(rf'^platform_proxy_echoed_credentials_masked_total{{route="{route}"}} (\d+)', text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def test_echoed_token_is_masked_in_headers_and_chunked_body(start_proxy, tmp_path, reflecting):
+    server = echo_proxy(start_proxy, tmp_path, reflecting.url("/"))
+    for path, token in (("/api/x", server.tokens.access), ("/jwt/x", server.tokens.id)):
+        r = server.get(path)
+        assert r.status == 200, str(r)
+        raw = fetch(server, path)
+        assert token.encode() not in raw, f"the token came back to the client:\n{raw[:600]!r}"
+        mask = "*" * len(token)
+        assert r.header("x-echo-authorization") == f"Bearer {mask}", str(r)
+        body = r.json()
+        assert body["token"] == mask and body["again"] == mask and body["authorization"] == f"Bearer {mask}"
+    assert masked_metric(server, "api") >= 2 * 4
+
+
+def test_echoed_token_is_masked_in_a_content_length_body_which_keeps_its_length(start_proxy, tmp_path, main_upstream):
+    # The recording upstream echoes the request it saw (headers included) as JSON.
+    server = echo_proxy(start_proxy, tmp_path, main_upstream.url("/base/"))
+    r = server.get("/api/echo")
+    assert r.status == 200, str(r)
+    assert server.tokens.access.encode() not in r.body
+    assert int(r.header("content-length")) == len(r.body)
+    assert "*" * len(server.tokens.access) in r.body.decode()
+    assert main_upstream.records[0].header("authorization") == f"Bearer {server.tokens.access}"
+
+
+def test_echoed_token_is_relayed_when_masking_is_switched_off(start_proxy, tmp_path, reflecting):
+    server = echo_proxy(start_proxy, tmp_path, reflecting.url("/"), maskEchoedCredentials=False)
+    r = server.get("/api/x")
+    assert r.json()["token"] == server.tokens.access
+    assert masked_metric(server, "api") == 0
+
+
+def test_recording_never_holds_the_token_and_is_private(start_proxy, tmp_path, reflecting):
+    record_dir = tmp_path / "recorded"
+    for switch in (True, False):
+        server = echo_proxy(start_proxy, tmp_path / str(switch), reflecting.url("/"), record_dir=record_dir,
+                            maskEchoedCredentials=switch)
+        r = server.get(f"/rec/item-{switch}")
+        assert r.status == 200, str(r)
+        path = record_dir / f"item-{switch}.json"
+        for _ in range(100):
+            if path.exists():
+                break
+            threading.Event().wait(0.02)
+        content = path.read_text()
+        assert server.tokens.access not in content, f"the token was written into {path}"
+        assert "*" * len(server.tokens.access) in content
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, oct(os.stat(path).st_mode)

@@ -1,0 +1,43 @@
+import Config
+import HTTP1
+import Testing
+@testable import Proxy
+
+@Suite("UpstreamTarget.isForwardable")
+struct ForwardablePathTests {
+    @Test("encoded separators and NUL are refused in any case unless the route forwards slashes",
+          arguments: [
+              ("/a/b", EncodedSlashes.reject, true), ("/a%2Fb", .reject, false), ("/a%2fb", .reject, false),
+              ("/a%5cb", .reject, false), ("/a%5Cb", .reject, false), ("/a%00b", .reject, false),
+              ("/a%2Fb", .forward, true), ("/a%5cb", .forward, true), ("/a%00b", .forward, false),
+              ("/..%2fsecret", .forward, false), ("/x/%2e%2e%2Fy", .forward, false), ("/.%2e%5cy", .forward, false),
+              ("/a..%2fb", .forward, true), ("/%2", .reject, true), ("/%zz", .reject, true), ("/a%41b", .reject, true),
+              ("/a/%2e/b", .forward, false), ("/a/.../b", .reject, true),
+          ])
+    func table(path: String, mode: EncodedSlashes, expected: Bool) {
+        #expect(UpstreamTarget.isForwardable(Substring(path), encodedSlashes: mode) == expected)
+    }
+}
+
+@Suite("RequestScreen")
+struct RequestScreenTests {
+    private let access = AccessPolicy(allowedHosts: ["localhost", "127.0.0.1"], apiKey: nil)
+
+    @Test("Sec-Fetch-Site: cross-site and unknown values are refused; same-site only with an allowed Origin",
+          arguments: [
+              (nil, nil, false), ("same-origin", nil, false), ("none", nil, false), ("Same-Origin", nil, false),
+              ("cross-site", nil, true), ("cross-site", "http://localhost:3000", true), ("same-site", nil, true),
+              ("same-site", "http://evil.example", true), ("same-site", "http://localhost:3000", false),
+              ("bogus", nil, true), ("", nil, true),
+          ] as [(String?, String?, Bool)])
+    func crossSite(site: String?, origin: String?, refused: Bool) {
+        #expect(RequestScreen.refusesCrossSite(fetchSite: site, origin: origin, access: access) == refused)
+    }
+
+    @Test("method overrides naming TRACE or TRACK, in any case or list position",
+          arguments: [("TRACE", true), ("track", true), (" Trace ", true), ("GET, TRACE", true), ("PATCH", false),
+                      ("TRACES", false), ("", false)])
+    func overrides(value: String, refused: Bool) {
+        #expect(RequestScreen.namesTrace(value) == refused)
+    }
+}
