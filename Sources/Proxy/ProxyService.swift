@@ -107,7 +107,8 @@ public enum ProxyService {
             return 1
         }
         Log.emit(.info, "started", ["version": .string(version), "config": .string(configPath), "configSource": .string(location.source),
-                                    "workers": .int(server.eventLoops.count), "routes": .int(configuration.routes.count)])
+                                    "workers": .int(server.eventLoops.count), "routes": .int(configuration.routes.count),
+                                    "maxClients": .int(settings.maxConnections)])
         return waitForSignals(signals, server: server, handlers: handlers, location: location, current: runtime, tokens: tokens,
                               lifecycle: lifecycle, analytics: analytics, experiments: experiments)
     }
@@ -124,7 +125,9 @@ public enum ProxyService {
             _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         }
         let descriptors = Int(clamping: limit.rlim_cur)
-        if descriptors < connections * 2 + descriptorReserve {
+        // A budget within 10 % of maxConnections is no news (a hard limit of 20000 against the
+        // default 10000 clients, say); the budget is in the start line either way.
+        if clientBudget(descriptors: descriptors) < connections * 9 / 10 {
             Log.emit(.warning, "descriptor_limit", [
                 "limit": .int(descriptors), "maxConnections": .int(connections),
                 "clientsServed": .int(clientBudget(descriptors: descriptors)),
