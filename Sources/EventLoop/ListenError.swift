@@ -1,6 +1,6 @@
 import Glibc
 
-/// Why a listener could not be set up, naming the address (DESIGN.md §8: a struct over a
+/// Why a listener could not be set up, naming the address (docs/ARCHITECTURE.md §8: a struct over a
 /// private enum code, so new reasons are additive).
 public struct ListenError: Error, Sendable, Equatable, CustomStringConvertible {
     private enum Code: Sendable, Equatable { case inUse, notASocket, cannotBind }

@@ -201,7 +201,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         masker = nil
     }
 
-    /// SPEC: on a `retryOn401` route, refresh (or take tokens that changed since this request
+    /// README "Logging in (OAuth 2 / OIDC)": on a `retryOn401` route, refresh (or take tokens that changed since this request
     /// was sent) and retry once; a body too large to keep is streamed and its 401 relayed.
     private var mayRetryAfter401: Bool {
         route.retryOn401 && !retried && route.credential != .none && handler.credentialManager != nil && hops == 0

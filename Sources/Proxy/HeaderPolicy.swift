@@ -1,7 +1,7 @@
 import HTTP1
 import Upstream
 
-/// Which headers cross the proxy, in each direction (SPEC "Proxying rules").
+/// Which headers cross the proxy, in each direction (README "Behaviour worth knowing", Headers).
 enum HeaderPolicy {
     /// What the policy does with a request field.
     private enum Action { case drop, forwardedFor, via, host, connection, keep }

@@ -1,6 +1,6 @@
 import Config
 
-/// Redirect decisions, hop by hop (SPEC "redirects"), as pure functions.
+/// Redirect decisions, hop by hop (Config/README.md, `redirects`), as pure functions.
 enum RedirectPolicy {
     /// What to do with a 3xx.
     enum Decision: Equatable {

@@ -1,6 +1,6 @@
 import Config
 
-/// Longest-prefix routing on a segment boundary (SPEC "routes").
+/// Longest-prefix routing on a segment boundary (README "Configuration").
 ///
 /// A prefix matches the path equal to it (without its trailing slash) or any path continuing
 /// it with "/": `/accounts/` matches `/accounts`, `/accounts/` and `/accounts/me`, not `/accountsX`.

@@ -9,7 +9,7 @@ struct EventsRequestTests {
         EventsRequest.parse(Array(body.utf8), keys: keys, now: now)
     }
 
-    @Test("the SPEC example: event form and key form, with value and timestamp defaults")
+    @Test("the documented example: event form and key form, with value and timestamp defaults")
     func specExample() {
         let result = parse("""
             {"events":[{"path":"dining.kcech","event":"buttonPressed","value":"1"},{"key":"dining.kcech.appear"}]}
