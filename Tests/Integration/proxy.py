@@ -41,6 +41,19 @@ def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05):
     return predicate()
 
 
+def read_head(conn: socket.socket) -> tuple[bytes, bytes] | None:
+    """Reads one request head off a raw connection: (head, body bytes read with it), or None
+    when the peer closed first. For the hostile and faulty upstreams the tests write by hand."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head, rest
+
+
 def binary_path() -> Path:
     """The binary under test: $PLATFORM_PROXY_BIN, else the debug build."""
     env = os.environ.get("PLATFORM_PROXY_BIN")

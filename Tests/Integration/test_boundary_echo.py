@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from proxy import base_config, build_request
+from proxy import base_config, build_request, read_head
 from test_forwarding import make_tokens, static_provider
 
 
@@ -45,13 +45,10 @@ class ReflectingUpstream:
 
     def _serve(self, conn):
         with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                data += chunk
-            head = data.split(b"\r\n\r\n")[0].decode("latin-1")
+            got = read_head(conn)
+            if got is None:
+                return
+            head = got[0].decode("latin-1")
             auth = next((line.split(":", 1)[1].strip() for line in head.split("\r\n")[1:]
                          if line.lower().startswith("authorization:")), "")
             token = auth.split(" ", 1)[-1]

@@ -7,7 +7,7 @@ import socket
 import threading
 import time
 
-from proxy import base_config, build_request, exchange, wait_until
+from proxy import base_config, build_request, exchange, read_head, wait_until
 
 
 class RawUpstream:
@@ -36,14 +36,11 @@ class RawUpstream:
 
     def _serve(self, conn):
         with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                data += chunk
+            got = read_head(conn)
+            if got is None:
+                return
             self.note("request")
-            self.leftover = data.split(b"\r\n\r\n", 1)[1]  # body bytes read with the head
+            self.leftover = got[1]  # body bytes read with the head
             self.behave(self, conn)
 
     def note(self, what: str):

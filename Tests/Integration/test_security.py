@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from proxy import ProxyProcess, ResponseReader, base_config, build_request, write_mock_dir
+from proxy import ProxyProcess, ResponseReader, base_config, build_request, read_head, write_mock_dir
 from test_forwarding import assert_error_json, make_tokens, static_provider
 from upstream import Upstream
 
@@ -451,12 +451,8 @@ def _raw_upstream(response: bytes):
         except OSError:
             return
         with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                data += chunk
+            if read_head(conn) is None:
+                return
             conn.sendall(response)
 
     threading.Thread(target=serve, daemon=True).start()

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from proxy import (ResponseReader, base_config, build_request, is_open, require_binary, run_cli, socket_state,
-                   write_mock_dir)
+                   wait_until, write_mock_dir)
 
 SNAKE_CASE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 
@@ -49,14 +49,6 @@ def assert_error_json(resp, status: int, code: str | None = None) -> dict:
     return body
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return predicate()
 
 
 def raise_nofile(want: int) -> None:
