@@ -45,3 +45,28 @@ struct InjectedLineCache {
         }
     }
 }
+
+/// The token bytes a loop masks in echoed responses, copied once per token snapshot, so that a
+/// request retains an array only its own loop touches rather than one shared by every loop
+/// (whose reference count would move between the loops' CPU caches).
+struct EchoTokenCache {
+    // Held, not just identified: a freed snapshot's address could come back as a new one's.
+    private var snapshot: CredentialSnapshot?
+    private var access: [UInt8]?
+    private var id: [UInt8]?
+
+    /// This loop's copy of the token a route of `kind` injects, nil when there is none.
+    mutating func bytes(_ kind: CredentialKind, of snapshot: CredentialSnapshot) -> [UInt8]? {
+        if self.snapshot !== snapshot {
+            self.snapshot = snapshot
+            // `Array(buffer)` makes new storage; `Array(array)` would share the snapshot's.
+            access = snapshot.tokenBytes(for: .accessToken).map { $0.withUnsafeBufferPointer { Array($0) } }
+            id = snapshot.tokenBytes(for: .jwt).map { $0.withUnsafeBufferPointer { Array($0) } }
+        }
+        switch kind {
+        case .accessToken: return access
+        case .jwt: return id
+        case .none: return nil
+        }
+    }
+}

@@ -38,6 +38,8 @@ public final class ProxyHandler: HTTPHandler {
     public var metricsListener: Int?
     /// Injected header lines per route, formatted once per token generation.
     private var injectedLines = InjectedLineCache()
+    /// The tokens to mask in echoes, copied per token generation on this loop.
+    private var echoTokens = EchoTokenCache()
     /// The `X-Experiments` line, formatted once per subject and config.
     private var experimentLines = ExperimentHeaderCache()
 
@@ -159,7 +161,7 @@ public final class ProxyHandler: HTTPHandler {
                                           requestID: exchange.info?.requestID ?? "", credentialLines: lines,
                                           generation: credentials.generation, injector: plan.injector,
                                           experimentLines: experiments)
-        let token = credentials.tokenBytes(for: route.credential)
+        let token = echoTokens.bytes(route.credential, of: credentials)
         if plan.runtime.configuration.maskEchoedCredentials { forwarded.echoToken = token }
         if plan.mockMode == .record, let mock = route.mock {
             forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite,
