@@ -105,17 +105,11 @@ public final class AnalyticsService: @unchecked Sendable {
     /// Starts the uploader on `home` with that loop's libcurl client; `refresher` (the OAuth
     /// token manager, when there is one) is asked for new tokens when the endpoint answers 401.
     public func start(home: EventLoop, http: UpstreamClient, refresher: CredentialManager?) {
-        // With uploads off (the test profile) values are accepted and kept, and nothing leaves.
-        guard configuration.uploads else { return }
         uploader.start(service: self, home: home, http: http, refresher: refresher)
     }
 
     /// Asks for an upload now; `done` runs on `caller` with what this cycle did.
     public func flush(replyOn caller: EventLoop, _ done: @escaping (FlushReport) -> Void) {
-        guard configuration.uploads else {
-            return done(FlushReport(remaining: Int(counters.depth.load(ordering: .relaxed)),
-                                    deferredReason: "uploads are off (analytics.uploads is false)"))
-        }
         uploader.flush(replyOn: caller, done)
     }
 
@@ -124,8 +118,7 @@ public final class AnalyticsService: @unchecked Sendable {
 
     /// At shutdown: one last upload, bounded by `seconds`; what is not sent stays on disk.
     public func finalUpload(within seconds: Double, home: EventLoop) -> Bool {
-        guard configuration.uploads else { return true }
-        return uploader.finalUpload(within: seconds, home: home)
+        uploader.finalUpload(within: seconds, home: home)
     }
 
     /// Commits what is queued and closes the store.

@@ -75,7 +75,9 @@ final class AnalyticsUploader: @unchecked Sendable {
         let expireBefore = now - Int64(configuration.expireIntervalSeconds)
         let maxStored = configuration.maxStoredEvents
         let maxBytes = configuration.maxStoredBytes
-        let limit = configuration.maxBatch
+        // With uploads off (the test profile) the cycle still prunes and enforces the caps; it
+        // reads no batch and sends nothing.
+        let limit = configuration.uploads ? configuration.maxBatch : 0
         let uploadBytes = configuration.maxUploadBytes
         let product = configuration.product
         let counters = service.counters
@@ -102,6 +104,9 @@ final class AnalyticsUploader: @unchecked Sendable {
             }
             home.execute { [self] in
                 switch result {
+                case .success where !configuration.uploads:
+                    report.deferredReason = "uploads are off (analytics.uploads is false)"
+                    finished(.empty, reason: nil)
                 case .success(let batch) where batch.events.isEmpty: finished(.empty, reason: nil)
                 case .success(let batch): send(batch)
                 case .failure(let error): finished(.retryLater, reason: "store: \(error)")

@@ -437,6 +437,8 @@ final class HTTPConnection: Selectable {
         exchange.bytesSent = 0
         exchange.chunkedResponse = false
         exchange.declaredLength = nil
+        // A bodiless framing (204, 304) marked it; the error that replaces it has a body.
+        exchange.isHead = exchange.head.methodIs("HEAD")
         return true
     }
 

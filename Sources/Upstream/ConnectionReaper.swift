@@ -44,6 +44,14 @@ final class ConnectionReaper {
         // curl asks for a 0 ms timeout through the timer callback; the loop drives it from there.
     }
 
+    /// Takes the probe transfer out of `multi` before that is cleaned up (the client is being
+    /// deinitialised, so it is not reached through the unowned reference).
+    func detach(from multi: UnsafeMutableRawPointer) {
+        guard running else { return }
+        curl_multi_remove_handle(multi, easy)
+        running = false
+    }
+
     /// Whether `handle` was the reaper's (then it is detached, its failure expected).
     func finished(_ handle: UnsafeMutableRawPointer) -> Bool {
         guard handle == easy else { return false }

@@ -19,8 +19,9 @@ public final class UpstreamClient {
     private(set) var active: [UnsafeMutableRawPointer: UpstreamTransfer] = [:]
     /// Non-zero while libcurl is running our callbacks: handles must not be removed then.
     var callbackDepth = 0
-    /// Makes libcurl close pooled connections their servers closed, while no request comes.
-    lazy var reaper = ConnectionReaper(client: self)
+    /// Makes libcurl close pooled connections their servers closed, while no request comes;
+    /// made when the first such connection is seen.
+    private var reaper: ConnectionReaper?
 
     /// Initialises libcurl once per process; call before any loop thread starts.
     public static func globalInit() { _ = initialised }
@@ -46,7 +47,16 @@ public final class UpstreamClient {
         cc_multi_long(multi, CURLMOPT_MAXCONNECTS, 512)
     }
 
-    deinit { curl_multi_cleanup(multi) }
+    deinit {
+        reaper?.detach(from: multi)
+        curl_multi_cleanup(multi)
+    }
+
+    /// A parked pooled connection reported EOF: have libcurl close it soon.
+    func deadConnectionSeen() {
+        if reaper == nil { reaper = ConnectionReaper(client: self) }
+        reaper?.deadConnectionSeen()
+    }
 
     /// Starts `request`; events go to `delegate` on this loop. `body` streams the request body.
     public func start(_ request: UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
@@ -153,7 +163,7 @@ public final class UpstreamClient {
         var remaining: Int32 = 0
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-            if reaper.finished(easy) { continue }
+            if reaper?.finished(easy) == true { continue }
             guard let transfer = active[easy] else { continue }
             transfer.completed(code: cc_msg_result(message))
         }
@@ -180,7 +190,7 @@ final class CurlSocket: Selectable {
             // Activity on an idle pooled connection (the server closed it): stop watching, and
             // have curl close it soon rather than hold the descriptor until the next request.
             client.loop.deregister(fd: fd)
-            client.reaper.deadConnectionSeen()
+            client.deadConnectionSeen()
             return
         }
         var mask: Int32 = 0
