@@ -40,6 +40,16 @@ final class OAuthLifecycle {
         return created
     }
 
+    /// What every loop holds before the manager's first publish reaches it: the stored login,
+    /// so the first requests after a restart are not gated while that message travels.
+    /// Generation 0 is older than any the manager publishes, so the manager's state wins.
+    var initialSnapshot: CredentialSnapshot {
+        guard let stored else { return .empty }
+        let status = AuthStatus(state: .loggedIn, expiresAt: stored.expiresAt, subject: stored.subject)
+        return CredentialSnapshot(generation: 0, accessToken: stored.accessToken, idToken: stored.idToken,
+                                  tokenType: stored.tokenType, status: status)
+    }
+
     /// Starts the lifecycle with the stored tokens (after every loop has its handler).
     func start() { manager?.start(stored: stored) }
 }

@@ -59,8 +59,8 @@ public enum ProxyService {
         let server = HTTPServer(configuration: settings)
         let runtime = ProxyRuntime(configuration: configuration)
         let tokens = TokenWatcher(configuration.provider)
-        let initial = tokens.poll() ?? .empty
         let lifecycle = OAuthLifecycle(configuration)
+        let initial = lifecycle?.initialSnapshot ?? tokens.poll() ?? .empty
         var analytics: AnalyticsService?
         if let settings = configuration.analytics {
             do {
