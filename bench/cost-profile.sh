@@ -10,6 +10,7 @@
 #
 #   bench/cost-profile.sh                       # N1=300 N2=1300, top 30 functions
 #   TOP=60 bench/cost-profile.sh
+#   UPSTREAM=https bench/cost-profile.sh        # the upstream over TLS (h2), as bench/proxy.sh's https case
 #   BASE_BIN=/path/to/older/platform-proxy bench/cost-profile.sh   # the same counts for another build
 #   PLATFORM_PROXY_RELEASE_BIN=/path/to/platform-proxy bench/cost-profile.sh   # skip the build
 set -euo pipefail
@@ -24,8 +25,24 @@ ensure_tools nginx valgrind strace python3
 PROXY_BIN="$(build_release)"
 TOKEN="bench-token-0123456789abcdef"
 
+# UPSTREAM=https: the upstream is nginx over TLS (h2 by ALPN, a private CA made here) instead.
+UPSTREAM="${UPSTREAM:-http}"
 UP_PORT="$(free_port)"
-start_nginx "$UP_PORT" "default_type application/json; return 200 '{\"status\":\"ok\"}';"
+UPSTREAM_URL="http://127.0.0.1:$UP_PORT/"
+if [[ $UPSTREAM == https ]]; then
+    ensure_tools openssl
+    make_test_ca "$BENCH_DIR/tls"
+    UP_TLS_PORT="$(free_port)"
+    UPSTREAM_URL="https://127.0.0.1:$UP_TLS_PORT/"
+    export CURL_CA_BUNDLE="$BENCH_DIR/tls/ca.pem"
+    NGINX_HTTP_EXTRA="server {
+        listen 127.0.0.1:$UP_TLS_PORT ssl http2;
+        ssl_certificate $BENCH_DIR/tls/server.pem;
+        ssl_certificate_key $BENCH_DIR/tls/server.key;
+        location / { default_type application/json; return 200 '{\"status\":\"ok\"}'; }
+    }"
+fi
+NGINX_HTTP_EXTRA="${NGINX_HTTP_EXTRA:-}" start_nginx "$UP_PORT" "default_type application/json; return 200 '{\"status\":\"ok\"}';"
 
 # client PORT N: N keep-alive GETs, each answered 200.
 client() {
@@ -46,7 +63,7 @@ config() {
     cat >"$BENCH_DIR/proxy.json" <<JSON
 {"listen": ["127.0.0.1:$1"], "workers": 1,
  "provider": {"grant": "static", "accessToken": "$TOKEN", "idToken": "$TOKEN"}, "log": {"access": false},
- "routes": [{"name": "up", "path": "/", "upstream": "http://127.0.0.1:$UP_PORT/", "credential": "access_token"}]}
+ "routes": [{"name": "up", "path": "/", "upstream": "$UPSTREAM_URL", "credential": "access_token"}]}
 JSON
 }
 
@@ -103,11 +120,11 @@ profile() {
     bench_log "$label: callgrind, $N1 and $N2 requests"
     callgrind_run "$binary" "$N1" "$BENCH_DIR/cg-1.out"
     callgrind_run "$binary" "$N2" "$BENCH_DIR/cg-2.out"
-    echo "== $label ($binary)"
+    echo "== $label ($binary), $UPSTREAM upstream"
     for f in 1 2; do
         callgrind_annotate --auto=no --threshold=100 "$BENCH_DIR/cg-$f.out" >"$BENCH_DIR/annotate-$f.txt" 2>/dev/null
     done
-    python3 - "$BENCH_DIR/annotate-1.txt" "$BENCH_DIR/annotate-2.txt" "$N1" "$N2" "$TOP" <<'PY'
+    python3 - "$BENCH_DIR/annotate-1.txt" "$BENCH_DIR/annotate-2.txt" "$N1" "$N2" "$TOP" "$(basename "$binary")" <<'PY'
 import re, subprocess, sys
 from collections import defaultdict
 
@@ -134,6 +151,7 @@ a, ta = read(sys.argv[1])
 b, tb = read(sys.argv[2])
 n = int(sys.argv[4]) - int(sys.argv[3])
 top = int(sys.argv[5])
+binary = sys.argv[6]
 per = {k: (b.get(k, 0) - a.get(k, 0)) / n for k in set(a) | set(b)}
 total = (tb - ta) / n
 print(f"  instructions per request: {total:,.0f}")
@@ -142,10 +160,10 @@ def library(obj):
     for prefix, label in (("libcurl", "libcurl"), ("libswift", "Swift runtime + stdlib"), ("libc.so", "libc"),
                           ("libc-", "libc"), ("ld-linux", "dynamic loader"), ("libnghttp2", "nghttp2"),
                           ("libssl", "OpenSSL"), ("libcrypto", "OpenSSL"), ("libz", "zlib"),
-                          ("platform-proxy", "platform-proxy (ours, static stdlib included)")):
+                          ("platform-proxy", "platform-proxy (ours)")):
         if obj.startswith(prefix):
             return label
-    return obj
+    return "platform-proxy (ours)" if obj == binary else obj
 
 by_lib = defaultdict(float)
 for (obj, _), v in per.items():

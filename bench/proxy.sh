@@ -247,6 +247,7 @@ if [[ $BENCH_IDLE == 1 ]]; then
         burst=0; [[ $t == platform ]] && burst=$IDLE_BURST
         bench_log "idle memory: $t ($IDLE_CLIENTS idle clients$( ((burst)) && echo ", a $burst-connection burst, 10 s"))"
         port="${URL[plain,$t]#http://127.0.0.1:}"; port="${port%/}"
+        MEM[$t,pss]=$(pss_tree_kb "${PIDS[plain,$t]}")
         read -r MEM[$t,rest] MEM[$t,idle] MEM[$t,closed] MEM[$t,burst] MEM[$t,later] < <(
             python3 "$BENCH_REPO_ROOT/bench/idle_memory.py" --attach "${PIDS[plain,$t]}" --port "$port" \
                 --clients "$IDLE_CLIENTS" --burst "$burst" --later 10) || bench_die "idle memory measurement failed for $t"
@@ -357,6 +358,7 @@ if [[ $BENCH_IDLE == 1 ]]; then
         fi
     done
     echo "(platform-proxy: the plain-case instance, workers ${PROXY_WORKERS:-0}; burst: $IDLE_BURST connections, one request each)"
+    echo "PSS at rest (shared library pages divided among the processes mapping them): nginx $(mib "${MEM[nginx,pss]}") MiB, haproxy $(mib "${MEM[haproxy,pss]}") MiB, platform-proxy $(mib "${MEM[platform,pss]}") MiB"
 fi
 
 if ((${#FLOOR[@]})); then
