@@ -1,3 +1,4 @@
+import Glibc
 import HTTP1
 
 /// Request header lines for an upstream, `Name: value` each, kept as one byte array with every
@@ -68,12 +69,16 @@ public struct HeaderLines: Sendable, Equatable {
                     var start = 0
                     while start < buffer.count {
                         var end = start
-                        while end < buffer.count, buffer[end] != 0, buffer[end] != 0x3A, buffer[end] != 0x3B { end += 1 }
-                        let name = UnsafeBufferPointer(rebasing: buffer[start..<end])
-                        if !found.0, Self.name(name, equalsLowercased: a) { found.0 = true }
-                        if !found.1, Self.name(name, equalsLowercased: b) { found.1 = true }
-                        while end < buffer.count, buffer[end] != 0 { end += 1 }
-                        start = end + 1
+                        // Only a line that starts like one of the names is looked at further.
+                        let initial = asciiLower(buffer[start])
+                        if (a.first == initial && !found.0) || (b.first == initial && !found.1) {
+                            while end < buffer.count, buffer[end] != 0, buffer[end] != 0x3A, buffer[end] != 0x3B { end += 1 }
+                            let name = UnsafeBufferPointer(rebasing: buffer[start..<end])
+                            if !found.0, Self.name(name, equalsLowercased: a) { found.0 = true }
+                            if !found.1, Self.name(name, equalsLowercased: b) { found.1 = true }
+                        }
+                        guard let nul = memchr(buffer.baseAddress! + end, 0, buffer.count - end) else { break }
+                        start = buffer.baseAddress!.distance(to: nul.assumingMemoryBound(to: UInt8.self)) + 1
                     }
                 }
             }

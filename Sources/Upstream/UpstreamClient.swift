@@ -14,9 +14,12 @@ public final class UpstreamClient {
     private var timerDeadline: NanoTime?
     /// When curl last asked to be called (nil: it asked for no timeout).
     private var curlDeadline: NanoTime?
-    private var sockets: [CInt: CurlSocket] = [:]
+    /// curl's sockets by descriptor: an array, not a dictionary, since curl reports sockets
+    /// several times per request (docs/ARCHITECTURE.md §13).
+    private var sockets = SocketTable()
     private var idleHandles: [EasyHandle] = []
-    private(set) var active: [UnsafeMutableRawPointer: UpstreamTransfer] = [:]
+    /// Transfers in flight; each knows its index here (`activeIndex`), so removal is O(1).
+    private var active: [UpstreamTransfer] = []
     /// Non-zero while libcurl is running our callbacks: handles must not be removed then.
     var callbackDepth = 0
     /// Makes libcurl close pooled connections their servers closed, while no request comes;
@@ -62,7 +65,8 @@ public final class UpstreamClient {
     public func start(_ request: UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
         let handle = idleHandles.popLast() ?? EasyHandle()
         let transfer = UpstreamTransfer(client: self, handle: handle, request: request, body: body, delegate: delegate)
-        active[handle.easy] = transfer
+        transfer.activeIndex = active.count
+        active.append(transfer)
         let result = curl_multi_add_handle(multi, handle.easy)
         if result != CURLM_OK {
             loop.afterEvents { transfer.finish(.unreachable("curl_multi_add_handle: \(result.rawValue)")) }
@@ -75,7 +79,14 @@ public final class UpstreamClient {
 
     /// Detaches a finished or cancelled transfer and keeps its easy handle for the next one.
     func release(_ transfer: UpstreamTransfer) {
-        guard active.removeValue(forKey: transfer.handle.easy) != nil else { return }
+        let index = transfer.activeIndex
+        guard index >= 0 else { return }
+        let last = active.removeLast()
+        if index < active.count {
+            active[index] = last
+            last.activeIndex = index
+        }
+        transfer.activeIndex = -1
         curl_multi_remove_handle(multi, transfer.handle.easy)
         idleHandles.append(transfer.handle)
     }
@@ -164,8 +175,28 @@ public final class UpstreamClient {
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
             if reaper?.finished(easy) == true { continue }
-            guard let transfer = active[easy] else { continue }
+            var transferPointer: UnsafeMutableRawPointer?
+            guard cc_info_ptr(easy, CURLINFO_PRIVATE, &transferPointer) == CURLE_OK, let transferPointer else { continue }
+            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(transferPointer).takeUnretainedValue()
+            guard transfer.activeIndex >= 0 else { continue }
             transfer.completed(code: cc_msg_result(message))
+        }
+    }
+}
+
+/// curl's sockets indexed by descriptor number (descriptors are small and reused lowest-first).
+struct SocketTable {
+    private var slots: [CurlSocket?] = []
+
+    subscript(fd: CInt) -> CurlSocket? {
+        get { fd >= 0 && Int(fd) < slots.count ? slots[Int(fd)] : nil }
+        set {
+            guard fd >= 0 else { return }
+            if Int(fd) >= slots.count {
+                guard newValue != nil else { return }
+                slots.append(contentsOf: repeatElement(nil, count: max(Int(fd) + 1, 2 * slots.count, 64) - slots.count))
+            }
+            slots[Int(fd)] = newValue
         }
     }
 }

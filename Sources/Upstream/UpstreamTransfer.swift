@@ -25,6 +25,8 @@ public final class UpstreamTransfer {
     private var cancelled = false
     private var finished = false
     private var headTimer: TimerID?
+    /// Index in the client's in-flight list, -1 when not in it (`UpstreamClient.release`).
+    var activeIndex = -1
     /// The request as sent.
     public let request: UpstreamRequest
 
