@@ -1,44 +1,108 @@
-/// The lifecycle of one client connection as a value (docs/ARCHITECTURE.md §3): events in,
-/// decisions out; `HTTPConnection` performs the I/O. Deadlines are the slow-loris, idle and send
-/// timeouts.
+/// The lifecycle of one client connection as a value (docs/ARCHITECTURE.md §3): one enum with
+/// payloads, events in, actions out. `HTTPConnection` performs the I/O the actions name and keeps
+/// no lifecycle of its own. Deadlines (slow-loris, idle, stalled body, stalled reader) are
+/// derived from the state, never stored beside it.
 public struct ConnectionStateMachine: Sendable {
-    /// Where the connection is in its current exchange.
-    public enum Phase: Sendable, Equatable {
-        /// Between requests, no byte of the next one yet.
-        case idle
-        /// Some bytes of a head arrived; the header timeout runs from the first of them.
-        case readingHead
-        /// The head is in; its body is arriving (or being drained after an early response).
-        case readingBody
-        /// The request is complete; the response is not.
-        case awaitingResponse
-        /// Nothing more will happen.
-        case closed
-    }
-
-    /// What the owner should do after an event.
-    public enum Decision: Sendable, Equatable {
-        /// Carry on.
-        case proceed
-        /// Parse the next request (pipelined bytes may already be buffered).
-        case readNextRequest
-        /// Close the connection now.
+    /// Whether the connection may carry another request after the current response.
+    public enum Persistence: Sendable, Equatable {
+        case keepAlive
         case close
     }
 
-    /// Current phase.
-    public private(set) var phase: Phase = .idle
-    /// When the connection times out, if a timeout applies now.
-    public private(set) var deadline: NanoTime?
-    /// Whether the client may keep the connection after the current response.
-    public private(set) var keepAlive = true
-    /// Whether the client shut down its sending side.
-    public private(set) var inputClosed = false
-    private var requestDone = false
-    private var responseDone = false
-    private var isFirstRequest = true
-    private var shuttingDown = false
-    private var outputBlocked = false
+    /// Whether request body bytes are read and delivered, or held in the socket by the handler.
+    public enum BodyFlow: Sendable, Equatable {
+        case flowing
+        case paused
+    }
+
+    /// `Expect: 100-continue` bookkeeping for one request body.
+    public enum Continue: Sendable, Equatable {
+        /// The client sends its body unasked.
+        case notExpected
+        /// The client waits for `100 Continue`, which was not sent (an early answer leaves the body
+        /// unsent: it cannot be drained, so the connection closes after the response).
+        case owed
+        /// `100 Continue` was queued.
+        case sent
+    }
+
+    /// The request side of an exchange.
+    public enum RequestState: Sendable, Equatable {
+        /// Body bytes are arriving; the idle timeout runs from the last of them.
+        case body(BodyFlow, Continue, lastProgress: NanoTime)
+        /// The request is complete.
+        case complete
+    }
+
+    /// Who waits for queued output to drain.
+    public enum Writer: Sendable, Equatable {
+        /// Nobody.
+        case ready
+        /// A writer was told `canWrite == false` and is owed a `writable` event.
+        case waiting
+    }
+
+    /// The response side of an exchange.
+    public enum ResponseState: Sendable, Equatable {
+        /// Nothing queued yet.
+        case pending
+        /// The head is queued; body may follow.
+        case streaming(Writer)
+        /// The response was fully queued.
+        case complete
+    }
+
+    /// One request and its response, progressing independently (an early response drains the
+    /// rest of the body; a pipelined head waits for the response).
+    public struct Exchange: Sendable, Equatable {
+        public var request: RequestState
+        public var response: ResponseState
+        public var persistence: Persistence
+    }
+
+    /// Where the connection is.
+    public enum State: Sendable, Equatable {
+        /// Accepted, no byte of the first request yet: the header timeout runs from accept.
+        case accepted(deadline: NanoTime)
+        /// Between requests: the idle timeout runs.
+        case idle(deadline: NanoTime)
+        /// Some bytes of a head arrived: the header timeout runs (from the first byte, or from
+        /// accept for the first request). `persistence` is `.close` once shutdown began.
+        case readingHead(deadline: NanoTime, persistence: Persistence)
+        /// A head is in.
+        case exchange(Exchange)
+        /// Nothing more is read; what is queued is written, then the connection closes.
+        /// `reason` is logged for an exchange that had not ended.
+        case closing(reason: String?)
+        /// Closed.
+        case closed
+    }
+
+    /// Whether queued output drains.
+    public enum Output: Sendable, Equatable {
+        case drained
+        /// A write could not complete at `since`; a reader that stays stalled times out.
+        case blocked(since: NanoTime)
+    }
+
+    /// What the owner must do after an event.
+    public enum Action: Sendable, Equatable {
+        /// Nothing.
+        case none
+        /// Parse the next request (pipelined bytes may already be buffered).
+        case readNextRequest
+        /// Queue `100 Continue`.
+        case sendContinue
+        /// Tell the writer it may queue again.
+        case notifyWritable
+        /// Write what is queued, then close (the state is `.closing`).
+        case flushAndClose
+        /// Close now, dropping queued output (the state is `.closed`).
+        case close(reason: String?)
+    }
+
+    public private(set) var state: State
+    public private(set) var output: Output = .drained
     private let headerTimeout: Double
     private let idleTimeout: Double
 
@@ -46,114 +110,273 @@ public struct ConnectionStateMachine: Sendable {
     public init(now: NanoTime, headerTimeout: Double, idleTimeout: Double) {
         self.headerTimeout = headerTimeout
         self.idleTimeout = idleTimeout
-        deadline = now.adding(seconds: headerTimeout)
+        state = .accepted(deadline: now.adding(seconds: headerTimeout))
     }
+
+    // MARK: derived
+
+    /// When the connection times out, if a timeout applies now.
+    public var deadline: NanoTime? {
+        let stalledReader: NanoTime? = if case .blocked(let since) = output { since.adding(seconds: idleTimeout) } else { nil }
+        switch state {
+        case .accepted(let deadline), .readingHead(let deadline, _):
+            // A head in progress keeps its (shorter) header deadline.
+            return deadline
+        case .idle(let deadline):
+            return stalledReader ?? deadline
+        case .exchange(let exchange):
+            guard case .body(_, _, let last) = exchange.request else { return stalledReader }
+            let body = last.adding(seconds: idleTimeout)
+            guard let stalledReader else { return body }
+            return max(body, stalledReader)
+        case .closing:
+            return stalledReader
+        case .closed:
+            return nil
+        }
+    }
+
+    /// Whether the connection is closed (or decided to close now).
+    public var isClosed: Bool { state == .closed }
+
+    /// Whether nothing more is read because the connection closes after its output.
+    public var isClosing: Bool { if case .closing = state { true } else { false } }
+
+    /// Whether the response being written must carry `Connection: close`.
+    public var closesAfterResponse: Bool {
+        if case .exchange(let exchange) = state { return exchange.persistence == .close }
+        return true
+    }
+
+    /// Whether heads are being parsed.
+    public var expectsHead: Bool {
+        switch state {
+        case .accepted, .idle, .readingHead: true
+        case .exchange, .closing, .closed: false
+        }
+    }
+
+    /// Whether the request body is read now: it flows, or the response ended and the rest is drained.
+    public var readsBody: Bool {
+        guard case .exchange(let exchange) = state, case .body(let flow, _, _) = exchange.request else { return false }
+        return flow == .flowing || exchange.response == .complete
+    }
+
+    /// Whether body bytes go to the handler (not once its response ended: they are only drained).
+    public var deliversBody: Bool {
+        guard case .exchange(let exchange) = state, case .body = exchange.request else { return false }
+        return exchange.response != .complete
+    }
+
+    /// Whether the body the handler paused is held.
+    public var bodyPaused: Bool {
+        guard case .exchange(let exchange) = state, case .body(.paused, _, _) = exchange.request else { return false }
+        return true
+    }
+
+    /// Whether the socket should be read. `inputFull`: the input buffer holds as much as it may
+    /// (pipelined requests wait behind the current response).
+    public func wantsRead(inputFull: Bool) -> Bool {
+        guard output == .drained else { return false }
+        switch state {
+        case .accepted, .idle, .readingHead: return true
+        case .exchange(let exchange):
+            if case .body(let flow, _, _) = exchange.request { return flow == .flowing || exchange.response == .complete }
+            // Read on while the response is pending: a FIN (client gone) is noticed at once.
+            return !inputFull
+        case .closing, .closed: return false
+        }
+    }
+
+    // MARK: request events
 
     /// Bytes of a request head arrived.
     public mutating func headBytesReceived(now: NanoTime) {
-        guard phase == .idle else { return }
-        phase = .readingHead
-        if !isFirstRequest { deadline = now.adding(seconds: headerTimeout) }
+        switch state {
+        case .accepted(let deadline): state = .readingHead(deadline: deadline, persistence: .keepAlive)
+        case .idle: state = .readingHead(deadline: now.adding(seconds: headerTimeout), persistence: .keepAlive)
+        case .readingHead, .exchange, .closing, .closed: break
+        }
     }
 
     /// A whole head was parsed.
-    public mutating func headReceived(now: NanoTime, keepAlive: Bool, hasBody: Bool) {
-        precondition(phase == .idle || phase == .readingHead, "head in phase \(phase)")
-        isFirstRequest = false
-        self.keepAlive = keepAlive && !shuttingDown
-        requestDone = !hasBody
-        responseDone = false
-        phase = hasBody ? .readingBody : .awaitingResponse
-        deadline = hasBody ? now.adding(seconds: idleTimeout) : nil
+    public mutating func headReceived(now: NanoTime, keepAlive: Bool, hasBody: Bool, expectsContinue: Bool = false) {
+        let persistence: Persistence
+        switch state {
+        case .accepted, .idle: persistence = .keepAlive
+        case .readingHead(_, let p): persistence = p
+        case .exchange, .closing, .closed: preconditionFailure("head in state \(state)")
+        }
+        let request: RequestState = hasBody ? .body(.flowing, expectsContinue ? .owed : .notExpected, lastProgress: now) : .complete
+        state = .exchange(Exchange(request: request, response: .pending, persistence: keepAlive ? persistence : .close))
+    }
+
+    /// The handler returned from `handle`: a client waiting for `100 Continue` is invited unless
+    /// it was already answered.
+    public mutating func handlerReturned() -> Action {
+        guard case .exchange(var exchange) = state, case .body(let flow, .owed, let last) = exchange.request,
+              exchange.response == .pending else { return .none }
+        exchange.request = .body(flow, .sent, lastProgress: last)
+        state = .exchange(exchange)
+        return .sendContinue
     }
 
     /// Body bytes arrived: the idle timeout restarts.
-    public mutating func bodyProgress(now: NanoTime) {
-        if phase == .readingBody { deadline = now.adding(seconds: idleTimeout) }
+    public mutating func bodyReceived(now: NanoTime) {
+        guard case .exchange(var exchange) = state, case .body(let flow, let expect, _) = exchange.request else { return }
+        exchange.request = .body(flow, expect, lastProgress: now)
+        state = .exchange(exchange)
+    }
+
+    /// The handler holds (`.paused`) or wants (`.flowing`) the body; true when it changed.
+    public mutating func setBodyFlow(_ flow: BodyFlow) -> Bool {
+        guard case .exchange(var exchange) = state, case .body(let old, let expect, let last) = exchange.request,
+              old != flow else { return false }
+        exchange.request = .body(flow, expect, lastProgress: last)
+        state = .exchange(exchange)
+        return true
     }
 
     /// The request body ended.
-    public mutating func bodyEnded(now: NanoTime) -> Decision {
-        precondition(phase == .readingBody, "body end in phase \(phase)")
-        requestDone = true
-        if responseDone { return exchangeComplete(now: now) }
-        phase = .awaitingResponse
-        deadline = outputBlocked ? now.adding(seconds: idleTimeout) : nil
-        return .proceed
+    public mutating func bodyEnded(now: NanoTime) -> Action {
+        guard case .exchange(var exchange) = state, case .body = exchange.request else { return .none }
+        exchange.request = .complete
+        if exchange.response == .complete { return exchangeComplete(now: now, exchange.persistence) }
+        state = .exchange(exchange)
+        return .none
     }
 
-    /// The response was fully queued. `mustClose` when the unread rest of the body cannot be drained.
-    public mutating func responseEnded(now: NanoTime, mustClose: Bool = false) -> Decision {
-        responseDone = true
-        if mustClose { keepAlive = false }
-        guard requestDone else {
-            guard mustClose else { return .proceed }
-            phase = .closed
-            return .close
+    // MARK: response events
+
+    /// A response head was queued. `closeDelimited`: its body ends with the connection (HTTP/1.0, no length).
+    public mutating func responseStarted(closeDelimited: Bool = false) {
+        guard case .exchange(var exchange) = state, exchange.response == .pending else { return }
+        exchange.response = .streaming(.ready)
+        if closeDelimited { exchange.persistence = .close }
+        state = .exchange(exchange)
+    }
+
+    /// A started response was taken back before any byte left (an error replaces it).
+    public mutating func responseRetracted() {
+        guard case .exchange(var exchange) = state, case .streaming = exchange.response else { return }
+        exchange.response = .pending
+        state = .exchange(exchange)
+    }
+
+    /// The response was fully queued.
+    public mutating func responseEnded(now: NanoTime) -> Action {
+        guard case .exchange(var exchange) = state else { return .none }
+        exchange.response = .complete
+        switch exchange.request {
+        case .body(_, .owed, _):
+            // The client still waits for 100 Continue before sending the body: it cannot be drained.
+            state = .closing(reason: nil)
+            return .flushAndClose
+        case .body:
+            // An early response: the rest of the body is read and dropped, then the next request.
+            state = .exchange(exchange)
+            return .none
+        case .complete:
+            return exchangeComplete(now: now, exchange.persistence)
         }
-        return exchangeComplete(now: now)
     }
 
-    /// Whether this response should carry `Connection: close`.
-    public var closesAfterResponse: Bool { !keepAlive || shuttingDown || inputClosed }
+    /// The writer was told it may not queue more: it is owed `notifyWritable` once output drains.
+    public mutating func writerRefused() {
+        guard case .exchange(var exchange) = state, case .streaming = exchange.response else { return }
+        exchange.response = .streaming(.waiting)
+        state = .exchange(exchange)
+    }
 
-    /// The client shut down its sending side (read returned 0).
-    public mutating func inputEnded() -> Decision {
-        inputClosed = true
-        switch phase {
-        case .idle, .readingHead, .readingBody, .closed:
-            phase = .closed
-            return .close
-        case .awaitingResponse:
-            // A FIN while the response is pending is the client going away (what nginx treats as
-            // a client abort): close now, so the upstream transfer is cancelled at once rather
-            // than answered into a socket nobody reads.
-            phase = .closed
-            return .close
+    // MARK: output events
+
+    /// A write could not complete: a reader that stays stalled times out.
+    public mutating func outputBlocked(now: NanoTime) {
+        if output == .drained { output = .blocked(since: now) }
+    }
+
+    /// Queued output shrank below the low-water mark (`empty`: all of it was written).
+    public mutating func outputDrained(empty: Bool) -> Action {
+        if empty {
+            output = .drained
+            if case .closing(let reason) = state {
+                state = .closed
+                return .close(reason: reason)
+            }
         }
+        guard case .exchange(var exchange) = state, exchange.response == .streaming(.waiting) else { return .none }
+        exchange.response = .streaming(.ready)
+        state = .exchange(exchange)
+        return .notifyWritable
     }
 
-    /// Output could not be written fully (true) or drained again (false): a stalled reader times out.
-    public mutating func outputBlocked(_ blocked: Bool, now: NanoTime) {
-        outputBlocked = blocked
-        // A head in progress keeps its (shorter) header deadline.
-        if blocked && phase != .readingHead { deadline = now.adding(seconds: idleTimeout) }
-        else if phase == .awaitingResponse { deadline = nil }
+    // MARK: connection events
+
+    /// The client shut down its sending side (read returned 0). A FIN while a response is pending
+    /// is the client going away (nginx's client abort): close now, so upstream work is cancelled
+    /// at once rather than answered into a socket nobody reads.
+    public mutating func inputEnded() -> Action {
+        let reason: String
+        switch state {
+        case .closed: return .none
+        case .closing(let closing): reason = closing ?? "client_closed"
+        case .exchange(let exchange):
+            if case .body = exchange.request { reason = "client_closed_mid_request" } else { reason = "client_closed" }
+        case .accepted, .idle, .readingHead: reason = "client_closed"
+        }
+        state = .closed
+        return .close(reason: reason)
     }
 
-    /// The deadline passed (or the timer fired early): close if it really passed.
-    public mutating func timerFired(now: NanoTime) -> Decision {
-        guard let deadline, deadline <= now else { return .proceed }
-        phase = .closed
-        return .close
+    /// The timer fired: close if the deadline really passed (it may have moved since it was armed).
+    public mutating func timerFired(now: NanoTime) -> Action {
+        guard let deadline, deadline <= now else { return .none }
+        state = .closed
+        return .close(reason: "timeout")
     }
 
     /// The server is shutting down: idle connections close now, busy ones after their response.
-    public mutating func shutdown() -> Decision {
-        shuttingDown = true
-        keepAlive = false
-        switch phase {
-        case .idle, .closed:
-            phase = .closed
-            return .close
-        case .readingHead, .readingBody, .awaitingResponse:
-            return .proceed
+    public mutating func shutdown() -> Action {
+        switch state {
+        case .accepted, .idle:
+            state = .closed
+            return .close(reason: nil)
+        case .readingHead(let deadline, _):
+            state = .readingHead(deadline: deadline, persistence: .close)
+        case .exchange(var exchange):
+            exchange.persistence = .close
+            state = .exchange(exchange)
+        case .closing, .closed:
+            break
+        }
+        return .none
+    }
+
+    /// The exchange cannot go on (a response cut short, a refused request): write what is queued,
+    /// then close. `reason` is logged for an exchange that had not ended.
+    public mutating func closeAfterFlush(reason: String?) -> Action {
+        switch state {
+        case .closed: return .none
+        case .closing: return .flushAndClose
+        case .accepted, .idle, .readingHead, .exchange:
+            state = .closing(reason: reason)
+            return .flushAndClose
         }
     }
 
-    /// The response has no length and no chunking (an HTTP/1.0 client): its end is the close.
-    public mutating func responseWillBeCloseDelimited() { keepAlive = false }
+    /// Close now (an I/O error, the shutdown deadline).
+    public mutating func closeNow(reason: String?) -> Action {
+        guard state != .closed else { return .none }
+        state = .closed
+        return .close(reason: reason)
+    }
 
-    /// An error made the connection unusable.
-    public mutating func failed() { phase = .closed }
-
-    private mutating func exchangeComplete(now: NanoTime) -> Decision {
-        guard keepAlive && !inputClosed && !shuttingDown else {
-            phase = .closed
-            return .close
+    private mutating func exchangeComplete(now: NanoTime, _ persistence: Persistence) -> Action {
+        guard persistence == .keepAlive else {
+            state = .closing(reason: nil)
+            return .flushAndClose
         }
-        phase = .idle
-        deadline = now.adding(seconds: idleTimeout)
+        state = .idle(deadline: now.adding(seconds: idleTimeout))
         return .readNextRequest
     }
 }

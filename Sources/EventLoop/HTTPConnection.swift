@@ -3,7 +3,8 @@ import Glibc
 import HTTP1
 
 /// One client connection on one loop: reads, parses, hands exchanges to the handler,
-/// writes responses in order. Decisions come from `ConnectionStateMachine`; this class does the I/O.
+/// writes responses in order. Every lifecycle decision is `ConnectionStateMachine`'s; this class
+/// performs the actions it returns (read, write, arm the timer, close) and nothing else.
 final class HTTPConnection: Selectable {
     let fd: CInt
     let peer: String
@@ -21,31 +22,26 @@ final class HTTPConnection: Selectable {
     private var interest: Interest = .read
     private var timer: TimerID?
     private var timerDeadline = NanoTime(nanoseconds: .max)
+    /// Re-entrancy guards of the I/O (not lifecycle): inside `ready`, output is flushed when it
+    /// returns; inside `process`, a nested request to parse is left to the running loop; a flush
+    /// already scheduled for the end of the loop iteration is not scheduled twice.
     private var inReady = false
     private var processing = false
-    private var closeAfterFlush = false
-    private var continueSent = false
-    private var closed = false
-    private var outputWasBlocked = false
+    private var flushScheduled = false
     /// Bytes written to the socket so far, and the count at which the current response begins:
     /// while the first is not past the second, no byte of that response has left.
     private var writtenTotal = 0
     private var responseStart = 0
-    /// Why the connection closes once its output is flushed (an aborted response keeps what it sent).
-    private var abortReason: String?
-    private var flushScheduled = false
     /// Made once per connection: scheduling a flush allocates nothing per response.
     private lazy var flushAction: () -> Void = { [weak self] in
         guard let self else { return }
         self.flushScheduled = false
-        if !self.closed { self.flush() }
+        if !self.machine.isClosed { self.flush() }
     }
     private lazy var timerAction: () -> Void = { [weak self] in self?.timerFired() }
-    var bodyPaused = false
 
     private static let highWater = 256 * 1024
     private static let lowWater = 64 * 1024
-    private var writerWaiting = false
     private static let continueLine = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
     init(fd: CInt, peer: String, listener: Int, loop: EventLoop, owner: LoopServer) {
@@ -67,11 +63,11 @@ final class HTTPConnection: Selectable {
         syncTimer()
     }
 
-    /// Whether more output may be queued; a refusal is remembered, and `onWritable` follows once
-    /// the buffer drained below the low-water mark (whether or not a write ever blocked).
-    var canWrite: Bool {
+    /// Whether more output may be queued; a refusal is remembered, and the exchange's delegate
+    /// hears `exchangeWritable` once the buffer drained below the low-water mark.
+    func canWrite(_ exchange: HTTPExchange) -> Bool {
         if output.readableBytes < Self.highWater { return true }
-        writerWaiting = true
+        if exchange === self.exchange { machine.writerRefused() }
         return false
     }
 
@@ -80,11 +76,11 @@ final class HTTPConnection: Selectable {
     func ready(_ events: UInt32) {
         inReady = true
         if events & EPOLLOUT.rawValue != 0 { flush() }
-        if !closed, events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+        if !machine.isClosed, events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
             readAndProcess()
         }
         inReady = false
-        if !closed { flush() }
+        if !machine.isClosed { flush() }
         // Between requests a keep-alive connection holds no buffer (the pool has it).
         input.releaseIfEmpty(unpooledSize: 8192)
     }
@@ -101,15 +97,8 @@ final class HTTPConnection: Selectable {
         guard case .processed(let n) = result else { return }
         if n == 0 {
             process()
-            if closed { return }
-            let midRequest = machine.phase == .readingHead || machine.phase == .readingBody
-            switch machine.inputEnded() {
-            case .close: close(reason: midRequest && exchange != nil ? "client_closed_mid_request" : "client_closed")
-            case .proceed, .readNextRequest:
-                exchange?.onInputClosed?()
-                if !closed { updateInterest() }
-            }
-            return
+            if machine.isClosed { return }
+            return perform(machine.inputEnded())
         }
         input.didWrite(n)
         process()
@@ -120,9 +109,8 @@ final class HTTPConnection: Selectable {
         guard !processing else { return }
         processing = true
         defer { processing = false }
-        while !closed {
-            switch machine.phase {
-            case .idle, .readingHead:
+        while !machine.isClosed {
+            if machine.expectsHead {
                 guard !input.isEmpty else { return syncTimer() }
                 switch parser.parse(input.readable) {
                 case .incomplete:
@@ -130,17 +118,17 @@ final class HTTPConnection: Selectable {
                     return syncTimer()
                 case .invalid(let error):
                     machine.headBytesReceived(now: loop.now)
-                    return refuse(status: error.status, code: error.errorCode, message: error.message, reason: error.reason)
+                    return refuse(HTTPRefusal(error))
                 case .complete(let head, let consumed):
                     input.consume(consumed)
                     parser.reset()
                     startExchange(head)
                 }
-            case .readingBody:
+            } else if machine.readsBody {
                 // A finished decoder still owes its end event, even with nothing left to read.
-                guard !bodyPaused || exchange?.responseEnded != false, !input.isEmpty || decoder.isComplete else { return syncTimer() }
+                guard !input.isEmpty || decoder.isComplete else { return syncTimer() }
                 decodeBody()
-            case .awaitingResponse, .closed:
+            } else {
                 return syncTimer()
             }
         }
@@ -148,22 +136,18 @@ final class HTTPConnection: Selectable {
 
     private func startExchange(_ head: HTTPRequestHead) {
         let now = loop.now
-        machine.headReceived(now: now, keepAlive: head.keepAlive, hasBody: head.framing != .none)
+        machine.headReceived(now: now, keepAlive: head.keepAlive, hasBody: head.framing != .none,
+                             expectsContinue: head.expectsContinue)
         let exchange = HTTPExchange(head: head, peer: peer, listener: listener, startedAt: now, loop: loop, connection: self)
         self.exchange = exchange
         decoder = HTTPBodyDecoder(framing: head.framing)
-        continueSent = false
-        bodyPaused = false
         if case .length(let n) = head.framing, n > owner.configuration.maxBodyBytes {
-            return refuse(status: 413, code: "body_too_large", message: "The request body is larger than the proxy accepts.")
+            return refuse(.bodyTooLarge)
         }
         owner.handler.handle(exchange)
-        guard self.exchange === exchange, !closed else { return }
-        if head.expectsContinue && !exchange.responseStarted {
-            output.append(Self.continueLine)
-            continueSent = true
-        }
-        if head.framing == .none && !exchange.responseEnded { exchange.onEnd?() }
+        guard self.exchange === exchange, !machine.isClosed else { return }
+        perform(machine.handlerReturned())
+        if head.framing == .none && !exchange.isFinished { exchange.delegate?.exchangeBodyEnded(exchange) }
     }
 
     private func decodeBody() {
@@ -174,116 +158,106 @@ final class HTTPConnection: Selectable {
                 exchange.bytesReceived += range.count
                 if exchange.bytesReceived > owner.configuration.maxBodyBytes {
                     input.consume(consumed)
-                    return refuse(status: 413, code: "body_too_large", message: "The request body is larger than the proxy accepts.")
+                    return refuse(.bodyTooLarge)
                 }
-                if !exchange.responseEnded, let onBody = exchange.onBody {
-                    onBody(UnsafeRawBufferPointer(rebasing: input.readable[range]))
+                if machine.deliversBody, let delegate = exchange.delegate {
+                    delegate.exchange(exchange, receivedBody: UnsafeRawBufferPointer(rebasing: input.readable[range]))
                 }
             }
             input.consume(consumed)
-            machine.bodyProgress(now: loop.now)
+            machine.bodyReceived(now: loop.now)
         case .needMore:
             input.consume(consumed)
         case .end:
             input.consume(consumed)
-            let current = exchange
-            if let current, !current.responseEnded { current.onEnd?() }
-            // onEnd may have completed the response, which already advanced the machine.
-            if exchange === current, machine.phase == .readingBody { apply(machine.bodyEnded(now: loop.now)) }
+            let deliver = machine.deliversBody
+            // The request is complete before the delegate hears it: an answer given from the
+            // event completes the exchange at once.
+            let action = machine.bodyEnded(now: loop.now)
+            if deliver, let exchange { exchange.delegate?.exchangeBodyEnded(exchange) }
+            perform(action)
         case .invalid(let error):
             input.consume(consumed)
-            refuse(status: error.status, code: error.errorCode, message: error.message, reason: error.reason)
+            refuse(HTTPRefusal(error))
         }
     }
 
     // MARK: responses
 
-    /// Answers with a JSON error and closes: used when the request cannot be trusted further.
-    private func refuse(status: Int, code: String, message: String, reason: String? = nil) {
-        machine.failed()
+    /// Answers with the handler's rendering of `refusal` and closes: the request cannot be trusted further.
+    private func refuse(_ refusal: HTTPRefusal) {
         if let exchange, exchange.responseStarted {
-            return close(reason: code)
+            // Too late to answer: what was queued is dropped with the connection.
+            return close(reason: refusal.code)
         }
-        let requestID = owner.requestIDs.next()
-        let body = Array("{\"error\":\"\(code)\",\"message\":\"\(message)\",\"requestID\":\"\(requestID)\"}".utf8)
-        let head = HTTPResponseHead(status: status, headers: [
-            ("Content-Type", "application/json"), ("Content-Length", String(body.count)),
-            ("X-Request-ID", requestID), ("Connection", "close"),
-        ])
-        var bytes: [UInt8] = []
-        head.serialize(into: &bytes)
-        output.append(bytes)
-        output.append(body)
+        let action = machine.closeAfterFlush(reason: nil)
+        output.append(owner.handler.refusal(refusal, exchange: exchange, peer: peer))
         if let exchange {
-            exchange.responseStarted = true
-            exchange.responseEnded = true
-            exchange.status = status
-            owner.handler.refused(exchange, status: status, code: reason ?? code)
-        } else {
-            owner.handler.protocolError(reason ?? code, status: status, peer: peer, requestID: requestID)
+            exchange.progress = .ended
+            exchange.status = refusal.status
+            exchange.finish(.refused(refusal.reason), handler: owner.handler)
         }
-        closeAfterFlush = true
-        scheduleFlush()
+        perform(action)
     }
 
     func respond(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], body: UnsafeRawBufferPointer) {
-        writeHead(exchange, status: status, framing: "Content-Length", value: String(body.count)) { bytes in
+        writeHead(exchange, status: status, framing: exchange.isHeadRequest ? .bodiless : .length(body.count),
+                  field: "Content-Length", value: String(body.count)) { bytes in
             for (name, value) in headers { Self.appendField(name, value, into: &bytes) }
         }
-        if !exchange.isHead { output.append(body) }
+        if !exchange.isHeadRequest { output.append(body) }
         exchange.bytesSent = body.count
         endResponse(exchange)
     }
 
     func startResponse(_ exchange: HTTPExchange, status: Int, framing: HTTPExchange.ResponseFraming,
                        writeFields: (inout [UInt8]) -> Void) {
+        let isHead = exchange.isHeadRequest
         switch framing {
         case .length(let length):
-            exchange.declaredLength = length
-            writeHead(exchange, status: status, framing: "Content-Length", value: String(length), writeFields)
+            writeHead(exchange, status: status, framing: isHead ? .bodiless : .length(length),
+                      field: "Content-Length", value: String(length), writeFields)
         case .bodiless:
-            exchange.isHead = true
-            writeHead(exchange, status: status, framing: nil, value: "", writeFields)
+            writeHead(exchange, status: status, framing: .bodiless, field: nil, value: "", writeFields)
         case .streamed where exchange.head.version == .http11:
-            exchange.chunkedResponse = !exchange.isHead
-            writeHead(exchange, status: status, framing: exchange.isHead ? nil : "Transfer-Encoding", value: "chunked", writeFields)
+            writeHead(exchange, status: status, framing: isHead ? .bodiless : .chunked,
+                      field: isHead ? nil : "Transfer-Encoding", value: "chunked", writeFields)
         case .streamed:
-            if !exchange.isHead { machine.responseWillBeCloseDelimited() }
-            writeHead(exchange, status: status, framing: nil, value: "", writeFields)
+            writeHead(exchange, status: status, framing: isHead ? .bodiless : .closeDelimited, field: nil, value: "", writeFields)
         }
         scheduleFlush()
     }
 
     func writeBody(_ exchange: HTTPExchange, _ bytes: UnsafeRawBufferPointer) {
-        guard bytes.count > 0, !exchange.isHead else { return }
-        if let declared = exchange.declaredLength, exchange.bytesSent + bytes.count > declared {
-            // More body than the Content-Length sent: the rest would be read as another response.
-            // Send what was declared and close after this response.
-            machine.responseWillBeCloseDelimited()
-            let allowed = max(0, declared - exchange.bytesSent)
-            exchange.bodyOverran = true
-            if allowed > 0 { writeBody(exchange, UnsafeRawBufferPointer(rebasing: bytes[0..<allowed])) }
+        guard bytes.count > 0, case .started(let framing) = exchange.progress else { return }
+        switch framing {
+        case .bodiless, .overran:
             return
-        }
-        if exchange.chunkedResponse {
+        case .length(let declared) where exchange.bytesSent + bytes.count > declared:
+            // More body than the Content-Length sent: the rest would be read as another response.
+            let allowed = max(0, declared - exchange.bytesSent)
+            output.append(UnsafeRawBufferPointer(rebasing: bytes[0..<allowed]))
+            exchange.bytesSent += allowed
+            exchange.progress = .started(.overran)
+        case .length, .closeDelimited:
+            output.append(bytes)
+            exchange.bytesSent += bytes.count
+        case .chunked:
             output.append(Array((String(bytes.count, radix: 16) + "\r\n").utf8))
             output.append(bytes)
             output.append(Self.crlf)
-        } else {
-            output.append(bytes)
+            exchange.bytesSent += bytes.count
         }
-        exchange.bytesSent += bytes.count
         scheduleFlush()
     }
 
     func endResponse(_ exchange: HTTPExchange) {
-        if exchange.chunkedResponse { output.append(Self.lastChunk) }
-        exchange.responseEnded = true
-        exchange.onBody = nil
-        let mustClose = machine.phase == .readingBody && exchange.head.expectsContinue && !continueSent
-        let decision = machine.responseEnded(now: loop.now, mustClose: mustClose)
-        owner.handler.completed(exchange)
-        apply(decision)
+        guard case .started(let framing) = exchange.progress else { return }
+        if framing == .chunked { output.append(Self.lastChunk) }
+        exchange.progress = .ended
+        let action = machine.responseEnded(now: loop.now)
+        exchange.finish(framing == .overran ? .truncated : .completed, handler: owner.handler)
+        perform(action)
         scheduleFlush()
     }
 
@@ -292,15 +266,16 @@ final class HTTPConnection: Selectable {
 
     /// Serialises a response head into the loop's scratch array (shared by its connections, kept
     /// between responses, so no allocation) and queues it.
-    private func writeHead(_ exchange: HTTPExchange, status: Int, framing: String?, value: String,
-                           _ writeFields: (inout [UInt8]) -> Void) {
-        exchange.responseStarted = true
+    private func writeHead(_ exchange: HTTPExchange, status: Int, framing: HTTPExchange.BodyFraming, field: String?,
+                           value: String, _ writeFields: (inout [UInt8]) -> Void) {
+        exchange.progress = .started(framing)
         exchange.status = status
+        machine.responseStarted(closeDelimited: framing == .closeDelimited)
         responseStart = writtenTotal + output.readableBytes
         var head = owner.takeHeadScratch()
         head.append(contentsOf: HTTPResponseHead.statusLine(status))
         writeFields(&head)
-        if let framing { Self.appendField(framing, value, into: &head) }
+        if let field { Self.appendField(field, value, into: &head) }
         if machine.closesAfterResponse { Self.appendField("Connection", "close", into: &head) }
         head.append(contentsOf: Self.crlf)
         output.append(head)
@@ -316,37 +291,40 @@ final class HTTPConnection: Selectable {
         bytes.append(contentsOf: crlf)
     }
 
-    private func apply(_ decision: ConnectionStateMachine.Decision) {
-        switch decision {
-        case .proceed:
+    /// Performs what the machine decided.
+    private func perform(_ action: ConnectionStateMachine.Action) {
+        switch action {
+        case .none:
             break
         case .readNextRequest:
             exchange?.connection = nil
             exchange = nil
             decoder = HTTPBodyDecoder(framing: .none)
             if !processing { process() }
-        case .close:
-            exchange?.connection = nil
-            exchange = nil
-            closeAfterFlush = true
+        case .sendContinue:
+            output.append(Self.continueLine)
+        case .notifyWritable:
+            if let exchange { exchange.delegate?.exchangeWritable(exchange) }
+        case .flushAndClose:
+            // Closed by `flush` once the output is empty (at the end of this event or iteration).
+            updateInterest()
             scheduleFlush()
+        case .close(let reason):
+            performClose(reason: reason)
         }
     }
 
-    func resumeBody() {
-        guard bodyPaused else { return }
-        bodyPaused = false
-        if !inReady {
-            process()
-            scheduleFlush()
-        }
+    func setBodyFlow(_ exchange: HTTPExchange, _ flow: ConnectionStateMachine.BodyFlow) {
+        guard exchange === self.exchange, machine.setBodyFlow(flow), flow == .flowing, !inReady else { return }
+        process()
+        scheduleFlush()
     }
 
     /// Output queued outside this connection's own event (an upstream callback, a timer) is
     /// written once at the end of the loop iteration: head and body leave in one segment, and no
     /// write error can close the connection from inside a libcurl callback.
     private func scheduleFlush() {
-        guard !inReady, !flushScheduled, !closed else { return }
+        guard !inReady, !flushScheduled, !machine.isClosed else { return }
         flushScheduled = true
         loop.afterEvents(flushAction)
     }
@@ -368,35 +346,20 @@ final class HTTPConnection: Selectable {
         }
         if output.isEmpty {
             output.releaseIfEmpty(unpooledSize: 16384)
-            if closeAfterFlush { return close(reason: abortReason) }
-            if outputWasBlocked {
-                outputWasBlocked = false
-                machine.outputBlocked(false, now: loop.now)
-            }
-        } else if !outputWasBlocked {
-            outputWasBlocked = true
-            machine.outputBlocked(true, now: loop.now)
+            perform(machine.outputDrained(empty: true))
+        } else {
+            machine.outputBlocked(now: loop.now)
+            if output.readableBytes < Self.lowWater { perform(machine.outputDrained(empty: false)) }
         }
-        if writerWaiting && output.readableBytes < Self.lowWater {
-            writerWaiting = false
-            exchange?.onWritable?()
-            if closed { return }
-        }
+        if machine.isClosed { return }
         syncTimer()
         updateInterest()
     }
 
     private func updateInterest() {
-        guard !closed else { return }
+        guard !machine.isClosed else { return }
         var wanted: Interest = []
-        let reading: Bool
-        switch machine.phase {
-        case .idle, .readingHead: reading = true
-        case .readingBody: reading = !bodyPaused || exchange?.responseEnded != false
-        case .awaitingResponse: reading = input.readableBytes < inputLimit && !machine.inputClosed
-        case .closed: reading = false
-        }
-        if reading && !closeAfterFlush && !outputWasBlocked { wanted.insert(.read) }
+        if machine.wantsRead(inputFull: input.readableBytes >= inputLimit) { wanted.insert(.read) }
         if !output.isEmpty { wanted.insert(.write) }
         guard wanted != interest else { return }
         interest = wanted
@@ -408,7 +371,7 @@ final class HTTPConnection: Selectable {
     /// Keeps one timer per connection: extended deadlines are rechecked when it fires, an
     /// earlier deadline replaces it.
     private func syncTimer() {
-        guard !closed, let deadline = machine.deadline else { return }
+        guard !machine.isClosed, let deadline = machine.deadline else { return }
         if let timer {
             guard deadline < timerDeadline else { return }
             loop.cancel(timer)
@@ -419,64 +382,57 @@ final class HTTPConnection: Selectable {
 
     private func timerFired() {
         timer = nil
-        switch machine.timerFired(now: loop.now) {
-        case .close: close(reason: "timeout")
-        case .proceed, .readNextRequest: syncTimer()
-        }
+        perform(machine.timerFired(now: loop.now))
+        syncTimer()
     }
 
-    /// The server is stopping: close if idle, else after the current response.
     /// Takes back a response none of whose bytes reached the socket yet, so the handler can answer
     /// with an error instead; false once any byte left (the response can then only be cut short).
     func retract(_ exchange: HTTPExchange) -> Bool {
-        guard exchange === self.exchange, exchange.responseStarted, !exchange.responseEnded, !closed,
+        guard exchange === self.exchange, case .started = exchange.progress, !machine.isClosed, !machine.isClosing,
               writtenTotal <= responseStart else { return false }
         output.truncate(keeping: responseStart - writtenTotal)
-        exchange.responseStarted = false
+        exchange.progress = .pending
         exchange.status = 0
         exchange.bytesSent = 0
-        exchange.chunkedResponse = false
-        exchange.declaredLength = nil
-        // A bodiless framing (204, 304) marked it; the error that replaces it has a body.
-        exchange.isHead = exchange.head.methodIs("HEAD")
+        machine.responseRetracted()
         return true
     }
 
     /// Ends a response that cannot be finished: what is queued is still written (the client sees
     /// the head and the partial body, then the close), unless it stalls past the idle timeout.
-    func abort(reason: String) {
-        guard !closed else { return }
-        if output.isEmpty { return close(reason: reason) }
-        machine.failed()
-        abortReason = reason
-        closeAfterFlush = true
-        updateInterest()
-        scheduleFlush()
+    func abort(_ exchange: HTTPExchange, reason: String) {
+        guard exchange === self.exchange else { return }
+        perform(machine.closeAfterFlush(reason: reason))
     }
 
+    /// The server is stopping: close if idle, else after the current response.
     func shutdown() {
-        switch machine.shutdown() {
-        case .close: close(reason: nil)
-        case .proceed, .readNextRequest: updateInterest()
-        }
+        perform(machine.shutdown())
+        updateInterest()
     }
 
+    /// Closes now (an I/O error, the shutdown deadline).
     func close(reason: String?) {
-        guard !closed else { return }
-        closed = true
-        machine.failed()
+        perform(machine.closeNow(reason: reason))
+    }
+
+    /// Executes `.close`: the machine is already `.closed`. An exchange that had not ended is
+    /// reported with the reason (a client that went away, or the connection's own failure).
+    private func performClose(reason: String?) {
         if let timer { loop.cancel(timer) }
         timer = nil
         loop.deregister(fd: fd)
         closeDescriptor(fd)
-        if let exchange, !exchange.responseEnded {
-            exchange.isAborted = true
+        if let exchange {
+            self.exchange = nil
             exchange.connection = nil
-            exchange.onAbort?()
-            owner.handler.aborted(exchange, reason: reason ?? "closed")
+            if !exchange.isFinished {
+                exchange.progress = .aborted
+                let reason = reason ?? "closed"
+                exchange.finish(reason.hasPrefix("client_closed") ? .clientClosed(reason) : .aborted(reason), handler: owner.handler)
+            }
         }
-        exchange?.connection = nil
-        exchange = nil
         owner.connectionClosed(self)
     }
 }

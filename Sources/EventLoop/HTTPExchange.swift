@@ -3,8 +3,9 @@ import HTTP1
 /// One request and its response, handed to the handler on the loop thread.
 ///
 /// The handler answers through `respond` (whole body) or `startResponse` / `writeBody` /
-/// `endResponse` (streamed), and may set the `on…` hooks to receive the request body,
-/// learn that the client went away, or resume writing after backpressure.
+/// `endResponse` (streamed). Whoever consumes the request body or streams the response sets
+/// itself as the `delegate`: it receives the body, the writable and finished events, and the
+/// exchange is its single owner (released after `exchange(_:finished:)`).
 public final class HTTPExchange {
     /// The request head.
     public let head: HTTPRequestHead
@@ -16,41 +17,43 @@ public final class HTTPExchange {
     public let startedAt: NanoTime
     /// The loop that owns this exchange.
     public let loop: EventLoop
+    /// Cleared when the exchange finished or the connection moved to its next request.
     weak var connection: HTTPConnection?
 
-    /// Receives each piece of the request body (valid only during the call).
-    public var onBody: ((UnsafeRawBufferPointer) -> Void)?
-    /// Called once when the request body is complete (at once for bodiless requests).
-    public var onEnd: (() -> Void)?
-    /// Called once if the connection closes before the response ended.
-    public var onAbort: (() -> Void)?
-    /// Called when the client shut down its sending side while the response is still open.
-    public var onInputClosed: (() -> Void)?
-    /// Called when output drained below the low-water mark after `canWrite` was false.
-    public var onWritable: (() -> Void)?
+    /// Receives this exchange's events; held until the exchange finished.
+    public var delegate: (any HTTPExchangeDelegate)?
 
-    /// Whatever the handler wants to keep with this exchange (request ID, route, …).
-    public var context: AnyObject?
+    /// How the response body is delimited on the wire, once a head was queued.
+    enum BodyFraming: Equatable {
+        /// `Content-Length`: never more than this many bytes.
+        case length(Int)
+        /// `Transfer-Encoding: chunked`.
+        case chunked
+        /// Ends with the connection (HTTP/1.0, no length).
+        case closeDelimited
+        /// No body (HEAD, 204, 304).
+        case bodiless
+        /// The handler offered more than the declared length: the rest was dropped, the connection closes.
+        case overran
+    }
 
-    /// Whether a response head was queued.
-    public internal(set) var responseStarted = false
-    /// Whether the response ended.
-    public internal(set) var responseEnded = false
-    /// The status sent, once started.
+    /// Where the response is.
+    enum Progress: Equatable {
+        case pending
+        case started(BodyFraming)
+        case ended
+        /// The connection went away (or refused the rest) before the response ended.
+        case aborted
+    }
+
+    var progress: Progress = .pending
+
+    /// The status sent, once started (0 before, and after a retraction).
     public internal(set) var status = 0
     /// Body bytes queued for the client.
     public internal(set) var bytesSent = 0
     /// Request body bytes received.
     public internal(set) var bytesReceived = 0
-    /// Whether the connection went away before the response ended.
-    public internal(set) var isAborted = false
-    var chunkedResponse = false
-    /// The Content-Length of a streamed response; more body than this is never written.
-    var declaredLength: Int?
-    /// Whether the handler offered more body than `declaredLength` (the rest was dropped and the
-    /// connection closes after the response).
-    public internal(set) var bodyOverran = false
-    var isHead: Bool
 
     init(head: HTTPRequestHead, peer: String, listener: Int, startedAt: NanoTime, loop: EventLoop, connection: HTTPConnection) {
         self.head = head
@@ -59,12 +62,22 @@ public final class HTTPExchange {
         self.startedAt = startedAt
         self.loop = loop
         self.connection = connection
-        isHead = head.methodIs("HEAD")
     }
+
+    /// Whether a response head was queued.
+    public var responseStarted: Bool { progress != .pending }
+    /// Whether the response ended.
+    public var responseEnded: Bool { progress == .ended }
+    /// Whether the connection went away before the response ended.
+    public var isAborted: Bool { progress == .aborted }
+    /// Whether the outcome was reported (ended or aborted).
+    var isFinished: Bool { progress == .ended || progress == .aborted }
+    /// Whether the request method is HEAD (a response carries no body).
+    public var isHeadRequest: Bool { head.methodIs("HEAD") }
 
     /// Sends a whole response; `Content-Length` (and `Connection: close` when closing) are added.
     public func respond(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
-        guard let connection, !responseStarted else { return }
+        guard let connection, progress == .pending else { return }
         body.withUnsafeBytes { connection.respond(self, status: status, headers: headers, body: $0) }
     }
 
@@ -88,36 +101,86 @@ public final class HTTPExchange {
     /// Starts a streamed response whose fields `writeFields` appends as `Name: value\r\n` lines
     /// (the caller vouches they hold no CR, LF or NUL); framing fields are added after them.
     public func startResponse(status: Int, framing: ResponseFraming, writeFields: (inout [UInt8]) -> Void) {
-        guard let connection, !responseStarted else { return }
+        guard let connection, progress == .pending else { return }
         connection.startResponse(self, status: status, framing: framing, writeFields: writeFields)
     }
 
     /// Queues body bytes of a streamed response.
     public func writeBody(_ bytes: UnsafeRawBufferPointer) {
-        guard let connection, responseStarted, !responseEnded else { return }
+        guard let connection, case .started = progress else { return }
         connection.writeBody(self, bytes)
     }
 
     /// Ends a streamed response.
     public func endResponse() {
-        guard let connection, responseStarted, !responseEnded else { return }
+        guard let connection, case .started = progress else { return }
         connection.endResponse(self)
     }
 
     /// Closes the client connection: a streamed response cannot be finished. What was queued is
     /// flushed first, so the client gets the head and partial body before the close.
-    public func abort(reason: String) { connection?.abort(reason: reason) }
+    public func abort(reason: String) { connection?.abort(self, reason: reason) }
 
     /// Takes back a started response of which nothing reached the client yet (true), so an error
     /// response can replace it; false when bytes already left.
     public func retractResponse() -> Bool { connection?.retract(self) ?? false }
 
-    /// Whether more output may be queued without exceeding the high-water mark.
-    public var canWrite: Bool { connection?.canWrite ?? false }
+    /// Whether more output may be queued without exceeding the high-water mark; after a false,
+    /// the delegate hears `exchangeWritable` once the output drained below the low-water mark.
+    public var canWrite: Bool { connection?.canWrite(self) ?? false }
 
     /// Stops delivering request body until `resumeBody` (the socket is not read meanwhile).
-    public func pauseBody() { connection?.bodyPaused = true }
+    public func pauseBody() { connection?.setBodyFlow(self, .paused) }
 
     /// Resumes request body delivery.
-    public func resumeBody() { connection?.resumeBody() }
+    public func resumeBody() { connection?.setBodyFlow(self, .flowing) }
+
+    /// The outcome, reported once: to the delegate (then released) and to the handler.
+    func finish(_ ending: ExchangeOutcome.Ending, handler: any HTTPHandler) {
+        let outcome = ExchangeOutcome(ending: ending, status: status, bytesIn: bytesReceived, bytesOut: bytesSent)
+        connection = nil
+        let delegate = self.delegate
+        delegate?.exchange(self, finished: outcome)
+        handler.finished(self, outcome: outcome)
+        // After the handler logged (it may read the delegate): the exchange was its single owner.
+        self.delegate = nil
+    }
+}
+
+/// How an exchange ended, reported once to its delegate and to the handler (the access log).
+public struct ExchangeOutcome: Sendable, Equatable {
+    /// Why it ended.
+    public enum Ending: Sendable, Equatable {
+        /// The response was fully queued.
+        case completed
+        /// The response was fully queued, but the handler offered more body than its
+        /// `Content-Length`: the rest was dropped and the connection closed.
+        case truncated
+        /// The client went away (FIN or reset) before the response ended; the reason as logged
+        /// (`client_closed`, `client_closed_mid_request`).
+        case clientClosed(String)
+        /// The connection closed before the response ended for another reason (`timeout`,
+        /// `write_error`, a response cut short with `abort(reason:)`, `shutdown_deadline`).
+        case aborted(String)
+        /// The server answered with an error itself (a malformed or too large request) and closes;
+        /// the reason as logged.
+        case refused(String)
+    }
+
+    /// Why it ended.
+    public let ending: Ending
+    /// The response status sent (0 when no response was started).
+    public let status: Int
+    /// Request body bytes received.
+    public let bytesIn: Int
+    /// Response body bytes queued.
+    public let bytesOut: Int
+
+    /// The reason an exchange that did not complete carries, nil for `.completed` and `.truncated`.
+    public var reason: String? {
+        switch ending {
+        case .completed, .truncated: nil
+        case .clientClosed(let reason), .aborted(let reason), .refused(let reason): reason
+        }
+    }
 }

@@ -47,7 +47,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
         for index in 0..<count {
             let loop = try EventLoop(name: "loop-\(index)")
-            let server = LoopServer(loop: loop, index: index, configuration: configuration, shared: shared,
+            let server = LoopServer(loop: loop, configuration: configuration, shared: shared,
                                     listeners: perLoop[index], handler: try makeHandler(loop, index))
             try server.start()
             loops.append((loop, server))

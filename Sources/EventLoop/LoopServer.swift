@@ -15,7 +15,6 @@ final class LoopServer: Selectable {
     let configuration: ServerConfiguration
     let loop: EventLoop
     let handler: any HTTPHandler
-    var requestIDs: RequestIDGenerator
     private let shared: ServerShared
     /// One listening descriptor of this loop.
     struct Listener {
@@ -41,14 +40,13 @@ final class LoopServer: Selectable {
     private var peakConnections = 0
     private var trimScheduled = false
     private var shuttingDown = false
-    init(loop: EventLoop, index: Int, configuration: ServerConfiguration, shared: ServerShared,
+    init(loop: EventLoop, configuration: ServerConfiguration, shared: ServerShared,
          listeners: [Listener], handler: any HTTPHandler) {
         self.loop = loop
         self.configuration = configuration
         self.shared = shared
         self.listeners = listeners
         self.handler = handler
-        requestIDs = RequestIDGenerator(loopIndex: index)
     }
 
     func start() throws(IOError) {
@@ -82,16 +80,11 @@ final class LoopServer: Selectable {
         let open = shared.openConnections.add(1, ordering: .relaxed).newValue
         guard open <= shared.maxConnections, !shuttingDown else {
             shared.openConnections.subtract(1, ordering: .relaxed)
-            let requestID = requestIDs.next()
-            let body = "{\"error\":\"too_many_connections\",\"message\":\"The proxy has too many open connections.\",\"requestID\":\"\(requestID)\"}"
-            let response = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
-                + "X-Request-ID: \(requestID)\r\nConnection: close\r\n\r\n" + body
-            // Best effort on a fresh socket: its send buffer is empty, so the write does not block.
-            var bytes = Array(response.utf8)
+            // The handler renders (and logs) the refusal. Best effort on a fresh socket: its send
+            // buffer is empty, so the write does not block.
+            var bytes = handler.refusal(.tooManyConnections, exchange: nil, peer: peer)
             _ = Glibc.write(fd, &bytes, bytes.count)
             closeDescriptor(fd)
-            Log.emit(.warning, "connection_refused", ["reason": .string("max_connections"), "peer": .string(peer),
-                                                      "requestID": .string(requestID)])
             return
         }
         if peer != "unix" { Socket.setNoDelay(fd) }

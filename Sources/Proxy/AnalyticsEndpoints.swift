@@ -117,12 +117,9 @@ extension ProxyHandler {
 
     /// Collects a request body up to `limit` bytes, then calls `then`; a larger body gets 413.
     func collectBody(_ exchange: HTTPExchange, limit: Int, _ then: @escaping ([UInt8]) -> Void) {
-        final class Collected { var bytes: [UInt8] = []; var tooLarge = false }
-        let collected = Collected()
-        exchange.onBody = { bytes in
-            if collected.bytes.count + bytes.count > limit { collected.tooLarge = true } else { collected.bytes.append(contentsOf: bytes) }
-        }
-        exchange.onEnd = { [weak self, weak exchange] in
+        let collected = CollectedBody(limit: limit)
+        exchange.info?.collected = collected
+        exchange.afterBody { [weak self, weak exchange] in
             guard let self, let exchange else { return }
             if collected.tooLarge { return self.fail(exchange, .bodyTooLarge) }
             then(collected.bytes)

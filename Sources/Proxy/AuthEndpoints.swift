@@ -42,7 +42,7 @@ extension ProxyHandler {
         case "/_platform/login/device":
             guard post else { return methodNotAllowed(exchange, "POST") }
             guard let manager = managerOrFail(exchange) else { return true }
-            exchange.onEnd = { [weak self, weak exchange] in
+            exchange.afterBody { [weak self, weak exchange] in
                 guard let self, let exchange else { return }
                 manager.deviceLogin(replyOn: self.loop) { [weak self, weak exchange] result in
                     guard let self, let exchange else { return }
@@ -66,7 +66,7 @@ extension ProxyHandler {
                 fail(exchange, .loginUnavailable("No demo login is configured (provider.demo, with an OAuth grant)."))
                 return true
             }
-            exchange.onEnd = { [weak self, weak exchange] in
+            exchange.afterBody { [weak self, weak exchange] in
                 guard let self, let exchange else { return }
                 manager.demoLogin(replyOn: self.loop) { [weak self, weak exchange] result in
                     guard let self, let exchange else { return }
@@ -79,7 +79,7 @@ extension ProxyHandler {
         case "/_platform/logout":
             guard post else { return methodNotAllowed(exchange, "POST") }
             guard let manager = managerOrFail(exchange) else { return true }
-            exchange.onEnd = { [weak self, weak exchange] in
+            exchange.afterBody { [weak self, weak exchange] in
                 guard let self, let exchange else { return }
                 manager.logout(replyOn: self.loop) { [weak self, weak exchange] revoked in
                     guard let self, let exchange else { return }

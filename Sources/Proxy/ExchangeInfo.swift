@@ -1,8 +1,10 @@
 import Config
 import EventLoop
 
-/// What the proxy keeps with one exchange for its log line.
-final class ExchangeInfo {
+/// What the proxy keeps with one exchange for its log line. It is the exchange's delegate
+/// (`HTTPExchange.delegate`, its single owner) from `ProxyHandler.handle` on, until a
+/// `ForwardedExchange`, which keeps this record, takes over when the request is forwarded.
+final class ExchangeInfo: HTTPExchangeDelegate {
     let requestID: String
     let path: Substring
     var route: String?
@@ -10,15 +12,58 @@ final class ExchangeInfo {
     var upstreamURL: UpstreamURL?
     /// `origin + path` of that hop, for logs (never the query: it may carry secrets).
     var upstream: String? { upstreamURL.map { $0.origin + $0.path } }
-    /// The forwarding of this exchange, kept alive until the response ends.
-    var forwarded: ForwardedExchange?
+    /// For answers that wait for the request body (control endpoints, mock replays): run once it ended.
+    var afterBody: (() -> Void)?
+    /// The body collected for `afterBody`, when the endpoint reads one.
+    var collected: CollectedBody?
 
     init(requestID: String, path: Substring) {
         self.requestID = requestID
         self.path = path
     }
+
+    func exchange(_ exchange: HTTPExchange, receivedBody bytes: UnsafeRawBufferPointer) {
+        collected?.append(bytes)
+    }
+
+    func exchangeBodyEnded(_ exchange: HTTPExchange) {
+        let action = afterBody
+        afterBody = nil
+        action?()
+    }
+
+    func exchangeWritable(_ exchange: HTTPExchange) {}
+
+    func exchange(_ exchange: HTTPExchange, finished outcome: ExchangeOutcome) {
+        afterBody = nil
+        collected = nil
+    }
+}
+
+/// A request body read whole by a control endpoint, up to a limit.
+final class CollectedBody {
+    let limit: Int
+    private(set) var bytes: [UInt8] = []
+    /// Set once more than `limit` bytes arrived (the endpoint answers 413).
+    private(set) var tooLarge = false
+
+    init(limit: Int) { self.limit = limit }
+
+    func append(_ part: UnsafeRawBufferPointer) {
+        if bytes.count + part.count > limit { tooLarge = true } else { bytes.append(contentsOf: part) }
+    }
 }
 
 extension HTTPExchange {
-    var info: ExchangeInfo? { context as? ExchangeInfo }
+    /// The proxy's record of this exchange, kept by its delegate.
+    var info: ExchangeInfo? {
+        switch delegate {
+        case let forwarded as ForwardedExchange: forwarded.info
+        case let info as ExchangeInfo: info
+        default: nil
+        }
+    }
+
+    /// Runs `action` once the request body has ended (at once after `handle` for a bodiless request).
+    func afterBody(_ action: @escaping () -> Void) { info?.afterBody = action }
 }

@@ -5,13 +5,16 @@ import HTTP1
 import Upstream
 
 /// One client request forwarded upstream: the request streams to curl, the response streams
-/// back, redirects are followed hop by hop with credentials re-decided per hop.
-final class ForwardedExchange: UpstreamTransferDelegate {
+/// back, redirects are followed hop by hop with credentials re-decided per hop. It is the
+/// exchange's delegate (owned by the exchange until it finished) and carries its log record.
+final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private let exchange: HTTPExchange
     private let route: RouteConfiguration
     private let injector: CredentialInjector
     private unowned let handler: ProxyHandler
-    private let requestID: String
+    /// The exchange's log record (request ID, route, upstream).
+    let info: ExchangeInfo
+    private var requestID: String { info.requestID }
     /// Client headers minus hop-by-hop and credential fields, plus the forwarding fields.
     private let baseLines: HeaderLines
     /// The injected `Name: <type> <token>` lines (empty on `none` routes).
@@ -39,13 +42,13 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     private var masker: EchoMasker?
 
     init(exchange: HTTPExchange, route: RouteConfiguration, upstream: UpstreamURL, handler: ProxyHandler,
-         requestID: String, credentialLines: HeaderLines, generation: UInt64, injector: CredentialInjector,
+         info: ExchangeInfo, credentialLines: HeaderLines, generation: UInt64, injector: CredentialInjector,
          experimentLines: HeaderLines? = nil) {
         self.generation = generation
         self.exchange = exchange
         self.route = route
         self.handler = handler
-        self.requestID = requestID
+        self.info = info
         self.injector = injector
         self.credentialLines = credentialLines
         url = upstream
@@ -53,7 +56,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         var removing = route.credential == .none ? [] : injector.headerNames.map { Array($0.utf8) }
         // A route that carries assignments replaces the client's X-Experiments, never merges with it.
         if experimentLines != nil { removing.append(Array("x-experiments".utf8)) }
-        var lines = HeaderPolicy.upstreamLines(exchange.head, peer: exchange.peer, requestID: requestID, removing: removing)
+        var lines = HeaderPolicy.upstreamLines(exchange.head, peer: exchange.peer, requestID: info.requestID, removing: removing)
         if let experimentLines { lines.append(contentsOf: experimentLines) }
         baseLines = lines
     }
@@ -61,21 +64,18 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     /// Wires the client body into a `RequestBody` and sends the first hop.
     func start(retryBodyBytes: Int) {
         let head = exchange.head
-        // The exchange keeps this object alive (ExchangeInfo.forwarded) until its response ends;
-        // the hooks hold it weakly so no cycle outlives the exchange.
-        exchange.info?.forwarded = self
+        // The exchange owns its delegate until it finished: no cycle outlives the exchange.
+        exchange.delegate = self
         if head.framing != .none {
             let body = RequestBody(replayLimit: retryBodyBytes)
-            exchange.onBody = { [weak self] bytes in self?.clientSent(bytes) }
-            exchange.onEnd = { [weak self] in self?.body?.finish() }
             body.onDrained = { [weak exchange] in
                 // Called from inside a libcurl callback: resume the client after this event.
                 exchange?.loop.afterEvents { [weak exchange] in exchange?.resumeBody() }
             }
             self.body = body
         }
-        // A client that goes away cancels the transfer through `ProxyHandler.aborted`, and
-        // `onWritable` is set only when the client falls behind: no closures per request.
+        // A client that goes away cancels the transfer (`exchange(_:finished:)`); a client that
+        // falls behind resumes it (`exchangeWritable`): no closures per request.
         send(lines: baseLines, credentials: credentialLines)
         // The body may have been held while credentials were awaited.
         exchange.resumeBody()
@@ -87,10 +87,23 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         transfer = nil
     }
 
-    private func clientSent(_ bytes: UnsafeRawBufferPointer) {
-        guard let body else { return }
+    // MARK: client events (HTTPExchangeDelegate)
+
+    func exchange(_ exchange: HTTPExchange, receivedBody bytes: UnsafeRawBufferPointer) {
+        guard let body else { return }  // a redirect dropped the body: the connection drains it
         body.append(bytes)
         if body.buffered > RequestBody.highWater { exchange.pauseBody() }
+    }
+
+    func exchangeBodyEnded(_ exchange: HTTPExchange) { body?.finish() }
+
+    func exchangeWritable(_ exchange: HTTPExchange) { transfer?.resumeResponse() }
+
+    func exchange(_ exchange: HTTPExchange, finished outcome: ExchangeOutcome) {
+        switch outcome.ending {
+        case .completed, .truncated: break
+        case .clientClosed, .aborted, .refused: cancel()
+        }
     }
 
     private func send(lines: HeaderLines, credentials: HeaderLines) {
@@ -142,12 +155,8 @@ final class ForwardedExchange: UpstreamTransferDelegate {
 
     func transfer(_ transfer: UpstreamTransfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
         guard pendingRedirect == nil && !retryPending else { return true }  // a body that will not be relayed
-        guard exchange.canWrite else {
-            if exchange.onWritable == nil {
-                exchange.onWritable = { [weak self] in self?.transfer?.resumeResponse() }
-            }
-            return false
-        }
+        // A refusal is remembered: `exchangeWritable` follows once the client caught up.
+        guard exchange.canWrite else { return false }
         if masker != nil {
             masker!.process(bytes) { part in
                 recorder?.append(part)
@@ -260,8 +269,8 @@ final class ForwardedExchange: UpstreamTransferDelegate {
         if keepsBody {
             body = body?.replay()
         } else {
-            // The client may still be sending: let the connection drain it.
-            exchange.onBody = nil
+            // The client may still be sending: let the connection drain it (`body` is nil, so
+            // its bytes are dropped).
             exchange.resumeBody()
             body = nil
         }
@@ -272,9 +281,4 @@ final class ForwardedExchange: UpstreamTransferDelegate {
             send(lines: baseLines.removing(Set(injector.strippedOnForeignHosts)), credentials: HeaderLines())
         }
     }
-}
-
-extension HTTPExchange {
-    /// Whether the request is a HEAD (the response carries no body).
-    var isHeadRequest: Bool { head.methodIs("HEAD") }
 }

@@ -84,9 +84,7 @@ extension ProxyHandler {
         exchange.startResponse(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
                                                       ("X-Request-ID", exchange.info?.requestID ?? "")],
                                framing: .streamed)
-        exchange.onAbort = { [weak self, weak exchange] in self?.eventStreams.removeAll { $0 === exchange } }
-        // An event-stream client that hangs up is gone; nothing more will be read from it.
-        exchange.onInputClosed = { [weak exchange] in exchange?.abort(reason: "client_closed_stream") }
+        // A client that hangs up ends the exchange; `finished` takes it off the list.
         eventStreams.append(exchange)
         writeEvent(to: exchange)
         if heartbeat == nil { scheduleHeartbeat() }

@@ -59,7 +59,7 @@ public final class ProxyHandler: HTTPHandler {
         let head = exchange.head
         let target = RequestTarget(head.target)
         let info = ExchangeInfo(requestID: requestID(head), path: target.path)
-        exchange.context = info
+        exchange.delegate = info
 
         if exchange.listener == metricsListener { return handleMetricsListener(exchange, path: target.path) }
         if target.path == "*" { return respondOptions(exchange) }
@@ -158,7 +158,7 @@ public final class ProxyHandler: HTTPHandler {
             experiments = experimentLines.lines(runtime: plan.runtime, credentials: credentials, service: service, now: UnixTime.now())
         }
         let forwarded = ForwardedExchange(exchange: exchange, route: route, upstream: plan.url, handler: self,
-                                          requestID: exchange.info?.requestID ?? "", credentialLines: lines,
+                                          info: exchange.info ?? ExchangeInfo(requestID: "", path: ""), credentialLines: lines,
                                           generation: credentials.generation, injector: plan.injector,
                                           experimentLines: experiments)
         let token = echoTokens.bytes(route.credential, of: credentials)
@@ -239,7 +239,7 @@ public final class ProxyHandler: HTTPHandler {
 
     private func replayMock(_ exchange: HTTPExchange, directory: String, rest: Substring) {
         let mocks = runtime.mocks
-        exchange.onEnd = { [unowned self, unowned exchange] in
+        exchange.afterBody { [unowned self, unowned exchange] in
             switch mocks.lookup(directory: directory, rest: rest) {
             case .found(let body, _):
                 self.send(exchange, status: 200, headers: [("Content-Type", "application/json")], body: body)
@@ -280,31 +280,39 @@ public final class ProxyHandler: HTTPHandler {
 
     // MARK: server events
 
-    public func completed(_ exchange: HTTPExchange) {
-        if exchange.bodyOverran {
-            logExchange(exchange, level: .warning, outcome: "upstream_body_longer_than_content_length")
-        } else {
-            logExchange(exchange, level: .info, outcome: nil)
+    public func finished(_ exchange: HTTPExchange, outcome: ExchangeOutcome) {
+        switch outcome.ending {
+        case .completed: logExchange(exchange, outcome, level: .info, reason: nil)
+        case .truncated: logExchange(exchange, outcome, level: .warning, reason: "upstream_body_longer_than_content_length")
+        case .clientClosed(let reason), .aborted(let reason): logExchange(exchange, outcome, level: .info, reason: reason)
+        case .refused(let reason): logExchange(exchange, outcome, level: .warning, reason: reason)
         }
-        exchange.info?.forwarded = nil
+        if !eventStreams.isEmpty { eventStreams.removeAll { $0 === exchange } }
     }
 
-    public func aborted(_ exchange: HTTPExchange, reason: String) {
-        logExchange(exchange, level: .info, outcome: reason)
-        exchange.info?.forwarded?.cancel()
-        exchange.info?.forwarded = nil
-    }
-
-    public func refused(_ exchange: HTTPExchange, status: Int, code: String) {
-        logExchange(exchange, level: .warning, outcome: code)
-        exchange.info?.forwarded?.cancel()
-        exchange.info?.forwarded = nil
-    }
-
-    public func protocolError(_ error: String, status: Int, peer: String, requestID: String) {
-        metrics.request(route: "_unrouted", status: status, seconds: 0)
-        log.emit(.warning, "bad_request", [("requestID", .string(requestID)), ("status", .int(status)),
-                                           ("reason", .string(error)), ("peer", .string(peer))])
+    /// The server's own refusals, rendered as the proxy's JSON errors (`Connection: close`).
+    public func refusal(_ refusal: HTTPRefusal, exchange: HTTPExchange?, peer: String) -> [UInt8] {
+        let requestID = exchange?.info?.requestID ?? requestIDs.next()
+        let body = Array("{\"error\":\"\(refusal.code)\",\"message\":\"\(refusal.message)\",\"requestID\":\"\(requestID)\"}".utf8)
+        let head = HTTPResponseHead(status: refusal.status, headers: [
+            ("Content-Type", "application/json"), ("Content-Length", String(body.count)),
+            ("X-Request-ID", requestID), ("Connection", "close"),
+        ])
+        var bytes: [UInt8] = []
+        head.serialize(into: &bytes)
+        bytes.append(contentsOf: body)
+        if exchange == nil {
+            if refusal.isConnectionLimit {
+                Log.emit(.warning, "connection_refused", ["reason": .string("max_connections"), "peer": .string(peer),
+                                                          "requestID": .string(requestID)])
+            } else {
+                // Bytes that never became a request.
+                metrics.request(route: "_unrouted", status: refusal.status, seconds: 0)
+                log.emit(.warning, "bad_request", [("requestID", .string(requestID)), ("status", .int(refusal.status)),
+                                                   ("reason", .string(refusal.reason)), ("peer", .string(peer))])
+            }
+        }
+        return bytes
     }
 
     /// The path as logged: a journey step id is a bearer capability for that step, so it is
@@ -314,10 +322,11 @@ public final class ProxyHandler: HTTPHandler {
         return path.hasPrefix(steps) && path.count > steps.count ? steps + "<step>" : String(path)
     }
 
-    private func logExchange(_ exchange: HTTPExchange, level: LogLevel, outcome: String?) {
+    private func logExchange(_ exchange: HTTPExchange, _ result: ExchangeOutcome, level: LogLevel, reason outcome: String?) {
         let seconds = loop.now.seconds(since: exchange.startedAt)
         // nginx's 499: the client went away before any response was sent.
-        let status = !exchange.responseStarted && outcome?.hasPrefix("client_closed") == true ? 499 : exchange.status
+        var status = result.status
+        if status == 0, case .clientClosed = result.ending { status = 499 }
         var level = level
         if exchange.info?.route == Probe.route {
             // Probes and scrapes arrive every few seconds for the life of the process: not traffic.
@@ -334,8 +343,8 @@ public final class ProxyHandler: HTTPHandler {
             ("route", .string(info?.route ?? "")),
             ("status", .int(status)),
             ("durationMs", .double((seconds * 1e6).rounded() / 1e3)),
-            ("bytesIn", .int(exchange.bytesReceived)),
-            ("bytesOut", .int(exchange.bytesSent)),
+            ("bytesIn", .int(result.bytesIn)),
+            ("bytesOut", .int(result.bytesOut)),
             ("peer", .string(exchange.peer)),
         ]
         if let upstream = info?.upstream { fields.append(("upstream", .string(upstream))) }
