@@ -7,7 +7,7 @@ extension Socket {
     /// process (same user) bind it and take half the traffic with its own credentials; a bind
     /// without SO_REUSEPORT conflicts with every listener, so it tells the two cases apart.
     /// Starts racing each other are serialised by `StartLock` around the probe and the binds.
-    static func probeExclusive(host: String, port: UInt16) throws(ListenError) {
+    package static func probeExclusive(host: String, port: UInt16) throws(ListenError) {
         let address = BindAddress.tcp(host: host, port: port)
         do {
             let fd = try listen(address, reusePort: false, listening: false)
@@ -20,7 +20,7 @@ extension Socket {
     /// Makes room for a `unix:` listener: nothing there, or a stale socket (connecting is
     /// refused: nobody accepts on it) which is removed. A live socket is "in use"; a file,
     /// directory or link is never touched.
-    static func clearStaleUnixSocket(_ path: String) throws(ListenError) {
+    package static func clearStaleUnixSocket(_ path: String) throws(ListenError) {
         let address = BindAddress.unix(path: path)
         var info = stat()
         do {
@@ -71,12 +71,12 @@ extension Socket {
 /// before either listens. One file for every address (starts are milliseconds long), so
 /// nothing accumulates in /tmp. Best effort: without a usable /tmp the probe alone decides
 /// (a window of microseconds).
-struct StartLock: ~Copyable {
+package struct StartLock: ~Copyable {
     private let fd: CInt
     static let path = "/tmp/platform-proxy.bind.lock"
 
     /// Takes the lock, waiting for another starting process to finish binding.
-    init() {
+    package init() {
         let path = Self.path
         // Someone else's lock file in sticky /tmp may refuse O_CREAT (protected_regular): open it as is.
         var fd = (try? syscall(where: "open") { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644) }) ?? -1

@@ -101,7 +101,7 @@ public enum Socket {
     }
 
     /// Accepts one connection: its fd and the peer's address as text, or nil when none is pending.
-    static func accept(_ listener: CInt) throws(IOError) -> (fd: CInt, peer: String)? {
+    package static func accept(_ listener: CInt) throws(IOError) -> (fd: CInt, peer: String)? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let result = try withUnsafeMutablePointer(to: &storage) { p throws(IOError) in
@@ -114,7 +114,7 @@ public enum Socket {
     }
 
     /// Disables Nagle: responses are written whole, so delaying small writes only adds latency.
-    static func setNoDelay(_ fd: CInt) {
+    package static func setNoDelay(_ fd: CInt) {
         _ = cl_set_int_option(fd, CInt(IPPROTO_TCP), TCP_NODELAY, 1)
     }
 

@@ -28,8 +28,8 @@ public enum IOResult<T: Sendable>: Sendable {
 /// The one syscall chokepoint (swift-nio `System.swift`): retries EINTR, maps EAGAIN to
 /// `.wouldBlock` when `blocking` is false, traps on EBADF/EFAULT (those are our bugs), and
 /// throws an `IOError` naming the call otherwise.
-@inline(__always)
-func syscall<T: FixedWidthInteger & Sendable>(blocking: Bool, where call: StaticString = #function, _ body: () -> T) throws(IOError) -> IOResult<T> {
+@inlinable
+package func syscall<T: FixedWidthInteger & Sendable>(blocking: Bool, where call: StaticString = #function, _ body: () -> T) throws(IOError) -> IOResult<T> {
     while true {
         let result = body()
         guard result == -1 else { return .processed(result) }
@@ -48,8 +48,8 @@ func syscall<T: FixedWidthInteger & Sendable>(blocking: Bool, where call: Static
 }
 
 /// `syscall` for calls that are never non-blocking: returns the value or throws.
-@inline(__always)
-func syscall<T: FixedWidthInteger & Sendable>(where call: StaticString = #function, _ body: () -> T) throws(IOError) -> T {
+@inlinable
+package func syscall<T: FixedWidthInteger & Sendable>(where call: StaticString = #function, _ body: () -> T) throws(IOError) -> T {
     switch try syscall(blocking: true, where: call, body) {
     case .processed(let value): return value
     case .wouldBlock: preconditionFailure("blocking call reported EAGAIN")
@@ -57,7 +57,7 @@ func syscall<T: FixedWidthInteger & Sendable>(where call: StaticString = #functi
 }
 
 /// Closes `fd`; close can only fail with EBADF (our bug) or EINTR/EIO, after which the fd is gone anyway.
-func closeDescriptor(_ fd: CInt) {
+package func closeDescriptor(_ fd: CInt) {
     let r = Glibc.close(fd)
     if r == -1 && cl_errno() == EBADF { fatalError("close(\(fd)) failed with EBADF: a descriptor bug in platform-proxy") }
 }

@@ -1,5 +1,6 @@
 import Analytics
 import EventLoop
+import HTTPServer
 import JSON
 
 extension ProxyHandler {

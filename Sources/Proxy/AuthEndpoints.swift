@@ -1,5 +1,6 @@
 import Credentials
 import EventLoop
+import HTTPServer
 import JSON
 
 extension ProxyHandler {

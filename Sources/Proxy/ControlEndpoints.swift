@@ -1,4 +1,5 @@
 import EventLoop
+import HTTPServer
 import JSON
 
 /// The `/_platform/` endpoints, answered by the proxy itself and never proxied.

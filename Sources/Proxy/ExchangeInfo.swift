@@ -1,5 +1,6 @@
 import Config
 import EventLoop
+import HTTPServer
 
 /// What the proxy keeps with one exchange for its log line. It is the exchange's delegate
 /// (`HTTPExchange.delegate`, its single owner) from `ProxyHandler.handle` on, until a

@@ -1,6 +1,7 @@
 import Analytics
 import EventLoop
 import Experiments
+import HTTPServer
 import JSON
 
 extension ProxyHandler {

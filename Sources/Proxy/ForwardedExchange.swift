@@ -2,6 +2,7 @@ import Config
 import Credentials
 import EventLoop
 import HTTP1
+import HTTPServer
 import Upstream
 
 /// One client request forwarded upstream: the request streams to curl, the response streams

@@ -1,6 +1,7 @@
 import Config
 import Credentials
 import EventLoop
+import HTTPServer
 import JSON
 
 /// A request held by the gate (`gate.mode: wait`).

@@ -4,6 +4,7 @@ import Credentials
 import EventLoop
 import Experiments
 import HTTP1
+import HTTPServer
 import JSON
 import Upstream
 

@@ -5,6 +5,7 @@ import Credentials
 import EventLoop
 import Experiments
 import Glibc
+import HTTPServer
 import Synchronization
 import Upstream
 

@@ -1,3 +1,4 @@
+import EventLoop
 import CLinux
 import Glibc
 import Synchronization

@@ -1,3 +1,4 @@
+import EventLoop
 import HTTP1
 
 /// One request and its response, handed to the handler on the loop thread.

@@ -1,5 +1,6 @@
 import Testing
-@testable import EventLoop
+@testable import HTTPServer
+import EventLoop
 
 /// Manual clock: seconds after an arbitrary non-zero origin, so no test depends on real time.
 private func t(_ seconds: Double) -> NanoTime {

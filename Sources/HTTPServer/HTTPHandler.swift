@@ -1,3 +1,4 @@
+import EventLoop
 import HTTP1
 
 /// What the server calls for each request, on the loop thread that owns the connection.

@@ -1,5 +1,6 @@
 import Testing
-@testable import EventLoop
+@testable import HTTPServer
+import EventLoop
 
 @Suite("RequestIDGenerator")
 struct RequestIDGeneratorTests {

@@ -1,3 +1,4 @@
+import EventLoop
 /// What the HTTP server needs to know; built from the proxy config by the caller.
 public struct ServerConfiguration: Sendable {
     /// Addresses to listen on. Default `127.0.0.1:8080`.

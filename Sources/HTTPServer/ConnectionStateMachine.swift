@@ -1,3 +1,4 @@
+import EventLoop
 /// The lifecycle of one client connection as a value (docs/ARCHITECTURE.md §3): one enum with
 /// payloads, events in, actions out. `HTTPConnection` performs the I/O the actions name and keeps
 /// no lifecycle of its own. Deadlines (slow-loris, idle, stalled body, stalled reader) are

@@ -1,3 +1,4 @@
+import EventLoop
 /// Request IDs unique across the process: a random per-process prefix plus a per-loop counter.
 public struct RequestIDGenerator {
     private let prefix: String
