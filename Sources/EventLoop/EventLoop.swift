@@ -136,28 +136,39 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs until `stop`.
     public func run() {
         owner.store(pthread_self(), ordering: .relaxed)
-        while running {
-            let count: Int
-            do {
-                count = try selector.wait(timeoutMilliseconds: -1)
-            } catch {
-                fatalError("\(name): \(error)")
-            }
-            // One clock read per batch: handlers see the time the batch arrived.
-            now = NanoTime.now()
-            for i in 0..<count { dispatch(selector.event(at: i)) }
-            runTimers()
-            while !afterIteration.isEmpty {
-                let tasks = afterIteration
-                afterIteration.removeAll(keepingCapacity: true)
-                for task in tasks { task() }
-            }
-            armForEarliest()
-        }
+        while running { iterate(timeoutMilliseconds: -1) }
         for task in atStop { task() }
         atStop.removeAll()
         // Stopped: whoever joins the thread may tear down what was registered here.
         owner.store(0, ordering: .relaxed)
+    }
+
+    /// Runs one iteration on the calling thread, waiting at most `timeoutMilliseconds` (0: only
+    /// what is ready now) — for in-process tests that drive a loop turn by turn, in the manner
+    /// of swift-nio's `EmbeddedEventLoop`; the loop must not be running on another thread.
+    package func runOnce(timeoutMilliseconds: CInt = 0) {
+        precondition(owner.load(ordering: .relaxed) == 0, "\(name): runOnce while the loop runs on its thread")
+        iterate(timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// One iteration: wait, dispatch the batch, run due timers, then the after-events tasks.
+    private func iterate(timeoutMilliseconds: CInt) {
+        let count: Int
+        do {
+            count = try selector.wait(timeoutMilliseconds: timeoutMilliseconds)
+        } catch {
+            fatalError("\(name): \(error)")
+        }
+        // One clock read per batch: handlers see the time the batch arrived.
+        now = NanoTime.now()
+        for i in 0..<count { dispatch(selector.event(at: i)) }
+        runTimers()
+        while !afterIteration.isEmpty {
+            let tasks = afterIteration
+            afterIteration.removeAll(keepingCapacity: true)
+            for task in tasks { task() }
+        }
+        armForEarliest()
     }
 
     private func dispatch(_ event: SelectorEvent) {

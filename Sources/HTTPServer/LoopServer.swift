@@ -77,7 +77,8 @@ final class LoopServer: Selectable {
         }
     }
 
-    private func admit(fd: CInt, peer: String, listener: Int) {
+    /// Takes an accepted descriptor: refused past the connection limit, else served.
+    func admit(fd: CInt, peer: String, listener: Int) {
         let open = shared.openConnections.add(1, ordering: .relaxed).newValue
         guard open <= shared.maxConnections, !shuttingDown else {
             shared.openConnections.subtract(1, ordering: .relaxed)
