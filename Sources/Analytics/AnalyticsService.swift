@@ -44,7 +44,7 @@ public final class AnalyticsService: @unchecked Sendable {
         let admitted = intake.withLock { intake in values.filter { intake.dedup.admit(key: $0.key, timestamp: $0.timestamp) } }
         counters.droppedDuplicate.add(values.count - admitted.count, ordering: .relaxed)
         guard !admitted.isEmpty else { return done(.success(0)) }
-        let done = LoopBound(done)
+        let done = LoopBound(done, on: caller)
         let counters = self.counters
         let writer = self.writer
         let bytes = admitted.reduce(0) { $0 + subject.utf8.count + $1.key.utf8.count + $1.value.utf8.count }

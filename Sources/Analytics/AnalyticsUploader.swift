@@ -43,7 +43,7 @@ final class AnalyticsUploader: @unchecked Sendable {
 
     func flush(replyOn caller: EventLoop, _ done: @escaping (FlushReport) -> Void) {
         guard let home else { return done(FlushReport(deferredReason: "analytics is not running")) }
-        let done = LoopBound(done)
+        let done = LoopBound(done, on: caller)
         home.execute { [self] in
             waiters.append((caller, done))
             cycle(force: true)

@@ -45,7 +45,7 @@ extension CredentialManager {
     /// "magic link" `resume`; `client` binds the step ids to the caller.
     public func startJourney(_ journey: String?, resume: String?, client: String, replyOn caller: EventLoop,
                              _ done: @escaping (JourneyTurn) -> Void) {
-        let done = LoopBound(done)
+        let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             // After a restart the AM session is on disk: read it (on the worker) before the first
             // journey, so AM sees it and a later logout ends the right one.
@@ -61,7 +61,7 @@ extension CredentialManager {
                 }
                 return
             }
-            let reply: (JourneyTurn) -> Void = { turn in let sendable = LoopBound(turn); caller.execute { done.value(sendable.value) } }
+            let reply: (JourneyTurn) -> Void = { turn in let sendable = LoopBound(turn, on: caller); caller.execute { done.value(sendable.value) } }
             guard let config = provider.journey, let clientID = provider.clientID, let redirect = provider.redirectURI else {
                 return reply(.unavailable("The \(provider.grant.rawValue) grant has no journey login (provider.grant \"journey\")."))
             }
@@ -94,10 +94,10 @@ extension CredentialManager {
     /// Answers the step `step` with `answers` (input name → value).
     public func continueJourney(step: String, answers: JSONObject, client: String, replyOn caller: EventLoop,
                                 _ done: @escaping (JourneyTurn) -> Void) {
-        let done = LoopBound(done)
-        let answers = LoopBound(answers)
+        let done = LoopBound(done, on: caller)
+        let answers = LoopBound(answers, on: loop)
         loop.execute { [self] in
-            let reply: (JourneyTurn) -> Void = { turn in let sendable = LoopBound(turn); caller.execute { done.value(sendable.value) } }
+            let reply: (JourneyTurn) -> Void = { turn in let sendable = LoopBound(turn, on: caller); caller.execute { done.value(sendable.value) } }
             expireJourneys()
             guard let id = journeys.steps.take(step, client: client, now: UnixTime.now()),
                   var entry = journeys.flows[id], entry.waiter == nil else { return reply(.unknownStep) }
@@ -228,7 +228,7 @@ extension CredentialManager {
         journeys.session = nil
         // The file goes below: nothing is left to read from disk.
         journeys.sessionLoaded = true
-        let then = LoopBound(then)
+        let then = LoopBound(then, on: loop)
         worker.submit { [self] in
             let session = known ?? store.load()
             do { try store.delete() } catch { Log.emit(.error, "journey_session_store_failed", ["error": .string("\(error)")]) }

@@ -30,7 +30,7 @@ extension CredentialManager {
 
     /// The authorization URL for a new PKCE (S256) login with a fresh random `state`.
     public func loginURL(replyOn caller: EventLoop, _ done: @escaping (Result<String, LoginFailure>) -> Void) {
-        let done = LoopBound(done)
+        let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             let result = makeLoginURL()
             caller.execute { done.value(result) }
@@ -63,7 +63,7 @@ extension CredentialManager {
 
     /// The redirect back from the authorization server: checks `state`, exchanges the code.
     public func completeLogin(query: [(String, String)], replyOn caller: EventLoop, _ done: @escaping (Result<Void, LoginFailure>) -> Void) {
-        let done = LoopBound(done)
+        let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             let reply: (Result<Void, LoginFailure>) -> Void = { result in caller.execute { done.value(result) } }
             let values = Dictionary(query, uniquingKeysWith: { first, _ in first })
@@ -93,7 +93,7 @@ extension CredentialManager {
 
     /// Starts an RFC 8628 device login and polls for its completion.
     public func deviceLogin(replyOn caller: EventLoop, _ done: @escaping (Result<DeviceAuthorization, OAuthFailure>) -> Void) {
-        let done = LoopBound(done)
+        let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             oauth.authorizeDevice(scopes: provider.scopes) { [self] result in
                 if case .success(let authorization) = result {
@@ -138,7 +138,7 @@ extension CredentialManager {
 
     /// Logs in with the configured demo token set (store reviewers, CI).
     public func demoLogin(replyOn caller: EventLoop, _ done: @escaping (Result<Void, LoginFailure>) -> Void) {
-        let done = LoopBound(done)
+        let done = LoopBound(done, on: caller)
         guard let demo = provider.demo else { return caller.execute { done.value(.failure(LoginFailure("no demo tokens are configured"))) } }
         let tokenType = provider.tokenType
         // Secrets may live in files: read them on the worker, not on a loop.
@@ -152,7 +152,7 @@ extension CredentialManager {
             } catch {
                 result = .failure(LoginFailure("\(error)"))
             }
-            let sendable = LoopBound(result)
+            let sendable = LoopBound(result, on: loop)
             loop.execute { [self] in
                 switch sendable.value {
                 case .success(let tokens):
@@ -167,7 +167,7 @@ extension CredentialManager {
 
     /// Revokes the refresh token when the provider can, forgets the tokens either way.
     public func logout(replyOn caller: EventLoop, _ done: @escaping (_ revoked: Bool) -> Void) {
-        let done = LoopBound(done)
+        let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             abandonJourneys()
             endJourneySession { [self] in
@@ -188,11 +188,11 @@ extension CredentialManager {
 
     /// The provider's userinfo for the current login.
     public func userinfo(replyOn caller: EventLoop, _ done: @escaping (Result<FetchedResponse, OAuthFailure>) -> Void) {
-        let done = LoopBound(done)
+        let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             guard let tokens = lifecycle.tokens else { return caller.execute { done.value(.failure(.refused("not logged in"))) } }
             oauth.userinfo(accessToken: tokens.accessToken, tokenType: tokens.tokenType) { result in
-                let sendable = LoopBound(result)
+                let sendable = LoopBound(result, on: caller)
                 caller.execute { done.value(sendable.value) }
             }
         }

@@ -98,7 +98,7 @@ public final class CredentialManager: @unchecked Sendable {
     /// enough (`minRefreshIntervalSeconds`); else the outcome is `.suppressed`.
     public func refresh(seen generation: UInt64, after401: Bool = false, replyOn caller: EventLoop,
                         _ done: @escaping (CredentialLifecycle.Outcome) -> Void) {
-        let done = LoopBound(done)
+        let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             if lifecycle.generation != generation, lifecycle.tokens != nil {
                 // Newer tokens exist; if they are still being written, answer once they are published.
@@ -127,7 +127,7 @@ public final class CredentialManager: @unchecked Sendable {
             case .persist(let tokens):
                 // The login is announced only once it is on disk: the rest waits for the write.
                 let store = self.store
-                let rest = LoopBound((Array(actions[(index + 1)...]), then))
+                let rest = LoopBound((Array(actions[(index + 1)...]), then), on: loop)
                 worker.submit { [self] in
                     do { try store.save(tokens) } catch { Log.emit(.error, "token_store_failed", ["error": .string("\(error)")]) }
                     loop.execute { [self] in perform(rest.value.0, then: rest.value.1) }

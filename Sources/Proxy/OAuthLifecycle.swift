@@ -63,7 +63,7 @@ final class LoopDirectory: @unchecked Sendable {
     /// Hands a journey progress event to each loop's handler, on that loop.
     func journeyProgress(_ event: [UInt8]) {
         for (loop, handler) in members {
-            let handler = LoopBound(handler)
+            let handler = LoopBound(handler, on: loop)
             loop.execute { handler.value.journeyProgress(event) }
         }
     }
@@ -71,7 +71,7 @@ final class LoopDirectory: @unchecked Sendable {
     /// Hands `snapshot` to each loop's handler, on that loop.
     func publish(_ snapshot: CredentialSnapshot) {
         for (loop, handler) in members {
-            let handler = LoopBound(handler)
+            let handler = LoopBound(handler, on: loop)
             loop.execute { handler.value.credentialsChanged(snapshot) }
         }
     }
