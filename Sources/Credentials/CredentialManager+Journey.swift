@@ -56,7 +56,7 @@ extension CredentialManager {
                     loop.execute { [self] in
                         if !journeys.sessionLoaded { journeys.session = journeys.session ?? stored }
                         journeys.sessionLoaded = true
-                        startJourney(journey, resume: resume, client: client, replyOn: caller, done.value)
+                        startJourney(journey, resume: resume, client: client, replyOn: caller) { turn in done.value(turn) }
                     }
                 }
                 return
