@@ -152,6 +152,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// One iteration: wait, dispatch the batch, run due timers, then the after-events tasks.
+    @inline(__always)
     private func iterate(timeoutMilliseconds: CInt) {
         let count: Int
         do {

@@ -28,7 +28,7 @@ public enum IOResult<T: Sendable>: Sendable {
 /// The one syscall chokepoint (swift-nio `System.swift`): retries EINTR, maps EAGAIN to
 /// `.wouldBlock` when `blocking` is false, traps on EBADF/EFAULT (those are our bugs), and
 /// throws an `IOError` naming the call otherwise.
-@inlinable
+@inlinable @inline(__always)
 package func syscall<T: FixedWidthInteger & Sendable>(blocking: Bool, where call: StaticString = #function, _ body: () -> T) throws(IOError) -> IOResult<T> {
     while true {
         let result = body()
@@ -48,7 +48,7 @@ package func syscall<T: FixedWidthInteger & Sendable>(blocking: Bool, where call
 }
 
 /// `syscall` for calls that are never non-blocking: returns the value or throws.
-@inlinable
+@inlinable @inline(__always)
 package func syscall<T: FixedWidthInteger & Sendable>(where call: StaticString = #function, _ body: () -> T) throws(IOError) -> T {
     switch try syscall(blocking: true, where: call, body) {
     case .processed(let value): return value

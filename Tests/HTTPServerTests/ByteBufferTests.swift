@@ -1,5 +1,5 @@
 import Testing
-@testable import EventLoop
+@testable import HTTPServer
 
 private extension ByteBuffer {
     var bytes: [UInt8] { Array(readable) }

@@ -3,67 +3,67 @@
 /// With a `BufferPool` the storage is taken from the pool on the first write and handed back by
 /// `releaseIfEmpty`, so an idle keep-alive connection holds no buffer at all (an idle client
 /// then costs its objects, about 1 KB, instead of two touched pages).
-package final class ByteBuffer {
-    @usableFromInline package private(set) var storage: UnsafeMutableRawPointer?
-    @usableFromInline package private(set) var capacity: Int
-    @usableFromInline package private(set) var readerIndex = 0
-    @usableFromInline package private(set) var writerIndex = 0
+final class ByteBuffer {
+    private(set) var storage: UnsafeMutableRawPointer?
+    private(set) var capacity: Int
+    private(set) var readerIndex = 0
+    private(set) var writerIndex = 0
     private let pool: BufferPool?
 
     /// A buffer that owns `capacity` bytes from the start.
-    package init(capacity: Int) {
+    init(capacity: Int) {
         self.capacity = max(capacity, 1)
         storage = .allocate(byteCount: self.capacity, alignment: 16)
         pool = nil
     }
 
     /// A buffer that takes its storage from `pool` when first written.
-    package init(pool: BufferPool) {
+    init(pool: BufferPool) {
         self.pool = pool
         capacity = 0
     }
 
     deinit { dropStorage() }
 
-    @inlinable package var readableBytes: Int { writerIndex - readerIndex }
-    @inlinable package var isEmpty: Bool { writerIndex == readerIndex }
+    var readableBytes: Int { writerIndex - readerIndex }
+    var isEmpty: Bool { writerIndex == readerIndex }
 
     /// The unread bytes.
-    @inlinable package var readable: UnsafeRawBufferPointer {
+    var readable: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: storage.map { $0 + readerIndex }, count: readableBytes)
     }
 
     /// Free space after the written bytes, at least `minimum` bytes unless the buffer would exceed `limit`.
-    package func writableSpace(minimum: Int, limit: Int) -> UnsafeMutableRawBufferPointer {
+    func writableSpace(minimum: Int, limit: Int) -> UnsafeMutableRawBufferPointer {
         if capacity - writerIndex < minimum { makeRoom(minimum, limit: limit) }
         return UnsafeMutableRawBufferPointer(start: storage.map { $0 + writerIndex }, count: capacity - writerIndex)
     }
 
-    package func didWrite(_ count: Int) { writerIndex += count }
+    func didWrite(_ count: Int) { writerIndex += count }
 
     /// Drops everything after the first `count` unread bytes.
-    package func truncate(keeping count: Int) {
+    func truncate(keeping count: Int) {
         writerIndex = readerIndex + min(max(0, count), readableBytes)
         if readerIndex == writerIndex { readerIndex = 0; writerIndex = 0 }
     }
 
-    package func consume(_ count: Int) {
+    func consume(_ count: Int) {
         readerIndex += count
         if readerIndex == writerIndex { readerIndex = 0; writerIndex = 0 }
     }
 
-    package func append(_ bytes: UnsafeRawBufferPointer) {
+    func append(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count > 0 else { return }
         if capacity - writerIndex < bytes.count { makeRoom(bytes.count, limit: .max) }
         (storage! + writerIndex).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         writerIndex += bytes.count
     }
 
-    package func append(_ bytes: [UInt8]) { bytes.withUnsafeBytes { append($0) } }
+    func append(_ bytes: [UInt8]) { bytes.withUnsafeBytes { append($0) } }
 
     /// An empty pooled buffer gives its storage back (a grown one frees it); an unpooled one
     /// that grew for one large burst shrinks back to `size`.
-    package func releaseIfEmpty(unpooledSize size: Int) {
+    func releaseIfEmpty(unpooledSize size: Int) {
         guard isEmpty, storage != nil else { return }
         if pool != nil { return dropStorage() }
         guard capacity > size else { return }
@@ -114,14 +114,14 @@ package final class ByteBuffer {
 /// One loop's free list of equal-sized buffer blocks: taking and giving back are an array
 /// pop and push, so releasing a connection's buffers between requests costs no malloc.
 /// Beyond `limit` blocks, given-back ones are freed (a burst's memory is not kept forever).
-package final class BufferPool {
+final class BufferPool {
     /// The size of every block.
     let size: Int
     /// Most free blocks kept.
     let limit: Int
     private var free: [UnsafeMutableRawPointer] = []
 
-    package init(size: Int, limit: Int) {
+    init(size: Int, limit: Int) {
         self.size = size
         self.limit = limit
         free.reserveCapacity(limit)
