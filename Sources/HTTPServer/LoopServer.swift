@@ -28,7 +28,10 @@ final class LoopServer: Selectable {
     }
     private var listeners: [Listener]
     private var connections: [CInt: HTTPConnection] = [:]
-    private var acceptPaused = false
+    /// Whether the listeners are read: accepting, paused after accept failures (EMFILE) until a
+    /// backoff timer, or stopped for good (shutdown).
+    private enum Accepting { case open, backingOff, stopped }
+    private var accepting = Accepting.open
     /// Accept failures in a row, and when the next one may be logged.
     private var acceptFailures = 0
     private var nextAcceptFailureLog = NanoTime(nanoseconds: 0)
@@ -40,7 +43,6 @@ final class LoopServer: Selectable {
     /// Connections' peak since the allocator was last asked to return free memory.
     private var peakConnections = 0
     private var trimScheduled = false
-    private var shuttingDown = false
     init(loop: EventLoop, configuration: ServerConfiguration, shared: ServerShared,
          listeners: [Listener], handler: any HTTPHandler) {
         self.loop = loop
@@ -80,7 +82,7 @@ final class LoopServer: Selectable {
     /// Takes an accepted descriptor: refused past the connection limit, else served.
     func admit(fd: CInt, peer: String, listener: Int) {
         let open = shared.openConnections.add(1, ordering: .relaxed).newValue
-        guard open <= shared.maxConnections, !shuttingDown else {
+        guard open <= shared.maxConnections, accepting != .stopped else {
             shared.openConnections.subtract(1, ordering: .relaxed)
             // The handler renders (and logs) the refusal. Best effort on a fresh socket: its send
             // buffer is empty, so the write does not block.
@@ -108,13 +110,13 @@ final class LoopServer: Selectable {
             Log.emit(.error, "accept_failed", ["error": .string(error.description), "failures": .int(acceptFailures)])
             nextAcceptFailureLog = loop.now.adding(seconds: 60)
         }
-        guard !acceptPaused else { return }
-        acceptPaused = true
+        guard accepting == .open else { return }
+        accepting = .backingOff
         for listener in listeners { try? loop.reregister(fd: listener.fd, interest: []) }
         let pause = min(1.0, 0.1 * Double(1 << min(acceptFailures - 1, 4)))
         loop.schedule(at: NanoTime.now().adding(seconds: pause)) { [weak self] in
-            guard let self, !self.shuttingDown else { return }
-            self.acceptPaused = false
+            guard let self, self.accepting == .backingOff else { return }
+            self.accepting = .open
             for listener in self.listeners { try? self.loop.reregister(fd: listener.fd, interest: .read) }
         }
     }
@@ -151,7 +153,7 @@ final class LoopServer: Selectable {
 
     /// Stops accepting and lets connections finish their current exchange.
     func shutdown() {
-        shuttingDown = true
+        accepting = .stopped
         handler.shutdown()
         for listener in listeners {
             loop.deregister(fd: listener.fd)
