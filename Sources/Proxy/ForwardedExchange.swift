@@ -204,7 +204,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     /// README "Logging in (OAuth 2 / OIDC)": on a `retryOn401` route, refresh (or take tokens that changed since this request
     /// was sent) and retry once; a body too large to keep is streamed and its 401 relayed.
     private var mayRetryAfter401: Bool {
-        route.retryOn401 && !retried && route.credential != .none && handler.credentialManager != nil && hops == 0
+        route.retryOn401 && !retried && route.credential != .none && handler.manager(for: route) != nil && hops == 0
             && (body == nil || body?.isReplayable == true)
     }
 
@@ -212,8 +212,8 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     /// `minRefreshIntervalSeconds`: the 401 is then relayed as is (decided here, before its body
     /// is dropped; the lifecycle applies the same rule to 401s that reach it).
     private func refreshTooSoon() -> Bool {
-        guard let manager = handler.credentialManager else { return false }
-        let snapshot = handler.credentials
+        guard let manager = handler.manager(for: route) else { return false }
+        let snapshot = handler.snapshot(for: route)
         guard snapshot.generation == generation,
               CredentialLifecycle.tooYoung(obtainedAt: snapshot.obtainedAt, now: UnixTime.now(),
                                            minRefreshInterval: manager.minRefreshInterval) else { return false }
@@ -224,20 +224,20 @@ final class ForwardedExchange: UpstreamTransferDelegate {
     private func retryAfter401() {
         retryPending = false
         retried = true
-        guard let manager = handler.credentialManager else { return handler.fail(exchange, .awaitingAuthorization) }
+        guard let manager = handler.manager(for: route) else { return handler.fail(exchange, handler.awaitingAuthorization(for: route)) }
         manager.refresh(seen: generation, after401: true, replyOn: exchange.loop) { [self] outcome in
             guard !exchange.isAborted else { return }
             switch outcome {
             case .unavailable(let reason):
                 handler.fail(exchange, .authServerUnavailable(reason))
             case .notLoggedIn:
-                handler.fail(exchange, .awaitingAuthorization)
+                handler.fail(exchange, handler.awaitingAuthorization(for: route))
             case .suppressed:
                 // The 401 was dropped for the retry: send once more as is and relay what comes.
                 body = body?.replay()
                 send(lines: baseLines, credentials: credentialLines)
             case .ready:
-                let snapshot = handler.credentials
+                let snapshot = handler.snapshot(for: route)
                 guard let lines = injector.lines(snapshot, names: route.headers) else {
                     return handler.fail(exchange, .credentialsUnavailable(route.credential.rawValue))
                 }

@@ -19,27 +19,28 @@ public final class ProxyHandler: HTTPHandler {
     private let hub: MetricsHub
     /// This loop's libcurl multi handle.
     let upstream: UpstreamClient
-    /// The tokens in force; replaced (on this loop) by `credentialsChanged`.
-    public internal(set) var credentials: CredentialSnapshot = .empty
+    /// Each provider's state on this loop, by name (`ProviderSlot`).
+    var slots: [String: ProviderSlot] = [:]
+    /// The default provider's tokens in force; replaced (on this loop) by `credentialsChanged`.
+    public var credentials: CredentialSnapshot { slot(nil).snapshot }
     /// The analytics sidecar, when configured.
     public var analytics: AnalyticsService?
     /// Experiment overrides, exposures and the installation id.
     public var experimentService: ExperimentService?
     /// Set on the home loop's handler: the uploader follows this loop's token snapshots.
     var uploadsHere = false
-    /// The token lifecycle (OAuth grants); nil for the static grant or no provider.
-    public var credentialManager: CredentialManager?
-    /// Requests held by the gate in `wait` mode, released by a login or their timer.
-    var gated: [GatedRequest] = []
+    /// The default provider's token lifecycle (OAuth grants); nil for the static grant or no provider.
+    public var credentialManager: CredentialManager? {
+        get { slot(nil).manager }
+        set { slot(nil).manager = newValue }
+    }
+    /// Phased logins in progress, shared by every loop (a callback may arrive on any of them).
+    var loginChains = LoginChains()
     /// `/_platform/auth/events` streams on this loop.
     var eventStreams: [HTTPExchange] = []
     var heartbeat: TimerID?
     /// Index of the `metricsListen` address among the server's listeners, when there is one.
     public var metricsListener: Int?
-    /// Injected header lines per route, formatted once per token generation.
-    private var injectedLines = InjectedLineCache()
-    /// The tokens to mask in echoes, copied per token generation on this loop.
-    private var echoTokens = EchoTokenCache()
     /// The `X-Experiments` line, formatted once per subject and config.
     private var experimentLines = ExperimentHeaderCache()
 
@@ -53,6 +54,12 @@ public final class ProxyHandler: HTTPHandler {
         control = ControlEndpoints()
         upstream = UpstreamClient(loop: loop)
         hub.add(loop: loop, metrics: metrics)
+        for named in runtime.configuration.providers { slots[named.name] = ProviderSlot(name: named.name) }
+    }
+
+    /// Installs the token lifecycles of the OAuth providers, by name.
+    public func setManagers(_ managers: [String: CredentialManager]) {
+        for (name, manager) in managers { slot(name).manager = manager }
     }
 
     public func handle(_ exchange: HTTPExchange) {
@@ -101,11 +108,12 @@ public final class ProxyHandler: HTTPHandler {
                 self.collectBody(exchange, limit: ControlEndpoints.maxBody, then)
             }
         }
-        guard let (index, rest) = runtime.router.match(target.path) else {
+        guard let (compiled, rest) = runtime.router.match(target.path) else {
             return fail(exchange, .noRoute(String(target.path)))
         }
-        let route = runtime.configuration.routes[index]
+        let route = compiled.config
         info.route = route.name
+        info.provider = compiled.provider
         if route.credential != .none {
             if let origin, !access.originAllowed(origin) { return fail(exchange, .originNotAllowed) }
             if crossSite { return fail(exchange, .crossSiteRequest) }
@@ -120,7 +128,7 @@ public final class ProxyHandler: HTTPHandler {
         guard UpstreamTarget.isForwardable(target.path, encodedSlashes: route.encodedSlashes) else {
             return fail(exchange, .invalidPath)
         }
-        let plan = ForwardPlan(route: route, runtime: runtime, routeIndex: index, injector: runtime.injectors[index], rest: rest,
+        let plan = ForwardPlan(route: route, runtime: runtime, routeIndex: compiled.index, injector: compiled.injector, rest: rest,
                                url: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query), mockMode: mockMode)
         forward(exchange, plan, refreshed: false)
     }
@@ -130,13 +138,15 @@ public final class ProxyHandler: HTTPHandler {
     func forward(_ exchange: HTTPExchange, _ plan: ForwardPlan, refreshed: Bool) {
         guard !exchange.isAborted else { return }
         let route = plan.route
+        // Each provider has its own tokens, gate and refresher: one's outage never holds another's routes.
+        let slot = slot(route.provider)
         if route.credential != .none {
-            let snapshot = credentials
+            let snapshot = slot.snapshot
             // The gate is for logins; a static token that cannot be read is a 503 below.
-            if !snapshot.status.loggedIn && credentialManager != nil {
-                return gate(exchange) { [weak self] in self?.forward(exchange, plan, refreshed: refreshed) }
+            if !snapshot.status.loggedIn && slot.manager != nil {
+                return gate(exchange, slot: slot) { [weak self] in self?.forward(exchange, plan, refreshed: refreshed) }
             }
-            if !refreshed, let manager = credentialManager, snapshot.isExpired(now: UnixTime.now()) {
+            if !refreshed, let manager = slot.manager, snapshot.isExpired(now: UnixTime.now()) {
                 // The body waits in the socket until the refresh answers.
                 exchange.pauseBody()
                 return manager.refresh(seen: snapshot.generation, replyOn: loop) { [weak self, weak exchange] outcome in
@@ -149,19 +159,21 @@ public final class ProxyHandler: HTTPHandler {
                 }
             }
         }
-        guard let lines = injectedLines.lines(plan, snapshot: credentials) else {
+        let credentials = slot.snapshot
+        guard let lines = slot.injectedLines.lines(plan, snapshot: credentials) else {
             return fail(exchange, .credentialsUnavailable(route.credential.rawValue))
         }
         if !lines.isEmpty { metrics.injected(route: route.name) }
         var experiments: HeaderLines?
         if route.experimentHeader, let service = experimentService {
-            experiments = experimentLines.lines(runtime: plan.runtime, credentials: credentials, service: service, now: UnixTime.now())
+            experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,
+                                                now: UnixTime.now())
         }
         let forwarded = ForwardedExchange(exchange: exchange, route: route, upstream: plan.url, handler: self,
                                           requestID: exchange.info?.requestID ?? "", credentialLines: lines,
                                           generation: credentials.generation, injector: plan.injector,
                                           experimentLines: experiments)
-        let token = echoTokens.bytes(route.credential, of: credentials)
+        let token = slot.echoTokens.bytes(route.credential, of: credentials)
         if plan.runtime.configuration.maskEchoedCredentials { forwarded.echoToken = token }
         if plan.mockMode == .record, let mock = route.mock {
             forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite,
@@ -338,6 +350,7 @@ public final class ProxyHandler: HTTPHandler {
             ("bytesOut", .int(exchange.bytesSent)),
             ("peer", .string(exchange.peer)),
         ]
+        if let provider = info?.provider { fields.append(("provider", .string(provider))) }
         if let upstream = info?.upstream { fields.append(("upstream", .string(upstream))) }
         if let outcome { fields.append(("outcome", .string(outcome))) }
         log.emit(level, "request", fields)
