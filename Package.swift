@@ -22,7 +22,7 @@ let package = Package(
         .target(name: "EventLoop", dependencies: ["CLinux", "HTTP1", "JSON"], swiftSettings: strict),
         .target(name: "Upstream", dependencies: ["CCurl", "EventLoop", "HTTP1"], swiftSettings: strict),
         .target(name: "Credentials", dependencies: ["Config", "EventLoop", "JSON", "Upstream"], swiftSettings: strict),
-        .target(name: "Analytics", dependencies: ["CSQLite", "Config", "Credentials", "EventLoop", "JSON", "Upstream"],
+        .target(name: "Analytics", dependencies: ["CSQLite", "Config", "EventLoop", "JSON", "Upstream"],
                 swiftSettings: strict),
         .target(name: "Experiments", dependencies: ["Config", "Credentials", "EventLoop", "JSON"], swiftSettings: strict),
         .target(name: "Proxy", dependencies: ["Analytics", "Config", "Credentials", "EventLoop", "Experiments", "HTTP1", "JSON", "Upstream"], swiftSettings: strict),

@@ -1,3 +1,4 @@
+import Analytics
 import Config
 import Credentials
 import EventLoop
@@ -8,6 +9,26 @@ struct GatedRequest {
     weak var exchange: HTTPExchange?
     let resume: () -> Void
     let timer: TimerID
+}
+
+extension UploadToken {
+    /// The upload headers of a provider's token snapshot.
+    init(_ snapshot: CredentialSnapshot) {
+        self.init(generation: snapshot.generation, accessToken: snapshot.accessTokenValue, idToken: snapshot.idTokenValue)
+    }
+}
+
+/// Analytics' view of a provider's single-flight refresher: a 401 from the analytics endpoint
+/// refreshes like a proxied 401 (subject to `minRefreshIntervalSeconds`).
+final class ManagerUploadRefresher: UploadTokenRefresher {
+    let manager: CredentialManager
+    init(_ manager: CredentialManager) { self.manager = manager }
+
+    func refreshAfterRejection(seen generation: UInt64, replyOn caller: EventLoop, _ done: @escaping (Bool) -> Void) {
+        manager.refresh(seen: generation, after401: true, replyOn: caller) { outcome in
+            if case .ready = outcome { done(true) } else { done(false) }
+        }
+    }
 }
 
 /// One provider's state on one loop: its token snapshot, its manager (OAuth grants), the
@@ -60,7 +81,7 @@ extension ProxyHandler {
         let slot = slot(provider)
         let previous = slot.snapshot.status
         slot.snapshot = snapshot
-        if uploadsHere, slot.name == analyticsProviderName { analytics?.credentialsChanged(snapshot) }
+        if uploadsHere, slot.name == analyticsProviderName { analytics?.credentialsChanged(UploadToken(snapshot)) }
         if snapshot.status != previous { broadcastState(slot) }
         if snapshot.status.loggedIn && !slot.gated.isEmpty {
             let released = slot.gated

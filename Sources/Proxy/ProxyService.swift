@@ -106,7 +106,7 @@ public enum ProxyService {
             }
             if let analytics, let home = handlers.first {
                 analytics.start(home: server.eventLoops[0], http: home.upstream,
-                                refresher: home.slot(home.analyticsProviderName).manager)
+                                refresher: home.slot(home.analyticsProviderName).manager.map(ManagerUploadRefresher.init))
                 hub.setAnalytics(analytics.counters)
             }
             for address in bound { Log.emit(.info, "listening", ["address": .string(address.description)]) }
