@@ -27,7 +27,7 @@ public enum JourneyCommand {
         var start = JSONObject()
         if let journey { start["journey"] = .string(journey) }
         if let resume { start["resume"] = .string(resume) }
-        let query = provider.map { "?provider=\($0)" } ?? ""
+        let query = provider.map { "?provider=" + LoginCommands.FormEncodingText.escape($0) } ?? ""
         var reply = post(target, "/_platform/login/journey" + query, .object(start))
         for _ in 0..<maxTurns {
             let node: JSONValue

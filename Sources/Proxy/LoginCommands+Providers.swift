@@ -13,6 +13,20 @@ extension LoginCommands {
         return object.map { ($0.key, $0.value) }
     }
 
+    /// A provider name made safe for a query (names are letters, digits, '_' and '-'; anything
+    /// else given on the command line is percent-encoded).
+    enum FormEncodingText {
+        static func escape(_ text: String) -> String {
+            var out = ""
+            for byte in text.utf8 {
+                let plain = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+                out += plain ? String(UnicodeScalar(byte)) : "%" + String(byte, radix: 16, uppercase: true).leftPadded()
+            }
+            return out
+        }
+    }
+
     /// One row per provider: name, grant, state, subject, expiry, last error.
     static func table(_ auth: JSONValue) -> String {
         let now = Double(time(nil))
@@ -72,9 +86,24 @@ extension LoginCommands {
         return allLoggedIn(after) ? 0 : 1
     }
 
+    /// `login --provider NAME`: that provider's browser (or device) login, waiting for it alone.
+    static func loginOne(_ target: BlockingHTTP.Target, _ named: NamedProvider, device: Bool) -> Int32 {
+        let name = FormEncodingText.escape(named.name)
+        if device { return deviceLogin(target, provider: named.name) }
+        guard named.configuration.grant == .authorizationCode else {
+            say("Provider \(named.name) has no browser login (grant \(named.configuration.grant.rawValue)).")
+            return 1
+        }
+        say("Open this URL in a browser to sign in to \(named.name):\n  \(target.baseURL)/_platform/login?provider=\(name)")
+        say("Waiting for the login to complete …")
+        guard waitForProviders(target, [named.name]) != nil else { return 1 }
+        say("Signed in: \(named.name).")
+        return 0
+    }
+
     /// Starts a device login of `provider` and waits until it is logged in.
     private static func deviceLogin(_ target: BlockingHTTP.Target, provider: String) -> Int32 {
-        switch BlockingHTTP.request("POST", "/_platform/login/device?provider=\(provider)", to: target, timeout: 30) {
+        switch BlockingHTTP.request("POST", "/_platform/login/device?provider=\(FormEncodingText.escape(provider))", to: target, timeout: 30) {
         case .success(let response) where response.status == 200:
             guard let body = try? JSONValue.parse(response.body) else { return 1 }
             say("Go to \(body["verification_uri"]?.stringValue ?? "?") and enter the code \(body["user_code"]?.stringValue ?? "?")")
@@ -130,4 +159,9 @@ extension LoginCommands {
             say("Not signed in: \(name) (\(reason.stringValue ?? "?"))")
         }
     }
+}
+
+private extension String {
+    /// Two hex digits.
+    func leftPadded() -> String { count < 2 ? "0" + self : self }
 }

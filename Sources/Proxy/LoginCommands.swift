@@ -33,8 +33,16 @@ public enum LoginCommands {
     }
 
     /// `login`: prints the proxy's login URL (or starts a device login) and waits for `logged_in`.
-    public static func login(config location: ConfigLocation, device: Bool) -> Int32 {
+    /// `provider` names one provider to sign into (any number configured).
+    public static func login(config location: ConfigLocation, device: Bool, provider: String? = nil) -> Int32 {
         guard let (target, config) = target(location) else { return 2 }
+        if let provider {
+            guard let named = config.provider(named: provider) else {
+                say("No provider is named \(provider) (configured: \(config.providers.map(\.name).joined(separator: ", "))).")
+                return 2
+            }
+            return loginOne(target, named, device: device)
+        }
         if config.providers.count > 1 {
             guard case .success(let response) = BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5),
                   let auth = try? JSONValue.parse(response.body) else {
@@ -91,9 +99,10 @@ public enum LoginCommands {
     }
 
     /// `logout`: revokes and forgets the login in the running proxy.
-    public static func logout(config location: ConfigLocation) -> Int32 {
+    public static func logout(config location: ConfigLocation, provider: String? = nil) -> Int32 {
         guard let (target, _) = target(location) else { return 2 }
-        switch BlockingHTTP.request("POST", "/_platform/logout", to: target, timeout: 30) {
+        let query = provider.map { "?provider=" + FormEncodingText.escape($0) } ?? ""
+        switch BlockingHTTP.request("POST", "/_platform/logout" + query, to: target, timeout: 30) {
         case .success(let response) where response.status == 200:
             let body = try? JSONValue.parse(response.body)
             if let each = body?["providers"]?.objectValue {

@@ -295,3 +295,64 @@ def test_check_config_names_the_route_that_must_pick_a_provider(idp_factory, tmp
     both = {"provider": {"grant": "static", "accessToken": "t"}, **config}
     result = run_cli(["check-config"], both, tmp_path)
     assert 'providers: cannot be used together with "provider"' in result.stdout, result.stdout
+
+
+def test_cli_device_login_prompts_for_each_provider_in_turn(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    add_ping_client(idp)
+    p = start_two(start_proxy, tmp_path, idp, idp)
+    path = tmp_path / "cli-config.json"
+    path.write_text(json.dumps(p.config))
+    waiting = subprocess.Popen([binary_path(), "login", "--device", "--config", str(path)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        for provider in ("platform", "ping"):
+            assert waiting.stdout.readline().strip() == f"Signing in to {provider} (device login):"
+            prompt = waiting.stdout.readline()
+            code = re.search(r"enter the code (\S+)", prompt)
+            assert code, prompt
+            assert "(or open" in waiting.stdout.readline()
+            idp.control.approve_device(code.group(1))
+        out, err = waiting.communicate(timeout=20)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    assert waiting.returncode == 0, (out, err)
+    assert providers_state(p) == {"platform": "logged_in", "ping": "logged_in"}
+    assert re.search(r"^ping\s+authorization_code\s+logged_in", out, re.M), out
+
+    # logout --provider ends that one only.
+    result = run_cli(["logout", "--provider", "ping"], p.config, tmp_path)
+    assert result.returncode == 0 and "Logged out of ping" in result.stdout, result
+    assert providers_state(p) == {"platform": "logged_in", "ping": "logged_out"}
+
+
+def test_static_providers_each_follow_their_own_token_file(start_proxy, main_upstream, tmp_path):
+    a_file, b_file = tmp_path / "a.token", tmp_path / "b.token"
+    a_file.write_text("token-a-1\n")
+    b_file.write_text("token-b-1\n")
+    config = {
+        "listen": ["127.0.0.1:0"],
+        "stateDirectory": str(tmp_path / "state"),
+        "providers": {"a": {"grant": "static", "accessToken": {"file": str(a_file)}},
+                      "b": {"grant": "static", "accessToken": {"file": str(b_file)}}},
+        "routes": [{"name": "ra", "path": "/a/", "upstream": main_upstream.url("/a/"), "credential": "access_token",
+                    "provider": "a", "headers": ["Authorization"]},
+                   {"name": "rb", "path": "/b/", "upstream": main_upstream.url("/b/"), "credential": "access_token",
+                    "provider": "b", "headers": ["Authorization"]}],
+    }
+    server = start_proxy(config)
+
+    def sent(path):
+        main_upstream.clear()
+        assert server.get(path).status == 200
+        record = main_upstream.wait_for(lambda records: records and records[-1])
+        return record.header("Authorization")
+
+    assert sent("/a/x") == "Bearer token-a-1"
+    assert sent("/b/x") == "Bearer token-b-1"
+    b_file.write_text("token-b-2\n")
+    wait_until(lambda: sent("/b/x") == "Bearer token-b-2", timeout=5, what="b's new token in use")
+    assert sent("/a/x") == "Bearer token-a-1"
+    auth = server.get("/_platform/auth").json()
+    assert set(auth["providers"]) == {"a", "b"} and auth["providers"]["b"]["grant"] == "static"
