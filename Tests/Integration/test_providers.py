@@ -356,3 +356,79 @@ def test_static_providers_each_follow_their_own_token_file(start_proxy, main_ups
     assert sent("/a/x") == "Bearer token-a-1"
     auth = server.get("/_platform/auth").json()
     assert set(auth["providers"]) == {"a", "b"} and auth["providers"]["b"]["grant"] == "static"
+
+
+def test_cli_login_runs_the_browser_chain_then_prompts_for_a_journey_provider(start_proxy, idp_factory, tmp_path):
+    import os
+    import pty
+
+    from journey_support import PASSWORD, journey_provider
+    from test_journey_cli import _read_until
+
+    idp = idp_factory(access_ttl=120)
+    port = free_port()
+    config = {
+        "listen": [f"127.0.0.1:{port}"],
+        "stateDirectory": str(tmp_path / "state"),
+        "providers": {"platform": provider_for(idp, port), "am": journey_provider(idp, port)},
+        "routes": [{"name": "platform-api", "path": "/api/", "upstream": idp.issuer + "/api/",
+                    "credential": "access_token", "provider": "platform"},
+                   {"name": "am-api", "path": "/am-api/", "upstream": idp.issuer + "/api/",
+                    "credential": "access_token", "provider": "am"}],
+    }
+    server = start_proxy(config)
+    p = CredProxy(server, port, tmp_path / "state", config)
+    wait_until(lambda: server.log_events("provider_discovered"), timeout=5, what="platform discovered")
+    path = tmp_path / "cli-config.json"
+    path.write_text(json.dumps(config))
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([binary_path(), "login", "--config", str(path)], stdin=slave, stdout=slave, stderr=slave,
+                            close_fds=True)
+    os.close(slave)
+    seen = bytearray()
+    try:
+        _read_until(master, b"Waiting for the login to complete", seen)
+        assert f"sign in to platform:\r\n  {p.base}/_platform/login\r\n".encode() in seen, bytes(seen)
+        time.sleep(0.3)  # let it subscribe to the event stream
+        assert Browser().open(p.base + "/_platform/login").status == 200
+        _read_until(master, b"Signing in to am (journey):", seen)
+        _read_until(master, b"User Name: ", seen)
+        os.write(master, b"demo\n")
+        _read_until(master, b"Password: ", seen)
+        os.write(master, PASSWORD.encode() + b"\n")
+        _read_until(master, b"LAST ERROR", seen)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    text = bytes(seen).decode(errors="replace")
+    assert PASSWORD not in text, text
+    assert providers_state(p) == {"platform": "logged_in", "am": "logged_in"}
+    assert p.call("/am-api/x").status == 200 and p.call("/api/x").status == 200
+    # A journey provider's login lives in its own files.
+    assert (p.state_dir / "tokens-am.json").exists() and (p.state_dir / "journey-session-am.json").exists()
+
+
+def test_a_held_request_waits_for_its_own_providers_login_only(start_proxy, idp_factory, tmp_path):
+    import threading
+
+    idp = idp_factory(access_ttl=120)
+    add_ping_client(idp)
+    p = start_two(start_proxy, tmp_path, idp, idp, extra={"gate": {"mode": "wait", "waitSeconds": 15}})
+    held: dict = {}
+    thread = threading.Thread(target=lambda: held.setdefault("reply", p.call("/ping/x")))
+    thread.start()
+    time.sleep(0.3)
+    assert Browser().open(p.base + "/_platform/login?provider=platform").status == 200
+    wait_until(lambda: providers_state(p)["platform"] == "logged_in", timeout=5, what="platform logged in")
+    thread.join(0.5)
+    assert thread.is_alive(), "platform's login released a request held for ping"
+    assert Browser().open(p.base + "/_platform/login?provider=ping").status == 200
+    thread.join(5)
+    assert held["reply"].status == 200, held
+    # Readiness names the provider that is not logged in.
+    p.call("/_platform/logout?provider=platform", method="POST")
+    ready = p.call("/_platform/ready")
+    assert ready.status == 503 and "provider platform: not logged in" in ready.json()["reason"], ready
