@@ -202,6 +202,7 @@ extension CredentialManager {
     private func report(_ fields: [String: JSONValue]) {
         var object = JSONObject()
         for key in fields.keys.sorted() { object[key] = fields[key] }
+        object["provider"] = .string(name)
         journeys.progress?(JSONValue.object(object).serializedBytes())
     }
 

@@ -73,4 +73,11 @@ struct ProvidersConfigTests {
         #expect(NamedProvider(name: "ping", configuration: provider).tokenFileName == "tokens-ping.json")
         #expect(NamedProvider(name: "ping", configuration: provider).journeySessionFileName == "journey-session-ping.json")
     }
+
+    @Test("warnings name the provider's own JSON path")
+    func warningsNameTheProvider() throws {
+        let placeholder = #"{"clientID": "your-client-id", "discoveryURL": "https://idp/d", "redirectURI": "http://127.0.0.1:8080/cb"}"#
+        let config = try #require(validConfig("{\"providers\": {\"platform\": \(platform), \"ping\": \(placeholder)}}"))
+        #expect(ConfigWarnings.of(config).map(\.path) == ["providers.ping.clientID"])
+    }
 }
