@@ -391,8 +391,8 @@ def test_cli_login_runs_the_browser_chain_then_prompts_for_a_journey_provider(st
         assert f"sign in to platform:\r\n  {p.base}/_platform/login\r\n".encode() in seen, bytes(seen)
         time.sleep(0.3)  # let it subscribe to the event stream
         assert Browser().open(p.base + "/_platform/login").status == 200
-        _read_until(master, b"Signing in to am (journey):", seen)
         _read_until(master, b"User Name: ", seen)
+        assert b"Signing in to am (journey):" in seen, bytes(seen)
         os.write(master, b"demo\n")
         _read_until(master, b"Password: ", seen)
         os.write(master, PASSWORD.encode() + b"\n")
@@ -432,3 +432,19 @@ def test_a_held_request_waits_for_its_own_providers_login_only(start_proxy, idp_
     p.call("/_platform/logout?provider=platform", method="POST")
     ready = p.call("/_platform/ready")
     assert ready.status == 503 and "provider platform: not logged in" in ready.json()["reason"], ready
+
+
+def test_an_upstream_401_refreshes_only_the_routes_provider(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    add_ping_client(idp)
+    p = start_two(start_proxy, tmp_path, idp, idp)
+    assert Browser().open(p.base + "/_platform/login").status == 200
+    wait_until(lambda: providers_state(p) == {"platform": "logged_in", "ping": "logged_in"}, timeout=5,
+               what="both providers logged in")
+    ping_token = json.loads((p.state_dir / "tokens-ping.json").read_text())["access_token"]
+    idp.control.expire(ping_token)
+    assert p.call("/ping/x").status == 200  # 401 upstream -> ping refreshes -> one retry
+    refreshes = [c["client_id"] for c in idp.control.token_call_log() if c["grant_type"] == "refresh_token"]
+    assert refreshes == [PING_CLIENT], refreshes
+    assert p.call("/api/x").status == 200
+    assert json.loads((p.state_dir / "tokens-ping.json").read_text())["access_token"] != ping_token
