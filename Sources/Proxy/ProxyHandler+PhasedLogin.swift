@@ -92,6 +92,11 @@ extension ProxyHandler {
         ])
         var text = report.signedIn.isEmpty ? "No provider was signed in." : "Signed in: \(report.signedIn.joined(separator: ", "))."
         if !refused.isEmpty { text += " Not signed in: \(refused.joined(separator: "; "))." }
+        // Journeys are walked in the terminal (or by the app), not in this browser flow.
+        let journeys = runtime.configuration.providers.filter { named in
+            named.configuration.grant == .journey && !slot(named.name).snapshot.status.loggedIn
+        }.map(\.name)
+        if !journeys.isEmpty { text += " Journey logins left: \(journeys.joined(separator: ", ")) (platform-proxy login)." }
         if report.signedIn.isEmpty { text += " Start again with /_platform/login." } else { text += " You can close this window." }
         page(exchange, status: report.signedIn.isEmpty ? 400 : 200,
              title: report.notSignedIn.isEmpty ? "Signed in" : report.signedIn.isEmpty ? "Sign-in failed" : "Partly signed in",

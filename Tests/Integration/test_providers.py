@@ -390,7 +390,8 @@ def test_cli_login_runs_the_browser_chain_then_prompts_for_a_journey_provider(st
         _read_until(master, b"Waiting for the login to complete", seen)
         assert f"sign in to platform:\r\n  {p.base}/_platform/login\r\n".encode() in seen, bytes(seen)
         time.sleep(0.3)  # let it subscribe to the event stream
-        assert Browser().open(p.base + "/_platform/login").status == 200
+        final = Browser().open(p.base + "/_platform/login")
+        assert final.status == 200 and b"Journey logins left: am (platform-proxy login)." in final.body, final.body
         _read_until(master, b"User Name: ", seen)
         assert b"Signing in to am (journey):" in seen, bytes(seen)
         os.write(master, b"demo\n")
