@@ -17,6 +17,10 @@ public enum ConfigWarnings {
         for named in config.providers {
             let provider = named.configuration
             let routes = config.routes.filter { $0.credential != .none && $0.provider == named.name }
+            if config.providers.count > 1, routes.isEmpty, config.analytics?.provider != named.name {
+                warnings.append(ConfigError(path: named.path, message:
+                    "no route or analytics uses this provider (set \"provider\": \"\(named.name)\" on a route); it can still be logged into"))
+            }
             if provider.demo != nil, provider.grant == .staticTokens {
                 warnings.append(ConfigError(path: "\(named.path).demo", message:
                     "ignored with grant \"static\" (the static tokens are always in use, and POST /_platform/login/demo answers 404)"))

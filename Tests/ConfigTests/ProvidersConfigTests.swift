@@ -74,10 +74,16 @@ struct ProvidersConfigTests {
         #expect(NamedProvider(name: "ping", configuration: provider).journeySessionFileName == "journey-session-ping.json")
     }
 
-    @Test("warnings name the provider's own JSON path")
+    @Test("warnings name the provider's own JSON path, and an unused one of several")
     func warningsNameTheProvider() throws {
         let placeholder = #"{"clientID": "your-client-id", "discoveryURL": "https://idp/d", "redirectURI": "http://127.0.0.1:8080/cb"}"#
         let config = try #require(validConfig("{\"providers\": {\"platform\": \(platform), \"ping\": \(placeholder)}}"))
-        #expect(ConfigWarnings.of(config).map(\.path) == ["providers.ping.clientID"])
+        #expect(ConfigWarnings.of(config).map(\.path) == ["providers.platform", "providers.ping", "providers.ping.clientID"])
+        let used = try #require(validConfig("""
+            {"providers": {"platform": \(platform), "ping": \(ping)},
+             "routes": [\(route("a", #", "provider": "ping""#))],
+             "analytics": {"root": "r", "endpoint": "https://a/e", "provider": "platform"}}
+            """))
+        #expect(ConfigWarnings.of(used).isEmpty)
     }
 }
