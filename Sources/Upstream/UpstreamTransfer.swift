@@ -10,6 +10,13 @@ public protocol UpstreamTransferDelegate: AnyObject {
     func transfer(_ transfer: UpstreamTransfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool
     /// The transfer ended; `error` is nil on success.
     func transfer(_ transfer: UpstreamTransfer, completedWith error: UpstreamError?)
+    /// The request body's last byte was handed to libcurl: the head timeout starts now.
+    func transferSentRequestBody(_ transfer: UpstreamTransfer)
+}
+
+extension UpstreamTransferDelegate {
+    /// Most delegates do not care when the body went out.
+    public func transferSentRequestBody(_ transfer: UpstreamTransfer) {}
 }
 
 /// One request on one easy handle, streaming both ways with pause/resume backpressure.
@@ -193,6 +200,7 @@ public final class UpstreamTransfer {
         case .bytes(let n): return n
         case .end:
             startHeadTimer()
+            delegate?.transferSentRequestBody(self)
             return 0
         case .wait:
             uploadPaused = true
