@@ -115,7 +115,7 @@ final class ForwardedExchange: UpstreamTransferDelegate {
                     bodyReplayable: body?.isReplayable ?? false, current: url, follow: route.redirects.follow,
                     max: route.redirects.max, hops: hops,
                     trusted: { [injector, url, route] in
-                        route.redirects.crossHostMethods == .all || injector.mayCarryCredentials(from: url, to: $0)
+                        RedirectPolicy.trusts($0, from: url, methods: route.redirects.crossHostMethods, injector: injector)
                     })
             })
         guard action == .relay else { return }
