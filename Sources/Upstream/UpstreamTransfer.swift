@@ -26,11 +26,13 @@ public final class UpstreamTransfer {
     private var delegate: (any UpstreamTransferDelegate)?
     private let body: RequestBody?
     private var head = UpstreamResponseHead(status: 0)
-    private var headDelivered = false
+    /// The lifecycle: the head is awaited, then the body streams; after `cancel` every libcurl
+    /// callback aborts until `finish` releases the handle. (The two pause flags below are
+    /// libcurl's pause mask, not lifecycle.)
+    private enum Phase { case awaitingHead, receivingBody, cancelled, finished }
+    private var phase = Phase.awaitingHead
     private var uploadPaused = false
     private var downloadPaused = false
-    private var cancelled = false
-    private var finished = false
     private var headTimer: TimerID?
     /// The request as sent.
     public let request: UpstreamRequest
@@ -52,26 +54,26 @@ public final class UpstreamTransfer {
     }
 
     private func startHeadTimer() {
-        guard headTimer == nil, !headDelivered, !finished else { return }
+        guard headTimer == nil, phase == .awaitingHead else { return }
         // Unowned: `finish` (which every transfer reaches) cancels this timer.
         headTimer = client.loop.schedule(at: client.loop.now.adding(seconds: request.timeout)) { [unowned self] in
             self.headTimer = nil
-            guard !self.headDelivered else { return }
+            guard self.phase == .awaitingHead else { return }
             self.finish(.timeout("no response head within \(self.request.timeout) s of the request's last byte"))
         }
     }
 
     /// Resumes a response paused by the delegate.
     public func resumeResponse() {
-        guard downloadPaused, !finished else { return }
+        guard downloadPaused, phase != .finished else { return }
         downloadPaused = false
         client.unpause(self, mask: pauseMask)
     }
 
     /// Stops the transfer; the delegate hears nothing more.
     public func cancel() {
-        guard !finished else { return }
-        cancelled = true
+        guard phase != .finished else { return }
+        phase = .cancelled
         delegate = nil
         if client.callbackDepth > 0 {
             // libcurl is inside a callback: the aborting return value of the next callback ends
@@ -85,7 +87,7 @@ public final class UpstreamTransfer {
     private var pauseMask: Int32 { (downloadPaused ? Int32(CURLPAUSE_RECV) : 0) | (uploadPaused ? Int32(CURLPAUSE_SEND) : 0) }
 
     private func bodyDataArrived() {
-        guard uploadPaused, !finished else { return }
+        guard uploadPaused, phase != .finished else { return }
         uploadPaused = false
         client.unpause(self, mask: pauseMask)
     }
@@ -131,11 +133,15 @@ public final class UpstreamTransfer {
 
     // MARK: libcurl callbacks
 
+    /// Cancelled (or already released): libcurl's callbacks end the transfer.
+    private var aborting: Bool { phase == .cancelled || phase == .finished }
+
     func receivedHeader(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
-        guard !cancelled else { return 0 }
+        guard !aborting else { return 0 }
         // The blank line after a final head delivers it; 1xx heads end without one.
-        if head.read(line: UnsafeRawBufferPointer(start: data, count: length)) == .end, head.status >= 200, !headDelivered {
-            headDelivered = true
+        if head.read(line: UnsafeRawBufferPointer(start: data, count: length)) == .end, head.status >= 200,
+           phase == .awaitingHead {
+            phase = .receivingBody
             if let headTimer { client.loop.cancel(headTimer) }
             headTimer = nil
             delegate?.transfer(self, receivedHead: head)
@@ -144,14 +150,14 @@ public final class UpstreamTransfer {
     }
 
     func received(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
-        guard !cancelled, let delegate else { return 0 }
+        guard !aborting, let delegate else { return 0 }
         if delegate.transfer(self, receivedBody: UnsafeRawBufferPointer(start: data, count: length)) { return length }
         downloadPaused = true
         return CC_WRITEFUNC_PAUSE
     }
 
     func send(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
-        guard !cancelled, let body else { return CC_READFUNC_ABORT }
+        guard !aborting, let body else { return CC_READFUNC_ABORT }
         switch body.read(into: UnsafeMutableRawBufferPointer(start: data, count: length)) {
         case .bytes(let n): return n
         case .end:
@@ -175,8 +181,9 @@ public final class UpstreamTransfer {
     }
 
     func finish(_ error: UpstreamError?) {
-        guard !finished else { return }
-        finished = true
+        guard phase != .finished else { return }
+        var headDelivered = phase == .receivingBody
+        phase = .finished
         if let headTimer { client.loop.cancel(headTimer) }
         body?.onData = nil
         headTimer = nil
