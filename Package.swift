@@ -40,6 +40,6 @@ let package = Package(
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials", "Config", "JSON"]),
         .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "JSON"]),
         .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "Config", "Credentials", "JSON"]),
-        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Config", "Credentials", "Experiments", "HTTP1", "EventLoop", "JSON"]),
+        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Config", "Credentials", "Experiments", "HTTP1", "EventLoop", "JSON", "Upstream"]),
     ]
 )

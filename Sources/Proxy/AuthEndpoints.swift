@@ -7,18 +7,13 @@ extension ProxyHandler {
 
     /// The login-related `/_platform/` endpoints; false when `path` is not one of them.
     func handleAuthEndpoint(_ exchange: HTTPExchange, path: Substring, query: Substring?) -> Bool {
-        let head = exchange.head
-        let get = head.methodIs("GET") || head.methodIs("HEAD")
-        let post = head.methodIs("POST")
+        // The method was checked by `PlatformEndpoints`.
         switch path {
         case "/_platform/auth":
-            guard get else { return methodNotAllowed(exchange, "GET") }
             send(exchange, status: 200, headers: Self.json, body: authJSON())
         case "/_platform/auth/events":
-            guard get else { return methodNotAllowed(exchange, "GET") }
             openEventStream(exchange)
         case "/_platform/login":
-            guard get else { return methodNotAllowed(exchange, "GET") }
             guard let manager = managerOrFail(exchange) else { return true }
             manager.loginURL(replyOn: loop) { [weak self, weak exchange] result in
                 guard let self, let exchange else { return }
@@ -30,7 +25,6 @@ extension ProxyHandler {
                 }
             }
         case "/_platform/callback":
-            guard get else { return methodNotAllowed(exchange, "GET") }
             guard let manager = managerOrFail(exchange) else { return true }
             manager.completeLogin(query: FormEncoding.decodeQuery(query ?? ""), replyOn: loop) { [weak self, weak exchange] result in
                 guard let self, let exchange else { return }
@@ -40,7 +34,6 @@ extension ProxyHandler {
                 }
             }
         case "/_platform/login/device":
-            guard post else { return methodNotAllowed(exchange, "POST") }
             guard let manager = managerOrFail(exchange) else { return true }
             exchange.onEnd = { [weak self, weak exchange] in
                 guard let self, let exchange else { return }
@@ -61,7 +54,6 @@ extension ProxyHandler {
                 }
             }
         case "/_platform/login/demo":
-            guard post else { return methodNotAllowed(exchange, "POST") }
             guard runtime.configuration.provider?.demo != nil, let manager = credentialManager else {
                 fail(exchange, .loginUnavailable("No demo login is configured (provider.demo, with an OAuth grant)."))
                 return true
@@ -77,7 +69,6 @@ extension ProxyHandler {
                 }
             }
         case "/_platform/logout":
-            guard post else { return methodNotAllowed(exchange, "POST") }
             guard let manager = managerOrFail(exchange) else { return true }
             exchange.onEnd = { [weak self, weak exchange] in
                 guard let self, let exchange else { return }
@@ -88,7 +79,6 @@ extension ProxyHandler {
                 }
             }
         case "/_platform/userinfo":
-            guard get else { return methodNotAllowed(exchange, "GET") }
             guard let manager = managerOrFail(exchange) else { return true }
             manager.userinfo(replyOn: loop) { [weak self, weak exchange] result in
                 guard let self, let exchange else { return }
@@ -111,11 +101,6 @@ extension ProxyHandler {
         fail(exchange, .loginUnavailable(grant.map { "The \($0) grant has no login: its tokens come from the config." }
                                          ?? "No provider is configured."))
         return nil
-    }
-
-    private func methodNotAllowed(_ exchange: HTTPExchange, _ allowed: String) -> Bool {
-        fail(exchange, .methodNotAllowed(allowed))
-        return true
     }
 
     /// A small HTML page for the browser that finished (or failed) a login.

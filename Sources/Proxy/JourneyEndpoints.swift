@@ -15,10 +15,6 @@ extension ProxyHandler {
         guard path.hasPrefix(prefix) else { return false }
         let rest = path.dropFirst(prefix.count)
         guard rest.isEmpty || rest.hasPrefix("/") else { return false }
-        guard exchange.head.methodIs("POST") else {
-            fail(exchange, .methodNotAllowed("POST"))
-            return true
-        }
         guard let manager = credentialManager, runtime.configuration.provider?.grant == .journey else {
             fail(exchange, .loginUnavailable("No journey login is configured (provider.grant \"journey\")."))
             return true
