@@ -7,6 +7,7 @@
  *   cc -O2 -o curl-floor bench/curl-floor.c -lcurl
  *   ./curl-floor http://127.0.0.1:8081/ 64 5
  *   CURL_CA_BUNDLE=ca.pem ./curl-floor https://127.0.0.1:8443/ 64 5
+ *   ./curl-floor --rest        # RSS and PSS of libcurl and its libraries, initialised, idle
  *
  * https as the proxy does it: verification on, the CA from CURL_CA_BUNDLE, h2 by ALPN and
  * CURLOPT_PIPEWAIT (transfers wait to multiplex on one connection; PIPEWAIT=0 turns it off).
@@ -87,9 +88,30 @@ static void drain(void) {
     }
 }
 
+/* --rest: the memory libcurl and the libraries it loads hold once initialised (one multi and one
+ * easy handle, no transfer): "rss_kb N pss_kb N". A floor under any libcurl client's RSS at rest. */
+static int rest(void) {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    CURLM *m = curl_multi_init();
+    CURL *e = curl_easy_init();
+    long rss = -1, pss = -1;
+    char line[256];
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f)) if (!strncmp(line, "VmRSS:", 6)) rss = atol(line + 6);
+    if (f) fclose(f);
+    f = fopen("/proc/self/smaps_rollup", "r");
+    while (f && fgets(line, sizeof line, f)) if (!strncmp(line, "Pss:", 4)) pss = atol(line + 4);
+    if (f) fclose(f);
+    printf("rss_kb %ld pss_kb %ld\n", rss, pss);
+    curl_easy_cleanup(e);
+    curl_multi_cleanup(m);
+    return rss < 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && !strcmp(argv[1], "--rest")) return rest();
     if (argc != 4) {
-        fprintf(stderr, "usage: %s URL CONCURRENCY SECONDS\n", argv[0]);
+        fprintf(stderr, "usage: %s URL CONCURRENCY SECONDS | %s --rest\n", argv[0], argv[0]);
         return 2;
     }
     const char *url = argv[1];

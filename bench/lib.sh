@@ -3,12 +3,13 @@
 #
 #   source "$(dirname "$0")/lib.sh"
 #   bench_init                      # temp dir + cleanup trap
-#   ensure_tools nginx wrk          # runs scripts/setup.sh test when a tool is missing
+#   ensure_tools nginx wrk          # runs scripts/setup.sh bench when a tool is missing
 #   PROXY_BIN=$(build_release)
 #   start_nginx PORT CONF_SNIPPET   # sets NGINX_PID
 #   start_proxy BIN PORT CONFIG_JSON [NAME [ARGS...]]  # sets PROXY_PID
 #   make_test_ca DIR                # throwaway CA + server cert for 127.0.0.1/localhost
 #   rss_tree_kb PID                 # RSS of PID and its children (nginx workers)
+#   pss_tree_kb PID                 # the same as PSS (shared pages split among their mappers)
 #   free_ports N                    # N distinct free loopback ports
 #   run_wrk NAME URL                # wrk --latency, output saved as $BENCH_DIR/NAME.wrk
 #   parse_wrk FILE                  # prints "rps p50_ms p99_ms errors"
@@ -59,26 +60,29 @@ ensure_tools() {
     ((${#missing[@]})) || return 0
     # The project's setup installs every peer the benchmarks use, the Debian way (no service
     # is started or stopped); it needs root or sudo like any apt-get.
-    bench_log "missing ${missing[*]}: running scripts/setup.sh test"
-    "$BENCH_REPO_ROOT/scripts/setup.sh" test >&2 || bench_die "scripts/setup.sh test failed"
+    bench_log "missing ${missing[*]}: running scripts/setup.sh bench"
+    "$BENCH_REPO_ROOT/scripts/setup.sh" bench >&2 || bench_die "scripts/setup.sh bench failed"
     for tool in "${missing[@]}"; do
         command -v "$tool" >/dev/null 2>&1 || bench_die "could not install $tool"
     done
 }
 
-# build_release: prints the release binary's path. PLATFORM_PROXY_RELEASE_BIN skips the build;
-# SWIFT_SCRATCH_PATH picks the build directory (default .build).
+# build_release: prints the release binary's path: the build that ships (`make release`, the
+# Docker image), with the Swift standard library linked statically. PLATFORM_PROXY_RELEASE_BIN
+# skips the build; SWIFT_SCRATCH_PATH picks the build directory (default .build/bench-release,
+# apart from `swift build`'s own, which links the standard library dynamically).
 build_release() {
     if [[ -n "${PLATFORM_PROXY_RELEASE_BIN:-}" ]]; then
         [[ -x "$PLATFORM_PROXY_RELEASE_BIN" ]] || bench_die "PLATFORM_PROXY_RELEASE_BIN=$PLATFORM_PROXY_RELEASE_BIN is not executable"
         echo "$PLATFORM_PROXY_RELEASE_BIN"
         return
     fi
-    local scratch="${SWIFT_SCRATCH_PATH:-$BENCH_REPO_ROOT/.build}"
-    bench_log "swift build -c release (scratch path $scratch)"
-    (cd "$BENCH_REPO_ROOT" && swift build -c release --scratch-path "$scratch" >&2) || bench_die "release build failed"
+    local scratch="${SWIFT_SCRATCH_PATH:-$BENCH_REPO_ROOT/.build/bench-release}"
+    bench_log "swift build -c release -Xswiftc -static-stdlib (scratch path $scratch)"
+    (cd "$BENCH_REPO_ROOT" && swift build -c release -Xswiftc -static-stdlib --scratch-path "$scratch" >&2) \
+        || bench_die "release build failed"
     local bin
-    bin="$(cd "$BENCH_REPO_ROOT" && swift build -c release --scratch-path "$scratch" --show-bin-path)/platform-proxy"
+    bin="$(cd "$BENCH_REPO_ROOT" && swift build -c release -Xswiftc -static-stdlib --scratch-path "$scratch" --show-bin-path)/platform-proxy"
     [[ -x "$bin" ]] || bench_die "no binary at $bin"
     echo "$bin"
 }
@@ -220,6 +224,17 @@ peak_rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 tree_pids() {
     echo "$1"
     cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | grep -v '^$' || true
+}
+
+# pss_tree_kb PID: proportional set size (shared pages divided among the processes that map them)
+# summed over PID and its child processes, in kB.
+pss_tree_kb() {
+    local pid total=0 kb
+    for pid in $(tree_pids "$1"); do
+        kb=$(awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null) || kb=0
+        total=$((total + ${kb:-0}))
+    done
+    echo "$total"
 }
 
 # rss_tree_kb PID: VmRSS summed over PID and its child processes, in kB.

@@ -247,6 +247,7 @@ if [[ $BENCH_IDLE == 1 ]]; then
         burst=0; [[ $t == platform ]] && burst=$IDLE_BURST
         bench_log "idle memory: $t ($IDLE_CLIENTS idle clients$( ((burst)) && echo ", a $burst-connection burst, 10 s"))"
         port="${URL[plain,$t]#http://127.0.0.1:}"; port="${port%/}"
+        MEM[$t,pss]=$(pss_tree_kb "${PIDS[plain,$t]}")
         read -r MEM[$t,rest] MEM[$t,idle] MEM[$t,closed] MEM[$t,burst] MEM[$t,later] < <(
             python3 "$BENCH_REPO_ROOT/bench/idle_memory.py" --attach "${PIDS[plain,$t]}" --port "$port" \
                 --clients "$IDLE_CLIENTS" --burst "$burst" --later 10) || bench_die "idle memory measurement failed for $t"
@@ -299,6 +300,7 @@ declare -A FLOOR=()
 if [[ $BENCH_FLOOR == 1 ]]; then
     CC_BIN="$(command -v cc || command -v clang || true)"
     if [[ -n "$CC_BIN" ]] && "$CC_BIN" -O2 -o "$BENCH_DIR/curl-floor" "$BENCH_REPO_ROOT/bench/curl-floor.c" -lcurl 2>"$BENCH_DIR/cc.log"; then
+        read -r _ FLOOR_REST_RSS _ FLOOR_REST_PSS <<<"$("$BENCH_DIR/curl-floor" --rest)"
         for cs in "${CASES[@]}"; do
             bench_log "libcurl floor: $cs"
             url="${URL[plain,direct]}"; [[ $cs == https ]] && url="https://127.0.0.1:$UP_TLS_PORT/"
@@ -357,6 +359,8 @@ if [[ $BENCH_IDLE == 1 ]]; then
         fi
     done
     echo "(platform-proxy: the plain-case instance, workers ${PROXY_WORKERS:-0}; burst: $IDLE_BURST connections, one request each)"
+    echo "PSS at rest (shared library pages divided among the processes mapping them): nginx $(mib "${MEM[nginx,pss]}") MiB, haproxy $(mib "${MEM[haproxy,pss]}") MiB, platform-proxy $(mib "${MEM[platform,pss]}") MiB"
+    [[ -z "${FLOOR_REST_RSS:-}" ]] || echo "libcurl alone at rest (bench/curl-floor.c --rest: initialised, one multi and one easy handle): RSS $(mib "$FLOOR_REST_RSS") MiB, PSS $(mib "$FLOOR_REST_PSS") MiB"
 fi
 
 if ((${#FLOOR[@]})); then

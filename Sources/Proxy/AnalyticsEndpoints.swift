@@ -14,10 +14,6 @@ extension ProxyHandler {
             fail(exchange, .noRoute(String(path)))
             return true
         }
-        guard exchange.head.methodIs("POST") else {
-            fail(exchange, .methodNotAllowed("POST"))
-            return true
-        }
         let action = path.dropFirst("/_platform/analytics/".count)
         guard ["events", "operations/begin", "operations/finish", "operations/cancel", "phase", "flush"].contains(action) else {
             fail(exchange, .noRoute(String(path)))

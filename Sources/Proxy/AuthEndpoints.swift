@@ -9,9 +9,7 @@ extension ProxyHandler {
     /// The login-related `/_platform/` endpoints; false when `path` is not one of them.
     /// `?provider=<name>` picks one provider on login, device, demo, logout and userinfo.
     func handleAuthEndpoint(_ exchange: HTTPExchange, path: Substring, query: Substring?) -> Bool {
-        let head = exchange.head
-        let get = head.methodIs("GET") || head.methodIs("HEAD")
-        let post = head.methodIs("POST")
+        // The method was checked by `PlatformEndpoints`.
         let parameters = FormEncoding.decodeQuery(query ?? "")
         // A `provider` parameter must name a configured provider; nil when absent.
         var named: String?
@@ -29,13 +27,10 @@ extension ProxyHandler {
         }
         switch path {
         case "/_platform/auth":
-            guard get else { return methodNotAllowed(exchange, "GET") }
             send(exchange, status: 200, headers: Self.json, body: authJSON())
         case "/_platform/auth/events":
-            guard get else { return methodNotAllowed(exchange, "GET") }
             openEventStream(exchange)
         case "/_platform/login":
-            guard get else { return methodNotAllowed(exchange, "GET") }
             if named == nil && severalProviders {
                 startPhasedLogin(exchange)
                 return true
@@ -54,10 +49,8 @@ extension ProxyHandler {
                 }
             }
         case "/_platform/callback":
-            guard get else { return methodNotAllowed(exchange, "GET") }
             callback(exchange, query: parameters)
         case "/_platform/login/device":
-            guard post else { return methodNotAllowed(exchange, "POST") }
             guard let manager = managerOrFail(exchange, named) else { return true }
             exchange.onEnd = { [weak self, weak exchange] in
                 guard let self, let exchange else { return }
@@ -79,7 +72,6 @@ extension ProxyHandler {
                 }
             }
         case "/_platform/login/demo":
-            guard post else { return methodNotAllowed(exchange, "POST") }
             let provider = named.flatMap { runtime.configuration.provider(named: $0) } ?? runtime.configuration.defaultProvider
             guard let provider, provider.configuration.demo != nil, let manager = slot(provider.name).manager else {
                 fail(exchange, .loginUnavailable("No demo login is configured (provider.demo, with an OAuth grant)."))
@@ -96,7 +88,6 @@ extension ProxyHandler {
                 }
             }
         case "/_platform/logout":
-            guard post else { return methodNotAllowed(exchange, "POST") }
             let managers: [CredentialManager]
             if named == nil && severalProviders {
                 // No parameter: every provider with a login to end.
@@ -121,7 +112,6 @@ extension ProxyHandler {
                 }
             }
         case "/_platform/userinfo":
-            guard get else { return methodNotAllowed(exchange, "GET") }
             guard let manager = managerOrFail(exchange, named) else { return true }
             manager.userinfo(replyOn: loop) { [weak self, weak exchange] result in
                 guard let self, let exchange else { return }
@@ -159,11 +149,6 @@ extension ProxyHandler {
         fail(exchange, .loginUnavailable(grant.map { "The \($0) grant has no login: its tokens come from the config." }
                                          ?? "No provider is configured."))
         return nil
-    }
-
-    private func methodNotAllowed(_ exchange: HTTPExchange, _ allowed: String) -> Bool {
-        fail(exchange, .methodNotAllowed(allowed))
-        return true
     }
 
     /// A small HTML page for the browser that finished (or failed) a login.

@@ -15,10 +15,6 @@ extension ProxyHandler {
         guard path.hasPrefix(prefix) else { return false }
         let rest = path.dropFirst(prefix.count)
         guard rest.isEmpty || rest.hasPrefix("/") else { return false }
-        guard exchange.head.methodIs("POST") else {
-            fail(exchange, .methodNotAllowed("POST"))
-            return true
-        }
         // `?provider=<name>` picks one of several journey providers; else the default one if it
         // is a journey, else the only journey provider.
         let journeys = runtime.configuration.providers.filter { $0.configuration.grant == .journey }

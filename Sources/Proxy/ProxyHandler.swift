@@ -14,7 +14,7 @@ public final class ProxyHandler: HTTPHandler {
     let loop: EventLoop
     let log: LogBuffer
     private var requestIDs: RequestIDGenerator
-    private let control: ControlEndpoints
+    let control: ControlEndpoints
     let metrics = LoopMetrics()
     private let hub: MetricsHub
     /// This loop's libcurl multi handle.
@@ -68,58 +68,28 @@ public final class ProxyHandler: HTTPHandler {
         let info = ExchangeInfo(requestID: requestID(head), path: target.path)
         exchange.context = info
 
-        if exchange.listener == metricsListener { return handleMetricsListener(exchange, path: target.path) }
+        if exchange.listener == metricsListener { return handleMetricsListener(exchange, target: target) }
         if target.path == "*" { return respondOptions(exchange) }
-        let screened = RequestScreen.fields(head)
-        if head.methodIsIgnoringCase("TRACE") || head.methodIsIgnoringCase("TRACK") || screened.overridesToTrace {
-            // A TRACE echo would hand the injected credentials back to the caller; an upstream
-            // may treat `trace` like TRACE, or obey a method-override field, so all are refused.
-            return fail(exchange, .methodNotAllowed("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"))
+        let routes = runtime.configuration.routes
+        let scope = RequestScope(path: target.path, router: runtime.router)
+        let request = GuardedRequest(head: head, target: target, access: runtime.access)
+        if let (check, error) = RequestGuard.firstRefusal(scope.guards(routes), request) {
+            if check.isScoped { info.route = scope.routeName(routes) }
+            return fail(exchange, error)
         }
-        if let probe = Probe(path: target.path) {
-            // Container and kubelet probes carry no key and name the pod IP as Host; the answers reveal nothing else.
-            info.route = Probe.route
-            return answer(probe, exchange)
-        }
-        // `http://127.0.0.1:80@evil.com/` would pass a host check on its first part.
-        if let authority = target.authority, authority.contains("@") { return fail(exchange, .userinfoInTarget) }
-        let hostHeader = head.first("Host")
-        if let authority = target.authority, let hostHeader, authority.lowercased() != hostHeader.lowercased() {
-            // Two different hosts in one request is the shape of a routing-confusion attack.
-            return fail(exchange, .hostMismatch)
-        }
-        let access = runtime.access
-        if let host = target.authority ?? hostHeader.map({ Substring($0) }), !access.hostAllowed(host) {
-            return fail(exchange, .hostNotAllowed)
-        }
-        guard access.keyAccepted(head.first("X-Proxy-Key")) else { return fail(exchange, .proxyKeyRequired) }
-        let origin = head.first("Origin")
-        let crossSite = RequestScreen.refusesCrossSite(fetchSite: screened.fetchSite, origin: origin, access: access)
-        if target.path == "/_platform" || target.path.hasPrefix("/_platform/") {
-            info.route = "_platform"
-            if let origin, !access.originAllowed(origin) { return fail(exchange, .originNotAllowed) }
-            if crossSite && !RequestScreen.navigationTargets.contains(target.path) { return fail(exchange, .crossSiteRequest) }
-            if target.path == "/_platform/metrics" { return scrapeMetrics(exchange) }
-            if handleJourneyEndpoint(exchange, path: target.path) { return }
-            if handleAuthEndpoint(exchange, path: target.path, query: target.query) { return }
-            if handleAnalyticsEndpoint(exchange, path: target.path) { return }
-            if handleExperimentEndpoint(exchange, path: target.path) { return }
-            return control.handle(exchange, path: target.path, runtime: runtime, reply: reply) { [unowned self] exchange, then in
-                self.collectBody(exchange, limit: ControlEndpoints.maxBody, then)
-            }
-        }
-        guard let (compiled, rest) = runtime.router.match(target.path) else {
+        info.route = scope.routeName(routes)
+        let index: Int, rest: Substring
+        switch scope {
+        case .probe, .platform:
+            return Self.platformEndpoints.dispatch(exchange, target: target, on: self)
+        case .unrouted:
             return fail(exchange, .noRoute(String(target.path)))
+        case .route(let routeIndex, let routeRest):
+            (index, rest) = (routeIndex, routeRest)
         }
+        let compiled = runtime.router.routes[index]
         let route = compiled.config
-        info.route = route.name
         info.provider = compiled.provider
-        if route.credential != .none {
-            if let origin, !access.originAllowed(origin) { return fail(exchange, .originNotAllowed) }
-            if crossSite { return fail(exchange, .crossSiteRequest) }
-            // HTTP/1.0 may omit Host, which would skip the allowed-hosts check above.
-            if hostHeader == nil && target.authority == nil { return fail(exchange, .hostRequired) }
-        }
         let mockMode = runtime.mockMode(route)
         if mockMode == .replay, let mock = route.mock {
             return replayMock(exchange, directory: mock.directory, rest: rest)
@@ -184,15 +154,13 @@ public final class ProxyHandler: HTTPHandler {
 
     /// The `metricsListen` address serves metrics, health and readiness only, with no Host or key
     /// check: it is the operator's choice of where a scraper reaches, and it serves no credential.
-    private func handleMetricsListener(_ exchange: HTTPExchange, path: Substring) {
+    private func handleMetricsListener(_ exchange: HTTPExchange, target: RequestTarget) {
         exchange.info?.route = Probe.route
-        if path == "/metrics" || path == "/_platform/metrics" { return scrapeMetrics(exchange) }
-        if let probe = Probe(path: path) { return answer(probe, exchange) }
-        fail(exchange, .noRoute(String(path)))
+        Self.metricsListenerEndpoints.dispatch(exchange, target: target, on: self)
     }
 
-    private func answer(_ probe: Probe, _ exchange: HTTPExchange) {
-        guard exchange.head.methodIs("GET") || exchange.head.methodIs("HEAD") else { return fail(exchange, .methodNotAllowed("GET")) }
+    /// A probe's answer (the method was checked by `PlatformEndpoints`).
+    func answer(_ probe: Probe, _ exchange: HTTPExchange) {
         switch probe {
         case .health: send(exchange, status: 200, headers: Probe.headers, body: runtime.healthBody)
         case .ready: ready(exchange)
@@ -208,10 +176,8 @@ public final class ProxyHandler: HTTPHandler {
         }
     }
 
-    private func scrapeMetrics(_ exchange: HTTPExchange) {
-        guard exchange.head.methodIs("GET") || exchange.head.methodIs("HEAD") else {
-            return fail(exchange, .methodNotAllowed("GET"))
-        }
+    /// The Prometheus text (the method was checked by `PlatformEndpoints`).
+    func scrapeMetrics(_ exchange: HTTPExchange) {
         hub.gather(on: loop) { [weak self, weak exchange] text in
             guard let self, let exchange else { return }
             self.send(exchange, status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],

@@ -1,3 +1,5 @@
+import HTTP1
+
 /// A request target split into the parts routing needs.
 public struct RequestTarget: Sendable, Equatable {
     /// The path, beginning with "/" ("*" for `OPTIONS *`).
@@ -8,20 +10,23 @@ public struct RequestTarget: Sendable, Equatable {
     public var authority: Substring?
 
     /// Splits origin-form, absolute-form (`http://host/path?q`) and asterisk-form targets.
+    /// Works on UTF-8 code units (every delimiter is ASCII): no Character is formed.
     public init(_ target: String) {
         var rest = Substring(target)
         authority = nil
-        if !rest.hasPrefix("/") && rest != "*", let colon = rest.firstIndex(of: ":"),
-           rest[colon...].hasPrefix("://") {
-            let afterScheme = rest[rest.index(colon, offsetBy: 3)...]
-            let slash = afterScheme.firstIndex { $0 == "/" || $0 == "?" } ?? afterScheme.endIndex
+        let utf8 = rest.utf8
+        if utf8.first != UInt8(ascii: "/") && rest != "*", let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
+           utf8[colon...].starts(with: "://".utf8) {
+            let afterScheme = rest[utf8.index(colon, offsetBy: 3)...]
+            let slash = afterScheme.utf8.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") }
+                ?? afterScheme.endIndex
             authority = afterScheme[..<slash]
             rest = afterScheme[slash...]
-            if rest.isEmpty || rest.first == "?" { rest = "/" + rest }
+            if rest.isEmpty || rest.utf8.first == UInt8(ascii: "?") { rest = "/" + rest }
         }
-        if let mark = rest.firstIndex(of: "?") {
+        if let mark = rest.utf8.firstIndex(of: UInt8(ascii: "?")) {
             path = rest[..<mark]
-            query = rest[rest.index(after: mark)...]
+            query = rest[rest.utf8.index(after: mark)...]
         } else {
             path = rest
             query = nil
@@ -33,17 +38,19 @@ public struct RequestTarget: Sendable, Equatable {
 enum HostName {
     /// The host part of a Host value, as written: `Example.COM:8080` → `Example.COM`, `[::1]:80` → `[::1]`.
     static func hostPart(_ value: Substring) -> Substring {
-        if value.first == "[" {
-            if let close = value.firstIndex(of: "]") { return value[...close] }
+        let utf8 = value.utf8
+        if utf8.first == UInt8(ascii: "[") {
+            if let close = utf8.firstIndex(of: UInt8(ascii: "]")) { return value[...close] }
             return value
         }
-        if let colon = value.firstIndex(of: ":") { return value[..<colon] }
+        if let colon = utf8.firstIndex(of: UInt8(ascii: ":")) { return value[..<colon] }
         return value
     }
 
-    /// Whether `host` (any case) is in the lowercased `allowed` list.
+    /// Whether `host` (any case) is in the lowercased `allowed` list (compared byte by byte,
+    /// ASCII case ignored, without making a lowercased copy per request).
     static func isAllowed(_ host: Substring, _ allowed: [String]) -> Bool {
-        let part = hostPart(host).lowercased()
-        return allowed.contains { $0 == part }
+        let part = hostPart(host).utf8
+        return allowed.contains { $0.utf8.elementsEqual(part) { $0 == asciiLower($1) } }
     }
 }

@@ -1,3 +1,4 @@
+import Glibc
 import HTTP1
 
 /// Request header lines for an upstream, `Name: value` each, kept as one byte array with every
@@ -57,15 +58,41 @@ public struct HeaderLines: Sendable, Equatable {
     public func containsName(_ lowercased: String) -> Bool { containsNames(lowercased, lowercased).0 }
 
     /// Whether some line is named `first`, and whether some line is named `second` (both given
-    /// lowercase; ASCII case ignored), in one pass over the lines.
+    /// lowercase; ASCII case ignored), in one pass over the lines. It runs for every forwarded
+    /// request, so it walks the bytes directly.
     public func containsNames(_ first: String, _ second: String) -> (Bool, Bool) {
         var found = (false, false)
-        forEachLine { line in
-            let name = Self.name(of: line)
-            if !found.0, name.elementsEqual(first.utf8, by: { asciiLower($0) == $1 }) { found.0 = true }
-            if !found.1, name.elementsEqual(second.utf8, by: { asciiLower($0) == $1 }) { found.1 = true }
+        var first = first, second = second
+        first.withUTF8 { a in
+            second.withUTF8 { b in
+                bytes.withUnsafeBufferPointer { buffer in
+                    var start = 0
+                    while start < buffer.count {
+                        // A line is what ends in a NUL (as for `forEachLine` and curl's list):
+                        // bytes after the last NUL are no line.
+                        guard let nul = memchr(buffer.baseAddress! + start, 0, buffer.count - start) else { break }
+                        let lineEnd = buffer.baseAddress!.distance(to: nul.assumingMemoryBound(to: UInt8.self))
+                        // Only a line that starts like one of the names is looked at further.
+                        let initial = asciiLower(buffer[start])
+                        if (a.first == initial && !found.0) || (b.first == initial && !found.1) {
+                            var end = start
+                            while end < lineEnd, buffer[end] != 0x3A, buffer[end] != 0x3B { end += 1 }
+                            let name = UnsafeBufferPointer(rebasing: buffer[start..<end])
+                            if !found.0, Self.name(name, equalsLowercased: a) { found.0 = true }
+                            if !found.1, Self.name(name, equalsLowercased: b) { found.1 = true }
+                        }
+                        start = lineEnd + 1
+                    }
+                }
+            }
         }
         return found
+    }
+
+    private static func name(_ name: UnsafeBufferPointer<UInt8>, equalsLowercased lower: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard name.count == lower.count else { return false }
+        for i in 0..<name.count where asciiLower(name[i]) != lower[i] { return false }
+        return true
     }
 
     /// The lines whose field names (lowercased) are not in `names`.

@@ -14,9 +14,12 @@ public final class UpstreamClient {
     private var timerDeadline: NanoTime?
     /// When curl last asked to be called (nil: it asked for no timeout).
     private var curlDeadline: NanoTime?
-    private var sockets: [CInt: CurlSocket] = [:]
+    /// curl's sockets by descriptor: an array, not a dictionary, since curl reports sockets
+    /// several times per request (docs/ARCHITECTURE.md §13).
+    private var sockets = SocketTable()
     private var idleHandles: [EasyHandle] = []
-    private(set) var active: [UnsafeMutableRawPointer: UpstreamTransfer] = [:]
+    /// Transfers in flight; each knows its index here (`activeIndex`), so removal is O(1).
+    private var active: [UpstreamTransfer] = []
     /// Non-zero while libcurl is running our callbacks: handles must not be removed then.
     var callbackDepth = 0
     /// Makes libcurl close pooled connections their servers closed, while no request comes;
@@ -62,7 +65,8 @@ public final class UpstreamClient {
     public func start(_ request: UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
         let handle = idleHandles.popLast() ?? EasyHandle()
         let transfer = UpstreamTransfer(client: self, handle: handle, request: request, body: body, delegate: delegate)
-        active[handle.easy] = transfer
+        transfer.activeIndex = active.count
+        active.append(transfer)
         let result = curl_multi_add_handle(multi, handle.easy)
         if result != CURLM_OK {
             loop.afterEvents { transfer.finish(.unreachable("curl_multi_add_handle: \(result.rawValue)")) }
@@ -75,7 +79,14 @@ public final class UpstreamClient {
 
     /// Detaches a finished or cancelled transfer and keeps its easy handle for the next one.
     func release(_ transfer: UpstreamTransfer) {
-        guard active.removeValue(forKey: transfer.handle.easy) != nil else { return }
+        let index = transfer.activeIndex
+        guard index >= 0 else { return }
+        let last = active.removeLast()
+        if index < active.count {
+            active[index] = last
+            last.activeIndex = index
+        }
+        transfer.activeIndex = -1
         curl_multi_remove_handle(multi, transfer.handle.easy)
         idleHandles.append(transfer.handle)
     }
@@ -164,8 +175,28 @@ public final class UpstreamClient {
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
             if reaper?.finished(easy) == true { continue }
-            guard let transfer = active[easy] else { continue }
+            var transferPointer: UnsafeMutableRawPointer?
+            guard cc_info_ptr(easy, CURLINFO_PRIVATE, &transferPointer) == CURLE_OK, let transferPointer else { continue }
+            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(transferPointer).takeUnretainedValue()
+            guard transfer.activeIndex >= 0 else { continue }
             transfer.completed(code: cc_msg_result(message))
+        }
+    }
+}
+
+/// curl's sockets indexed by descriptor number (descriptors are small and reused lowest-first).
+struct SocketTable {
+    private var slots: [CurlSocket?] = []
+
+    subscript(fd: CInt) -> CurlSocket? {
+        get { fd >= 0 && Int(fd) < slots.count ? slots[Int(fd)] : nil }
+        set {
+            guard fd >= 0 else { return }
+            if Int(fd) >= slots.count {
+                guard newValue != nil else { return }
+                slots.append(contentsOf: repeatElement(nil, count: max(Int(fd) + 1, 2 * slots.count, 64) - slots.count))
+            }
+            slots[Int(fd)] = newValue
         }
     }
 }
@@ -238,6 +269,12 @@ final class EasyHandle {
         cc_easy_long(easy, CURLOPT_BUFFERSIZE, 65536)
         cc_easy_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
         cc_easy_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        if !Self.environmentNamesProxy {
+            // No proxy variable at start-up: say so once, rather than have libcurl read five
+            // environment variables for every transfer (docs/ARCHITECTURE.md §13).
+            cc_easy_str(easy, CURLOPT_PROXY, "")
+            cc_easy_str(easy, CURLOPT_NOPROXY, "")
+        }
         cc_easy_write_function(easy, { data, size, count, user in
             Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().received(data!, size * count)
         })
@@ -256,6 +293,11 @@ final class EasyHandle {
         lineBytes.deallocate()
     }
 
+    /// Whether the environment names a proxy for libcurl (README, "Upstream TLS and HTTP/2"): then
+    /// libcurl reads the variables itself for each transfer, as it always has.
+    static let environmentNamesProxy = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
+                                        "ALL_PROXY", "no_proxy", "NO_PROXY"].contains { (name: String) in getenv(name) != nil }
+
     /// `CURL_CA_BUNDLE` (curl's own name for it): a PEM file of CAs to trust instead of the
     /// system's, for upstreams and identity providers behind a private CA. Verification stays on.
     static let caBundle: String? = getenv("CURL_CA_BUNDLE").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
@@ -272,17 +314,10 @@ final class EasyHandle {
         let contentType = blankContentType ? Self.blankContentType : HeaderLines()
         let expect = blankExpect ? Self.expect : HeaderLines()
         let byteCount = lines.bytes.count + extra.bytes.count + expect.bytes.count + accept.bytes.count + contentType.bytes.count
-        // `count` is the NULs present (one node each), whatever bytes the builders were given.
-        let lineCount = lines.count + extra.count + expect.count + accept.count + contentType.count
         if byteCount > lineCapacity {
             lineBytes.deallocate()
             lineCapacity = max(byteCount, 512)
             lineBytes = .allocate(capacity: lineCapacity)
-        }
-        if lineCount > nodeCapacity {
-            nodes.deallocate()
-            nodeCapacity = max(lineCount, 16)
-            nodes = .allocate(capacity: nodeCapacity)
         }
         var offset = 0
         var node = 0
@@ -290,12 +325,15 @@ final class EasyHandle {
             part.bytes.withUnsafeBufferPointer { bytes in
                 guard let base = bytes.baseAddress else { return }
                 UnsafeMutableRawPointer(lineBytes + offset).copyMemory(from: base, byteCount: bytes.count)
+                // memchr finds each line's NUL (one node per NUL, whatever bytes the builders were
+                // given): this runs over every header byte of every request.
                 var lineStart = 0
-                for i in 0..<bytes.count where bytes[i] == 0 {
+                while lineStart < bytes.count,
+                      let nul = memchr(base + lineStart, 0, bytes.count - lineStart) {
+                    if node == nodeCapacity { growNodes() }
                     nodes[node] = curl_slist(data: lineBytes + offset + lineStart, next: nil)
-                    if node > 0 { nodes[node - 1].next = nodes + node }
                     node += 1
-                    lineStart = i + 1
+                    lineStart = base.distance(to: nul.assumingMemoryBound(to: UInt8.self)) + 1
                 }
                 offset += bytes.count
             }
@@ -305,8 +343,18 @@ final class EasyHandle {
         add(expect)
         add(accept)
         add(contentType)
+        // Linked once the array holds every node (growing it moves them).
+        for i in 0..<max(0, node - 1) { nodes[i].next = nodes + i + 1 }
         headerList = node > 0 ? nodes : nil
         cc_easy_slist(easy, CURLOPT_HTTPHEADER, headerList)
+    }
+
+    private func growNodes() {
+        let larger = UnsafeMutablePointer<curl_slist>.allocate(capacity: max(16, nodeCapacity * 2))
+        larger.moveInitialize(from: nodes, count: nodeCapacity)
+        nodes.deallocate()
+        nodes = larger
+        nodeCapacity = max(16, nodeCapacity * 2)
     }
 
     /// The list last handed to curl (nil: no header lines).

@@ -31,6 +31,26 @@ struct TimerHeapTests {
         #expect(heap.earliest() == nil)
     }
 
+    @Test("a stale timer ID cancels nothing once its slot holds another timer")
+    func staleIDAfterSlotReuse() {
+        var heap = TimerHeap()
+        let log = FiredLog()
+        let first = heap.schedule(at: ns(100)) { log.fired.append(1) }
+        heap.cancel(first)
+        let second = heap.schedule(at: ns(200)) { log.fired.append(2) }
+        #expect(second != first)
+        heap.cancel(first)
+        #expect(heap.take(first) == nil)
+        #expect(heap.count == 1)
+        #expect(heap.earliest() == ns(200))
+        #expect(fire(&heap, at: 300, log) == [2])
+        // Ran: its ID is stale too.
+        heap.cancel(second)
+        _ = heap.schedule(at: ns(400)) { log.fired.append(3) }
+        heap.cancel(second)
+        #expect(fire(&heap, at: 500, log) == [3])
+    }
+
     @Test("a deadline equal to now is due")
     func deadlineEqualToNowIsDue() {
         var heap = TimerHeap()

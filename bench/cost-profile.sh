@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Where one forwarded request's CPU goes, counted rather than timed: instructions per request by
+# library and by function (callgrind), and system calls per request (strace). Neither count moves
+# with what else the machine runs, so two builds can be compared on a busy machine.
+#
+# The release proxy (one loop) forwards keep-alive GETs to nginx through a credentialed route
+# (static access and id tokens), access log off, as in bench/proxy.sh. Each count is the
+# difference between a run of N2 and a run of N1 requests divided by N2 - N1, so start-up and
+# shutdown cancel out.
+#
+#   bench/cost-profile.sh                       # N1=300 N2=1300, top 30 functions
+#   TOP=60 bench/cost-profile.sh
+#   UPSTREAM=https bench/cost-profile.sh        # the upstream over TLS (h2), as bench/proxy.sh's https case
+#   BASE_BIN=/path/to/older/platform-proxy bench/cost-profile.sh   # the same counts for another build
+#   PLATFORM_PROXY_RELEASE_BIN=/path/to/platform-proxy bench/cost-profile.sh   # skip the build
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+N1="${N1:-300}"
+N2="${N2:-1300}"
+TOP="${TOP:-30}"
+
+bench_init
+ensure_tools nginx valgrind strace python3
+PROXY_BIN="$(build_release)"
+TOKEN="bench-token-0123456789abcdef"
+
+# UPSTREAM=https: the upstream is nginx over TLS (h2 by ALPN, a private CA made here) instead.
+UPSTREAM="${UPSTREAM:-http}"
+UP_PORT="$(free_port)"
+UPSTREAM_URL="http://127.0.0.1:$UP_PORT/"
+if [[ $UPSTREAM == https ]]; then
+    ensure_tools openssl
+    make_test_ca "$BENCH_DIR/tls"
+    UP_TLS_PORT="$(free_port)"
+    UPSTREAM_URL="https://127.0.0.1:$UP_TLS_PORT/"
+    export CURL_CA_BUNDLE="$BENCH_DIR/tls/ca.pem"
+    NGINX_HTTP_EXTRA="server {
+        listen 127.0.0.1:$UP_TLS_PORT ssl http2;
+        ssl_certificate $BENCH_DIR/tls/server.pem;
+        ssl_certificate_key $BENCH_DIR/tls/server.key;
+        location / { default_type application/json; return 200 '{\"status\":\"ok\"}'; }
+    }"
+fi
+NGINX_HTTP_EXTRA="${NGINX_HTTP_EXTRA:-}" start_nginx "$UP_PORT" "default_type application/json; return 200 '{\"status\":\"ok\"}';"
+
+# client PORT N: N keep-alive GETs, each answered 200.
+client() {
+    python3 - "$1" "$2" <<'PY'
+import http.client, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+for _ in range(n):
+    conn.request("GET", "/small")
+    r = conn.getresponse()
+    r.read()
+    assert r.status == 200, r.status
+PY
+}
+
+# config PORT: the one-loop forwarding config.
+config() {
+    cat >"$BENCH_DIR/proxy.json" <<JSON
+{"listen": ["127.0.0.1:$1"], "workers": 1,
+ "provider": {"grant": "static", "accessToken": "$TOKEN", "idToken": "$TOKEN"}, "log": {"access": false},
+ "routes": [{"name": "up", "path": "/", "upstream": "$UPSTREAM_URL", "credential": "access_token"}]}
+JSON
+}
+
+# callgrind_run BIN N OUT: a callgrind profile of a proxy serving N requests.
+callgrind_run() {
+    local binary="$1" n="$2" out="$3" port pid
+    port="$(free_port)"
+    config "$port"
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$binary" serve --config "$BENCH_DIR/proxy.json" \
+        --log-level error 2>"$out.log" &
+    pid=$!
+    BENCH_PIDS+=("$pid")
+    wait_http "http://127.0.0.1:$port/_platform/health" 60 || bench_die "proxy under valgrind did not start"
+    client "$port" "$n"
+    kill -TERM "$pid"
+    wait "$pid" || true
+}
+
+# strace_run BIN N: system calls per request of the proxy's threads over N requests.
+strace_run() {
+    local binary="$1" n="$2" port pid spid
+    port="$(free_port)"
+    config "$port"
+    "$binary" serve --config "$BENCH_DIR/proxy.json" --log-level error 2>/dev/null &
+    pid=$!
+    BENCH_PIDS+=("$pid")
+    wait_http "http://127.0.0.1:$port/_platform/health" 30 || bench_die "proxy did not start"
+    client "$port" 50
+    strace -f -c -o "$BENCH_DIR/strace.txt" -p "$pid" 2>/dev/null &
+    spid=$!
+    sleep 1
+    client "$port" "$n"
+    kill -INT "$spid"
+    wait "$spid" || true
+    kill -TERM "$pid"
+    wait "$pid" || true
+    python3 - "$BENCH_DIR/strace.txt" "$n" <<'PY'
+import sys
+rows, n = [], int(sys.argv[2])
+for line in open(sys.argv[1]):
+    parts = line.split()
+    if len(parts) >= 5 and parts[0][0].isdigit() and parts[-1] != "total":
+        calls = int(parts[3])
+        rows.append((calls, parts[-1]))
+rows.sort(reverse=True)
+total = sum(c for c, _ in rows)
+print(f"  system calls per request: {total / n:.2f}  (" + ", ".join(f"{name} {c / n:.2f}" for c, name in rows if c / n >= 0.05) + ")")
+PY
+}
+
+# profile BIN LABEL: the instruction and system-call counts of one build.
+profile() {
+    local binary="$1" label="$2"
+    bench_log "$label: callgrind, $N1 and $N2 requests"
+    callgrind_run "$binary" "$N1" "$BENCH_DIR/cg-1.out"
+    callgrind_run "$binary" "$N2" "$BENCH_DIR/cg-2.out"
+    echo "== $label ($binary), $UPSTREAM upstream"
+    for f in 1 2; do
+        callgrind_annotate --auto=no --threshold=100 "$BENCH_DIR/cg-$f.out" >"$BENCH_DIR/annotate-$f.txt" 2>/dev/null
+    done
+    python3 - "$BENCH_DIR/annotate-1.txt" "$BENCH_DIR/annotate-2.txt" "$N1" "$N2" "$TOP" "$(basename "$binary")" <<'PY'
+import re, subprocess, sys
+from collections import defaultdict
+
+def read(path):
+    """Self instructions per function, keyed by (object, function)."""
+    costs, total = {}, 0
+    for line in open(path):
+        m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*?)\s*$", line)
+        if not m:
+            continue
+        count = int(m.group(1).replace(",", ""))
+        rest = m.group(2)
+        if rest.startswith("PROGRAM TOTALS"):
+            total = count
+            continue
+        obj = re.search(r"\[([^\]]+)\]\s*$", rest)
+        name = re.sub(r"\s*\[[^\]]+\]\s*$", "", rest)
+        name = re.sub(r"^[^:]*:", "", name, count=1) if ":" in name.split("(")[0] else name
+        key = (obj.group(1).rsplit("/", 1)[-1] if obj else "platform-proxy", name)
+        costs[key] = costs.get(key, 0) + count
+    return costs, total
+
+a, ta = read(sys.argv[1])
+b, tb = read(sys.argv[2])
+n = int(sys.argv[4]) - int(sys.argv[3])
+top = int(sys.argv[5])
+binary = sys.argv[6]
+per = {k: (b.get(k, 0) - a.get(k, 0)) / n for k in set(a) | set(b)}
+total = (tb - ta) / n
+print(f"  instructions per request: {total:,.0f}")
+
+def library(obj):
+    for prefix, label in (("libcurl", "libcurl"), ("libswift", "Swift runtime + stdlib"), ("libc.so", "libc"),
+                          ("libc-", "libc"), ("ld-linux", "dynamic loader"), ("libnghttp2", "nghttp2"),
+                          ("libssl", "OpenSSL"), ("libcrypto", "OpenSSL"), ("libz", "zlib"),
+                          ("platform-proxy", "platform-proxy (ours)")):
+        if obj.startswith(prefix):
+            return label
+    return "platform-proxy (ours)" if obj == binary else obj
+
+by_lib = defaultdict(float)
+for (obj, _), v in per.items():
+    by_lib[library(obj)] += v
+print("  by library:")
+for lib, v in sorted(by_lib.items(), key=lambda kv: -kv[1]):
+    if abs(v) >= 0.005 * total:
+        print(f"    {v:10,.0f}  {v / total * 100:5.1f} %  {lib}")
+
+names = [name for (_, name) in per]
+try:
+    demangled = subprocess.run(["swift", "demangle", "--simplified", "--compact"], input="\n".join(names),
+                               capture_output=True, text=True, timeout=60).stdout.splitlines()
+    pretty = dict(zip(names, demangled)) if len(demangled) == len(names) else {}
+except Exception:
+    pretty = {}
+print(f"  top {top} functions (self instructions per request):")
+for (obj, name), v in sorted(per.items(), key=lambda kv: -kv[1])[:top]:
+    label = pretty.get(name, name)
+    print(f"    {v:8,.0f}  {library(obj)[:14]:14}  {label[:110]}")
+PY
+    strace_run "$binary" "$N2"
+}
+
+profile "$PROXY_BIN" "this build"
+[[ -z "${BASE_BIN:-}" ]] || profile "$BASE_BIN" "base"
