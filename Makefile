@@ -37,7 +37,8 @@ check-config: setup-build build
 	.build/debug/platform-proxy check-config --config Config/platform-proxy.json
 	for f in Config/examples/*.json Docker/*.json; do .build/debug/platform-proxy check-config --schema-only --config $$f || exit 1; done
 
-bench: setup
+bench:
+	@scripts/setup.sh bench
 	bench/health.sh
 
 clean:

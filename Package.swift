@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CLinux", "EventLoop", "HTTP1"], swiftSettings: strict),
         .target(name: "Upstream", dependencies: ["CCurl", "EventLoop", "HTTP1"], swiftSettings: strict),
         .target(name: "Credentials", dependencies: ["Config", "EventLoop", "JSON", "Upstream"], swiftSettings: strict),
-        .target(name: "Analytics", dependencies: ["CSQLite", "Config", "Credentials", "EventLoop", "JSON", "Upstream"],
+        .target(name: "Analytics", dependencies: ["CSQLite", "Config", "EventLoop", "JSON", "Upstream"],
                 swiftSettings: strict),
         .target(name: "Experiments", dependencies: ["Config", "Credentials", "EventLoop", "JSON"], swiftSettings: strict),
         .target(name: "Proxy", dependencies: ["Analytics", "Config", "Credentials", "EventLoop", "Experiments", "HTTP1", "HTTPServer", "JSON", "Upstream"], swiftSettings: strict),
@@ -42,6 +42,6 @@ let package = Package(
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials", "Config", "JSON"]),
         .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "JSON"]),
         .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "Config", "Credentials", "JSON"]),
-        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Config", "Credentials", "Experiments", "HTTP1", "EventLoop", "HTTPServer", "JSON"]),
+        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Config", "Credentials", "Experiments", "HTTP1", "EventLoop", "HTTPServer", "JSON", "Upstream"]),
     ]
 )

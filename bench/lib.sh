@@ -3,7 +3,7 @@
 #
 #   source "$(dirname "$0")/lib.sh"
 #   bench_init                      # temp dir + cleanup trap
-#   ensure_tools nginx wrk          # runs scripts/setup.sh test when a tool is missing
+#   ensure_tools nginx wrk          # runs scripts/setup.sh bench when a tool is missing
 #   PROXY_BIN=$(build_release)
 #   start_nginx PORT CONF_SNIPPET   # sets NGINX_PID
 #   start_proxy BIN PORT CONFIG_JSON [NAME [ARGS...]]  # sets PROXY_PID
@@ -60,8 +60,8 @@ ensure_tools() {
     ((${#missing[@]})) || return 0
     # The project's setup installs every peer the benchmarks use, the Debian way (no service
     # is started or stopped); it needs root or sudo like any apt-get.
-    bench_log "missing ${missing[*]}: running scripts/setup.sh test"
-    "$BENCH_REPO_ROOT/scripts/setup.sh" test >&2 || bench_die "scripts/setup.sh test failed"
+    bench_log "missing ${missing[*]}: running scripts/setup.sh bench"
+    "$BENCH_REPO_ROOT/scripts/setup.sh" bench >&2 || bench_die "scripts/setup.sh bench failed"
     for tool in "${missing[@]}"; do
         command -v "$tool" >/dev/null 2>&1 || bench_die "could not install $tool"
     done

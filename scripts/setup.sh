@@ -5,6 +5,8 @@
 #   scripts/setup.sh test    the above, the real test peers (nginx, HAProxy, wrk, slowhttptest, openssl
 #                            for a test CA) and a project virtual environment .venv/ with pytest,
 #                            Flask and Authlib — what `make test` needs
+#   scripts/setup.sh bench   the above, and what the benchmark scripts measure with (valgrind,
+#                            strace, perf, a C compiler for bench/curl-floor.c)
 #
 # Idempotent and quiet when everything is already there. It never stops, disables or kills any
 # process: services that Debian would start while installing a package (nginx, HAProxy) are kept
@@ -16,10 +18,12 @@ cd "$(dirname "$0")/.."
 mode=${1:-test}
 build_packages=(pkg-config libcurl4-openssl-dev libsqlite3-dev)
 test_packages=(nginx-light haproxy wrk slowhttptest curl ca-certificates openssl python3 python3-venv)
+bench_packages=(valgrind strace linux-perf gcc libc6-dev)
 case "$mode" in
   build) packages=("${build_packages[@]}") ;;
   test) packages=("${build_packages[@]}" "${test_packages[@]}") ;;
-  *) echo "usage: scripts/setup.sh build|test" >&2; exit 2 ;;
+  bench) packages=("${build_packages[@]}" "${test_packages[@]}" "${bench_packages[@]}") ;;
+  *) echo "usage: scripts/setup.sh build|test|bench" >&2; exit 2 ;;
 esac
 
 missing=()
@@ -42,7 +46,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-[ "$mode" = test ] || exit 0
+[ "$mode" != build ] || exit 0
 
 # Test tools from PyPI go into the project's own virtual environment, never into the system
 # Python (PEP 668). Re-installed only when requirements.txt changes.

@@ -1,5 +1,4 @@
 import Config
-import Credentials
 import EventLoop
 import Synchronization
 import Upstream
@@ -104,7 +103,7 @@ public final class AnalyticsService: @unchecked Sendable {
 
     /// Starts the uploader on `home` with that loop's libcurl client; `refresher` (the OAuth
     /// token manager, when there is one) is asked for new tokens when the endpoint answers 401.
-    public func start(home: EventLoop, http: UpstreamClient, refresher: CredentialManager?) {
+    public func start(home: EventLoop, http: UpstreamClient, refresher: (any UploadTokenRefresher)?) {
         uploader.start(service: self, home: home, http: http, refresher: refresher)
     }
 
@@ -114,7 +113,7 @@ public final class AnalyticsService: @unchecked Sendable {
     }
 
     /// The tokens the uploader uses (call on the home loop).
-    public func credentialsChanged(_ snapshot: CredentialSnapshot) { uploader.credentials = snapshot }
+    public func credentialsChanged(_ token: UploadToken) { uploader.credentials = token }
 
     /// At shutdown: one last upload, bounded by `seconds`; what is not sent stays on disk.
     public func finalUpload(within seconds: Double, home: EventLoop) -> Bool {

@@ -1,5 +1,4 @@
 import Config
-import Credentials
 import EventLoop
 import Glibc
 import JSON
@@ -17,14 +16,14 @@ final class AnalyticsUploader: @unchecked Sendable {
     private var home: EventLoop?
     private var http: UpstreamClient?
     /// Refreshes tokens after a 401 (OAuth grants); nil for static tokens.
-    private var refresher: CredentialManager?
+    private var refresher: (any UploadTokenRefresher)?
     /// The token generation a refresh was already asked for, so one refused token costs one refresh.
     private var refreshedGeneration: UInt64?
     private var pushTimer: TimerID?
     private var report = FlushReport()
     private var waiters: [(EventLoop, LoopBound<(FlushReport) -> Void>)] = []
     /// The tokens to send with (home loop copy).
-    var credentials: CredentialSnapshot = .empty
+    var credentials: UploadToken = .none
     static let timeout = 30.0
 
     init(configuration: AnalyticsConfiguration) {
@@ -32,7 +31,7 @@ final class AnalyticsUploader: @unchecked Sendable {
         schedule = UploadSchedule(interval: configuration.pushIntervalSeconds)
     }
 
-    func start(service: AnalyticsService, home: EventLoop, http: UpstreamClient, refresher: CredentialManager?) {
+    func start(service: AnalyticsService, home: EventLoop, http: UpstreamClient, refresher: (any UploadTokenRefresher)?) {
         self.service = service
         self.home = home
         self.http = http
@@ -159,9 +158,9 @@ final class AnalyticsUploader: @unchecked Sendable {
             return finished(.retryLater, reason: "the endpoint answered HTTP 401")
         }
         refreshedGeneration = seen
-        refresher.refresh(seen: seen, after401: true, replyOn: home) { [self] outcome in
+        refresher.refreshAfterRejection(seen: seen, replyOn: home) { [self] ready in
             // The new snapshot reaches this loop before the answer (both are messages to it).
-            if case .ready = outcome, credentials.generation != seen { return send(batch, mayRefresh: false) }
+            if ready, credentials.generation != seen { return send(batch, mayRefresh: false) }
             finished(.retryLater, reason: "the endpoint answered HTTP 401; no newer token")
         }
     }

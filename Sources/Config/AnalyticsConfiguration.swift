@@ -6,6 +6,9 @@ public struct AnalyticsConfiguration: Sendable, Equatable {
     public var endpoint: UpstreamURL
     /// Token sent with uploads. Default `.accessToken`.
     public var credential: CredentialKind
+    /// The provider whose token uploads carry; set by the decoder when a credential is sent
+    /// (the only provider when there is one). Default nil.
+    public var provider: String?
     /// Product number in every upload body. Default 1.
     public var product: Int
     /// Seconds between uploads. Default 30.

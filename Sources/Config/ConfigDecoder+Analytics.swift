@@ -2,7 +2,7 @@ import JSON
 
 extension ConfigDecoder {
     static let analyticsKeys = [
-        "root", "endpoint", "credential", "product", "pushIntervalSeconds", "expireIntervalSeconds",
+        "root", "endpoint", "credential", "provider", "product", "pushIntervalSeconds", "expireIntervalSeconds",
         "bufferIntervalSeconds", "maxBatch", "maxStoredEvents", "uploads",
         "maxKeyBytes", "maxValueBytes", "maxEventsPerRequest", "maxStoredBytes", "maxUploadBytes",
     ]
@@ -34,6 +34,7 @@ extension ConfigDecoder {
             maxValueBytes: valueBytes, maxEventsPerRequest: events, maxStoredBytes: storedBytes,
             maxUploadBytes: uploadBytes, maxKeyBytes: keyBytes)
         analytics.uploads = uploads
+        analytics.provider = object.read("provider", providerName)
         return analytics
     }
 

@@ -3,7 +3,7 @@ import JSON
 extension ConfigDecoder {
     static let topLevelKeys = [
         "listen", "workers", "allowedHosts", "apiKey", "stateDirectory", "mock",
-        "provider", "gate", "limits", "routes", "analytics",
+        "provider", "providers", "gate", "limits", "routes", "analytics",
         "metricsListen", "shutdownGraceSeconds", "watchConfig", "log",
         "experiments",
         "maskEchoedCredentials",
@@ -27,7 +27,8 @@ extension ConfigDecoder {
         if let state = top.read("stateDirectory", filePath) { config.stateDirectory = state }
         if let mock = top.bool("mock") { config.mock = mock }
         if let mask = top.bool("maskEchoedCredentials") { config.maskEchoedCredentials = mask }
-        config.provider = top.object("provider", keys: ConfigDecoder.providerKeys).flatMap(provider)
+        let named = providers(top)
+        config.providers = named.valid
         if let gate = top.object("gate", keys: ["mode", "waitSeconds"]).map(gate) { config.gate = gate }
         if let limits = top.object("limits", keys: ConfigDecoder.limitsKeys).map(limits) { config.limits = limits }
         let routes = top.read("routes", routes) ?? []
@@ -35,28 +36,98 @@ extension ConfigDecoder {
         config.analytics = top.object("analytics", keys: ConfigDecoder.analyticsKeys).flatMap(analytics)
         config.experiments = top.read("experiments", experiments) ?? []
 
-        // Credentials need a provider able to issue them; skip when the provider itself was invalid.
-        let providerGiven = top.has("provider")
-        if providerGiven, config.provider == nil { return config }
-        for (route, path) in routes where route.credential != .none {
-            checkCredential(route.credential, at: path + ".credential", provider: config.provider)
+        // Credentials need a provider able to issue them; skip when a provider itself was invalid.
+        if named.anyInvalid { return config }
+        for (index, (route, path)) in routes.enumerated() where route.credential != .none || route.provider != nil {
+            let chosen = chooseProvider(route.provider, credential: route.credential, at: path, in: config)
+            config.routes[index].provider = chosen?.name
         }
-        if let analytics = config.analytics, analytics.credential != .none {
-            checkCredential(analytics.credential, at: "analytics.credential", provider: config.provider)
+        if let analytics = config.analytics, analytics.credential != .none || analytics.provider != nil {
+            let chosen = chooseProvider(analytics.provider, credential: analytics.credential, at: "analytics", in: config)
+            config.analytics?.provider = chosen?.name
         }
         return config
     }
 
-    private func checkCredential(_ kind: CredentialKind, at path: String, provider: ProviderConfiguration?) {
-        guard let provider else { return report(path, "needs a provider") }
+    /// The provider a route (or analytics) at `path` uses: the one it names, else the only one.
+    private func chooseProvider(_ name: String?, credential: CredentialKind, at path: String,
+                                in config: ProxyConfiguration) -> NamedProvider? {
+        let known = config.providers.map { "\"\($0.name)\"" }.joined(separator: ", ")
+        let chosen: NamedProvider
+        if let name {
+            guard let found = config.provider(named: name) else {
+                return failure(path + ".provider", config.providers.isEmpty
+                               ? "names \"\(name)\", but no provider is configured"
+                               : "names an unknown provider \"\(name)\" (configured: \(known))")
+            }
+            chosen = found
+        } else if config.providers.count == 1 {
+            chosen = config.providers[0]
+        } else if config.providers.isEmpty {
+            return failure(path + ".credential", "needs a provider")
+        } else {
+            return failure(path + ".provider", "is required: several providers are configured (\(known))")
+        }
+        if credential != .none { checkCredential(credential, at: path + ".credential", provider: chosen) }
+        return chosen
+    }
+
+    /// `provider` (one, named "default") or `providers` (named); both at once is an error.
+    private func providers(_ top: ObjectReader) -> (valid: [NamedProvider], anyInvalid: Bool) {
+        if top.has("provider"), top.has("providers") {
+            report(top.path("providers"), "cannot be used together with \"provider\" (use one of them)")
+        }
+        if top.has("provider") {
+            guard let single = top.object("provider", keys: ConfigDecoder.providerKeys).flatMap(provider) else {
+                return ([], true)
+            }
+            return ([NamedProvider(name: NamedProvider.defaultName, configuration: single, path: "provider")], false)
+        }
+        guard let value = top.value("providers") else { return ([], false) }
+        guard case .object(let members) = value else {
+            let _: Void? = mismatch(value, at: top.path("providers"), expected: "an object of named providers")
+            return ([], true)
+        }
+        if members.isEmpty { report(top.path("providers"), "must name at least one provider") }
+        var valid: [NamedProvider] = []
+        var anyInvalid = members.isEmpty
+        for (name, block) in members {
+            let path = ConfigDecoder.path(top.path("providers"), name)
+            guard providerName(.string(name), at: path) != nil else {
+                anyInvalid = true
+                continue
+            }
+            guard let reader = ObjectReader(block, at: path, keys: ConfigDecoder.providerKeys, decoder: self),
+                  let configuration = provider(reader) else {
+                anyInvalid = true
+                continue
+            }
+            valid.append(NamedProvider(name: name, configuration: configuration, path: path))
+        }
+        return (valid, anyInvalid)
+    }
+
+    /// A provider name: 1 to 32 letters, digits, '_' or '-' (it names a file, a metric label, a query value).
+    func providerName(_ value: JSONValue, at path: String) -> String? {
+        guard let name = string(value, at: path) else { return nil }
+        let allowed = name.utf8.count <= 32 && name.utf8.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+                || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
+        }
+        guard allowed else { return failure(path, "a provider name has 1 to 32 letters, digits, '_' or '-'") }
+        return name
+    }
+
+    private func checkCredential(_ kind: CredentialKind, at path: String, provider named: NamedProvider) {
+        let provider = named.configuration
         guard kind == .jwt else { return }
         switch provider.grant {
         case .clientCredentials:
             report(path, "\"jwt\" needs an id_token, which grant \"client_credentials\" does not give")
         case .staticTokens where provider.idToken == nil:
-            report(path, "\"jwt\" needs provider.idToken with grant \"static\"")
+            report(path, "\"jwt\" needs \(named.path).idToken with grant \"static\"")
         case .authorizationCode where !provider.scopes.contains("openid"), .journey where !provider.scopes.contains("openid"):
-            report(path, "\"jwt\" needs the \"openid\" scope in provider.scopes")
+            report(path, "\"jwt\" needs the \"openid\" scope in \(named.path).scopes")
         default:
             break
         }

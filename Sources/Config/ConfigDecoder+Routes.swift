@@ -2,7 +2,7 @@ import JSON
 
 extension ConfigDecoder {
     static let routeKeys = [
-        "name", "path", "upstream", "credential", "headers", "redirects", "retryOn401", "timeoutSeconds", "mock",
+        "name", "path", "upstream", "credential", "provider", "headers", "redirects", "retryOn401", "timeoutSeconds", "mock",
         "experimentHeader",
         "encodedSlashes",
     ]
@@ -53,16 +53,19 @@ extension ConfigDecoder {
         }
         let headers = object.read("headers", credentialHeaders) ?? RouteConfiguration.defaultHeaders
         let credential: CredentialKind = object.choice("credential") ?? .none
+        let provider = object.read("provider", providerName)
         let retryOn401 = object.bool("retryOn401") ?? false
         let timeout = object.seconds("timeoutSeconds", positive: true) ?? 30
         let experimentHeader = object.bool("experimentHeader") ?? false
         let encodedSlashes: EncodedSlashes = object.choice("encodedSlashes") ?? .reject
         // Everything is read before this point so a bad name or path hides no other error.
         guard let name, let routePath else { return nil }
-        return RouteConfiguration(
+        var route = RouteConfiguration(
             name: name, path: routePath, upstream: upstream, credential: credential, headers: headers,
             redirects: redirects, retryOn401: retryOn401, timeoutSeconds: timeout, mock: mock,
             experimentHeader: experimentHeader, encodedSlashes: encodedSlashes)
+        route.provider = provider
+        return route
     }
 
     private func routeName(_ value: JSONValue, at path: String) -> String? {

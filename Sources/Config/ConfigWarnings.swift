@@ -14,17 +14,23 @@ public enum ConfigWarnings {
                     + "sends requests with these credentials; set apiKey (clients send it as X-Proxy-Key) or listen on 127.0.0.1"))
             }
         }
-        if let provider = config.provider {
+        for named in config.providers {
+            let provider = named.configuration
+            let routes = config.routes.filter { $0.credential != .none && $0.provider == named.name }
+            if config.providers.count > 1, routes.isEmpty, config.analytics?.provider != named.name {
+                warnings.append(ConfigError(path: named.path, message:
+                    "no route or analytics uses this provider (set \"provider\": \"\(named.name)\" on a route); it can still be logged into"))
+            }
             if provider.demo != nil, provider.grant == .staticTokens {
-                warnings.append(ConfigError(path: "provider.demo", message:
+                warnings.append(ConfigError(path: "\(named.path).demo", message:
                     "ignored with grant \"static\" (the static tokens are always in use, and POST /_platform/login/demo answers 404)"))
             }
-            if provider.journey?.noSession == true, config.routes.contains(where: { $0.credential != .none }) {
-                warnings.append(ConfigError(path: "provider.journey.noSession", message:
+            if provider.journey?.noSession == true, !routes.isEmpty {
+                warnings.append(ConfigError(path: "\(named.path).journey.noSession", message:
                     "AM issues no session, so a journey gets no tokens and the credentialed routes stay awaiting authorization"))
             }
             if let id = provider.clientID, placeholderMarkers.contains(where: { id.lowercased().contains($0) }) {
-                warnings.append(ConfigError(path: "provider.clientID", message:
+                warnings.append(ConfigError(path: "\(named.path).clientID", message:
                     "\"\(id)\" looks like a placeholder; use the client ID registered with the provider"))
             }
         }

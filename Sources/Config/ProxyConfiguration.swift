@@ -15,8 +15,21 @@ public struct ProxyConfiguration: Sendable, Equatable {
     public var stateDirectory: String
     /// Global switch: every route with a mock directory replays. Default false.
     public var mock: Bool
-    /// The token issuer; nil when no route needs credentials. Default nil.
-    public var provider: ProviderConfiguration?
+    /// The token issuers by name, in file order: `providers`, or the single `provider` as one
+    /// named "default". Default [].
+    public var providers: [NamedProvider] = []
+    /// The default provider: the one named "default", else the first; setting it replaces
+    /// `providers` with that one provider named "default". Default nil.
+    public var provider: ProviderConfiguration? {
+        get { defaultProvider?.configuration }
+        set { providers = newValue.map { [NamedProvider(name: NamedProvider.defaultName, configuration: $0)] } ?? [] }
+    }
+    /// The provider `/_platform/auth`'s top-level fields describe: "default" if so named, else the first.
+    public var defaultProvider: NamedProvider? {
+        providers.first { $0.name == NamedProvider.defaultName } ?? providers.first
+    }
+    /// The provider named `name`.
+    public func provider(named name: String) -> NamedProvider? { providers.first { $0.name == name } }
     /// Behaviour while logged out. Default reject.
     public var gate: GateConfiguration
     /// Size and time limits.
@@ -67,11 +80,38 @@ public struct ProxyConfiguration: Sendable, Equatable {
         self.apiKey = apiKey
         self.stateDirectory = stateDirectory ?? FileSystem.resolve("state", against: configDirectory)
         self.mock = mock
-        self.provider = provider
+        self.providers = provider.map { [NamedProvider(name: NamedProvider.defaultName, configuration: $0)] } ?? []
         self.gate = gate
         self.limits = limits
         self.routes = routes
         self.analytics = analytics
         self.maskEchoedCredentials = maskEchoedCredentials
+    }
+}
+
+/// One entry of `providers` (or the single `provider`, named "default").
+public struct NamedProvider: Sendable, Equatable {
+    /// The name the single `provider` key gets.
+    public static let defaultName = "default"
+    /// The key under `providers`: letters, digits, '_' and '-', at most 32. Required.
+    public var name: String
+    /// The provider block.
+    public var configuration: ProviderConfiguration
+    /// Where it sits in the config file: `provider` or `providers.<name>`.
+    public var path: String
+
+    /// A named provider; `path` defaults to where the single `provider` key sits.
+    public init(name: String, configuration: ProviderConfiguration, path: String = "provider") {
+        self.name = name
+        self.configuration = configuration
+        self.path = path
+    }
+
+    /// The token store file in the state directory: `tokens.json` for the provider named
+    /// "default" (so a config that gains names keeps its login), else `tokens-<name>.json`.
+    public var tokenFileName: String { name == Self.defaultName ? "tokens.json" : "tokens-\(name).json" }
+    /// The journey session file, named like the token file.
+    public var journeySessionFileName: String {
+        name == Self.defaultName ? "journey-session.json" : "journey-session-\(name).json"
     }
 }

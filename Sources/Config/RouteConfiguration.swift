@@ -8,6 +8,9 @@ public struct RouteConfiguration: Sendable, Equatable {
     public var upstream: UpstreamURL?
     /// Which token is injected. Default `.none` (a provider is required for any other value).
     public var credential: CredentialKind
+    /// The name of the provider whose tokens are injected; set by the decoder for every
+    /// credentialed route (the only provider when there is one). Default nil.
+    public var provider: String?
     /// Header names that receive "<token_type> <token>". Default ["Authorization", "X-Authorization"].
     public var headers: [String]
     /// How upstream redirects are followed and where credentials may go.

@@ -50,7 +50,7 @@ extension CredentialManager {
             // After a restart the AM session is on disk: read it (on the worker) before the first
             // journey, so AM sees it and a later logout ends the right one.
             guard journeys.sessionLoaded else {
-                let store = JourneySessionStore(directory: self.store.directory)
+                let store = JourneySessionStore(directory: self.store.directory, name: self.store.journeySessionName)
                 worker.submit { [self] in
                     let stored = store.load()
                     loop.execute { [self] in
@@ -85,7 +85,7 @@ extension CredentialManager {
             journeys.nextFlow += 1
             let actions = flow.start(suspendedId: suspendedId, session: journeys.session)
             journeys.flows[id] = JourneyState.Entry(flow: flow, client: client, waiter: reply)
-            Log.emit(.info, "journey_started", ["journey": .string(name), "resumed": .bool(resume != nil)])
+            emit(.info, "journey_started", ["journey": .string(name), "resumed": .bool(resume != nil)])
             report(["journey": .string(name), "node": "started"])
             performJourney(id, actions)
         }
@@ -142,12 +142,12 @@ extension CredentialManager {
                     performJourney(id, next)
                 }
             case .loggedIn(let tokens, let session):
-                Log.emit(.info, "logged_in", ["grant": .string("journey"), "journey": .string(name)])
+                emit(.info, "logged_in", ["grant": .string("journey"), "journey": .string(name)])
                 journeys.session = session
                 if let session {
-                    let store = JourneySessionStore(directory: self.store.directory)
+                    let store = JourneySessionStore(directory: self.store.directory, name: self.store.journeySessionName)
                     worker.submit {
-                        do { try store.save(session) } catch { Log.emit(.error, "journey_session_store_failed", ["error": .string("\(error)")]) }
+                        do { try store.save(session) } catch { self.emit(.error, "journey_session_store_failed", ["error": .string("\(error)")]) }
                     }
                 }
                 let rest = Array(actions[(index + 1)...])
@@ -171,8 +171,8 @@ extension CredentialManager {
         var event: [String: JSONValue] = ["journey": .string(name), "node": .string(node.kind)]
         if let stage = node.answerable?.stage { event["stage"] = .string(stage) }
         switch node {
-        case .failure(let cause): Log.emit(.warning, "journey_failed", ["journey": .string(name), "cause": .string(cause)])
-        case .error(let message, _, _): Log.emit(.info, "journey_error_node", ["journey": .string(name), "message": .string(message)])
+        case .failure(let cause): emit(.warning, "journey_failed", ["journey": .string(name), "cause": .string(cause)])
+        case .error(let message, _, _): emit(.info, "journey_error_node", ["journey": .string(name), "message": .string(message)])
         default: break
         }
         report(event)
@@ -202,6 +202,7 @@ extension CredentialManager {
     private func report(_ fields: [String: JSONValue]) {
         var object = JSONObject()
         for key in fields.keys.sorted() { object[key] = fields[key] }
+        object["provider"] = .string(name)
         journeys.progress?(JSONValue.object(object).serializedBytes())
     }
 
@@ -223,7 +224,7 @@ extension CredentialManager {
     func endJourneySession(_ then: @escaping () -> Void) {
         guard let config = provider.journey, let clientID = provider.clientID, let redirect = provider.redirectURI,
               let authorize = oauth.endpoints.authorization else { return then() }
-        let store = JourneySessionStore(directory: self.store.directory)
+        let store = JourneySessionStore(directory: self.store.directory, name: self.store.journeySessionName)
         let known = journeys.session
         journeys.session = nil
         // The file goes below: nothing is left to read from disk.
@@ -231,14 +232,14 @@ extension CredentialManager {
         let then = LoopBound(then, on: loop)
         worker.submit { [self] in
             let session = known ?? store.load()
-            do { try store.delete() } catch { Log.emit(.error, "journey_session_store_failed", ["error": .string("\(error)")]) }
+            do { try store.delete() } catch { emit(.error, "journey_session_store_failed", ["error": .string("\(error)")]) }
             loop.execute { [self] in
                 guard let session else { return then.value() }
                 let client = JourneyClient(config: config, clientID: clientID, redirectURI: redirect.description,
                                            scopes: provider.scopes, authorizeURL: authorize)
                 sendToAM(client.logout(session: session), timeout: config.timeoutSeconds) { result in
                     let ended = (try? result.get()).map { (200...299).contains($0.status) } ?? false
-                    Log.emit(ended ? .info : .warning, "journey_session_ended", ["accepted": .bool(ended)])
+                    self.emit(ended ? .info : .warning, "journey_session_ended", ["accepted": .bool(ended)])
                     then.value()
                 }
             }

@@ -6,7 +6,13 @@ import Upstream
 public struct LoginFailure: Error, Sendable, Equatable {
     /// The sentence.
     public let message: String
-    init(_ message: String) { self.message = message }
+    /// The authorization server's `error` code when it refused the login (`access_denied`,
+    /// `login_required`, …), else nil.
+    public let code: String?
+    init(_ message: String, code: String? = nil) {
+        self.message = message
+        self.code = code
+    }
 }
 
 /// A started authorization-code login, keyed by its `state`.
@@ -28,16 +34,19 @@ extension CredentialManager {
     /// Most concurrent unfinished browser logins (older ones are dropped).
     static let maxPendingLogins = 32
 
-    /// The authorization URL for a new PKCE (S256) login with a fresh random `state`.
-    public func loginURL(replyOn caller: EventLoop, _ done: @escaping (Result<String, LoginFailure>) -> Void) {
+    /// The authorization URL for a new PKCE (S256) login with a fresh random `state`, which
+    /// `onState` hears before the URL is handed out. `silent` asks for `prompt=none`: the
+    /// provider answers from its session or redirects back with `login_required`.
+    public func loginURL(silent: Bool = false, onState: (@Sendable (String) -> Void)? = nil,
+                         replyOn caller: EventLoop, _ done: @escaping (Result<String, LoginFailure>) -> Void) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
-            let result = makeLoginURL()
+            let result = makeLoginURL(silent: silent, onState: onState)
             caller.execute { done.value(result) }
         }
     }
 
-    private func makeLoginURL() -> Result<String, LoginFailure> {
+    private func makeLoginURL(silent: Bool, onState: (@Sendable (String) -> Void)?) -> Result<String, LoginFailure> {
         guard provider.grant == .authorizationCode else { return .failure(LoginFailure("the \(provider.grant.rawValue) grant has no browser login")) }
         guard let endpoint = oauth.endpoints.authorization else {
             return .failure(LoginFailure(providerProblem ?? "the provider has no authorization endpoint"))
@@ -53,11 +62,14 @@ extension CredentialManager {
         let pkce = PKCE.generate()
         let state = randomToken()
         pendingLogins[state] = PendingLogin(verifier: pkce.verifier, expires: now + Self.loginLifetime)
-        let query = FormEncoding.encode([
+        onState?(state)
+        var parameters = [
             ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirect.description),
             ("scope", provider.scopes.joined(separator: " ")), ("state", state),
             ("code_challenge", pkce.challenge), ("code_challenge_method", PKCE.method), ("nonce", randomToken()),
-        ])
+        ]
+        if silent { parameters.append(("prompt", "none")) }
+        let query = FormEncoding.encode(parameters)
         return .success(endpoint.description + (endpoint.query == nil ? "?" : "&") + query)
     }
 
@@ -73,7 +85,8 @@ extension CredentialManager {
             }
             if let error = values["error"] {
                 let description = values["error_description"].map { ": \($0)" } ?? ""
-                return reply(.failure(LoginFailure("The authorization server said \(error)\(description).")))
+                emit(.info, "login_refused", ["error": .string(error)])
+                return reply(.failure(LoginFailure("The authorization server said \(error)\(description).", code: error)))
             }
             guard let code = values["code"], let redirect = provider.redirectURI else {
                 return reply(.failure(LoginFailure("The redirect carried no authorization code.")))
@@ -81,10 +94,10 @@ extension CredentialManager {
             oauth.exchangeCode(code, verifier: pending.verifier, redirectURI: redirect.description) { [self] result in
                 switch result {
                 case .success(let tokens):
-                    Log.emit(.info, "logged_in", ["grant": .string("authorization_code")])
+                    emit(.info, "logged_in", ["grant": .string("authorization_code")])
                     perform(lifecycle.loggedIn(tokens, now: UnixTime.now())) { reply(.success(())) }
                 case .failure(let failure):
-                    Log.emit(.warning, "login_failed", ["reason": .string(failure.reason)])
+                    emit(.warning, "login_failed", ["reason": .string(failure.reason)])
                     reply(.failure(LoginFailure("The code exchange failed: \(failure.reason).")))
                 }
             }
@@ -112,14 +125,14 @@ extension CredentialManager {
             guard let current = device, current.deviceCode == flow.deviceCode else { return }
             guard current.expires > UnixTime.now() else {
                 device = nil
-                return Log.emit(.warning, "device_login_expired")
+                return emit(.warning, "device_login_expired")
             }
             oauth.pollDevice(current.deviceCode) { [self] result in
                 guard device?.deviceCode == current.deviceCode else { return }
                 switch result {
                 case .success(let tokens):
                     device = nil
-                    Log.emit(.info, "logged_in", ["grant": .string("device_code")])
+                    emit(.info, "logged_in", ["grant": .string("device_code")])
                     perform(lifecycle.loggedIn(tokens, now: UnixTime.now()))
                 case .failure(.refused(let reason)) where reason.hasPrefix("authorization_pending"):
                     scheduleDevicePoll()
@@ -128,7 +141,7 @@ extension CredentialManager {
                     scheduleDevicePoll()
                 case .failure(.refused(let reason)):
                     device = nil
-                    Log.emit(.warning, "device_login_failed", ["reason": .string(reason)])
+                    emit(.warning, "device_login_failed", ["reason": .string(reason)])
                 case .failure(.unavailable):
                     scheduleDevicePoll()
                 }
@@ -156,7 +169,7 @@ extension CredentialManager {
             loop.execute { [self] in
                 switch sendable.value {
                 case .success(let tokens):
-                    Log.emit(.info, "logged_in", ["grant": .string("demo")])
+                    emit(.info, "logged_in", ["grant": .string("demo")])
                     perform(lifecycle.loggedIn(tokens, now: UnixTime.now())) { caller.execute { done.value(.success(())) } }
                 case .failure(let failure):
                     caller.execute { done.value(.failure(failure)) }
@@ -176,10 +189,10 @@ extension CredentialManager {
                 let actions = lifecycle.loggedOut().filter { if case .revoke = $0 { return false } else { return true } }
                 device = nil
                 perform(actions)
-                Log.emit(.info, "logged_out")
+                emit(.info, "logged_out")
                 guard let refresh else { return caller.execute { done.value(false) } }
                 oauth.revoke(refresh, hint: "refresh_token") { accepted in
-                    Log.emit(accepted ? .info : .warning, "token_revoked", ["accepted": .bool(accepted)])
+                    self.emit(accepted ? .info : .warning, "token_revoked", ["accepted": .bool(accepted)])
                     caller.execute { done.value(accepted) }
                 }
             }

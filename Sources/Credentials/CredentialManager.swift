@@ -10,6 +10,8 @@ import Upstream
 public final class CredentialManager: @unchecked Sendable {
     let loop: EventLoop
     let provider: ProviderConfiguration
+    /// The provider's name in the config ("default" for the single `provider`); every log line says it.
+    public let name: String
     /// Seconds tokens must have been in use before an upstream 401 may refresh them.
     public var minRefreshInterval: Double { provider.minRefreshIntervalSeconds }
     let oauth: OAuthClient
@@ -37,7 +39,9 @@ public final class CredentialManager: @unchecked Sendable {
 
     /// Creates the manager; call `start` on its loop.
     public init(provider: ProviderConfiguration, loop: EventLoop, http: UpstreamClient, store: TokenStore,
-                worker: BlockingWorker, clientSecret: String?, publish: @escaping @Sendable (CredentialSnapshot) -> Void) {
+                worker: BlockingWorker, clientSecret: String?, name: String = "default",
+                publish: @escaping @Sendable (CredentialSnapshot) -> Void) {
+        self.name = name
         self.provider = provider
         self.loop = loop
         self.store = store
@@ -70,7 +74,7 @@ public final class CredentialManager: @unchecked Sendable {
                 oauth.endpoints = endpoints
                 providerProblem = nil
                 discoveryFailures = 0
-                Log.emit(.info, "provider_discovered", ["issuer": .string(url.origin)])
+                emit(.info, "provider_discovered", ["issuer": .string(url.origin)])
                 if startAfter {
                     perform(lifecycle.started(with: nil, now: UnixTime.now()))
                 } else {
@@ -82,11 +86,19 @@ public final class CredentialManager: @unchecked Sendable {
                 discoveryFailures += 1
                 let delay = min(60.0, Double(1 << min(discoveryFailures - 1, 6)))
                 providerProblem = "OIDC discovery failed: \(failure.reason)"
-                Log.emit(.warning, "provider_discovery_failed", ["reason": .string(failure.reason), "retryInSeconds": .double(delay)])
+                emit(.warning, "provider_discovery_failed", ["reason": .string(failure.reason), "retryInSeconds": .double(delay)])
                 publish()
                 loop.schedule(at: NanoTime.now().adding(seconds: delay)) { [self] in discover(url, startAfter: startAfter) }
             }
         }
+    }
+
+    /// The grant, for callers that choose how to log in.
+    public var grant: ProviderConfiguration.Grant { provider.grant }
+
+    /// Logs one line naming this provider.
+    func emit(_ level: LogLevel, _ event: String, _ fields: KeyValuePairs<String, LogValue> = [:]) {
+        Log.emit(level, event, fields: [("provider", .string(name))] + fields.map { ($0.key, $0.value) })
     }
 
     // MARK: requests from any loop
@@ -129,18 +141,18 @@ public final class CredentialManager: @unchecked Sendable {
                 let store = self.store
                 let rest = LoopBound((Array(actions[(index + 1)...]), then), on: loop)
                 worker.submit { [self] in
-                    do { try store.save(tokens) } catch { Log.emit(.error, "token_store_failed", ["error": .string("\(error)")]) }
+                    do { try store.save(tokens) } catch { emit(.error, "token_store_failed", ["error": .string("\(error)")]) }
                     loop.execute { [self] in perform(rest.value.0, then: rest.value.1) }
                 }
                 return
             case .clearStore:
                 let store = self.store
                 worker.submit {
-                    do { try store.delete() } catch { Log.emit(.error, "token_store_failed", ["error": .string("\(error)")]) }
+                    do { try store.delete() } catch { self.emit(.error, "token_store_failed", ["error": .string("\(error)")]) }
                 }
             case .revoke(let token):
                 oauth.revoke(token, hint: "refresh_token") { accepted in
-                    Log.emit(accepted ? .info : .warning, "token_revoked", ["accepted": .bool(accepted)])
+                    self.emit(accepted ? .info : .warning, "token_revoked", ["accepted": .bool(accepted)])
                 }
             case .publish:
                 publish()
@@ -179,16 +191,16 @@ public final class CredentialManager: @unchecked Sendable {
             switch result {
             case .success(let tokens):
                 refreshOutcomes.ok.add(1, ordering: .relaxed)
-                Log.emit(.info, "token_refreshed", ["expiresAt": tokens.expiresAt.map { .double($0) } ?? .string("unknown")])
+                emit(.info, "token_refreshed", ["expiresAt": tokens.expiresAt.map { .double($0) } ?? .string("unknown")])
                 perform(lifecycle.refreshSucceeded(tokens, now: UnixTime.now()))
             case .failure(.refused(let reason)):
                 refreshOutcomes.refused.add(1, ordering: .relaxed)
-                Log.emit(.warning, "token_refresh_refused", ["reason": .string(reason)])
+                emit(.warning, "token_refresh_refused", ["reason": .string(reason)])
                 perform(lifecycle.refreshRefused("the auth server refused the refresh: \(reason)", now: UnixTime.now(),
                                                  jitter: Double.random(in: 0..<1)))
             case .failure(.unavailable(let reason)):
                 refreshOutcomes.unavailable.add(1, ordering: .relaxed)
-                Log.emit(.warning, "token_refresh_unavailable", ["reason": .string(reason)])
+                emit(.warning, "token_refresh_unavailable", ["reason": .string(reason)])
                 perform(lifecycle.refreshUnavailable("the auth server is unavailable: \(reason)", now: UnixTime.now(),
                                                      jitter: Double.random(in: 0..<1)))
             }

@@ -7,7 +7,7 @@ public struct JourneySessionStore: Sendable {
     private let file: DurableFile
 
     /// The store in `directory`.
-    public init(directory: String) { file = DurableFile(directory: directory, name: "journey-session.json") }
+    public init(directory: String, name: String = "journey-session.json") { file = DurableFile(directory: directory, name: name) }
 
     /// The stored session, if a readable one exists.
     public func load() -> String? {

@@ -16,12 +16,17 @@ public final class TokenStore: Sendable {
     private let file: DurableFile
     /// The state directory.
     public var directory: String { file.directory }
-    /// `<directory>/tokens.json`.
+    /// `<directory>/tokens.json` (or the provider's own file name).
     public var path: String { file.path }
 
-    /// A store in `directory`, which `save` creates (mode 0700) when missing.
-    public init(directory: String) {
-        file = DurableFile(directory: directory, name: "tokens.json")
+    /// The file name of the journey session store that goes with these tokens.
+    public let journeySessionName: String
+
+    /// A store in `directory`, which `save` creates (mode 0700) when missing; one per provider
+    /// (`name` and `journeySession` are that provider's file names).
+    public init(directory: String, name: String = "tokens.json", journeySession: String = "journey-session.json") {
+        file = DurableFile(directory: directory, name: name)
+        journeySessionName = journeySession
     }
 
     /// The stored tokens; a file that exists but cannot be read as tokens is moved aside.

@@ -44,6 +44,14 @@ public enum Log {
         write(line)
     }
 
+    /// Writes one line now with fields built at run time (a component adding its own, such as `provider`).
+    public static func emit(_ level: LogLevel, _ event: String, fields: [(String, LogValue)]) {
+        guard enabled(level) else { return }
+        var line: [UInt8] = []
+        format(level, event, fields, into: &line)
+        write(line)
+    }
+
     /// Appends one formatted line to `line`.
     static func format(_ level: LogLevel, _ event: String, _ fields: [(String, LogValue)], into line: inout [UInt8]) {
         line.append(contentsOf: "{\"time\":\"".utf8)

@@ -70,7 +70,9 @@ struct TimerHeap {
     private mutating func release(_ index: Int) -> (() -> Void)? {
         let callback = slots[index].callback
         slots[index].callback = nil
-        freeSlots.append(index)
+        // A slot whose generation would wrap is retired, so no stale ID can ever match again
+        // (one slot per four billion timers).
+        if slots[index].generation != .max { freeSlots.append(index) }
         live -= 1
         return callback
     }

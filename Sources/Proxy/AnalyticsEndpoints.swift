@@ -15,10 +15,6 @@ extension ProxyHandler {
             fail(exchange, .noRoute(String(path)))
             return true
         }
-        guard exchange.head.methodIs("POST") else {
-            fail(exchange, .methodNotAllowed("POST"))
-            return true
-        }
         let action = path.dropFirst("/_platform/analytics/".count)
         guard ["events", "operations/begin", "operations/finish", "operations/cancel", "phase", "flush"].contains(action) else {
             fail(exchange, .noRoute(String(path)))
@@ -35,7 +31,7 @@ extension ProxyHandler {
         let nowSeconds = Int64(UnixTime.now())
         switch action {
         case "events":
-            guard let subject = credentials.subject, credentials.status.loggedIn else { return fail(exchange, .notLoggedInForAnalytics) }
+            guard let subject = analyticsCredentials.subject, analyticsCredentials.status.loggedIn else { return fail(exchange, .notLoggedInForAnalytics) }
             let limits = EventsRequest.Limits(maxEvents: service.configuration.maxEventsPerRequest,
                                               maxValueBytes: service.configuration.maxValueBytes)
             switch EventsRequest.parse(body, keys: service.keys, now: nowSeconds, limits: limits) {
@@ -51,7 +47,7 @@ extension ProxyHandler {
                 }
             }
         case "operations/finish":
-            guard let subject = credentials.subject, credentials.status.loggedIn else { return fail(exchange, .notLoggedInForAnalytics) }
+            guard let subject = analyticsCredentials.subject, analyticsCredentials.status.loggedIn else { return fail(exchange, .notLoggedInForAnalytics) }
             withOperation(exchange, body, cancelOnAllowed: false) { request in
                 switch service.finish(request, now: NanoTime.now().nanoseconds) {
                 case .failure(let error): self.fail(exchange, .invalidAnalytics(error.message, index: nil))

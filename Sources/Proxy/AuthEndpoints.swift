@@ -1,3 +1,4 @@
+import Config
 import Credentials
 import EventLoop
 import HTTPServer
@@ -7,21 +8,39 @@ extension ProxyHandler {
     private static let json: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
 
     /// The login-related `/_platform/` endpoints; false when `path` is not one of them.
+    /// `?provider=<name>` picks one provider on login, device, demo, logout and userinfo.
     func handleAuthEndpoint(_ exchange: HTTPExchange, path: Substring, query: Substring?) -> Bool {
-        let head = exchange.head
-        let get = head.methodIs("GET") || head.methodIs("HEAD")
-        let post = head.methodIs("POST")
+        // The method was checked by `PlatformEndpoints`.
+        let parameters = FormEncoding.decodeQuery(query ?? "")
+        // A `provider` parameter must name a configured provider; nil when absent.
+        var named: String?
+        switch path {
+        case "/_platform/login", "/_platform/login/device", "/_platform/login/demo", "/_platform/logout", "/_platform/userinfo":
+            if let name = parameters.first(where: { $0.0 == "provider" })?.1 {
+                guard runtime.configuration.provider(named: name) != nil else {
+                    fail(exchange, .unknownProvider(name, known: providerNames))
+                    return true
+                }
+                named = name
+            }
+        default:
+            break
+        }
         switch path {
         case "/_platform/auth":
-            guard get else { return methodNotAllowed(exchange, "GET") }
             send(exchange, status: 200, headers: Self.json, body: authJSON())
         case "/_platform/auth/events":
-            guard get else { return methodNotAllowed(exchange, "GET") }
             openEventStream(exchange)
         case "/_platform/login":
-            guard get else { return methodNotAllowed(exchange, "GET") }
-            guard let manager = managerOrFail(exchange) else { return true }
-            manager.loginURL(replyOn: loop) { [weak self, weak exchange] result in
+            if named == nil && severalProviders {
+                startPhasedLogin(exchange)
+                return true
+            }
+            guard let manager = managerOrFail(exchange, named) else { return true }
+            let chains = loginChains
+            let provider = manager.name
+            manager.loginURL(onState: { state in chains.bind(state: state, provider: provider, chain: nil, now: UnixTime.now()) },
+                             replyOn: loop) { [weak self, weak exchange] result in
                 guard let self, let exchange else { return }
                 switch result {
                 case .success(let url):
@@ -31,18 +50,9 @@ extension ProxyHandler {
                 }
             }
         case "/_platform/callback":
-            guard get else { return methodNotAllowed(exchange, "GET") }
-            guard let manager = managerOrFail(exchange) else { return true }
-            manager.completeLogin(query: FormEncoding.decodeQuery(query ?? ""), replyOn: loop) { [weak self, weak exchange] result in
-                guard let self, let exchange else { return }
-                switch result {
-                case .success: self.page(exchange, status: 200, title: "Signed in", text: "You are signed in. You can close this window.")
-                case .failure(let failure): self.page(exchange, status: 400, title: "Sign-in failed", text: failure.message)
-                }
-            }
+            callback(exchange, query: parameters)
         case "/_platform/login/device":
-            guard post else { return methodNotAllowed(exchange, "POST") }
-            guard let manager = managerOrFail(exchange) else { return true }
+            guard let manager = managerOrFail(exchange, named) else { return true }
             exchange.afterBody { [weak self, weak exchange] in
                 guard let self, let exchange else { return }
                 manager.deviceLogin(replyOn: self.loop) { [weak self, weak exchange] result in
@@ -55,6 +65,7 @@ extension ProxyHandler {
                         object["verification_uri_complete"] = device.verificationURIComplete.map { .string($0) } ?? .null
                         object["expires_in"] = .number(JSONNumber(device.expiresIn))
                         object["interval"] = .number(JSONNumber(device.interval))
+                        object["provider"] = .string(manager.name)
                         self.send(exchange, status: 200, headers: Self.json, body: JSONValue.object(object).serializedBytes())
                     case .failure(.refused(let reason)): self.fail(exchange, .loginUnavailable(reason))
                     case .failure(.unavailable(let reason)): self.fail(exchange, .loginServerUnavailable(reason))
@@ -62,8 +73,8 @@ extension ProxyHandler {
                 }
             }
         case "/_platform/login/demo":
-            guard post else { return methodNotAllowed(exchange, "POST") }
-            guard runtime.configuration.provider?.demo != nil, let manager = credentialManager else {
+            let provider = named.flatMap { runtime.configuration.provider(named: $0) } ?? runtime.configuration.defaultProvider
+            guard let provider, provider.configuration.demo != nil, let manager = slot(provider.name).manager else {
                 fail(exchange, .loginUnavailable("No demo login is configured (provider.demo, with an OAuth grant)."))
                 return true
             }
@@ -78,19 +89,31 @@ extension ProxyHandler {
                 }
             }
         case "/_platform/logout":
-            guard post else { return methodNotAllowed(exchange, "POST") }
-            guard let manager = managerOrFail(exchange) else { return true }
+            let managers: [CredentialManager]
+            if named == nil && severalProviders {
+                // No parameter: every provider with a login to end.
+                managers = providerNames.compactMap { slot($0).manager }
+            } else {
+                guard let manager = managerOrFail(exchange, named) else { return true }
+                managers = [manager]
+            }
             exchange.afterBody { [weak self, weak exchange] in
                 guard let self, let exchange else { return }
-                manager.logout(replyOn: self.loop) { [weak self, weak exchange] revoked in
+                self.logout(managers) { [weak self, weak exchange] revoked in
                     guard let self, let exchange else { return }
-                    self.send(exchange, status: 200, headers: Self.json,
-                              body: Array("{\"state\":\"logged_out\",\"revoked\":\(revoked)}".utf8))
+                    var object = JSONObject()
+                    object["state"] = .string("logged_out")
+                    object["revoked"] = .bool(revoked.contains { $0.1 })
+                    if self.severalProviders {
+                        var each = JSONObject()
+                        for (name, flag) in revoked { each[name] = .object(JSONObject(uniqueKeysWithValues: [("revoked", .bool(flag))])) }
+                        object["providers"] = .object(each)
+                    }
+                    self.send(exchange, status: 200, headers: Self.json, body: JSONValue.object(object).serializedBytes())
                 }
             }
         case "/_platform/userinfo":
-            guard get else { return methodNotAllowed(exchange, "GET") }
-            guard let manager = managerOrFail(exchange) else { return true }
+            guard let manager = managerOrFail(exchange, named) else { return true }
             manager.userinfo(replyOn: loop) { [weak self, weak exchange] result in
                 guard let self, let exchange else { return }
                 switch result {
@@ -106,21 +129,31 @@ extension ProxyHandler {
         return true
     }
 
-    private func managerOrFail(_ exchange: HTTPExchange) -> CredentialManager? {
-        if let credentialManager { return credentialManager }
-        let grant = runtime.configuration.provider?.grant.rawValue
+    /// Logs out of each of `managers` in turn; `done` gets (provider, refresh token revoked) in order.
+    private func logout(_ managers: [CredentialManager], done: @escaping ([(String, Bool)]) -> Void) {
+        var results: [(String, Bool)] = []
+        func next(_ index: Int) {
+            guard index < managers.count else { return done(results) }
+            managers[index].logout(replyOn: loop) { revoked in
+                results.append((managers[index].name, revoked))
+                next(index + 1)
+            }
+        }
+        next(0)
+    }
+
+    /// The manager of provider `name` (nil: the default provider), or an answered error.
+    private func managerOrFail(_ exchange: HTTPExchange, _ name: String?) -> CredentialManager? {
+        let provider = name.flatMap { runtime.configuration.provider(named: $0) } ?? runtime.configuration.defaultProvider
+        if let provider, let manager = slot(provider.name).manager { return manager }
+        let grant = provider?.configuration.grant.rawValue
         fail(exchange, .loginUnavailable(grant.map { "The \($0) grant has no login: its tokens come from the config." }
                                          ?? "No provider is configured."))
         return nil
     }
 
-    private func methodNotAllowed(_ exchange: HTTPExchange, _ allowed: String) -> Bool {
-        fail(exchange, .methodNotAllowed(allowed))
-        return true
-    }
-
     /// A small HTML page for the browser that finished (or failed) a login.
-    private func page(_ exchange: HTTPExchange, status: Int, title: String, text: String) {
+    func page(_ exchange: HTTPExchange, status: Int, title: String, text: String) {
         let html = "<!doctype html><meta charset=utf-8><title>\(Self.escapeHTML(title))</title>"
             + "<h1>\(Self.escapeHTML(title))</h1><p>\(Self.escapeHTML(text))</p>"
         send(exchange, status: status, headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],

@@ -12,18 +12,13 @@ struct ControlEndpoints {
 
     private static let json: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
 
-    func handle(_ exchange: HTTPExchange, path: Substring, runtime: ProxyRuntime, reply: @escaping Reply, collect: Collect) {
-        switch path {
-        case "/_platform/mock":
-            guard exchange.head.methodIs("POST") else { return methodNotAllowed(exchange, "POST", reply) }
-            collect(exchange) { bytes in
-                guard let body = try? JSONValue.parse(bytes) else {
-                    return error(exchange, .invalidRequest("The body is not valid JSON."), reply)
-                }
-                switchMock(exchange, body, runtime: runtime, reply: reply)
+    /// `POST /_platform/mock` (the method is checked by `PlatformEndpoints`).
+    func switchMock(_ exchange: HTTPExchange, runtime: ProxyRuntime, reply: @escaping Reply, collect: Collect) {
+        collect(exchange) { bytes in
+            guard let body = try? JSONValue.parse(bytes) else {
+                return error(exchange, .invalidRequest("The body is not valid JSON."), reply)
             }
-        default:
-            error(exchange, .noRoute(String(path)), reply)
+            switchMock(exchange, body, runtime: runtime, reply: reply)
         }
     }
 
@@ -43,10 +38,6 @@ struct ControlEndpoints {
         runtime.mockModes.set(mode, for: name)
         Log.emit(.info, "mock_switched", ["route": .string(name), "mode": .string(modeName)])
         reply(exchange, 200, Self.json, Array("{\"route\":\(jsonQuoted(name)),\"mode\":\"\(modeName)\"}".utf8))
-    }
-
-    private func methodNotAllowed(_ exchange: HTTPExchange, _ allowed: String, _ reply: Reply) {
-        error(exchange, .methodNotAllowed(allowed), reply)
     }
 
     private func error(_ exchange: HTTPExchange, _ error: ProxyError, _ reply: Reply) {

@@ -9,6 +9,8 @@ final class ExchangeInfo: HTTPExchangeDelegate {
     let requestID: String
     let path: Substring
     var route: String?
+    /// The provider whose tokens the route carries, for the log line.
+    var provider: String?
     /// The upstream URL of the latest hop.
     var upstreamURL: UpstreamURL?
     /// `origin + path` of that hop, for logs (never the query: it may carry secrets).

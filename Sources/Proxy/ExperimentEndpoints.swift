@@ -21,11 +21,8 @@ extension ProxyHandler {
         let read = head.methodIs("GET") || head.methodIs("HEAD")
         let experiments = runtime.experiments
         let now = UnixTime.now()
+        // The method was checked by `PlatformEndpoints`.
         if rest.isEmpty {
-            guard read else {
-                fail(exchange, .methodNotAllowed("GET"))
-                return true
-            }
             let overrides = service.overrides().overrides
             let assignments = experiments.assignments(subject: service.subject(credentials).id, now: now, overrides: overrides)
             var object = JSONObject()
@@ -46,13 +43,11 @@ extension ProxyHandler {
                 guard let self, let exchange else { return }
                 self.override(exchange, plan, body: bytes, service: service)
             }
-        } else if head.methodIs("DELETE") {
+        } else {  // DELETE
             service.clearOverride(plan.name)
             log.emit(.info, "experiment_override_cleared", [("experiment", .string(plan.name))])
             let a = experiments.assignment(plan, subject: service.subject(credentials).id, now: now, overrides: service.overrides().overrides)
             send(exchange, status: 200, headers: Self.json, body: Self.body(a, plan))
-        } else {
-            fail(exchange, .methodNotAllowed("GET, PUT, DELETE"))
         }
         return true
     }

@@ -22,19 +22,14 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private var credentialLines: HeaderLines
     /// The token generation those lines came from.
     private var generation: UInt64
-    /// Whether the one retry after a 401 was used.
-    private var retried = false
-    /// The upstream said 401 and a refresh-and-retry follows once the transfer ends.
-    private var retryPending = false
+    /// The lifecycle: which hop, retry or redirect is under way, and how the exchange ended.
+    private var machine: ForwardStateMachine
     private var body: RequestBody?
     private var url: UpstreamURL
     private var method: String
-    private var hops = 0
-    /// Set once a hop went to a host outside the credential hosts: the rest of the chain stays
-    /// uncredentialed, or a foreign host could choose path, method and body of a credentialed request.
-    private var leftCredentialHosts = false
+    /// The handle of the hop under way, for `cancel` and `resumeResponse`; whether one is under
+    /// way is the machine's state.
     private var transfer: UpstreamTransfer?
-    private var pendingRedirect: RedirectPolicy.Decision?
     /// Set on a route in record mode.
     var recorder: MockRecorder?
     /// The injected token, when echoes of it are masked (credentialed route, switch on).
@@ -54,6 +49,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         self.credentialLines = credentialLines
         url = upstream
         method = exchange.head.method
+        machine = ForwardStateMachine(hasBody: exchange.head.framing != .none)
         var removing = route.credential == .none ? [] : injector.headerNames.map { Array($0.utf8) }
         // A route that carries assignments replaces the client's X-Experiments, never merges with it.
         if experimentLines != nil { removing.append(Array("x-experiments".utf8)) }
@@ -77,15 +73,14 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         }
         // A client that goes away cancels the transfer (`exchange(_:finished:)`); a client that
         // falls behind resumes it (`exchangeWritable`): no closures per request.
-        send(lines: baseLines, credentials: credentialLines)
+        execute(machine.start())
         // The body may have been held while credentials were awaited.
         exchange.resumeBody()
     }
 
     /// Stops the upstream side (the client went away, or the server refused the rest of the request).
     func cancel() {
-        transfer?.cancel()
-        transfer = nil
+        execute(machine.clientGone())
     }
 
     // MARK: client events (HTTPExchangeDelegate)
@@ -120,24 +115,24 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
 
     // MARK: transfer events
 
+    func transferSentRequestBody(_ transfer: UpstreamTransfer) {
+        machine.requestSent()
+    }
+
     func transfer(_ transfer: UpstreamTransfer, receivedHead head: UpstreamResponseHead) {
-        if head.status == 401 && mayRetryAfter401 && !refreshTooSoon() {
-            retryPending = true
-            return
-        }
-        if head.status >= 300 && head.status < 400 {
-            let decision = RedirectPolicy.decide(
-                status: head.status, location: head.first("Location"), method: method, hasBody: body != nil,
-                bodyReplayable: body?.isReplayable ?? false, current: url, follow: route.redirects.follow,
-                max: route.redirects.max, hops: hops,
-                trusted: { [injector, url, route] in
-                    route.redirects.crossHostMethods == .all || injector.mayCarryCredentials(from: url, to: $0)
-                })
-            if decision != .relay {
-                pendingRedirect = decision
-                return
-            }
-        }
+        let action = machine.receivedHead(
+            status: head.status,
+            retryAfter401: { mayRetryAfter401 && !refreshTooSoon() },
+            redirect: { hops in
+                RedirectPolicy.decide(
+                    status: head.status, location: head.first("Location"), method: method, hasBody: body != nil,
+                    bodyReplayable: body?.isReplayable ?? false, current: url, follow: route.redirects.follow,
+                    max: route.redirects.max, hops: hops,
+                    trusted: { [injector, url, route] in
+                        RedirectPolicy.trusts($0, from: url, methods: route.redirects.crossHostMethods, injector: injector)
+                    })
+            })
+        guard action == .relay else { return }
         let framing: HTTPExchange.ResponseFraming
         let length = head.contentLength
         if head.status == 204 || head.status == 304 || (exchange.isHeadRequest && length == nil) {
@@ -155,7 +150,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     }
 
     func transfer(_ transfer: UpstreamTransfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
-        guard pendingRedirect == nil && !retryPending else { return true }  // a body that will not be relayed
+        guard machine.relaysBody else { return true }  // a body that will not be relayed
         // A refusal is remembered: `exchangeWritable` follows once the client caught up.
         guard exchange.canWrite else { return false }
         if masker != nil {
@@ -172,31 +167,42 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
 
     func transfer(_ transfer: UpstreamTransfer, completedWith error: UpstreamError?) {
         self.transfer = nil
-        if let error {
-            if error.isCancelled { return }
+        execute(machine.transferCompleted(error) { [injector, url] in injector.mayCarryCredentials(from: url, to: $0) })
+    }
+
+    // MARK: actions
+
+    private func execute(_ action: ForwardStateMachine.Action) {
+        switch action {
+        case .none:
+            return
+        case .send:
+            send(lines: baseLines, credentials: credentialLines)
+        case .cancelTransfer:
+            transfer?.cancel()
+            transfer = nil
+        case .refreshAfter401:
+            refreshAfter401()
+        case .resend(let refreshed):
+            resend(refreshed: refreshed)
+        case .follow(let target, let nextMethod, let keepsBody, let credentials):
+            follow(to: target, method: nextMethod, keepsBody: keepsBody, credentials: credentials)
+        case .endResponse:
+            finishMasking()
+            if let recorded = recorder?.finish() { handler.mockRecorded(exchange, file: recorded.file, error: recorded.error) }
+            exchange.endResponse()
+        case .fail(let error):
+            // The machine knows no providers: its gate answer is made to name the route's.
+            handler.fail(exchange, error == .awaitingAuthorization ? handler.awaitingAuthorization(for: route) : error)
+        case .failUpstream(let error, let answer):
+            handler.upstreamFailed(exchange, error: error)
+            handler.fail(exchange, answer)
+        case .retractOrCut(let error, let answer):
             handler.upstreamFailed(exchange, error: error)
             // A response none of whose bytes left yet is replaced by the error; one already partly
             // sent is cut short after what was queued (the client sees the truncation).
-            if exchange.responseStarted && !exchange.retractResponse() {
-                return exchange.abort(reason: "upstream_failed_mid_response")
-            }
-            return handler.fail(exchange, error.isTimeout ? .upstreamTimeout : .upstreamUnreachable)
-        }
-        if retryPending { return retryAfter401() }
-        guard let redirect = pendingRedirect else {
-            finishMasking()
-            if let recorded = recorder?.finish() { handler.mockRecorded(exchange, file: recorded.file, error: recorded.error) }
-            return exchange.endResponse()
-        }
-        pendingRedirect = nil
-        switch redirect {
-        case .relay:
-            finishMasking()
-            exchange.endResponse()
-        case .tooManyRedirects:
-            handler.fail(exchange, .tooManyRedirects)
-        case .follow(let target, let nextMethod, let keepsBody):
-            follow(to: target, method: nextMethod, keepsBody: keepsBody)
+            guard exchange.retractResponse() else { return exchange.abort(reason: "upstream_failed_mid_response") }
+            handler.fail(exchange, answer)
         }
     }
 
@@ -211,10 +217,10 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         masker = nil
     }
 
-    /// README "Logging in (OAuth 2 / OIDC)": on a `retryOn401` route, refresh (or take tokens that changed since this request
+    /// README "Logging in (OAuth 2 / OIDC)": on a `retryOn401` route (the machine adds: first send only), refresh (or take tokens that changed since this request
     /// was sent) and retry once; a body too large to keep is streamed and its 401 relayed.
     private var mayRetryAfter401: Bool {
-        route.retryOn401 && !retried && route.credential != .none && handler.credentialManager != nil && hops == 0
+        route.retryOn401 && route.credential != .none && handler.manager(for: route) != nil
             && (body == nil || body?.isReplayable == true)
     }
 
@@ -222,8 +228,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     /// `minRefreshIntervalSeconds`: the 401 is then relayed as is (decided here, before its body
     /// is dropped; the lifecycle applies the same rule to 401s that reach it).
     private func refreshTooSoon() -> Bool {
-        guard let manager = handler.credentialManager else { return false }
-        let snapshot = handler.credentials
+        guard let manager = handler.manager(for: route) else { return false }
+        let snapshot = handler.snapshot(for: route)
         guard snapshot.generation == generation,
               CredentialLifecycle.tooYoung(obtainedAt: snapshot.obtainedAt, now: UnixTime.now(),
                                            minRefreshInterval: manager.minRefreshInterval) else { return false }
@@ -231,40 +237,32 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         return true
     }
 
-    private func retryAfter401() {
-        retryPending = false
-        retried = true
-        guard let manager = handler.credentialManager else { return handler.fail(exchange, .awaitingAuthorization) }
+    private func refreshAfter401() {
+        guard let manager = handler.manager(for: route) else {
+            return execute(machine.couldNotSend(handler.awaitingAuthorization(for: route)))
+        }
         manager.refresh(seen: generation, after401: true, replyOn: exchange.loop) { [self] outcome in
-            guard !exchange.isAborted else { return }
-            switch outcome {
-            case .unavailable(let reason):
-                handler.fail(exchange, .authServerUnavailable(reason))
-            case .notLoggedIn:
-                handler.fail(exchange, .awaitingAuthorization)
-            case .suppressed:
-                // The 401 was dropped for the retry: send once more as is and relay what comes.
-                body = body?.replay()
-                send(lines: baseLines, credentials: credentialLines)
-            case .ready:
-                let snapshot = handler.credentials
-                guard let lines = injector.lines(snapshot, names: route.headers) else {
-                    return handler.fail(exchange, .credentialsUnavailable(route.credential.rawValue))
-                }
-                credentialLines = lines
-                generation = snapshot.generation
-                if echoToken != nil { echoToken = snapshot.tokenBytes(for: route.credential) }
-                body = body?.replay()
-                handler.metrics.retriedAfter401(route: route.name)
-                send(lines: baseLines, credentials: credentialLines)
-            }
+            execute(exchange.isAborted ? machine.clientGone() : machine.refreshAnswered(outcome))
         }
     }
 
-    private func follow(to target: UpstreamURL, method nextMethod: String, keepsBody: Bool) {
-        hops += 1
-        let credentials = !leftCredentialHosts && injector.mayCarryCredentials(from: url, to: target)
-        if !credentials { leftCredentialHosts = true }
+    private func resend(refreshed: Bool) {
+        if refreshed {
+            let snapshot = handler.snapshot(for: route)
+            guard let lines = injector.lines(snapshot, names: route.headers) else {
+                return execute(machine.couldNotSend(.credentialsUnavailable(route.credential.rawValue)))
+            }
+            credentialLines = lines
+            generation = snapshot.generation
+            if echoToken != nil { echoToken = snapshot.tokenBytes(for: route.credential) }
+            handler.metrics.retriedAfter401(route: route.name)
+        }
+        body = body?.replay()
+        send(lines: baseLines, credentials: credentialLines)
+    }
+
+    private func follow(to target: UpstreamURL, method nextMethod: String, keepsBody: Bool,
+                        credentials: ForwardStateMachine.CredentialScope) {
         url = target
         method = nextMethod
         if keepsBody {
@@ -275,9 +273,10 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             exchange.resumeBody()
             body = nil
         }
-        if credentials {
+        switch credentials {
+        case .carried:
             send(lines: baseLines, credentials: credentialLines)
-        } else {
+        case .stripped:
             handler.credentialsStripped(route: route.name)
             send(lines: baseLines.removing(Set(injector.strippedOnForeignHosts)), credentials: HeaderLines())
         }

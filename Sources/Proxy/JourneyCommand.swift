@@ -11,7 +11,9 @@ public enum JourneyCommand {
     static let maxTurns = 50
 
     /// Runs the journey; exit 0 signed in, 1 refused or failed, 2 proxy unreachable or bad usage.
-    public static func login(config location: ConfigLocation, journey: String?, answersFile: String?, resume: String?) -> Int32 {
+    /// `provider` names one of several journey providers (`?provider=` on every call).
+    public static func login(config location: ConfigLocation, journey: String?, answersFile: String?, resume: String?,
+                             provider: String? = nil) -> Int32 {
         guard let (target, config) = LoginCommands.target(location) else { return 2 }
         var file: JSONObject?
         if let answersFile {
@@ -25,7 +27,8 @@ public enum JourneyCommand {
         var start = JSONObject()
         if let journey { start["journey"] = .string(journey) }
         if let resume { start["resume"] = .string(resume) }
-        var reply = post(target, "/_platform/login/journey", .object(start))
+        let query = provider.map { "?provider=" + LoginCommands.FormEncodingText.escape($0) } ?? ""
+        var reply = post(target, "/_platform/login/journey" + query, .object(start))
         for _ in 0..<maxTurns {
             let node: JSONValue
             switch reply {
@@ -78,7 +81,7 @@ public enum JourneyCommand {
                 LoginCommands.say(error.message)
                 return 1
             }
-            reply = post(target, "/_platform/login/journey/\(step)", .object(JSONObject(uniqueKeysWithValues: [("answers", .object(answers))])))
+            reply = post(target, "/_platform/login/journey/\(step)" + query, .object(JSONObject(uniqueKeysWithValues: [("answers", .object(answers))])))
         }
         LoginCommands.say("The journey did not end after \(maxTurns) steps.")
         return 1

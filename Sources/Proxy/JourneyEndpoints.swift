@@ -16,11 +16,23 @@ extension ProxyHandler {
         guard path.hasPrefix(prefix) else { return false }
         let rest = path.dropFirst(prefix.count)
         guard rest.isEmpty || rest.hasPrefix("/") else { return false }
-        guard exchange.head.methodIs("POST") else {
-            fail(exchange, .methodNotAllowed("POST"))
-            return true
+        // `?provider=<name>` picks one of several journey providers; else the default one if it
+        // is a journey, else the only journey provider.
+        let journeys = runtime.configuration.providers.filter { $0.configuration.grant == .journey }
+        let query = FormEncoding.decodeQuery(RequestTarget(exchange.head.target).query ?? "")
+        let chosen: NamedProvider?
+        if let name = query.first(where: { $0.0 == "provider" })?.1 {
+            guard let found = runtime.configuration.provider(named: name) else {
+                fail(exchange, .unknownProvider(name, known: providerNames))
+                return true
+            }
+            chosen = found
+        } else if let fallback = runtime.configuration.defaultProvider, fallback.configuration.grant == .journey {
+            chosen = fallback
+        } else {
+            chosen = journeys.count == 1 ? journeys[0] : nil
         }
-        guard let manager = credentialManager, runtime.configuration.provider?.grant == .journey else {
+        guard let chosen, chosen.configuration.grant == .journey, let manager = slot(chosen.name).manager else {
             fail(exchange, .loginUnavailable("No journey login is configured (provider.grant \"journey\")."))
             return true
         }

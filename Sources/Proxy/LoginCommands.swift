@@ -23,14 +23,34 @@ public enum LoginCommands {
                let profile = (try? JSONValue.parse(health.body))?["profile"]?.stringValue {
                 say("profile: \(profile)")
             }
+            if config.providers.count > 1 {
+                say(table(auth))
+                return allLoggedIn(auth) ? 0 : 1
+            }
             describe(auth, grant: config.provider?.grant)
             return auth["loggedIn"]?.boolValue == true ? 0 : 1
         }
     }
 
     /// `login`: prints the proxy's login URL (or starts a device login) and waits for `logged_in`.
-    public static func login(config location: ConfigLocation, device: Bool) -> Int32 {
+    /// `provider` names one provider to sign into (any number configured).
+    public static func login(config location: ConfigLocation, device: Bool, provider: String? = nil) -> Int32 {
         guard let (target, config) = target(location) else { return 2 }
+        if let provider {
+            guard let named = config.provider(named: provider) else {
+                say("No provider is named \(provider) (configured: \(config.providers.map(\.name).joined(separator: ", "))).")
+                return 2
+            }
+            return loginOne(target, named, device: device)
+        }
+        if config.providers.count > 1 {
+            guard case .success(let response) = BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5),
+                  let auth = try? JSONValue.parse(response.body) else {
+                say("platform-proxy is not reachable at \(target.unixSocket ?? target.baseURL)")
+                return 2
+            }
+            return loginAll(target, auth: auth, device: device, location: location)
+        }
         if case .success(let response) = BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5),
            let auth = try? JSONValue.parse(response.body), auth["loggedIn"]?.boolValue == true {
             describe(auth, grant: config.provider?.grant)
@@ -79,11 +99,18 @@ public enum LoginCommands {
     }
 
     /// `logout`: revokes and forgets the login in the running proxy.
-    public static func logout(config location: ConfigLocation) -> Int32 {
+    public static func logout(config location: ConfigLocation, provider: String? = nil) -> Int32 {
         guard let (target, _) = target(location) else { return 2 }
-        switch BlockingHTTP.request("POST", "/_platform/logout", to: target, timeout: 30) {
+        let query = provider.map { "?provider=" + FormEncodingText.escape($0) } ?? ""
+        switch BlockingHTTP.request("POST", "/_platform/logout" + query, to: target, timeout: 30) {
         case .success(let response) where response.status == 200:
             let body = try? JSONValue.parse(response.body)
+            if let each = body?["providers"]?.objectValue {
+                for (name, result) in each {
+                    say("Logged out of \(name) (refresh token revoked: \(result["revoked"]?.boolValue == true ? "yes" : "no")).")
+                }
+                return 0
+            }
             say("Logged out (refresh token revoked: \(body?["revoked"]?.boolValue == true ? "yes" : "no")).")
             return 0
         case .success(let response):
@@ -129,11 +156,11 @@ public enum LoginCommands {
     }
 
     /// The `message` of a JSON error body, else the body as text.
-    private static func message(_ body: [UInt8]) -> String {
+    static func message(_ body: [UInt8]) -> String {
         (try? JSONValue.parse(body))?["message"]?.stringValue ?? String(decoding: body, as: UTF8.self)
     }
 
-    private static func findBlankLine(_ bytes: [UInt8]) -> Int? {
+    static func findBlankLine(_ bytes: [UInt8]) -> Int? {
         guard bytes.count >= 2 else { return nil }
         for i in 0..<(bytes.count - 1) where bytes[i] == 0x0A && bytes[i + 1] == 0x0A { return i }
         return nil

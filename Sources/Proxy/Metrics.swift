@@ -17,7 +17,9 @@ final class LoopMetrics: @unchecked Sendable {
     func stripped(route: String) { snapshot.stripped[route, default: 0] += 1 }
     func upstreamError(route: String, kind: String) { snapshot.upstreamErrors[RouteKind(route: route, kind: kind), default: 0] += 1 }
     func mockRecorded(route: String) { snapshot.mockRecorded[route, default: 0] += 1 }
-    func gateRejected(route: String) { snapshot.gateRejections[route, default: 0] += 1 }
+    func gateRejected(route: String, provider: String) {
+        snapshot.gateRejections[RouteKind(route: route, kind: provider), default: 0] += 1
+    }
     func retriedAfter401(route: String) { snapshot.retries401[route, default: 0] += 1 }
     func echoMasked(route: String, count: Int) { snapshot.echoMasked[route, default: 0] += count }
 
@@ -63,7 +65,8 @@ struct MetricsSnapshot: Sendable {
     var stripped: [String: Int] = [:]
     var upstreamErrors: [RouteKind: Int] = [:]
     var mockRecorded: [String: Int] = [:]
-    var gateRejections: [String: Int] = [:]
+    /// By route and provider (`kind` holds the provider name).
+    var gateRejections: [RouteKind: Int] = [:]
     var retries401: [String: Int] = [:]
     var echoMasked: [String: Int] = [:]
 
@@ -105,14 +108,14 @@ public final class MetricsHub: @unchecked Sendable {
     private var openConnections: @Sendable () -> Int = { 0 }
     private var reloads: @Sendable () -> ReloadStatus = { ReloadStatus() }
     private var analytics: AnalyticsCounters?
-    private var refreshes: RefreshCounters?
+    private var refreshes: [(provider: String, counters: RefreshCounters)] = []
     private var experiments: ExperimentCounters?
 
     /// The experiment counters to report (set before the loops serve).
     func setExperiments(_ counters: ExperimentCounters) { experiments = counters }
 
-    /// The token refresh counters to report (OAuth grants).
-    func setRefreshes(_ counters: RefreshCounters) { refreshes = counters }
+    /// The token refresh counters to report (OAuth grants), by provider.
+    func setRefreshes(_ counters: [(provider: String, counters: RefreshCounters)]) { refreshes = counters }
 
     /// The analytics counters to report (set before the loops serve).
     func setAnalytics(_ counters: AnalyticsCounters) { analytics = counters }
@@ -152,7 +155,7 @@ public final class MetricsHub: @unchecked Sendable {
                         box.completion(PrometheusText.render(box.total, open: open(), reloads: reloads())
                                        + PrometheusText.render(process: ProcessStats.read(), profile: profile)
                                        + (analytics.map(PrometheusText.render(analytics:)) ?? "")
-                                       + (refreshes.map(PrometheusText.render(refreshes:)) ?? "")
+                                       + (refreshes.isEmpty ? "" : PrometheusText.render(refreshes: refreshes))
                                        + (experiments.map(PrometheusText.render(experiments:)) ?? ""))
                     }
                 }

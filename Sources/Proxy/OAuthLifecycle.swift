@@ -3,38 +3,73 @@ import Credentials
 import EventLoop
 import Upstream
 
-/// Wiring of the OAuth grants (authorization_code, client_credentials): the token store read at
-/// start, the blocking worker for its writes, the manager on loop 0, and the fan-out of its
-/// snapshots to every loop's handler.
+/// Wiring of the OAuth grants (authorization_code, client_credentials, journey) of every
+/// configured provider: one `ProviderLifecycle` each (own token store file, own manager, own
+/// refresher and backoff), one blocking worker for all store writes, and the fan-out of each
+/// manager's snapshots to every loop's handler under the provider's name.
 final class OAuthLifecycle {
-    let provider: ProviderConfiguration
-    let store: TokenStore
     let worker = BlockingWorker(name: "token-store")
     let directory = LoopDirectory()
-    private var stored: TokenSet?
-    private var manager: CredentialManager?
+    /// The OAuth providers in config order (static ones have no lifecycle).
+    let members: [ProviderLifecycle]
 
-    /// Nil for no provider or the static grant.
+    /// Nil when no provider uses an OAuth grant.
     init?(_ configuration: ProxyConfiguration) {
-        guard let provider = configuration.provider, provider.grant != .staticTokens else { return nil }
-        self.provider = provider
-        store = TokenStore(directory: configuration.stateDirectory)
+        let members = configuration.providers.filter { $0.configuration.grant != .staticTokens }
+            .map { ProviderLifecycle($0, stateDirectory: configuration.stateDirectory) }
+        guard !members.isEmpty else { return nil }
+        self.members = members
+    }
+
+    /// The managers by provider name, created on the first (home) loop and shared by the others.
+    func managers(home loop: EventLoop, http: UpstreamClient) -> [String: CredentialManager] {
+        var managers: [String: CredentialManager] = [:]
+        for member in members {
+            managers[member.name] = member.manager(home: loop, http: http, worker: worker, directory: directory)
+        }
+        return managers
+    }
+
+    /// Each provider's snapshot before its manager's first publish reaches the loops.
+    var initialSnapshots: [String: CredentialSnapshot] {
+        var snapshots: [String: CredentialSnapshot] = [:]
+        for member in members { snapshots[member.name] = member.initialSnapshot }
+        return snapshots
+    }
+
+    /// Starts every lifecycle with its stored tokens (after every loop has its handler).
+    func start() { for member in members { member.start() } }
+}
+
+/// One OAuth provider: its token store read at start and its manager on the home loop.
+final class ProviderLifecycle {
+    let name: String
+    let provider: ProviderConfiguration
+    let store: TokenStore
+    private var stored: TokenSet?
+    private(set) var manager: CredentialManager?
+
+    init(_ named: NamedProvider, stateDirectory: String) {
+        name = named.name
+        provider = named.configuration
+        store = TokenStore(directory: stateDirectory, name: named.tokenFileName, journeySession: named.journeySessionFileName)
         switch store.load() {
         case .none: stored = nil
         case .loaded(let tokens): stored = tokens
         case .corrupt(let movedTo):
-            Log.emit(.warning, "token_store_corrupt", ["movedTo": .string(movedTo), "message": .string("treated as logged out")])
+            Log.emit(.warning, "token_store_corrupt", ["provider": .string(named.name), "movedTo": .string(movedTo),
+                                                       "message": .string("treated as logged out")])
         }
     }
 
-    /// The manager, created on the first (home) loop and shared by the others.
-    func manager(home loop: EventLoop, http: UpstreamClient) -> CredentialManager {
+    func manager(home loop: EventLoop, http: UpstreamClient, worker: BlockingWorker, directory: LoopDirectory) -> CredentialManager {
         if let manager { return manager }
-        let directory = self.directory
+        let name = self.name
         // The secret was checked when the config loaded; resolving again picks up a rotated file.
         let secret = try? provider.clientSecret?.resolve()
         let created = CredentialManager(provider: provider, loop: loop, http: http, store: store, worker: worker,
-                                        clientSecret: secret, publish: { snapshot in directory.publish(snapshot) })
+                                        clientSecret: secret, name: name,
+                                        publish: { snapshot in directory.publish(snapshot, provider: name) })
         created.onJourneyProgress { event in directory.journeyProgress(event) }
         manager = created
         return created
@@ -50,7 +85,6 @@ final class OAuthLifecycle {
                                   tokenType: stored.tokenType, status: status)
     }
 
-    /// Starts the lifecycle with the stored tokens (after every loop has its handler).
     func start() { manager?.start(stored: stored) }
 }
 
@@ -68,11 +102,19 @@ final class LoopDirectory: @unchecked Sendable {
         }
     }
 
-    /// Hands `snapshot` to each loop's handler, on that loop.
-    func publish(_ snapshot: CredentialSnapshot) {
+    /// Hands a finished phased login's outcome to each loop's handler, on that loop.
+    func loginOutcome(_ event: [UInt8]) {
         for (loop, handler) in members {
             let handler = LoopBound(handler, on: loop)
-            loop.execute { handler.value.credentialsChanged(snapshot) }
+            loop.execute { handler.value.loginOutcome(event) }
+        }
+    }
+
+    /// Hands `provider`'s `snapshot` to each loop's handler, on that loop.
+    func publish(_ snapshot: CredentialSnapshot, provider: String) {
+        for (loop, handler) in members {
+            let handler = LoopBound(handler, on: loop)
+            loop.execute { handler.value.credentialsChanged(snapshot, provider: provider) }
         }
     }
 }

@@ -27,7 +27,11 @@ enum PrometheusText {
         for (key, value) in m.upstreamErrors.sorted(by: { ($0.key.route, $0.key.kind) < ($1.key.route, $1.key.kind) }) {
             out += "platform_proxy_upstream_errors_total{route=\"\(escape(key.route))\",kind=\"\(key.kind)\"} \(value)\n"
         }
-        perRoute(&out, "platform_proxy_gate_held_total", "Requests stopped by the awaiting-authorization gate (rejected or held).", m.gateRejections)
+        header(&out, "platform_proxy_gate_held_total", "counter",
+               "Requests stopped by the awaiting-authorization gate (rejected or held), by route and provider.")
+        for (key, value) in m.gateRejections.sorted(by: { ($0.key.route, $0.key.kind) < ($1.key.route, $1.key.kind) }) {
+            out += "platform_proxy_gate_held_total{route=\"\(escape(key.route))\",provider=\"\(escape(key.kind))\"} \(value)\n"
+        }
         perRoute(&out, "platform_proxy_retries_after_401_total", "Requests retried once after an upstream 401 and a refresh.", m.retries401)
         perRoute(&out, "platform_proxy_echoed_credentials_masked_total",
                  "Occurrences of the injected token masked in response headers and bodies.", m.echoMasked)
@@ -56,16 +60,22 @@ enum PrometheusText {
         return out
     }
 
-    /// Token refreshes by outcome.
-    static func render(refreshes r: RefreshCounters) -> String {
+    /// Token refreshes by provider and outcome.
+    static func render(refreshes all: [(provider: String, counters: RefreshCounters)]) -> String {
         var out = ""
-        header(&out, "platform_proxy_token_refreshes_total", "counter", "Token refreshes (and client-credentials fetches), by outcome.")
-        out += "platform_proxy_token_refreshes_total{outcome=\"ok\"} \(r.ok.load(ordering: .relaxed))\n"
-        out += "platform_proxy_token_refreshes_total{outcome=\"refused\"} \(r.refused.load(ordering: .relaxed))\n"
-        out += "platform_proxy_token_refreshes_total{outcome=\"unavailable\"} \(r.unavailable.load(ordering: .relaxed))\n"
+        header(&out, "platform_proxy_token_refreshes_total", "counter",
+               "Token refreshes (and client-credentials fetches), by provider and outcome.")
+        for (provider, r) in all {
+            let label = "provider=\"\(escape(provider))\""
+            out += "platform_proxy_token_refreshes_total{\(label),outcome=\"ok\"} \(r.ok.load(ordering: .relaxed))\n"
+            out += "platform_proxy_token_refreshes_total{\(label),outcome=\"refused\"} \(r.refused.load(ordering: .relaxed))\n"
+            out += "platform_proxy_token_refreshes_total{\(label),outcome=\"unavailable\"} \(r.unavailable.load(ordering: .relaxed))\n"
+        }
         header(&out, "platform_proxy_token_refreshes_suppressed_total", "counter",
                "Upstream 401s relayed without a refresh: the token was younger than minRefreshIntervalSeconds.")
-        out += "platform_proxy_token_refreshes_suppressed_total \(r.suppressed.load(ordering: .relaxed))\n"
+        for (provider, r) in all {
+            out += "platform_proxy_token_refreshes_suppressed_total{provider=\"\(escape(provider))\"} \(r.suppressed.load(ordering: .relaxed))\n"
+        }
         return out
     }
 

@@ -36,6 +36,7 @@ public struct ProxyError: Error, Sendable, Equatable {
         case invalidTarget = "invalid_target"
         case hostRequired = "host_required"
         case analyticsTooLarge = "analytics_too_large"
+        case unknownProvider = "unknown_provider"
     }
 
     private let code: Code
@@ -44,10 +45,17 @@ public struct ProxyError: Error, Sendable, Equatable {
     /// The human sentence.
     public let message: String
 
-    private init(_ code: Code, _ status: Int, _ message: String) {
+    /// Where the gate sends the user (`awaiting_authorization` only).
+    private var login: String?
+    /// The provider the error is about, when it names one.
+    public private(set) var provider: String?
+
+    private init(_ code: Code, _ status: Int, _ message: String, login: String? = nil, provider: String? = nil) {
         self.code = code
         self.status = status
         self.message = message
+        self.login = login
+        self.provider = provider
     }
 
     /// The snake_case code.
@@ -84,7 +92,18 @@ public struct ProxyError: Error, Sendable, Equatable {
     /// The body exceeds `limits.maxBodyBytes`.
     public static let bodyTooLarge = Self(.bodyTooLarge, 413, "The request body is larger than the proxy accepts.")
     /// No login: credentialed routes are gated (README "Logging in (OAuth 2 / OIDC)", Gate).
-    public static let awaitingAuthorization = Self(.awaitingAuthorization, 401, "Sign in first: open /_platform/login.")
+    public static let awaitingAuthorization = Self(.awaitingAuthorization, 401, "Sign in first: open /_platform/login.",
+                                                   login: "/_platform/login")
+    /// The route's provider (one of several) has no login: its login URL names it.
+    public static func awaitingAuthorization(provider: String) -> Self {
+        let login = "/_platform/login?provider=\(provider)"
+        return Self(.awaitingAuthorization, 401, "Sign in to \(provider) first: open \(login).", login: login, provider: provider)
+    }
+    /// A `provider` parameter that names no configured provider.
+    public static func unknownProvider(_ name: String, known: [String]) -> Self {
+        let list = known.isEmpty ? "none is configured" : "configured: \(known.joined(separator: ", "))"
+        return Self(.unknownProvider, 404, "No provider is named \(name) (\(list)).", provider: name)
+    }
     /// The auth server could not refresh the tokens; the login is kept.
     public static func authServerUnavailable(_ reason: String) -> Self {
         Self(.authServerUnavailable, 503, "The auth server is unavailable (\(reason)); the login is kept and the refresh retried.")
@@ -148,7 +167,8 @@ public struct ProxyError: Error, Sendable, Equatable {
     /// The JSON body `{"error":…,"message":…,"requestID":…}`.
     public func body(requestID: String) -> [UInt8] {
         // The gate tells apps where to send the user.
-        let login = code == .awaitingAuthorization ? ",\"login\":\"/_platform/login\"" : ""
-        return Array("{\"error\":\"\(code.rawValue)\",\"message\":\(jsonQuoted(message))\(login),\"requestID\":\(jsonQuoted(requestID))}".utf8)
+        var extra = login.map { ",\"login\":\(jsonQuoted($0))" } ?? ""
+        if let provider { extra += ",\"provider\":\(jsonQuoted(provider))" }
+        return Array("{\"error\":\"\(code.rawValue)\",\"message\":\(jsonQuoted(message))\(extra),\"requestID\":\(jsonQuoted(requestID))}".utf8)
     }
 }

@@ -1,3 +1,4 @@
+import Analytics
 import Config
 import Credentials
 import EventLoop
@@ -11,16 +12,81 @@ struct GatedRequest {
     let timer: TimerID
 }
 
+extension UploadToken {
+    /// The upload headers of a provider's token snapshot.
+    init(_ snapshot: CredentialSnapshot) {
+        self.init(generation: snapshot.generation, accessToken: snapshot.accessTokenValue, idToken: snapshot.idTokenValue)
+    }
+}
+
+/// Analytics' view of a provider's single-flight refresher: a 401 from the analytics endpoint
+/// refreshes like a proxied 401 (subject to `minRefreshIntervalSeconds`).
+final class ManagerUploadRefresher: UploadTokenRefresher {
+    let manager: CredentialManager
+    init(_ manager: CredentialManager) { self.manager = manager }
+
+    func refreshAfterRejection(seen generation: UInt64, replyOn caller: EventLoop, _ done: @escaping (Bool) -> Void) {
+        manager.refresh(seen: generation, after401: true, replyOn: caller) { outcome in
+            if case .ready = outcome { done(true) } else { done(false) }
+        }
+    }
+}
+
+/// One provider's state on one loop: its token snapshot, its manager (OAuth grants), the
+/// requests its gate holds and its per-route caches. Touched only on the loop.
+final class ProviderSlot {
+    let name: String
+    /// The tokens in force; replaced by `credentialsChanged`.
+    var snapshot: CredentialSnapshot = .empty
+    /// The token lifecycle (OAuth grants); nil for the static grant.
+    var manager: CredentialManager?
+    /// Requests held by this provider's gate in `wait` mode, released by its login or their timer.
+    var gated: [GatedRequest] = []
+    /// Injected header lines per route, formatted once per token generation.
+    var injectedLines = InjectedLineCache()
+    /// The tokens to mask in echoes, copied per token generation.
+    var echoTokens = EchoTokenCache()
+
+    init(name: String) { self.name = name }
+}
+
 extension ProxyHandler {
-    /// New tokens or a new login state, sent by whoever owns the tokens (manager or file watcher).
-    public func credentialsChanged(_ snapshot: CredentialSnapshot) {
-        let previous = credentials.status
-        credentials = snapshot
-        if uploadsHere { analytics?.credentialsChanged(snapshot) }
-        if snapshot.status != previous { broadcastState() }
-        if snapshot.status.loggedIn && !gated.isEmpty {
-            let released = gated
-            gated.removeAll()
+    /// The slot of the provider named `name`; nil means the default provider.
+    func slot(_ name: String?) -> ProviderSlot {
+        let key = name ?? runtime.configuration.defaultProvider?.name ?? NamedProvider.defaultName
+        if let slot = slots[key] { return slot }
+        let created = ProviderSlot(name: key)
+        slots[key] = created
+        return created
+    }
+
+    /// The tokens `route` is sent with (its provider's snapshot).
+    func snapshot(for route: RouteConfiguration) -> CredentialSnapshot { slot(route.provider).snapshot }
+    /// The token lifecycle of `route`'s provider; nil for a static provider.
+    func manager(for route: RouteConfiguration) -> CredentialManager? { slot(route.provider).manager }
+
+    /// The 401 for `route` while its provider has no login (naming it when there are several).
+    func awaitingAuthorization(for route: RouteConfiguration) -> ProxyError {
+        severalProviders ? .awaitingAuthorization(provider: slot(route.provider).name) : .awaitingAuthorization
+    }
+
+    /// The configured provider names in config order.
+    var providerNames: [String] { runtime.configuration.providers.map(\.name) }
+
+    /// Whether several providers are configured (answers then name them).
+    var severalProviders: Bool { runtime.configuration.providers.count > 1 }
+
+    /// New tokens or a new login state of `provider` (nil: the default), sent by whoever owns
+    /// the tokens (its manager or the file watcher).
+    public func credentialsChanged(_ snapshot: CredentialSnapshot, provider: String? = nil) {
+        let slot = slot(provider)
+        let previous = slot.snapshot.status
+        slot.snapshot = snapshot
+        if uploadsHere, slot.name == analyticsProviderName { analytics?.credentialsChanged(UploadToken(snapshot)) }
+        if snapshot.status != previous { broadcastState(slot) }
+        if snapshot.status.loggedIn && !slot.gated.isEmpty {
+            let released = slot.gated
+            slot.gated.removeAll()
             for request in released {
                 loop.cancel(request.timer)
                 request.resume()
@@ -28,19 +94,28 @@ extension ProxyHandler {
         }
     }
 
-    /// The awaiting-authorization gate: `reject` answers 401 at once; `wait` holds the request
-    /// (its body stays in the socket) until a login or `waitSeconds`.
-    func gate(_ exchange: HTTPExchange, resume: @escaping () -> Void) {
+    /// The provider whose tokens analytics uses (its subject attributes events).
+    var analyticsProviderName: String {
+        runtime.configuration.analytics?.provider ?? runtime.configuration.defaultProvider?.name ?? NamedProvider.defaultName
+    }
+
+    /// The snapshot analytics attributes events with.
+    var analyticsCredentials: CredentialSnapshot { slot(analyticsProviderName).snapshot }
+
+    /// The awaiting-authorization gate of `slot`'s provider: `reject` answers 401 at once;
+    /// `wait` holds the request (its body stays in the socket) until that provider's login or `waitSeconds`.
+    func gate(_ exchange: HTTPExchange, slot: ProviderSlot, resume: @escaping () -> Void) {
         let gate = runtime.configuration.gate
-        metrics.gateRejected(route: exchange.info?.route ?? "")
-        guard gate.mode == .wait, gate.waitSeconds > 0 else { return fail(exchange, .awaitingAuthorization) }
+        metrics.gateRejected(route: exchange.info?.route ?? "", provider: slot.name)
+        let refusal: ProxyError = severalProviders ? .awaitingAuthorization(provider: slot.name) : .awaitingAuthorization
+        guard gate.mode == .wait, gate.waitSeconds > 0 else { return fail(exchange, refusal) }
         exchange.pauseBody()
-        let timer = loop.schedule(at: loop.now.adding(seconds: gate.waitSeconds)) { [weak self, weak exchange] in
+        let timer = loop.schedule(at: loop.now.adding(seconds: gate.waitSeconds)) { [weak self, weak exchange, weak slot] in
             guard let self, let exchange else { return }
-            self.gated.removeAll { $0.exchange === exchange }
-            self.fail(exchange, .awaitingAuthorization)
+            slot?.gated.removeAll { $0.exchange === exchange }
+            self.fail(exchange, refusal)
         }
-        gated.append(GatedRequest(exchange: exchange, resume: resume, timer: timer))
+        slot.gated.append(GatedRequest(exchange: exchange, resume: resume, timer: timer))
     }
 
     /// Stopping: event streams end (their clients reconnect elsewhere), held requests get 503.
@@ -48,56 +123,92 @@ extension ProxyHandler {
         let streams = eventStreams
         eventStreams.removeAll()
         for stream in streams { stream.endResponse() }
-        let held = gated
-        gated.removeAll()
-        for request in held {
-            loop.cancel(request.timer)
-            if let exchange = request.exchange { fail(exchange, .shuttingDown) }
+        for slot in slots.values {
+            let held = slot.gated
+            slot.gated.removeAll()
+            for request in held {
+                loop.cancel(request.timer)
+                if let exchange = request.exchange { fail(exchange, .shuttingDown) }
+            }
         }
     }
 
-    /// Why `/_platform/ready` is not 200, or nil.
+    /// Why `/_platform/ready` is not 200, or nil: every provider must be usable and logged in.
     func unreadyReason() -> String? {
-        guard let provider = runtime.configuration.provider else { return nil }
-        if provider.grant == .staticTokens { return runtime.unreadyReason() }
-        // The details (URLs, the IdP's words) are in the log; probes get no more than this.
-        if credentials.providerProblem != nil { return "the identity provider is not usable yet (its discovery or endpoints failed; the log has the details)" }
-        guard credentials.status.loggedIn else { return "not logged in (state \(credentials.status.state.rawValue))" }
+        for named in runtime.configuration.providers {
+            let prefix = severalProviders ? "provider \(named.name): " : ""
+            if named.configuration.grant == .staticTokens {
+                if let reason = runtime.unreadyReason(named.configuration) { return prefix + reason }
+                continue
+            }
+            let snapshot = slot(named.name).snapshot
+            // The details (URLs, the IdP's words) are in the log; probes get no more than this.
+            if snapshot.providerProblem != nil {
+                return prefix + "the identity provider is not usable yet (its discovery or endpoints failed; the log has the details)"
+            }
+            guard snapshot.status.loggedIn else { return prefix + "not logged in (state \(snapshot.status.state.rawValue))" }
+        }
         return nil
     }
 
     // MARK: /_platform/auth and its event stream
 
-    /// `{"state":…, "loggedIn":…, "expiresAt":…, "subject":…, "lastError":…}`.
-    func authJSON() -> [UInt8] {
-        let status = credentials.status
+    /// One provider's fields: `{"state":…, "loggedIn":…, "expiresAt":…, "subject":…, "lastError":…}`.
+    func authFields(_ slot: ProviderSlot) -> JSONObject {
+        let status = slot.snapshot.status
         var object = JSONObject()
         object["state"] = .string(status.state.rawValue)
         object["loggedIn"] = .bool(status.loggedIn)
         object["expiresAt"] = status.expiresAt.map { .number(JSONNumber(($0).rounded())) } ?? .null
         object["subject"] = status.subject.map { .string($0) } ?? .null
         object["lastError"] = status.lastError.map { .string($0) } ?? .null
+        return object
+    }
+
+    /// The default provider's fields, plus `"providers": {"<name>": {same fields, "grant"}}`
+    /// for every configured provider.
+    func authJSON() -> [UInt8] {
+        var object = authFields(slot(nil))
+        if !runtime.configuration.providers.isEmpty {
+            var providers = JSONObject()
+            for named in runtime.configuration.providers {
+                var fields = authFields(slot(named.name))
+                fields["grant"] = .string(named.configuration.grant.rawValue)
+                providers[named.name] = .object(fields)
+            }
+            object["providers"] = .object(providers)
+        }
         return JSONValue.object(object).serializedBytes()
     }
 
-    /// Opens a Server-Sent Events stream: one `state` event now and one at every change.
+    /// One `state` event's data: the provider's fields and its name.
+    func eventJSON(_ slot: ProviderSlot) -> [UInt8] {
+        var object = authFields(slot)
+        object["provider"] = .string(slot.name)
+        return JSONValue.object(object).serializedBytes()
+    }
+
+    /// Opens a Server-Sent Events stream: one `state` event per provider now (the default
+    /// provider first) and one at every change, each naming its provider.
     func openEventStream(_ exchange: HTTPExchange) {
         exchange.startResponse(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
                                                       ("X-Request-ID", exchange.info?.requestID ?? "")],
                                framing: .streamed)
         // A client that hangs up ends the exchange; `finished` takes it off the list.
         eventStreams.append(exchange)
-        writeEvent(to: exchange)
+        let first = slot(nil)
+        writeEvent(first, to: exchange)
+        for name in providerNames where name != first.name { writeEvent(slot(name), to: exchange) }
         if heartbeat == nil { scheduleHeartbeat() }
     }
 
-    private func broadcastState() {
-        for stream in eventStreams { writeEvent(to: stream) }
+    private func broadcastState(_ slot: ProviderSlot) {
+        for stream in eventStreams { writeEvent(slot, to: stream) }
     }
 
-    private func writeEvent(to exchange: HTTPExchange) {
+    private func writeEvent(_ slot: ProviderSlot, to exchange: HTTPExchange) {
         var bytes = Array("event: state\ndata: ".utf8)
-        bytes += authJSON()
+        bytes += eventJSON(slot)
         bytes += Array("\n\n".utf8)
         bytes.withUnsafeBytes { exchange.writeBody($0) }
     }

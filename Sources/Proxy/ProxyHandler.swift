@@ -15,32 +15,33 @@ public final class ProxyHandler: HTTPHandler {
     let loop: EventLoop
     let log: LogBuffer
     private var requestIDs: RequestIDGenerator
-    private let control: ControlEndpoints
+    let control: ControlEndpoints
     let metrics = LoopMetrics()
     private let hub: MetricsHub
     /// This loop's libcurl multi handle.
     let upstream: UpstreamClient
-    /// The tokens in force; replaced (on this loop) by `credentialsChanged`.
-    public internal(set) var credentials: CredentialSnapshot = .empty
+    /// Each provider's state on this loop, by name (`ProviderSlot`).
+    var slots: [String: ProviderSlot] = [:]
+    /// The default provider's tokens in force; replaced (on this loop) by `credentialsChanged`.
+    public var credentials: CredentialSnapshot { slot(nil).snapshot }
     /// The analytics sidecar, when configured.
     public var analytics: AnalyticsService?
     /// Experiment overrides, exposures and the installation id.
     public var experimentService: ExperimentService?
     /// Set on the home loop's handler: the uploader follows this loop's token snapshots.
     var uploadsHere = false
-    /// The token lifecycle (OAuth grants); nil for the static grant or no provider.
-    public var credentialManager: CredentialManager?
-    /// Requests held by the gate in `wait` mode, released by a login or their timer.
-    var gated: [GatedRequest] = []
+    /// The default provider's token lifecycle (OAuth grants); nil for the static grant or no provider.
+    public var credentialManager: CredentialManager? {
+        get { slot(nil).manager }
+        set { slot(nil).manager = newValue }
+    }
+    /// Phased logins in progress, shared by every loop (a callback may arrive on any of them).
+    var loginChains = LoginChains()
     /// `/_platform/auth/events` streams on this loop.
     var eventStreams: [HTTPExchange] = []
     var heartbeat: TimerID?
     /// Index of the `metricsListen` address among the server's listeners, when there is one.
     public var metricsListener: Int?
-    /// Injected header lines per route, formatted once per token generation.
-    private var injectedLines = InjectedLineCache()
-    /// The tokens to mask in echoes, copied per token generation on this loop.
-    private var echoTokens = EchoTokenCache()
     /// The `X-Experiments` line, formatted once per subject and config.
     private var experimentLines = ExperimentHeaderCache()
 
@@ -54,6 +55,12 @@ public final class ProxyHandler: HTTPHandler {
         control = ControlEndpoints()
         upstream = UpstreamClient(loop: loop)
         hub.add(loop: loop, metrics: metrics)
+        for named in runtime.configuration.providers { slots[named.name] = ProviderSlot(name: named.name) }
+    }
+
+    /// Installs the token lifecycles of the OAuth providers, by name.
+    public func setManagers(_ managers: [String: CredentialManager]) {
+        for (name, manager) in managers { slot(name).manager = manager }
     }
 
     public func handle(_ exchange: HTTPExchange) {
@@ -62,57 +69,28 @@ public final class ProxyHandler: HTTPHandler {
         let info = ExchangeInfo(requestID: requestID(head), path: target.path)
         exchange.delegate = info
 
-        if exchange.listener == metricsListener { return handleMetricsListener(exchange, path: target.path) }
+        if exchange.listener == metricsListener { return handleMetricsListener(exchange, target: target) }
         if target.path == "*" { return respondOptions(exchange) }
-        let screened = RequestScreen.fields(head)
-        if head.methodIsIgnoringCase("TRACE") || head.methodIsIgnoringCase("TRACK") || screened.overridesToTrace {
-            // A TRACE echo would hand the injected credentials back to the caller; an upstream
-            // may treat `trace` like TRACE, or obey a method-override field, so all are refused.
-            return fail(exchange, .methodNotAllowed("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"))
+        let routes = runtime.configuration.routes
+        let scope = RequestScope(path: target.path, router: runtime.router)
+        let request = GuardedRequest(head: head, target: target, access: runtime.access)
+        if let (check, error) = RequestGuard.firstRefusal(scope.guards(routes), request) {
+            if check.isScoped { info.route = scope.routeName(routes) }
+            return fail(exchange, error)
         }
-        if let probe = Probe(path: target.path) {
-            // Container and kubelet probes carry no key and name the pod IP as Host; the answers reveal nothing else.
-            info.route = Probe.route
-            return answer(probe, exchange)
-        }
-        // `http://127.0.0.1:80@evil.com/` would pass a host check on its first part.
-        if let authority = target.authority, authority.contains("@") { return fail(exchange, .userinfoInTarget) }
-        let hostHeader = head.first("Host")
-        if let authority = target.authority, let hostHeader, authority.lowercased() != hostHeader.lowercased() {
-            // Two different hosts in one request is the shape of a routing-confusion attack.
-            return fail(exchange, .hostMismatch)
-        }
-        let access = runtime.access
-        if let host = target.authority ?? hostHeader.map({ Substring($0) }), !access.hostAllowed(host) {
-            return fail(exchange, .hostNotAllowed)
-        }
-        guard access.keyAccepted(head.first("X-Proxy-Key")) else { return fail(exchange, .proxyKeyRequired) }
-        let origin = head.first("Origin")
-        let crossSite = RequestScreen.refusesCrossSite(fetchSite: screened.fetchSite, origin: origin, access: access)
-        if target.path == "/_platform" || target.path.hasPrefix("/_platform/") {
-            info.route = "_platform"
-            if let origin, !access.originAllowed(origin) { return fail(exchange, .originNotAllowed) }
-            if crossSite && !RequestScreen.navigationTargets.contains(target.path) { return fail(exchange, .crossSiteRequest) }
-            if target.path == "/_platform/metrics" { return scrapeMetrics(exchange) }
-            if handleJourneyEndpoint(exchange, path: target.path) { return }
-            if handleAuthEndpoint(exchange, path: target.path, query: target.query) { return }
-            if handleAnalyticsEndpoint(exchange, path: target.path) { return }
-            if handleExperimentEndpoint(exchange, path: target.path) { return }
-            return control.handle(exchange, path: target.path, runtime: runtime, reply: reply) { [unowned self] exchange, then in
-                self.collectBody(exchange, limit: ControlEndpoints.maxBody, then)
-            }
-        }
-        guard let (index, rest) = runtime.router.match(target.path) else {
+        info.route = scope.routeName(routes)
+        let index: Int, rest: Substring
+        switch scope {
+        case .probe, .platform:
+            return Self.platformEndpoints.dispatch(exchange, target: target, on: self)
+        case .unrouted:
             return fail(exchange, .noRoute(String(target.path)))
+        case .route(let routeIndex, let routeRest):
+            (index, rest) = (routeIndex, routeRest)
         }
-        let route = runtime.configuration.routes[index]
-        info.route = route.name
-        if route.credential != .none {
-            if let origin, !access.originAllowed(origin) { return fail(exchange, .originNotAllowed) }
-            if crossSite { return fail(exchange, .crossSiteRequest) }
-            // HTTP/1.0 may omit Host, which would skip the allowed-hosts check above.
-            if hostHeader == nil && target.authority == nil { return fail(exchange, .hostRequired) }
-        }
+        let compiled = runtime.router.routes[index]
+        let route = compiled.config
+        info.provider = compiled.provider
         let mockMode = runtime.mockMode(route)
         if mockMode == .replay, let mock = route.mock {
             return replayMock(exchange, directory: mock.directory, rest: rest)
@@ -121,7 +99,7 @@ public final class ProxyHandler: HTTPHandler {
         guard UpstreamTarget.isForwardable(target.path, encodedSlashes: route.encodedSlashes) else {
             return fail(exchange, .invalidPath)
         }
-        let plan = ForwardPlan(route: route, runtime: runtime, routeIndex: index, injector: runtime.injectors[index], rest: rest,
+        let plan = ForwardPlan(route: route, runtime: runtime, routeIndex: compiled.index, injector: compiled.injector, rest: rest,
                                url: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query), mockMode: mockMode)
         forward(exchange, plan, refreshed: false)
     }
@@ -131,13 +109,15 @@ public final class ProxyHandler: HTTPHandler {
     func forward(_ exchange: HTTPExchange, _ plan: ForwardPlan, refreshed: Bool) {
         guard !exchange.isAborted else { return }
         let route = plan.route
+        // Each provider has its own tokens, gate and refresher: one's outage never holds another's routes.
+        let slot = slot(route.provider)
         if route.credential != .none {
-            let snapshot = credentials
+            let snapshot = slot.snapshot
             // The gate is for logins; a static token that cannot be read is a 503 below.
-            if !snapshot.status.loggedIn && credentialManager != nil {
-                return gate(exchange) { [weak self] in self?.forward(exchange, plan, refreshed: refreshed) }
+            if !snapshot.status.loggedIn && slot.manager != nil {
+                return gate(exchange, slot: slot) { [weak self] in self?.forward(exchange, plan, refreshed: refreshed) }
             }
-            if !refreshed, let manager = credentialManager, snapshot.isExpired(now: UnixTime.now()) {
+            if !refreshed, let manager = slot.manager, snapshot.isExpired(now: UnixTime.now()) {
                 // The body waits in the socket until the refresh answers.
                 exchange.pauseBody()
                 return manager.refresh(seen: snapshot.generation, replyOn: loop) { [weak self, weak exchange] outcome in
@@ -150,19 +130,21 @@ public final class ProxyHandler: HTTPHandler {
                 }
             }
         }
-        guard let lines = injectedLines.lines(plan, snapshot: credentials) else {
+        let credentials = slot.snapshot
+        guard let lines = slot.injectedLines.lines(plan, snapshot: credentials) else {
             return fail(exchange, .credentialsUnavailable(route.credential.rawValue))
         }
         if !lines.isEmpty { metrics.injected(route: route.name) }
         var experiments: HeaderLines?
         if route.experimentHeader, let service = experimentService {
-            experiments = experimentLines.lines(runtime: plan.runtime, credentials: credentials, service: service, now: UnixTime.now())
+            experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,
+                                                now: UnixTime.now())
         }
         let forwarded = ForwardedExchange(exchange: exchange, route: route, upstream: plan.url, handler: self,
                                           info: exchange.info ?? ExchangeInfo(requestID: "", path: ""), credentialLines: lines,
                                           generation: credentials.generation, injector: plan.injector,
                                           experimentLines: experiments)
-        let token = echoTokens.bytes(route.credential, of: credentials)
+        let token = slot.echoTokens.bytes(route.credential, of: credentials)
         if plan.runtime.configuration.maskEchoedCredentials { forwarded.echoToken = token }
         if plan.mockMode == .record, let mock = route.mock {
             forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite,
@@ -173,15 +155,13 @@ public final class ProxyHandler: HTTPHandler {
 
     /// The `metricsListen` address serves metrics, health and readiness only, with no Host or key
     /// check: it is the operator's choice of where a scraper reaches, and it serves no credential.
-    private func handleMetricsListener(_ exchange: HTTPExchange, path: Substring) {
+    private func handleMetricsListener(_ exchange: HTTPExchange, target: RequestTarget) {
         exchange.info?.route = Probe.route
-        if path == "/metrics" || path == "/_platform/metrics" { return scrapeMetrics(exchange) }
-        if let probe = Probe(path: path) { return answer(probe, exchange) }
-        fail(exchange, .noRoute(String(path)))
+        Self.metricsListenerEndpoints.dispatch(exchange, target: target, on: self)
     }
 
-    private func answer(_ probe: Probe, _ exchange: HTTPExchange) {
-        guard exchange.head.methodIs("GET") || exchange.head.methodIs("HEAD") else { return fail(exchange, .methodNotAllowed("GET")) }
+    /// A probe's answer (the method was checked by `PlatformEndpoints`).
+    func answer(_ probe: Probe, _ exchange: HTTPExchange) {
         switch probe {
         case .health: send(exchange, status: 200, headers: Probe.headers, body: runtime.healthBody)
         case .ready: ready(exchange)
@@ -197,10 +177,8 @@ public final class ProxyHandler: HTTPHandler {
         }
     }
 
-    private func scrapeMetrics(_ exchange: HTTPExchange) {
-        guard exchange.head.methodIs("GET") || exchange.head.methodIs("HEAD") else {
-            return fail(exchange, .methodNotAllowed("GET"))
-        }
+    /// The Prometheus text (the method was checked by `PlatformEndpoints`).
+    func scrapeMetrics(_ exchange: HTTPExchange) {
         hub.gather(on: loop) { [weak self, weak exchange] text in
             guard let self, let exchange else { return }
             self.send(exchange, status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
@@ -348,6 +326,7 @@ public final class ProxyHandler: HTTPHandler {
             ("bytesOut", .int(result.bytesOut)),
             ("peer", .string(exchange.peer)),
         ]
+        if let provider = info?.provider { fields.append(("provider", .string(provider))) }
         if let upstream = info?.upstream { fields.append(("upstream", .string(upstream))) }
         if let outcome { fields.append(("outcome", .string(outcome))) }
         log.emit(level, "request", fields)

@@ -33,7 +33,7 @@ public final class ProxyRuntime: Sendable {
         mockModes = MockSwitchboard(routes: configuration.routes)
         healthBody = Array((configuration.profile.map { "{\"status\":\"ok\",\"profile\":\(jsonQuoted($0))}" } ?? "{\"status\":\"ok\"}").utf8)
         self.mocks = mocks
-        injectors = configuration.routes.map(CredentialInjector.init(route:))
+        injectors = router.routes.map(\.injector)
         experiments = ExperimentSet(configuration.experiments)
     }
 
@@ -50,9 +50,8 @@ public final class ProxyRuntime: Sendable {
         }
     }
 
-    /// Why credentials are not usable, or nil when `/_platform/ready` may answer 200.
-    public func unreadyReason() -> String? {
-        guard let provider = configuration.provider else { return nil }
+    /// Why `provider`'s credentials are not usable, or nil when `/_platform/ready` may answer 200.
+    public func unreadyReason(_ provider: ProviderConfiguration) -> String? {
         switch provider.grant {
         case .staticTokens:
             do {

@@ -59,9 +59,11 @@ public enum ProxyService {
         settings.maxConnections = min(settings.maxConnections, clientBudget(descriptors: descriptors))
         let server = HTTPServer(configuration: settings)
         let runtime = ProxyRuntime(configuration: configuration)
-        let tokens = TokenWatcher(configuration.provider)
+        let tokens = TokenWatcher(configuration.providers)
         let lifecycle = OAuthLifecycle(configuration)
-        let initial = lifecycle?.initialSnapshot ?? tokens.poll() ?? .empty
+        var initial = lifecycle?.initialSnapshots ?? [:]
+        for (provider, snapshot) in tokens.poll() { initial[provider] = snapshot }
+        let loginChains = LoginChains(broadcast: { [directory = lifecycle?.directory] event in directory?.loginOutcome(event) })
         var analytics: AnalyticsService?
         if let settings = configuration.analytics {
             do {
@@ -90,16 +92,22 @@ public enum ProxyService {
                 handler.experimentService = experiments
                 handler.uploadsHere = index == 0
                 handler.metricsListener = configuration.metricsListen.map { _ in configuration.listen.count }
-                handler.credentialsChanged(initial)
-                handler.credentialManager = lifecycle?.manager(home: loop, http: handler.upstream)
+                for (provider, snapshot) in initial { handler.credentialsChanged(snapshot, provider: provider) }
+                handler.setManagers(lifecycle?.managers(home: loop, http: handler.upstream) ?? [:])
+                handler.loginChains = loginChains
                 handlers.append(handler)
                 lifecycle?.directory.add(loop: loop, handler: handler)
                 return handler
             }
             lifecycle?.start()
-            if let manager = handlers.first?.credentialManager { hub.setRefreshes(manager.refreshOutcomes) }
+            if let home = handlers.first {
+                hub.setRefreshes(configuration.providers.compactMap { named in
+                    home.slot(named.name).manager.map { (named.name, $0.refreshOutcomes) }
+                })
+            }
             if let analytics, let home = handlers.first {
-                analytics.start(home: server.eventLoops[0], http: home.upstream, refresher: home.credentialManager)
+                analytics.start(home: server.eventLoops[0], http: home.upstream,
+                                refresher: home.slot(home.analyticsProviderName).manager.map(ManagerUploadRefresher.init))
                 hub.setAnalytics(analytics.counters)
             }
             for address in bound { Log.emit(.info, "listening", ["address": .string(address.description)]) }
@@ -229,7 +237,7 @@ public enum ProxyService {
             let previous = runtime
             runtime = reload(location: location, trigger: trigger, server: server, handlers: handlers, current: runtime,
                              experiments: experiments)
-            if runtime !== previous, runtime.configuration.provider != previous.configuration.provider {
+            if runtime !== previous, runtime.configuration.providers != previous.configuration.providers {
                 reloadProvider(from: previous, to: runtime, tokens: &tokens, lifecycle: lifecycle, server: server, handlers: handlers)
             }
         }
@@ -237,7 +245,7 @@ public enum ProxyService {
             var pfds = [pollfd(fd: signals, events: Int16(POLLIN), revents: 0),
                         pollfd(fd: watcher?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
             _ = poll(&pfds, 2, drainDeadline == nil ? (checkAt == nil ? 1000 : 100) : 50)
-            if let snapshot = tokens.poll() { publish(snapshot, server: server, handlers: handlers) }
+            for (provider, snapshot) in tokens.poll() { publish(snapshot, provider: provider, server: server, handlers: handlers) }
             if let watcher, watcher.drainEvents() { checkAt = NanoTime.now().adding(seconds: 0.2) }
             if let due = checkAt, NanoTime.now() >= due, drainDeadline == nil {
                 checkAt = nil
@@ -277,17 +285,23 @@ public enum ProxyService {
         }
     }
 
-    /// A reloaded provider: static tokens switch at once; an OAuth provider change needs a restart
-    /// (the login, its store and the endpoints belong to the running lifecycle).
+    /// Reloaded providers: static tokens switch at once; a change of an OAuth provider (or of
+    /// which providers exist) needs a restart (the login, its store and the endpoints belong to
+    /// the running lifecycle).
     private static func reloadProvider(from old: ProxyRuntime, to new: ProxyRuntime, tokens: inout TokenWatcher,
                                        lifecycle: OAuthLifecycle?, server: HTTPServer, handlers: [ProxyHandler]) {
-        let grant = new.configuration.provider?.grant
-        if lifecycle == nil && (grant == .staticTokens || grant == nil) {
-            tokens = TokenWatcher(new.configuration.provider)
-            publish(tokens.poll() ?? .empty, server: server, handlers: handlers)
-        } else {
+        let oauth = { (config: ProxyConfiguration) in config.providers.filter { $0.configuration.grant != .staticTokens } }
+        if oauth(old.configuration) != oauth(new.configuration) {
             Log.emit(.warning, "config_reload_partial", ["message": .string("provider changes of an OAuth grant take effect at the next start")])
         }
+        let before = tokens.names
+        tokens = TokenWatcher(new.configuration.providers)
+        var changed = Dictionary(uniqueKeysWithValues: tokens.poll().map { ($0.provider, $0.snapshot) })
+        // A static provider that was removed (or became OAuth) has no tokens any more.
+        for name in before where changed[name] == nil && !tokens.names.contains(name) && lifecycle?.members.contains(where: { $0.name == name }) != true {
+            changed[name] = .empty
+        }
+        for (provider, snapshot) in changed { publish(snapshot, provider: provider, server: server, handlers: handlers) }
     }
 
     /// `path` made absolute against the working directory (the watcher must not follow a later chdir).
@@ -298,12 +312,12 @@ public enum ProxyService {
         return String(cString: buffer) + "/" + path
     }
 
-    /// Hands a new token snapshot to every loop; requests after it carry the new tokens.
-    private static func publish(_ snapshot: CredentialSnapshot, server: HTTPServer, handlers: [ProxyHandler]) {
-        Log.emit(.info, "credentials_changed", ["generation": .int(Int(snapshot.generation))])
+    /// Hands a provider's new token snapshot to every loop; requests after it carry the new tokens.
+    private static func publish(_ snapshot: CredentialSnapshot, provider: String, server: HTTPServer, handlers: [ProxyHandler]) {
+        Log.emit(.info, "credentials_changed", ["provider": .string(provider), "generation": .int(Int(snapshot.generation))])
         for (loop, handler) in zip(server.eventLoops, handlers) {
             nonisolated(unsafe) let handler = handler
-            loop.execute { handler.credentialsChanged(snapshot) }
+            loop.execute { handler.credentialsChanged(snapshot, provider: provider) }
         }
     }
 

@@ -1,4 +1,5 @@
 import Config
+import Credentials
 
 /// Redirect decisions, hop by hop (Config/README.md, `redirects`), as pure functions.
 enum RedirectPolicy {
@@ -28,6 +29,14 @@ enum RedirectPolicy {
                                       bodyReplayable: bodyReplayable)
         if case .follow(_, let next, _) = decision, next != "GET" && next != "HEAD", !trusted(target) { return .relay }
         return decision
+    }
+
+    /// The `trusted` rule of `decide` for a route: any host with `crossHostMethods: all`, else the
+    /// credential hosts (`CredentialInjector.mayCarryCredentials`, which also refuses an https → http
+    /// downgrade).
+    static func trusts(_ target: UpstreamURL, from current: UpstreamURL, methods: RedirectConfiguration.CrossHostMethods,
+                       injector: CredentialInjector) -> Bool {
+        methods == .all || injector.mayCarryCredentials(from: current, to: target)
     }
 
     private static func methodDecision(status: Int, target: UpstreamURL, method: String, hasBody: Bool,

@@ -1,33 +1,54 @@
 import Config
+import Credentials
+
+/// A route compiled once per config: its settings, its credential injector, the prefix it
+/// matches and the provider whose tokens it carries.
+public struct CompiledRoute: Sendable {
+    /// The route as configured.
+    public let config: RouteConfiguration
+    /// Its position in `configuration.routes` (per-route caches are indexed by it).
+    public let index: Int
+    /// Formats and strips its credential headers.
+    public let injector: CredentialInjector
+    /// The path prefix without trailing slashes ("/" stays "/").
+    public let prefix: String
+    /// The provider whose tokens it injects; nil on a route without credentials.
+    public var provider: String? { config.provider }
+
+    /// Compiles `config`, the route at `index`.
+    public init(_ config: RouteConfiguration, index: Int) {
+        self.config = config
+        self.index = index
+        injector = CredentialInjector(route: config)
+        var prefix = config.path
+        while prefix.count > 1 && prefix.hasSuffix("/") { prefix.removeLast() }
+        self.prefix = prefix
+    }
+}
 
 /// Longest-prefix routing on a segment boundary (README "Configuration").
 ///
 /// A prefix matches the path equal to it (without its trailing slash) or any path continuing
 /// it with "/": `/accounts/` matches `/accounts`, `/accounts/` and `/accounts/me`, not `/accountsX`.
 public struct Router: Sendable {
-    private struct Entry: Sendable {
-        var prefix: String
-        var index: Int
-    }
-
-    private let entries: [Entry]
+    /// Every route in config order (index = position).
+    public let routes: [CompiledRoute]
+    /// The same routes, longest prefix first.
+    private let byLength: [CompiledRoute]
 
     /// Compiles the routes, longest prefix first.
     public init(routes: [RouteConfiguration]) {
-        entries = routes.enumerated().map { index, route in
-            var prefix = route.path
-            while prefix.count > 1 && prefix.hasSuffix("/") { prefix.removeLast() }
-            return Entry(prefix: prefix, index: index)
-        }.sorted { $0.prefix.utf8.count > $1.prefix.utf8.count }
+        self.routes = routes.enumerated().map { index, route in CompiledRoute(route, index: index) }
+        byLength = self.routes.sorted { $0.prefix.utf8.count > $1.prefix.utf8.count }
     }
 
-    /// The matching route's index and the rest of the path after the prefix ("" or starting with "/").
-    public func match(_ path: Substring) -> (index: Int, rest: Substring)? {
-        for entry in entries {
-            if entry.prefix == "/" { return (entry.index, path) }
-            guard path.utf8.starts(with: entry.prefix.utf8) else { continue }
-            let rest = Substring(path.utf8.dropFirst(entry.prefix.utf8.count))
-            if rest.isEmpty || rest.first == "/" { return (entry.index, rest) }
+    /// The matching route and the rest of the path after the prefix ("" or starting with "/").
+    public func match(_ path: Substring) -> (route: CompiledRoute, rest: Substring)? {
+        for route in byLength {
+            if route.prefix == "/" { return (route, path) }
+            guard path.utf8.starts(with: route.prefix.utf8) else { continue }
+            let rest = Substring(path.utf8.dropFirst(route.prefix.utf8.count))
+            if rest.isEmpty || rest.first == "/" { return (route, rest) }
         }
         return nil
     }

@@ -68,17 +68,20 @@ public struct HeaderLines: Sendable, Equatable {
                 bytes.withUnsafeBufferPointer { buffer in
                     var start = 0
                     while start < buffer.count {
-                        var end = start
+                        // A line is what ends in a NUL (as for `forEachLine` and curl's list):
+                        // bytes after the last NUL are no line.
+                        guard let nul = memchr(buffer.baseAddress! + start, 0, buffer.count - start) else { break }
+                        let lineEnd = buffer.baseAddress!.distance(to: nul.assumingMemoryBound(to: UInt8.self))
                         // Only a line that starts like one of the names is looked at further.
                         let initial = asciiLower(buffer[start])
                         if (a.first == initial && !found.0) || (b.first == initial && !found.1) {
-                            while end < buffer.count, buffer[end] != 0, buffer[end] != 0x3A, buffer[end] != 0x3B { end += 1 }
+                            var end = start
+                            while end < lineEnd, buffer[end] != 0x3A, buffer[end] != 0x3B { end += 1 }
                             let name = UnsafeBufferPointer(rebasing: buffer[start..<end])
                             if !found.0, Self.name(name, equalsLowercased: a) { found.0 = true }
                             if !found.1, Self.name(name, equalsLowercased: b) { found.1 = true }
                         }
-                        guard let nul = memchr(buffer.baseAddress! + end, 0, buffer.count - end) else { break }
-                        start = buffer.baseAddress!.distance(to: nul.assumingMemoryBound(to: UInt8.self)) + 1
+                        start = lineEnd + 1
                     }
                 }
             }

@@ -10,6 +10,13 @@ public protocol UpstreamTransferDelegate: AnyObject {
     func transfer(_ transfer: UpstreamTransfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool
     /// The transfer ended; `error` is nil on success.
     func transfer(_ transfer: UpstreamTransfer, completedWith error: UpstreamError?)
+    /// The request body's last byte was handed to libcurl: the head timeout starts now.
+    func transferSentRequestBody(_ transfer: UpstreamTransfer)
+}
+
+extension UpstreamTransferDelegate {
+    /// Most delegates do not care when the body went out.
+    public func transferSentRequestBody(_ transfer: UpstreamTransfer) {}
 }
 
 /// One request on one easy handle, streaming both ways with pause/resume backpressure.
@@ -19,11 +26,13 @@ public final class UpstreamTransfer {
     private var delegate: (any UpstreamTransferDelegate)?
     private let body: RequestBody?
     private var head = UpstreamResponseHead(status: 0)
-    private var headDelivered = false
+    /// The lifecycle: the head is awaited, then the body streams; after `cancel` every libcurl
+    /// callback aborts until `finish` releases the handle. (The two pause flags below are
+    /// libcurl's pause mask, not lifecycle.)
+    private enum Phase { case awaitingHead, receivingBody, cancelled, finished }
+    private var phase = Phase.awaitingHead
     private var uploadPaused = false
     private var downloadPaused = false
-    private var cancelled = false
-    private var finished = false
     private var headTimer: TimerID?
     /// Index in the client's in-flight list, -1 when not in it (`UpstreamClient.release`).
     var activeIndex = -1
@@ -47,26 +56,26 @@ public final class UpstreamTransfer {
     }
 
     private func startHeadTimer() {
-        guard headTimer == nil, !headDelivered, !finished else { return }
+        guard headTimer == nil, phase == .awaitingHead else { return }
         // Unowned: `finish` (which every transfer reaches) cancels this timer.
         headTimer = client.loop.schedule(at: client.loop.now.adding(seconds: request.timeout)) { [unowned self] in
             self.headTimer = nil
-            guard !self.headDelivered else { return }
+            guard self.phase == .awaitingHead else { return }
             self.finish(.timeout("no response head within \(self.request.timeout) s of the request's last byte"))
         }
     }
 
     /// Resumes a response paused by the delegate.
     public func resumeResponse() {
-        guard downloadPaused, !finished else { return }
+        guard downloadPaused, phase != .finished else { return }
         downloadPaused = false
         client.unpause(self, mask: pauseMask)
     }
 
     /// Stops the transfer; the delegate hears nothing more.
     public func cancel() {
-        guard !finished else { return }
-        cancelled = true
+        guard phase != .finished else { return }
+        phase = .cancelled
         delegate = nil
         if client.callbackDepth > 0 {
             // libcurl is inside a callback: the aborting return value of the next callback ends
@@ -80,7 +89,7 @@ public final class UpstreamTransfer {
     private var pauseMask: Int32 { (downloadPaused ? Int32(CURLPAUSE_RECV) : 0) | (uploadPaused ? Int32(CURLPAUSE_SEND) : 0) }
 
     private func bodyDataArrived() {
-        guard uploadPaused, !finished else { return }
+        guard uploadPaused, phase != .finished else { return }
         uploadPaused = false
         client.unpause(self, mask: pauseMask)
     }
@@ -126,75 +135,36 @@ public final class UpstreamTransfer {
 
     // MARK: libcurl callbacks
 
+    /// Cancelled (or already released): libcurl's callbacks end the transfer.
+    private var aborting: Bool { phase == .cancelled || phase == .finished }
+
     func receivedHeader(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
-        guard !cancelled else { return 0 }
-        let line = UnsafeRawBufferPointer(start: data, count: length)
-        var end = length
-        while end > 0 && (line[end - 1] == 0x0A || line[end - 1] == 0x0D) { end -= 1 }
-        if end == 0 {
-            // The blank line: a final head is complete; 1xx heads are dropped.
-            if head.status >= 200 && !headDelivered {
-                headDelivered = true
-                if let headTimer { client.loop.cancel(headTimer) }
-                headTimer = nil
-                delegate?.transfer(self, receivedHead: head)
-            }
-            return length
+        guard !aborting else { return 0 }
+        // The blank line after a final head delivers it; 1xx heads end without one.
+        if head.read(line: UnsafeRawBufferPointer(start: data, count: length)) == .end, head.status >= 200,
+           phase == .awaitingHead {
+            phase = .receivingBody
+            if let headTimer { client.loop.cancel(headTimer) }
+            headTimer = nil
+            delegate?.transfer(self, receivedHead: head)
         }
-        if end >= 10 && line[0] == 0x48 && line[1] == 0x54 && line[2] == 0x54 && line[3] == 0x50 && line[4] == 0x2F {
-            // "HTTP/1.1 NNN reason" or curl's "HTTP/2 NNN" for HTTP/2: a new response head begins.
-            var i = 5
-            while i < end && line[i] != 0x20 { i += 1 }
-            var status = 0, digits = 0
-            i += 1
-            while i < end, digits < 4, line[i] &- 0x30 < 10 {
-                status = status * 10 + Int(line[i] &- 0x30)
-                digits += 1
-                i += 1
-            }
-            // Exactly three digits, 100…999; anything else is no status a proxy can relay (curl
-            // lets e.g. "HTTP/2 99999999999999" through on HTTP/1 connections): the transfer
-            // ends without a head, a 502.
-            head.reset(status: digits == 3 && status >= 100 ? status : 0)
-            return length
-        }
-        // Obsolete line folding (a continuation line) is dropped, and so is a field whose name is
-        // not a token or that holds a CR, LF or NUL: nothing relayed may bend the client's response.
-        guard let colon = line[0..<end].firstIndex(of: 0x3A), colon > 0,
-              line[0..<colon].allSatisfy({ Self.isTokenByte($0) }),
-              !line[colon..<end].contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else { return length }
-        var valueStart = colon + 1
-        while valueStart < end && (line[valueStart] == 0x20 || line[valueStart] == 0x09) { valueStart += 1 }
-        var valueEnd = end
-        while valueEnd > valueStart && (line[valueEnd - 1] == 0x20 || line[valueEnd - 1] == 0x09) { valueEnd -= 1 }
-        head.append(name: line[0..<colon], value: line[valueStart..<valueEnd])
         return length
     }
 
-    /// RFC 9110 tchar: what a field name may hold.
-    private static func isTokenByte(_ b: UInt8) -> Bool {
-        switch b {
-        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
-             UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
-             UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"): true
-        default: false
-        }
-    }
-
     func received(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
-        guard !cancelled, let delegate else { return 0 }
+        guard !aborting, let delegate else { return 0 }
         if delegate.transfer(self, receivedBody: UnsafeRawBufferPointer(start: data, count: length)) { return length }
         downloadPaused = true
         return CC_WRITEFUNC_PAUSE
     }
 
     func send(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
-        guard !cancelled, let body else { return CC_READFUNC_ABORT }
+        guard !aborting, let body else { return CC_READFUNC_ABORT }
         switch body.read(into: UnsafeMutableRawBufferPointer(start: data, count: length)) {
         case .bytes(let n): return n
         case .end:
             startHeadTimer()
+            delegate?.transferSentRequestBody(self)
             return 0
         case .wait:
             uploadPaused = true
@@ -213,8 +183,9 @@ public final class UpstreamTransfer {
     }
 
     func finish(_ error: UpstreamError?) {
-        guard !finished else { return }
-        finished = true
+        guard phase != .finished else { return }
+        var headDelivered = phase == .receivingBody
+        phase = .finished
         if let headTimer { client.loop.cancel(headTimer) }
         body?.onData = nil
         headTimer = nil

@@ -18,6 +18,8 @@ struct Arguments {
     var resume: String?
     /// `check-config --schema-only`.
     var schemaOnly = false
+    /// `login|logout --provider NAME`: one of several providers.
+    var provider: String?
     /// `--profile NAME`: one of the config's `profiles`.
     var profile: String?
     /// `--help` / `-h` anywhere, or `help [COMMAND]`.
@@ -61,6 +63,7 @@ struct Arguments {
             case "--answers": parsed.answers = try value("--answers", inline: inline)
             case "--resume": parsed.resume = try value("--resume", inline: inline)
             case "--schema-only": parsed.schemaOnly = true
+            case "--provider": parsed.provider = try value("--provider", inline: inline)
             case "--profile": parsed.profile = try value("--profile", inline: inline)
             default:
                 guard !argument.hasPrefix("-") else { throw UsageError("unknown option '\(argument)'") }
@@ -82,6 +85,9 @@ struct Arguments {
         if let journeyOption, parsed.command != "login", !parsed.help { throw UsageError("\(journeyOption) belongs to 'login'") }
         if parsed.answers != nil, !parsed.journey, parsed.resume == nil { throw UsageError("--answers goes with --journey or --resume") }
         if parsed.device, parsed.journey || parsed.resume != nil { throw UsageError("--device and --journey/--resume are different logins") }
+        if parsed.provider != nil, parsed.command != "login", parsed.command != "logout", !parsed.help {
+            throw UsageError("--provider belongs to 'login' and 'logout'")
+        }
         if parsed.schemaOnly, parsed.command != "check-config", !parsed.help {
             throw UsageError("--schema-only belongs to 'check-config'")
         }

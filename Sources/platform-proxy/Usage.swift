@@ -9,11 +9,15 @@ enum Usage {
           platform-proxy serve [--config FILE]                serve until SIGTERM/SIGINT
           platform-proxy check-config [--config FILE] [--schema-only]
                                                               validate a config, exit 1 on a problem
-          platform-proxy login [--device] [--config FILE]     sign in through the running proxy
+          platform-proxy login [--device] [--provider NAME] [--config FILE]
+                                                              sign in through the running proxy (every
+                                                              provider that needs it, or NAME)
           platform-proxy login --journey [NAME] [--answers FILE] | --resume URL
                                                               walk an AM journey in the terminal
-          platform-proxy status [--config FILE]               login state and token expiry (no secrets)
-          platform-proxy logout [--config FILE]               revoke and forget the login
+          platform-proxy status [--config FILE]               login state and token expiry (no secrets;
+                                                              one row per provider when there are several)
+          platform-proxy logout [--provider NAME] [--config FILE]
+                                                              revoke and forget the login (of every provider, or NAME)
           platform-proxy help [COMMAND]                       this text, or one command's
           platform-proxy --version
 
@@ -45,13 +49,19 @@ enum Usage {
 
             """
         case "login": return """
-            platform-proxy login [--device] [--config FILE]
-            platform-proxy login --journey [NAME] [--answers FILE] [--config FILE]
+            platform-proxy login [--device] [--provider NAME] [--config FILE]
+            platform-proxy login --journey [NAME] [--answers FILE] [--provider NAME] [--config FILE]
             platform-proxy login --resume URL [--answers FILE] [--config FILE]
 
             Signs in through the running proxy (the config names its address and apiKey): prints
             the URL to open in a browser, or with --device the code to enter (OAuth device flow),
             then waits until the login completes. Exit 0 signed in, 1 not, 2 proxy unreachable.
+
+            With several providers it signs into every provider that is not logged in: the
+            browser ones in one phased login (one URL; after the first provider the others are
+            tried silently with the identity provider's session), then each journey provider in
+            the terminal, in turn; it ends with the status table. --provider NAME signs into
+            that provider only (with --journey: which journey provider).
 
             With --journey (provider.grant "journey") it walks the AM tree NAME (default: the
             configured one) in the terminal: prompts with the server's labels, passwords and
@@ -65,13 +75,15 @@ enum Usage {
             platform-proxy status [--config FILE]
 
             Prints the running proxy's login state, subject and token expiry; never a secret.
-            Exit 0 logged in, 1 not, 2 proxy unreachable.
+            With several providers, a table with one row per provider. Exit 0 logged in (every
+            provider), 1 not, 2 proxy unreachable.
 
             """
         case "logout": return """
-            platform-proxy logout [--config FILE]
+            platform-proxy logout [--provider NAME] [--config FILE]
 
-            Revokes the refresh token where the provider allows it and forgets the login.
+            Revokes the refresh token where the provider allows it and forgets the login: of
+            every provider, or of provider NAME only.
 
             """
         default: return overview

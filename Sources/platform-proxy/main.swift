@@ -47,11 +47,11 @@ case "check-config":
 case "login":
     if arguments.journey || arguments.resume != nil {
         exit(JourneyCommand.login(config: location, journey: arguments.journeyName, answersFile: arguments.answers,
-                                  resume: arguments.resume))
+                                  resume: arguments.resume, provider: arguments.provider))
     }
-    exit(LoginCommands.login(config: location, device: arguments.device))
+    exit(LoginCommands.login(config: location, device: arguments.device, provider: arguments.provider))
 case "status":
     exit(LoginCommands.status(config: location))
 default:
-    exit(LoginCommands.logout(config: location))
+    exit(LoginCommands.logout(config: location, provider: arguments.provider))
 }

@@ -57,7 +57,7 @@ struct ConfigDefaultsTests {
         #expect(analytics == AnalyticsConfiguration(
             root: "app", endpoint: UpstreamURL(scheme: "https", host: "analytics.example.com"),
             credential: .accessToken, product: 1, pushIntervalSeconds: 30, expireIntervalSeconds: 604_800,
-            bufferIntervalSeconds: 5, maxBatch: 500, maxStoredEvents: 100_000))
+            bufferIntervalSeconds: 5, maxBatch: 500, maxStoredEvents: 100_000).withProvider("default"))
     }
 
     @Test("the full example config loads")

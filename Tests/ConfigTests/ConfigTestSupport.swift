@@ -42,3 +42,21 @@ let staticProvider = #""provider": {"grant": "static", "accessToken": "t", "idTo
 func repositoryRoot(file: String = #filePath) -> URL {
     URL(fileURLWithPath: file).resolvingSymlinksInPath().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 }
+
+extension AnalyticsConfiguration {
+    /// The same block as the decoder leaves it when `provider` is chosen (the only provider's name).
+    func withProvider(_ name: String) -> Self {
+        var copy = self
+        copy.provider = name
+        return copy
+    }
+}
+
+extension RouteConfiguration {
+    /// The same route as the decoder leaves it when `provider` is chosen (the only provider's name).
+    func withProvider(_ name: String) -> Self {
+        var copy = self
+        copy.provider = name
+        return copy
+    }
+}

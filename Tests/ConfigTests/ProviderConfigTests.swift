@@ -120,6 +120,6 @@ struct AnalyticsConfigTests {
         #expect(config.analytics == AnalyticsConfiguration(
             root: "pennmobile.ios", endpoint: UpstreamURL(scheme: "https", host: "analytics.example", path: "/a/"),
             credential: .jwt, product: 7, pushIntervalSeconds: 1.5, expireIntervalSeconds: 60,
-            bufferIntervalSeconds: 0, maxBatch: 10000, maxStoredEvents: 5))
+            bufferIntervalSeconds: 0, maxBatch: 10000, maxStoredEvents: 5).withProvider("default"))
     }
 }

@@ -157,6 +157,6 @@ struct RouteConfigTests {
             credential: .jwt, headers: ["X-Token"],
             redirects: RedirectConfiguration(follow: false, max: 0, credentialHosts: ["api.example.com:443"]),
             retryOn401: true, timeoutSeconds: 2.5,
-            mock: MockConfiguration(directory: "/etc/platform-proxy/rec", mode: .record, overwrite: true))])
+            mock: MockConfiguration(directory: "/etc/platform-proxy/rec", mode: .record, overwrite: true)).withProvider("default")])
     }
 }

@@ -13,11 +13,11 @@ struct ShippedConfigTests {
             .filter { $0.hasSuffix(".json") }.sorted()
     }
 
-    @Test("Config/ holds the default config and the four examples")
+    @Test("Config/ holds the default config and the five examples")
     func filesPresent() {
         #expect(ShippedConfigTests.shippedFiles == [
             "Config/examples/client-credentials.json", "Config/examples/forgerock-journey.json", "Config/examples/generic-oidc.json",
-            "Config/examples/pennlabs-platform.json", "Config/platform-proxy.json",
+            "Config/examples/pennlabs-platform.json", "Config/examples/several-providers.json", "Config/platform-proxy.json",
         ])
     }
 

@@ -26,7 +26,7 @@ def always_401_routes(idp) -> list[dict]:
 
 def suppressed(p) -> int:
     text = p.call("/_platform/metrics").body.decode()
-    m = re.search(r"^platform_proxy_token_refreshes_suppressed_total (\d+)", text, re.M)
+    m = re.search(r"^platform_proxy_token_refreshes_suppressed_total\{provider=\"default\"\} (\d+)", text, re.M)
     return int(m.group(1)) if m else -1
 
 

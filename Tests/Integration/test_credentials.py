@@ -36,6 +36,9 @@ from credentials_support import (  # noqa: F401  (fixtures)
 from upstream import Upstream
 
 AUTH_KEYS = {"state", "loggedIn", "expiresAt", "subject", "lastError"}
+# /_platform/auth adds every provider's fields under "providers"; each SSE event names its provider.
+AUTH_ANSWER_KEYS = AUTH_KEYS | {"providers"}
+EVENT_KEYS = AUTH_KEYS | {"provider"}
 
 
 def issued(idp, kind):
@@ -48,8 +51,9 @@ def issued(idp, kind):
 def test_pkce_login_by_following_redirects_signs_in_and_stores_tokens(start_proxy, idp_factory, tmp_path):
     idp = idp_factory(access_ttl=120)
     p = launch(start_proxy, idp, tmp_path)
-    assert p.auth() == {"state": "logged_out", "loggedIn": False, "expiresAt": None, "subject": None,
-                        "lastError": None}
+    logged_out = {"state": "logged_out", "loggedIn": False, "expiresAt": None, "subject": None, "lastError": None}
+    # The only provider is named "default"; its fields also appear under "providers" with its grant.
+    assert p.auth() == {**logged_out, "providers": {"default": {**logged_out, "grant": "authorization_code"}}}
     r = p.call("/api/before")
     assert r.status == 401 and r.json()["error"] == "awaiting_authorization", r
 
@@ -76,7 +80,7 @@ def test_pkce_login_by_following_redirects_signs_in_and_stores_tokens(start_prox
     assert b"signed in" in t.callback_reply.body.lower(), t.callback_reply.body
     # the state apps see
     a = p.auth()
-    assert set(a) == AUTH_KEYS, a
+    assert set(a) == AUTH_ANSWER_KEYS, a
     assert a["state"] == "logged_in" and a["loggedIn"] is True, a
     assert a["subject"] == USER_SUBJECT, a
     assert a["lastError"] is None, a
@@ -320,7 +324,8 @@ def test_auth_events_stream_shows_each_transition(start_proxy, idp_factory, tmp_
     try:
         es.wait_state("logged_out", timeout=5)
         assert b"text/event-stream" in es.head.lower(), es.head
-        assert es.events[0] == p.auth(), "the event at connect is the current state"
+        current = {k: v for k, v in p.auth().items() if k != "providers"}
+        assert es.events[0] == {**current, "provider": "default"}, "the event at connect is the current state"
 
         login(p)
         es.wait_state("logged_in")
@@ -348,7 +353,7 @@ def test_auth_events_stream_shows_each_transition(start_proxy, idp_factory, tmp_
         assert dedup == ["logged_out", "logged_in", "refreshing", "logged_in", "refreshing",
                          "awaiting_authorization", "logged_in", "logged_out"], states
         for e in es.events:
-            assert set(e) == AUTH_KEYS, e
+            assert set(e) == EVENT_KEYS, e
             assert e["loggedIn"] == (e["state"] in ("logged_in", "refreshing")), e
         awaiting = [e for e in es.events if e["state"] == "awaiting_authorization"][0]
         assert awaiting["lastError"] and "invalid_grant" in awaiting["lastError"], awaiting

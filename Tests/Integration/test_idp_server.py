@@ -213,6 +213,33 @@ def test_deny_switch(idp, ctl):
     assert "code" in redirect_params(authorize(idp, challenge))  # only the next one
 
 
+def test_login_form_switch_counts_forms_and_answers_prompt_none_from_the_session(idp, ctl):
+    ctl.require_login_form()
+    _, challenge = pkce_pair()
+    # No session: prompt=none comes back with login_required, and no form is counted.
+    params = {"response_type": "code", "client_id": idp.public_client_id, "redirect_uri": REDIRECT_URI,
+              "scope": SCOPE, "state": "s3", "code_challenge": challenge, "code_challenge_method": "S256"}
+    p = redirect_params(call(idp.endpoint("/authorize?" + urlencode({**params, "prompt": "none"}))))
+    assert p["error"] == "login_required" and p["state"] == "s3" and "code" not in p
+    assert ctl.login_forms() == 0
+    # Interactively: the form, counted; submitting it starts a session and goes back to /authorize.
+    form = authorize(idp, challenge, state="s4")
+    assert form.status == 200 and b"<form method=post action=/login>" in form.body
+    assert ctl.login_forms() == 1
+    submit = call(idp.endpoint("/login"), "POST", form={"next": urlencode(params), "username": "u"})
+    assert submit.status == 302 and submit.header("Location").startswith("/authorize?"), submit.status
+    cookie = submit.header("Set-Cookie").split(";", 1)[0]
+    # With the session cookie, prompt=none signs in silently and no second form is shown.
+    again = call(idp.endpoint("/authorize?" + urlencode({**params, "prompt": "none"})), headers={"Cookie": cookie})
+    assert "code" in redirect_params(again)
+    assert ctl.login_forms() == 1
+    # deny_clients refuses one client always.
+    ctl.require_login_form(False)
+    ctl.deny_clients(idp.public_client_id)
+    assert redirect_params(authorize(idp, challenge))["error"] == "access_denied"
+    assert redirect_params(authorize(idp, challenge))["error"] == "access_denied"
+
+
 def test_refresh_rotates_and_old_refresh_token_is_rejected(idp, ctl):
     first = login(idp)
     r = refresh(idp, first["refresh_token"])

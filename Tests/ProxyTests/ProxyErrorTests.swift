@@ -61,4 +61,25 @@ struct ProxyErrorTests {
         #expect(ProxyError.noRoute("/a") != .noRoute("/b"))
         #expect(ProxyError.invalidRequest("x") != .invalidRequest("y"))
     }
+
+    @Test("the gate names the login URL, and with several providers the provider too")
+    func gateNamesProviderLogin() throws {
+        let single = try #require(JSONValue.parse(ProxyError.awaitingAuthorization.body(requestID: "r")).objectValue)
+        #expect(single["login"]?.stringValue == "/_platform/login")
+        #expect(single["provider"] == nil)
+        let named = try #require(JSONValue.parse(ProxyError.awaitingAuthorization(provider: "ping").body(requestID: "r")).objectValue)
+        #expect(named["error"]?.stringValue == "awaiting_authorization")
+        #expect(named["login"]?.stringValue == "/_platform/login?provider=ping")
+        #expect(named["provider"]?.stringValue == "ping")
+        #expect(ProxyError.awaitingAuthorization(provider: "ping").status == 401)
+    }
+
+    @Test("an unknown provider is a 404 naming it and the configured ones")
+    func unknownProviderNamesIt() throws {
+        let error = ProxyError.unknownProvider("nope", known: ["platform", "ping"])
+        #expect(error.status == 404 && error.errorCode == "unknown_provider")
+        #expect(error.message == "No provider is named nope (configured: platform, ping).")
+        let body = try #require(JSONValue.parse(error.body(requestID: "r")).objectValue)
+        #expect(body["provider"]?.stringValue == "nope")
+    }
 }

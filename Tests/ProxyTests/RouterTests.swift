@@ -10,8 +10,8 @@ private func router(_ paths: [String]) -> Router {
 
 /// The matched route's configured path and the rest, or nil.
 private func match(_ paths: [String], _ path: String) -> (String, String)? {
-    guard let (index, rest) = router(paths).match(Substring(path)) else { return nil }
-    return (paths[index], String(rest))
+    guard let (route, rest) = router(paths).match(Substring(path)) else { return nil }
+    return (paths[route.index], String(rest))
 }
 
 @Suite("Router")
@@ -71,9 +71,9 @@ struct RouterTests {
     @Test("the index is the route's position in the configuration")
     func indexIsConfigOrder() {
         let r = router(["/z", "/a", "/m/n"])
-        #expect(r.match("/a/1")?.index == 1)
-        #expect(r.match("/m/n")?.index == 2)
-        #expect(r.match("/z")?.index == 0)
+        #expect(r.match("/a/1")?.route.index == 1)
+        #expect(r.match("/m/n")?.route.index == 2)
+        #expect(r.match("/z")?.route.index == 0)
     }
 
     @Test("a non-ASCII prefix keeps the segment boundary")

@@ -128,4 +128,21 @@ struct HeaderLinesNamesTests {
         #expect(HeaderLines(["content-type;"]).containsNames("accept", "content-type") == (false, true))
         #expect(HeaderLines().containsNames("accept", "content-type") == (false, false))
     }
+
+    @Test("a trailing part with no NUL yet is no line to the name lookup, as to curl's list and to count")
+    func unfinishedLineIsNotALine() {
+        var lines = HeaderLines(["X-Other: 1"])
+        lines.appendPart(Array("Accept: */*".utf8))
+        // setHeaders hands curl only NUL-terminated lines: were this one counted, curl's own
+        // Accept would not be blanked although no Accept line reaches it.
+        #expect(lines.count == 1)
+        #expect(lines.lines == ["X-Other: 1"])
+        #expect(lines.containsNames("accept", "content-type") == (false, false))
+        #expect(!lines.containsName("accept"))
+        var only = HeaderLines()
+        only.appendPart(Array("content-type".utf8))
+        #expect(only.containsNames("accept", "content-type") == (false, false))
+        only.endLine()
+        #expect(only.containsNames("accept", "content-type") == (false, true))
+    }
 }

@@ -176,6 +176,18 @@ class IdPControl:
     def deny_next(self, count=1):
         return self.switches(deny_next=count)
 
+    def require_login_form(self, on: bool = True) -> dict:
+        """/authorize shows a (counted) login form unless the browser has the IdP's session cookie."""
+        return self.switches(login_form=on)
+
+    def deny_clients(self, *client_ids) -> dict:
+        """/authorize answers access_denied to these clients, always."""
+        return self.switches(deny_clients=list(client_ids))
+
+    def login_forms(self) -> int:
+        """How many login forms /authorize has shown."""
+        return self.get("/_test/login_forms")["count"]
+
     def omit_refresh_token(self, count=1):
         return self.switches(omit_refresh_token=count)
 

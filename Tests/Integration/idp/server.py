@@ -547,7 +547,8 @@ class IdP:
                         "code": s["code_ttl"], "device_interval": s["device_interval"],
                         "device_expires": s["device_expires"]}
             self.switches = {"deny_next": 0, "omit_refresh_token": 0, "omit_id_token": 0, "slow_down_next": 0,
-                             "enforce_interval": False, "revoke_access_on_refresh": False}
+                             "enforce_interval": False, "revoke_access_on_refresh": False,
+                             "login_form": False, "deny_clients": []}
             self.fail: dict[str, dict] = {}
             self.down = None
             self.delays: dict[str, float] = {}
@@ -563,6 +564,8 @@ class IdP:
             self.revocations: list[dict] = []
             self.revoked: list[dict] = []
             self.device_polls: list[dict] = []
+            self.login_forms: list[dict] = []  # every login form shown: {"client_id","prompt","at"}
+            self.sessions: set[str] = set()  # browser sessions (the idp_session cookie) of submitted forms
 
     def reset_tokens(self):
         with self.lock:
@@ -588,8 +591,10 @@ class IdP:
     def set_switch(self, name, value):
         if name not in self.switches:
             raise ValueError(f"unknown switch {name!r}; known: {sorted(self.switches)}")
-        if name in ("enforce_interval", "revoke_access_on_refresh"):
+        if name in ("enforce_interval", "revoke_access_on_refresh", "login_form"):
             self.switches[name] = bool(value)
+        elif name == "deny_clients":
+            self.switches[name] = [str(v) for v in (value or [])]
         elif value is True:
             self.switches[name] = -1
         elif value is False or value is None:
@@ -770,6 +775,23 @@ def discovery_document(idp: IdP) -> dict:
     }
 
 
+def _login_form(next_query: str) -> str:
+    from html import escape
+    return ("<!doctype html><title>Sign in</title><form method=post action=/login>"
+            f"<input type=hidden name=next value=\"{escape(next_query)}\">"
+            "<input name=username><input name=password type=password><button>Sign in</button></form>")
+
+
+def _redirect_with_error(args, error: str, description: str) -> Response:
+    """Back to the client's redirect_uri with an OAuth error (the uri is one the client registered)."""
+    from urllib.parse import urlencode
+    uri = args.get("redirect_uri", "")
+    params = {"error": error, "error_description": description}
+    if args.get("state"):
+        params["state"] = args["state"]
+    return Response("", 302, {"Location": uri + ("&" if "?" in uri else "?") + urlencode(params)})
+
+
 def _json_error(status, error, description, headers=None):
     resp = jsonify({"error": error, "error_description": description})
     resp.status_code = status
@@ -842,8 +864,27 @@ def create_app(idp: IdP, runtime: "Runtime | None" = None) -> Flask:
                 grant = server.get_consent_grant(end_user=user)
             except OAuth2Error as error:
                 return server.handle_error_response(None, error)
-            deny = idp.take_switch("deny_next")
+            client_id = request.args.get("client_id")
+            if idp.switches["login_form"] and request.cookies.get("idp_session") not in idp.sessions:
+                # No browser session: prompt=none cannot be answered without the user (OIDC Core 3.1.2.6).
+                if request.args.get("prompt") == "none":
+                    return _redirect_with_error(request.args, "login_required", "no session at the IdP")
+                idp._append(idp.login_forms, {"client_id": client_id, "prompt": request.args.get("prompt"),
+                                              "at": _now()})
+                return Response(_login_form(request.query_string.decode()), 200,
+                                {"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store"})
+            deny = idp.take_switch("deny_next") or client_id in idp.switches["deny_clients"]
             return server.create_authorization_response(grant_user=None if deny else user, grant=grant)
+
+    @app.post("/login")
+    def login_submit():
+        """The login form's submit: starts a browser session and goes back to /authorize."""
+        session = generate_token(24)
+        with idp.lock:
+            idp.sessions.add(session)
+        resp = Response("", 302, {"Location": "/authorize?" + request.form.get("next", ""), "Cache-Control": "no-store"})
+        resp.set_cookie("idp_session", session, httponly=True, samesite="Lax")
+        return resp
 
     @app.post("/token")
     def token():
@@ -986,7 +1027,11 @@ def control_routes(app: Flask, idp: IdP, runtime: "Runtime | None"):
     GET  /_test/device_polls           [{"user_code","result","at","since_last","interval"}]
     POST /_test/device/approve         {"user_code"?: str (default: newest pending), "approve"?: true}
     POST /_test/switches               {"deny_next"|"omit_refresh_token"|"omit_id_token"|"slow_down_next": N|true|false,
-                                        "enforce_interval": bool, "revoke_access_on_refresh": bool}
+                                        "enforce_interval": bool, "revoke_access_on_refresh": bool,
+                                        "login_form": bool (GET /authorize without the idp_session cookie shows a
+                                        login form, counted; with prompt=none it redirects error=login_required),
+                                        "deny_clients": [client_id, ...] (always access_denied for them)}
+    GET  /_test/login_forms            {"count": n, "forms": [{"client_id","prompt","at"}], "sessions": n}
     POST /_test/fail_token             {"grant_type":"refresh_token","count":1,"error":"invalid_grant",
                                         "status":400,"description"?:str,"revoke"?:bool}  (count -1 = always, 0 = off)
     POST /_test/down                   {"down":true,"status":503,"endpoints"?:[names],"paths"?:[prefixes],"retry_after"?:s}
@@ -1025,6 +1070,12 @@ def control_routes(app: Flask, idp: IdP, runtime: "Runtime | None"):
     @app.get("/_test/counters")
     def t_counters():
         return jsonify(idp.counters_json())
+
+    @app.get("/_test/login_forms")
+    def t_login_forms():
+        with idp.lock:
+            return jsonify({"count": len(idp.login_forms), "forms": list(idp.login_forms),
+                            "sessions": len(idp.sessions)})
 
     @app.get("/_test/token_calls")
     def t_token_calls():

@@ -1,0 +1,119 @@
+import Config
+import Credentials
+import EventLoop
+import HTTPServer
+import JSON
+
+extension ProxyHandler {
+    /// `GET /_platform/login` with several providers: one browser flow through every
+    /// authorization-code provider that is not logged in (README "Phased login").
+    func startPhasedLogin(_ exchange: HTTPExchange) {
+        let waiting = providerNames.filter { name in
+            let slot = slot(name)
+            return slot.manager?.grant == .authorizationCode && !slot.snapshot.status.loggedIn
+        }
+        guard !waiting.isEmpty else {
+            let signedIn = providerNames.filter { slot($0).snapshot.status.loggedIn }
+            let text = signedIn.isEmpty
+                ? "No provider has a browser login (use platform-proxy login for device and journey logins)."
+                : "Already signed in: \(signedIn.joined(separator: ", ")). You can close this window."
+            return page(exchange, status: 200, title: "Signed in", text: text)
+        }
+        let (chain, action) = loginChains.startChain(waiting, now: UnixTime.now())
+        Log.emit(.info, "phased_login_started", fields: [("providers", .string(waiting.joined(separator: ",")))])
+        perform(action, chain: chain, exchange)
+    }
+
+    /// `GET /_platform/callback`: completes the login the `state` belongs to and, inside a
+    /// phased login, sends the browser on to the next provider.
+    func callback(_ exchange: HTTPExchange, query: [(String, String)]) {
+        let state = query.first { $0.0 == "state" }?.1
+        let bound = state.flatMap { loginChains.take(state: $0, now: UnixTime.now()) }
+        // An unknown state still goes to a manager, which answers with the "start again" page.
+        guard let manager = slot(bound?.provider).manager ?? providerNames.lazy.compactMap({ self.slot($0).manager }).first else {
+            return fail(exchange, .loginUnavailable("No provider with a browser login is configured."))
+        }
+        manager.completeLogin(query: query, replyOn: loop) { [weak self, weak exchange] result in
+            guard let self, let exchange else { return }
+            guard let bound, let chain = bound.chain else {
+                switch result {
+                case .success:
+                    let text = self.severalProviders ? "You are signed in to \(manager.name). You can close this window."
+                                                     : "You are signed in. You can close this window."
+                    self.page(exchange, status: 200, title: "Signed in", text: text)
+                case .failure(let failure): self.page(exchange, status: 400, title: "Sign-in failed", text: failure.message)
+                }
+                return
+            }
+            let outcome: PhasedLogin.Outcome
+            switch result {
+            case .success: outcome = .signedIn
+            case .failure(let failure) where failure.code.map(PhasedLogin.interactionErrors.contains) == true:
+                outcome = .interactionRequired
+            case .failure(let failure) where failure.code != nil: outcome = .refused(failure.message)
+            case .failure(let failure): outcome = .failed(failure.message)
+            }
+            self.perform(self.loginChains.completed(chain: chain, provider: bound.provider, outcome), chain: chain, exchange)
+        }
+    }
+
+    /// Carries out one step of a phased login for the browser at `exchange`.
+    private func perform(_ action: PhasedLogin.Action, chain: UInt64, _ exchange: HTTPExchange) {
+        switch action {
+        case .authorize(let provider, let silent):
+            guard let manager = slot(provider).manager else {
+                return perform(loginChains.completed(chain: chain, provider: provider, .failed("it has no login")), chain: chain, exchange)
+            }
+            let chains = loginChains
+            manager.loginURL(silent: silent, onState: { state in chains.bind(state: state, provider: provider, chain: chain, now: UnixTime.now()) },
+                             replyOn: loop) { [weak self, weak exchange] result in
+                guard let self, let exchange else { return }
+                switch result {
+                case .success(let url):
+                    self.send(exchange, status: 302, headers: [("Location", url), ("Cache-Control", "no-store")], body: [])
+                case .failure(let failure):
+                    self.perform(chains.completed(chain: chain, provider: provider, .failed(failure.message)), chain: chain, exchange)
+                }
+            }
+        case .finish(let report):
+            finishPhasedLogin(report, exchange)
+        case .ignore:
+            page(exchange, status: 400, title: "Sign-in failed",
+                 text: "The login could not be matched to one started here (unknown or expired state). Start again.")
+        }
+    }
+
+    /// The chain's last page: who is signed in and who is not; also an SSE `login` event, so
+    /// `platform-proxy login` learns the outcome of a provider that refused.
+    private func finishPhasedLogin(_ report: PhasedLogin.Report, _ exchange: HTTPExchange) {
+        let refused = report.notSignedIn.map { "\($0.provider) (\($0.reason))" }
+        Log.emit(report.notSignedIn.isEmpty ? .info : .warning, "phased_login_finished", fields: [
+            ("signedIn", .string(report.signedIn.joined(separator: ","))),
+            ("notSignedIn", .string(report.notSignedIn.map(\.provider).joined(separator: ","))),
+        ])
+        var text = report.signedIn.isEmpty ? "No provider was signed in." : "Signed in: \(report.signedIn.joined(separator: ", "))."
+        if !refused.isEmpty { text += " Not signed in: \(refused.joined(separator: "; "))." }
+        // Journeys are walked in the terminal (or by the app), not in this browser flow.
+        let journeys = runtime.configuration.providers.filter { named in
+            named.configuration.grant == .journey && !slot(named.name).snapshot.status.loggedIn
+        }.map(\.name)
+        if !journeys.isEmpty { text += " Journey logins left: \(journeys.joined(separator: ", ")) (platform-proxy login)." }
+        if report.signedIn.isEmpty { text += " Start again with /_platform/login." } else { text += " You can close this window." }
+        page(exchange, status: report.signedIn.isEmpty ? 400 : 200,
+             title: report.notSignedIn.isEmpty ? "Signed in" : report.signedIn.isEmpty ? "Sign-in failed" : "Partly signed in",
+             text: text)
+        var object = JSONObject()
+        object["signedIn"] = .array(report.signedIn.map { .string($0) })
+        var not = JSONObject()
+        for refusal in report.notSignedIn { not[refusal.provider] = .string(refusal.reason) }
+        object["notSignedIn"] = .object(not)
+        loginChains.broadcast(JSONValue.object(object).serializedBytes())
+    }
+
+    /// A finished phased login's outcome for this loop's auth event streams.
+    func loginOutcome(_ event: [UInt8]) {
+        guard !eventStreams.isEmpty else { return }
+        let bytes = Array("event: login\ndata: ".utf8) + event + Array("\n\n".utf8)
+        for stream in eventStreams { bytes.withUnsafeBytes { stream.writeBody($0) } }
+    }
+}

@@ -1,0 +1,153 @@
+import Config
+import HTTP1
+
+/// What the guards read from one request, found once.
+struct GuardedRequest {
+    let head: HTTPRequestHead
+    let target: RequestTarget
+    /// `Sec-Fetch-Site` and the method-override fields.
+    let screened: RequestScreen.Fields
+    let hostHeader: String?
+    let origin: String?
+    let access: AccessPolicy
+
+    init(head: HTTPRequestHead, target: RequestTarget, access: AccessPolicy) {
+        self.head = head
+        self.target = target
+        self.access = access
+        screened = RequestScreen.fields(head)
+        hostHeader = head.first("Host")
+        origin = head.first("Origin")
+    }
+}
+
+/// One local-security check (README "Local security and operations"): passes, or names the
+/// error the request is refused with. `ProxyHandler.handle` evaluates the ordered list of the
+/// request's `RequestScope` in one place, before anything is answered or forwarded.
+enum RequestGuard: Equatable, CaseIterable {
+    /// TRACE/TRACK, or a method-override field naming them: a TRACE echo would hand the
+    /// injected credentials back to the caller; an upstream may treat `trace` like TRACE.
+    case noTrace
+    /// `http://127.0.0.1:80@evil.com/` would pass a host check on its first part.
+    case noUserinfo
+    /// Two different hosts in one request (absolute-form target and Host) is the shape of a
+    /// routing-confusion attack.
+    case hostsAgree
+    /// The Host (or the target's authority) is in `allowedHosts`: defeats DNS rebinding.
+    case hostAllowed
+    /// `X-Proxy-Key`, when `apiKey` is set: other local processes.
+    case proxyKey
+    /// A present `Origin` names an allowed host: cross-site requests from a browser.
+    case originAllowed
+    /// `Sec-Fetch-Site` does not mark the request as cross-site (`RequestScreen.refusesCrossSite`).
+    case sameSite
+    /// As `sameSite`, except for the endpoints other sites send a browser to (login, callback).
+    case sameSiteOrNavigation
+    /// HTTP/1.0 may omit Host, which would skip the allowed-hosts check.
+    case hostPresent
+
+    /// The error this guard refuses `request` with, or nil when it passes.
+    func refusal(_ request: GuardedRequest) -> ProxyError? {
+        let target = request.target
+        switch self {
+        case .noTrace:
+            let head = request.head
+            guard head.methodIsIgnoringCase("TRACE") || head.methodIsIgnoringCase("TRACK")
+                    || request.screened.overridesToTrace else { return nil }
+            return .methodNotAllowed("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+        case .noUserinfo:
+            guard let authority = target.authority, authority.contains("@") else { return nil }
+            return .userinfoInTarget
+        case .hostsAgree:
+            guard let authority = target.authority, let host = request.hostHeader,
+                  authority.lowercased() != host.lowercased() else { return nil }
+            return .hostMismatch
+        case .hostAllowed:
+            guard let host = target.authority ?? request.hostHeader.map({ Substring($0) }),
+                  !request.access.hostAllowed(host) else { return nil }
+            return .hostNotAllowed
+        case .proxyKey:
+            return request.access.keyAccepted(request.head.first("X-Proxy-Key")) ? nil : .proxyKeyRequired
+        case .originAllowed:
+            guard let origin = request.origin, !request.access.originAllowed(origin) else { return nil }
+            return .originNotAllowed
+        case .sameSite, .sameSiteOrNavigation:
+            if self == .sameSiteOrNavigation && RequestScreen.navigationTargets.contains(target.path) { return nil }
+            let crossSite = RequestScreen.refusesCrossSite(fetchSite: request.screened.fetchSite, origin: request.origin,
+                                                           access: request.access)
+            return crossSite ? .crossSiteRequest : nil
+        case .hostPresent:
+            return request.hostHeader == nil && target.authority == nil ? .hostRequired : nil
+        }
+    }
+
+    /// Whether a refusal is logged under the route (or `_platform`) the guard protects; the
+    /// checks every request passes are logged unrouted.
+    var isScoped: Bool {
+        switch self {
+        case .noTrace, .noUserinfo, .hostsAgree, .hostAllowed, .proxyKey: false
+        case .originAllowed, .sameSite, .sameSiteOrNavigation, .hostPresent: true
+        }
+    }
+
+    /// The first guard of `guards` that refuses `request`, in order.
+    static func firstRefusal(_ guards: [RequestGuard], _ request: GuardedRequest) -> (RequestGuard, ProxyError)? {
+        for check in guards {
+            if let error = check.refusal(request) { return (check, error) }
+        }
+        return nil
+    }
+
+    /// Probes (container and kubelet) carry no key and name the pod IP as Host: only TRACE is refused.
+    static let probe: [RequestGuard] = [.noTrace]
+    /// Every other request: uncredentialed routes and paths no route matches.
+    static let any: [RequestGuard] = [.noTrace, .noUserinfo, .hostsAgree, .hostAllowed, .proxyKey]
+    /// `/_platform/`: a browser page on another site must not drive the control endpoints.
+    static let platform: [RequestGuard] = any + [.originAllowed, .sameSiteOrNavigation]
+    /// Routes that inject credentials.
+    static let credentialedRoute: [RequestGuard] = any + [.originAllowed, .sameSite, .hostPresent]
+}
+
+/// What a request is for, decided from its path before the guards: it chooses their list.
+enum RequestScope {
+    /// `/_platform/health` or `/_platform/ready`.
+    case probe(Probe)
+    /// Any other `/_platform` path: answered by the proxy, never proxied.
+    case platform
+    /// A configured route, with the rest of the path after its prefix.
+    case route(index: Int, rest: Substring)
+    /// No route matches.
+    case unrouted
+
+    init(path: Substring, router: Router) {
+        if let probe = Probe(path: path) {
+            self = .probe(probe)
+        } else if path == "/_platform" || path.hasPrefix("/_platform/") {
+            self = .platform
+        } else if let (route, rest) = router.match(path) {
+            self = .route(index: route.index, rest: rest)
+        } else {
+            self = .unrouted
+        }
+    }
+
+    /// The ordered guards of this scope.
+    func guards(_ routes: [RouteConfiguration]) -> [RequestGuard] {
+        switch self {
+        case .probe: RequestGuard.probe
+        case .platform: RequestGuard.platform
+        case .route(let index, _): routes[index].credential == .none ? RequestGuard.any : RequestGuard.credentialedRoute
+        case .unrouted: RequestGuard.any
+        }
+    }
+
+    /// The route name the request is logged under once its scope is known.
+    func routeName(_ routes: [RouteConfiguration]) -> String? {
+        switch self {
+        case .probe: Probe.route
+        case .platform: "_platform"
+        case .route(let index, _): routes[index].name
+        case .unrouted: nil
+        }
+    }
+}

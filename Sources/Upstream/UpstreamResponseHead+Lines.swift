@@ -1,0 +1,60 @@
+extension UpstreamResponseHead {
+    /// What one header line was.
+    enum Line: Equatable {
+        /// The blank line ending a head (a final one when `status >= 200`; 1xx heads are dropped).
+        case end
+        /// `HTTP/x NNN reason`: a new head begins (fields forgotten; status 0 unless three digits).
+        case statusLine
+        /// A field, appended.
+        case field
+        /// A line that is no field a proxy may relay (folding, bad name, CR/LF/NUL in the value).
+        case dropped
+    }
+
+    /// Reads one header line as libcurl hands it over (with its CRLF or LF) into the head: a
+    /// pure function of the line and the head so far, tested without a transfer.
+    mutating func read(line: UnsafeRawBufferPointer) -> Line {
+        var end = line.count
+        while end > 0 && (line[end - 1] == 0x0A || line[end - 1] == 0x0D) { end -= 1 }
+        if end == 0 { return .end }
+        if end >= 10 && line[0] == 0x48 && line[1] == 0x54 && line[2] == 0x54 && line[3] == 0x50 && line[4] == 0x2F {
+            // "HTTP/1.1 NNN reason" or curl's "HTTP/2 NNN" for HTTP/2: a new response head begins.
+            var i = 5
+            while i < end && line[i] != 0x20 { i += 1 }
+            var status = 0, digits = 0
+            i += 1
+            while i < end, digits < 4, line[i] &- 0x30 < 10 {
+                status = status * 10 + Int(line[i] &- 0x30)
+                digits += 1
+                i += 1
+            }
+            // Exactly three digits, 100…999; anything else is no status a proxy can relay (curl
+            // lets e.g. "HTTP/2 99999999999999" through on HTTP/1 connections): the transfer
+            // ends without a head, a 502.
+            reset(status: digits == 3 && status >= 100 ? status : 0)
+            return .statusLine
+        }
+        // Obsolete line folding (a continuation line) is dropped, and so is a field whose name is
+        // not a token or that holds a CR, LF or NUL: nothing relayed may bend the client's response.
+        guard let colon = line[0..<end].firstIndex(of: 0x3A), colon > 0,
+              line[0..<colon].allSatisfy({ Self.isTokenByte($0) }),
+              !line[colon..<end].contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else { return .dropped }
+        var valueStart = colon + 1
+        while valueStart < end && (line[valueStart] == 0x20 || line[valueStart] == 0x09) { valueStart += 1 }
+        var valueEnd = end
+        while valueEnd > valueStart && (line[valueEnd - 1] == 0x20 || line[valueEnd - 1] == 0x09) { valueEnd -= 1 }
+        append(name: line[0..<colon], value: line[valueStart..<valueEnd])
+        return .field
+    }
+
+    /// RFC 9110 tchar: what a field name may hold.
+    static func isTokenByte(_ b: UInt8) -> Bool {
+        switch b {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+             UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+             UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"): true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Config
+import HTTP1
+import Testing
+@testable import Proxy
+
+private let access = AccessPolicy(allowedHosts: ["localhost", "127.0.0.1"], apiKey: "k3y")
+
+private func request(_ method: String = "GET", _ target: String = "/api/x", _ fields: [String] = ["Host: localhost", "X-Proxy-Key: k3y"],
+                     http10: Bool = false) -> GuardedRequest {
+    let text = "\(method) \(target) HTTP/1.\(http10 ? 0 : 1)\r\n" + fields.map { $0 + "\r\n" }.joined() + "\r\n"
+    var parser = HTTPRequestHeadParser()
+    let bytes = Array(text.utf8)
+    guard case .complete(let head, _) = bytes.withUnsafeBytes({ parser.parse($0) }) else {
+        fatalError("test head did not parse: \(text)")
+    }
+    return GuardedRequest(head: head, target: RequestTarget(head.target), access: access)
+}
+
+private let routes = [
+    RouteConfiguration(name: "api", path: "/api", upstream: UpstreamURL.parse("https://api.example/")!, credential: .accessToken),
+    RouteConfiguration(name: "open", path: "/open", upstream: UpstreamURL.parse("https://open.example/")!),
+]
+
+@Suite("RequestGuard")
+struct RequestGuardTests {
+    @Test("the guard lists keep their order: every request, then the scope's own")
+    func order() {
+        #expect(RequestGuard.probe == [.noTrace])
+        #expect(RequestGuard.any == [.noTrace, .noUserinfo, .hostsAgree, .hostAllowed, .proxyKey])
+        #expect(RequestGuard.platform == RequestGuard.any + [.originAllowed, .sameSiteOrNavigation])
+        #expect(RequestGuard.credentialedRoute == RequestGuard.any + [.originAllowed, .sameSite, .hostPresent])
+    }
+
+    @Test("each guard refuses with its own status and code, and passes a clean request",
+          arguments: [
+              (RequestGuard.noTrace, request("TRACE"), 405, "method_not_allowed"),
+              (.noTrace, request("track"), 405, "method_not_allowed"),
+              (.noTrace, request("POST", "/api/x", ["Host: localhost", "X-HTTP-Method-Override: trace"]), 405, "method_not_allowed"),
+              (.noUserinfo, request("GET", "http://localhost@evil.example/api"), 400, "invalid_target"),
+              (.hostsAgree, request("GET", "http://other.example/api", ["Host: localhost"]), 400, "host_mismatch"),
+              (.hostAllowed, request("GET", "/api", ["Host: evil.example"]), 403, "host_not_allowed"),
+              (.hostAllowed, request("GET", "http://evil.example/api", [], http10: true), 403, "host_not_allowed"),
+              (.proxyKey, request("GET", "/api", ["Host: localhost"]), 401, "proxy_key_required"),
+              (.proxyKey, request("GET", "/api", ["Host: localhost", "X-Proxy-Key: wrong"]), 401, "proxy_key_required"),
+              (.originAllowed, request("GET", "/api", ["Host: localhost", "Origin: http://evil.example"]), 403, "origin_not_allowed"),
+              (.originAllowed, request("GET", "/api", ["Host: localhost", "Origin: null"]), 403, "origin_not_allowed"),
+              (.sameSite, request("GET", "/api", ["Host: localhost", "Sec-Fetch-Site: cross-site"]), 403, "cross_site_request"),
+              (.sameSiteOrNavigation, request("GET", "/_platform/auth", ["Host: localhost", "Sec-Fetch-Site: cross-site"]), 403, "cross_site_request"),
+              (.hostPresent, request("GET", "/api", [], http10: true), 400, "host_required"),
+          ])
+    func refusals(check: RequestGuard, refused: GuardedRequest, status: Int, code: String) {
+        let error = check.refusal(refused)
+        #expect(error?.status == status)
+        #expect(error?.errorCode == code)
+        #expect(check.refusal(request()) == nil)
+    }
+
+    @Test("the login and callback are exempt from Sec-Fetch-Site on /_platform, nothing else",
+          arguments: ["/_platform/login", "/_platform/callback"])
+    func navigationTargets(path: String) {
+        let navigation = request("GET", path, ["Host: localhost", "Sec-Fetch-Site: cross-site"])
+        #expect(RequestGuard.sameSiteOrNavigation.refusal(navigation) == nil)
+        #expect(RequestGuard.sameSite.refusal(navigation) == .crossSiteRequest)
+    }
+
+    @Test("an absolute-form target stands in for a missing Host; a present Host needs no target authority")
+    func hostPresent() {
+        #expect(RequestGuard.hostPresent.refusal(request("GET", "http://localhost/api", [], http10: true)) == nil)
+        #expect(RequestGuard.hostPresent.refusal(request("GET", "/api", ["Host: localhost"], http10: true)) == nil)
+    }
+
+    @Test("the first failing guard in order decides: TRACE before the host, the host before the key, the key before Origin")
+    func firstRefusalWins() {
+        let many = request("TRACE", "/api", ["Host: evil.example", "Origin: http://evil.example"])
+        #expect(RequestGuard.firstRefusal(RequestGuard.credentialedRoute, many)?.1.errorCode == "method_not_allowed")
+        let badHost = request("GET", "/api", ["Host: evil.example", "Origin: http://evil.example"])
+        #expect(RequestGuard.firstRefusal(RequestGuard.credentialedRoute, badHost)?.0 == .hostAllowed)
+        let noKey = request("GET", "/api", ["Host: localhost", "Origin: http://evil.example"])
+        #expect(RequestGuard.firstRefusal(RequestGuard.credentialedRoute, noKey)?.0 == .proxyKey)
+        let badOrigin = request("GET", "/api", ["Host: localhost", "X-Proxy-Key: k3y", "Origin: http://evil.example"])
+        #expect(RequestGuard.firstRefusal(RequestGuard.credentialedRoute, badOrigin)?.0 == .originAllowed)
+        #expect(RequestGuard.firstRefusal(RequestGuard.any, badOrigin) == nil)
+        #expect(RequestGuard.firstRefusal(RequestGuard.credentialedRoute, request()) == nil)
+    }
+
+    @Test("refusals by the checks every request passes are logged unrouted; the scope's own under the scope")
+    func scopedRefusals() {
+        for check in RequestGuard.allCases {
+            #expect(check.isScoped == !RequestGuard.any.contains(check), "\(check)")
+        }
+    }
+}
+
+@Suite("RequestScope")
+struct RequestScopeTests {
+    private let router = Router(routes: routes)
+
+    @Test("probes, /_platform, routes and unrouted paths get their own guard lists and log names")
+    func scopes() {
+        let probe = RequestScope(path: "/_platform/health", router: router)
+        #expect(probe.guards(routes) == RequestGuard.probe)
+        #expect(probe.routeName(routes) == Probe.route)
+        for path in ["/_platform", "/_platform/auth", "/_platform/nothing"] {
+            let scope = RequestScope(path: Substring(path), router: router)
+            #expect(scope.guards(routes) == RequestGuard.platform, "\(path)")
+            #expect(scope.routeName(routes) == "_platform")
+        }
+        let credentialed = RequestScope(path: "/api/v1", router: router)
+        #expect(credentialed.guards(routes) == RequestGuard.credentialedRoute)
+        #expect(credentialed.routeName(routes) == "api")
+        let open = RequestScope(path: "/open", router: router)
+        #expect(open.guards(routes) == RequestGuard.any)
+        #expect(open.routeName(routes) == "open")
+        let none = RequestScope(path: "/elsewhere", router: router)
+        #expect(none.guards(routes) == RequestGuard.any)
+        #expect(none.routeName(routes) == nil)
+        #expect(RequestScope(path: "/_platformX", router: router).routeName(routes) == nil)
+    }
+}

@@ -1,0 +1,102 @@
+import Testing
+@testable import Upstream
+
+/// Feeds header lines as libcurl hands them over and returns the final heads in the order the
+/// transfer would deliver them (a blank line after a status of 200 or more, once).
+private func heads(_ lines: [String]) -> [UpstreamResponseHead] {
+    var head = UpstreamResponseHead(status: 0)
+    var delivered: [UpstreamResponseHead] = []
+    for line in lines {
+        let kind = Array(line.utf8).withUnsafeBytes { head.read(line: $0) }
+        if kind == .end, head.status >= 200, delivered.isEmpty { delivered.append(head) }
+    }
+    return delivered
+}
+
+private func read(_ line: String, into head: inout UpstreamResponseHead) -> UpstreamResponseHead.Line {
+    Array(line.utf8).withUnsafeBytes { head.read(line: $0) }
+}
+
+@Suite("UpstreamResponseHead.read(line:)")
+struct ResponseHeadLinesTests {
+    @Test("a status line and fields make the head; the blank line ends it")
+    func simpleHead() {
+        let got = heads(["HTTP/1.1 201 Created\r\n", "Content-Type: text/plain\r\n", "X-A: 1\r\n", "\r\n"])
+        #expect(got.count == 1)
+        #expect(got.first?.status == 201)
+        #expect(got.first?.headers.map(\.name) == ["Content-Type", "X-A"])
+        #expect(got.first?.first("content-type") == "text/plain")
+    }
+
+    @Test("1xx heads are skipped: their fields do not leak into the final head")
+    func informationalSkipped() {
+        let got = heads(["HTTP/1.1 100 Continue\r\n", "\r\n", "HTTP/1.1 103 Early Hints\r\n", "Link: </a>; rel=preload\r\n", "\r\n",
+                         "HTTP/1.1 200 OK\r\n", "Content-Length: 3\r\n", "\r\n"])
+        #expect(got.count == 1)
+        #expect(got.first?.status == 200)
+        #expect(got.first?.headers.map(\.name) == ["Content-Length"])
+        #expect(got.first?.contentLength == 3)
+    }
+
+    @Test("curl's HTTP/2 status line names the status too")
+    func http2StatusLine() {
+        var head = UpstreamResponseHead(status: 0)
+        #expect(read("HTTP/2 204 \r\n", into: &head) == .statusLine)
+        #expect(head.status == 204)
+    }
+
+    @Test("a status that is not exactly three digits from 100 gives no head (a 502)",
+          arguments: ["HTTP/1.1 99999999999999 Big\r\n", "HTTP/1.1 20 Short\r\n", "HTTP/1.1 099 Low\r\n", "HTTP/1.1 abc Word\r\n",
+                      "HTTP/1.1 2000 Long\r\n"])
+    func badStatus(line: String) {
+        #expect(heads([line, "X: y\r\n", "\r\n"]).isEmpty)
+    }
+
+    @Test("the line ending may be CRLF, LF or repeated; value whitespace is trimmed")
+    func lineEndings() {
+        var head = UpstreamResponseHead(status: 0)
+        _ = read("HTTP/1.1 200 OK\n", into: &head)
+        #expect(read("A:  spaced \t\r\n", into: &head) == .field)
+        #expect(read("B:\tx\n", into: &head) == .field)
+        #expect(read("C: y\r\n\r\n", into: &head) == .field)
+        #expect(read("D:\r\n", into: &head) == .field)
+        #expect(read("\n", into: &head) == .end)
+        #expect(head.headers.map(\.value) == ["spaced", "x", "y", ""])
+    }
+
+    @Test("folded, nameless and non-token lines are dropped, never relayed",
+          arguments: [" folded continuation\r\n", "\tfolded: too\r\n", ": no name\r\n", "Bad Name: x\r\n", "Bad\"Name: x\r\n",
+                      "no colon at all\r\n", "X-Nul: a\u{0}b\r\n", "X-CR: a\rb\r\n", "Név: x\r\n"])
+    func droppedLines(line: String) {
+        var head = UpstreamResponseHead(status: 0)
+        _ = read("HTTP/1.1 200 OK\r\n", into: &head)
+        #expect(read(line, into: &head) == .dropped)
+        #expect(head.fields.isEmpty)
+    }
+
+    @Test("odd but valid names keep their bytes and case; a colon in the value stays")
+    func oddNames() {
+        var head = UpstreamResponseHead(status: 0)
+        _ = read("HTTP/1.1 200 OK\r\n", into: &head)
+        #expect(read("x-!#$%&'*+-.^_`|~9: a:b\r\n", into: &head) == .field)
+        #expect(head.headers.first?.name == "x-!#$%&'*+-.^_`|~9")
+        #expect(head.headers.first?.value == "a:b")
+    }
+
+    @Test("a second status line (a new head) forgets the fields of the first")
+    func newHeadResets() {
+        var head = UpstreamResponseHead(status: 0)
+        _ = read("HTTP/1.1 401 Unauthorized\r\n", into: &head)
+        _ = read("WWW-Authenticate: Bearer\r\n", into: &head)
+        _ = read("HTTP/1.1 200 OK\r\n", into: &head)
+        #expect(head.status == 200)
+        #expect(head.fields.isEmpty)
+    }
+
+    @Test("only the first final head is delivered; trailers after it are not a second head")
+    func oneFinalHead() {
+        let got = heads(["HTTP/1.1 200 OK\r\n", "A: 1\r\n", "\r\n", "Trailer-Field: t\r\n", "\r\n"])
+        #expect(got.count == 1)
+        #expect(got.first?.headers.map(\.name) == ["A"])
+    }
+}
