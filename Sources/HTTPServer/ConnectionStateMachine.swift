@@ -51,6 +51,10 @@ public struct ConnectionStateMachine: Sendable {
         case streaming(Writer)
         /// The response was fully queued.
         case complete
+
+        /// Pattern matches, cheaper on the hot path than the synthesized `==`.
+        var isPending: Bool { if case .pending = self { true } else { false } }
+        var isComplete: Bool { if case .complete = self { true } else { false } }
     }
 
     /// One request and its response, progressing independently (an early response drains the
@@ -138,7 +142,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// Whether the connection is closed (or decided to close now).
-    public var isClosed: Bool { state == .closed }
+    public var isClosed: Bool { if case .closed = state { true } else { false } }
 
     /// Whether nothing more is read because the connection closes after its output.
     public var isClosing: Bool { if case .closing = state { true } else { false } }
@@ -160,13 +164,13 @@ public struct ConnectionStateMachine: Sendable {
     /// Whether the request body is read now: it flows, or the response ended and the rest is drained.
     public var readsBody: Bool {
         guard case .exchange(let exchange) = state, case .body(let flow, _, _) = exchange.request else { return false }
-        return flow == .flowing || exchange.response == .complete
+        return flow == .flowing || exchange.response.isComplete
     }
 
     /// Whether body bytes go to the handler (not once its response ended: they are only drained).
     public var deliversBody: Bool {
         guard case .exchange(let exchange) = state, case .body = exchange.request else { return false }
-        return exchange.response != .complete
+        return !exchange.response.isComplete
     }
 
     /// Whether the body the handler paused is held.
@@ -178,11 +182,11 @@ public struct ConnectionStateMachine: Sendable {
     /// Whether the socket should be read. `inputFull`: the input buffer holds as much as it may
     /// (pipelined requests wait behind the current response).
     public func wantsRead(inputFull: Bool) -> Bool {
-        guard output == .drained else { return false }
+        if case .blocked = output { return false }
         switch state {
         case .accepted, .idle, .readingHead: return true
         case .exchange(let exchange):
-            if case .body(let flow, _, _) = exchange.request { return flow == .flowing || exchange.response == .complete }
+            if case .body(let flow, _, _) = exchange.request { return flow == .flowing || exchange.response.isComplete }
             // Read on while the response is pending: a FIN (client gone) is noticed at once.
             return !inputFull
         case .closing, .closed: return false
@@ -216,7 +220,7 @@ public struct ConnectionStateMachine: Sendable {
     /// it was already answered.
     public mutating func handlerReturned() -> Action {
         guard case .exchange(var exchange) = state, case .body(let flow, .owed, let last) = exchange.request,
-              exchange.response == .pending else { return .none }
+              exchange.response.isPending else { return .none }
         exchange.request = .body(flow, .sent, lastProgress: last)
         state = .exchange(exchange)
         return .sendContinue
@@ -242,7 +246,7 @@ public struct ConnectionStateMachine: Sendable {
     public mutating func bodyEnded(now: NanoTime) -> Action {
         guard case .exchange(var exchange) = state, case .body = exchange.request else { return .none }
         exchange.request = .complete
-        if exchange.response == .complete { return exchangeComplete(now: now, exchange.persistence) }
+        if exchange.response.isComplete { return exchangeComplete(now: now, exchange.persistence) }
         state = .exchange(exchange)
         return .none
     }
@@ -251,7 +255,7 @@ public struct ConnectionStateMachine: Sendable {
 
     /// A response head was queued. `closeDelimited`: its body ends with the connection (HTTP/1.0, no length).
     public mutating func responseStarted(closeDelimited: Bool = false) {
-        guard case .exchange(var exchange) = state, exchange.response == .pending else { return }
+        guard case .exchange(var exchange) = state, exchange.response.isPending else { return }
         exchange.response = .streaming(.ready)
         if closeDelimited { exchange.persistence = .close }
         state = .exchange(exchange)
@@ -293,7 +297,7 @@ public struct ConnectionStateMachine: Sendable {
 
     /// A write could not complete: a reader that stays stalled times out.
     public mutating func outputBlocked(now: NanoTime) {
-        if output == .drained { output = .blocked(since: now) }
+        if case .drained = output { output = .blocked(since: now) }
     }
 
     /// Queued output shrank below the low-water mark (`empty`: all of it was written).
@@ -305,7 +309,7 @@ public struct ConnectionStateMachine: Sendable {
                 return .close(reason: reason)
             }
         }
-        guard case .exchange(var exchange) = state, exchange.response == .streaming(.waiting) else { return .none }
+        guard case .exchange(var exchange) = state, case .streaming(.waiting) = exchange.response else { return .none }
         exchange.response = .streaming(.ready)
         state = .exchange(exchange)
         return .notifyWritable
@@ -367,7 +371,7 @@ public struct ConnectionStateMachine: Sendable {
 
     /// Close now (an I/O error, the shutdown deadline).
     public mutating func closeNow(reason: String?) -> Action {
-        guard state != .closed else { return .none }
+        if case .closed = state { return .none }
         state = .closed
         return .close(reason: reason)
     }

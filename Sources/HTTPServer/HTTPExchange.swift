@@ -66,19 +66,24 @@ public final class HTTPExchange {
     }
 
     /// Whether a response head was queued.
-    public var responseStarted: Bool { progress != .pending }
+    public var responseStarted: Bool { if case .pending = progress { false } else { true } }
     /// Whether the response ended.
-    public var responseEnded: Bool { progress == .ended }
+    public var responseEnded: Bool { if case .ended = progress { true } else { false } }
     /// Whether the connection went away before the response ended.
-    public var isAborted: Bool { progress == .aborted }
+    public var isAborted: Bool { if case .aborted = progress { true } else { false } }
     /// Whether the outcome was reported (ended or aborted).
-    var isFinished: Bool { progress == .ended || progress == .aborted }
+    var isFinished: Bool {
+        switch progress {
+        case .ended, .aborted: true
+        case .pending, .started: false
+        }
+    }
     /// Whether the request method is HEAD (a response carries no body).
     public var isHeadRequest: Bool { head.methodIs("HEAD") }
 
     /// Sends a whole response; `Content-Length` (and `Connection: close` when closing) are added.
     public func respond(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
-        guard let connection, progress == .pending else { return }
+        guard let connection, !responseStarted else { return }
         body.withUnsafeBytes { connection.respond(self, status: status, headers: headers, body: $0) }
     }
 
@@ -102,7 +107,7 @@ public final class HTTPExchange {
     /// Starts a streamed response whose fields `writeFields` appends as `Name: value\r\n` lines
     /// (the caller vouches they hold no CR, LF or NUL); framing fields are added after them.
     public func startResponse(status: Int, framing: ResponseFraming, writeFields: (inout [UInt8]) -> Void) {
-        guard let connection, progress == .pending else { return }
+        guard let connection, !responseStarted else { return }
         connection.startResponse(self, status: status, framing: framing, writeFields: writeFields)
     }
 
