@@ -21,21 +21,9 @@ bench_init
 ensure_tools nginx wrk
 NEW_BIN="$(build_release)"
 TOKEN="bench-token-0123456789abcdef"
-read -r UP_PORT NEW_PORT BASE_PORT <<<"$(free_ports 3)"
-start_nginx "$UP_PORT" "default_type application/json; return 200 '{\"status\":\"ok\"}';"
-
-config() { # PORT
-    cat <<JSON
-{
-  "listen": ["127.0.0.1:$1"],
-  "workers": ${PROXY_WORKERS:-0},
-  ${PROXY_LOG_KEY-"\"log\": {\"access\": false},"}
-  "provider": {"grant": "static", "accessToken": "$TOKEN"},
-  "limits": {"maxConnections": 20000},
-  "routes": [{"name": "bench", "path": "/", "upstream": "http://127.0.0.1:$UP_PORT/", "credential": "access_token"}]
-}
-JSON
-}
+read -r NEW_PORT BASE_PORT <<<"$(free_ports 2)"
+start_bench_upstream http
+config() { bench_proxy_config "$1" "$UPSTREAM_URL"; }
 start_proxy "$NEW_BIN" "$NEW_PORT" "$(config "$NEW_PORT")" proxy-new --log-level warning
 NEW_PID=$PROXY_PID
 start_proxy "$BASE_BIN" "$BASE_PORT" "$(config "$BASE_PORT")" proxy-base --log-level warning

@@ -27,22 +27,7 @@ TOKEN="bench-token-0123456789abcdef"
 
 # UPSTREAM=https: the upstream is nginx over TLS (h2 by ALPN, a private CA made here) instead.
 UPSTREAM="${UPSTREAM:-http}"
-UP_PORT="$(free_port)"
-UPSTREAM_URL="http://127.0.0.1:$UP_PORT/"
-if [[ $UPSTREAM == https ]]; then
-    ensure_tools openssl
-    make_test_ca "$BENCH_DIR/tls"
-    UP_TLS_PORT="$(free_port)"
-    UPSTREAM_URL="https://127.0.0.1:$UP_TLS_PORT/"
-    export CURL_CA_BUNDLE="$BENCH_DIR/tls/ca.pem"
-    NGINX_HTTP_EXTRA="server {
-        listen 127.0.0.1:$UP_TLS_PORT ssl http2;
-        ssl_certificate $BENCH_DIR/tls/server.pem;
-        ssl_certificate_key $BENCH_DIR/tls/server.key;
-        location / { default_type application/json; return 200 '{\"status\":\"ok\"}'; }
-    }"
-fi
-NGINX_HTTP_EXTRA="${NGINX_HTTP_EXTRA:-}" start_nginx "$UP_PORT" "default_type application/json; return 200 '{\"status\":\"ok\"}';"
+start_bench_upstream "$UPSTREAM"
 
 # client PORT N: N keep-alive GETs, each answered 200.
 client() {

@@ -8,6 +8,8 @@
 #   start_nginx PORT CONF_SNIPPET   # sets NGINX_PID
 #   start_proxy BIN PORT CONFIG_JSON [NAME [ARGS...]]  # sets PROXY_PID
 #   make_test_ca DIR                # throwaway CA + server cert for 127.0.0.1/localhost
+#   start_bench_upstream http|https # nginx upstream for a proxy benchmark; sets UPSTREAM_URL
+#   bench_proxy_config PORT URL     # the benchmarks' platform-proxy config (static token, no access log)
 #   rss_tree_kb PID                 # RSS of PID and its children (nginx workers)
 #   pss_tree_kb PID                 # the same as PSS (shared pages split among their mappers)
 #   free_ports N                    # N distinct free loopback ports
@@ -245,6 +247,45 @@ rss_tree_kb() {
         total=$((total + ${kb:-0}))
     done
     echo "$total"
+}
+
+# start_bench_upstream http|https: nginx answering every request with a small JSON body, plainly
+# or (https) over TLS with h2 by ALPN and a private CA made here, which libcurl is told to trust
+# through CURL_CA_BUNDLE. Sets UPSTREAM_URL (and NGINX_PID).
+start_bench_upstream() {
+    local port tls_port
+    read -r port tls_port <<<"$(free_ports 2)"
+    UPSTREAM_URL="http://127.0.0.1:$port/"
+    local extra=""
+    if [[ $1 == https ]]; then
+        ensure_tools openssl
+        make_test_ca "$BENCH_DIR/tls"
+        UPSTREAM_URL="https://127.0.0.1:$tls_port/"
+        export CURL_CA_BUNDLE="$BENCH_DIR/tls/ca.pem"
+        extra="server {
+        listen 127.0.0.1:$tls_port ssl http2;
+        ssl_certificate $BENCH_DIR/tls/server.pem;
+        ssl_certificate_key $BENCH_DIR/tls/server.key;
+        location / { default_type application/json; return 200 '{\"status\":\"ok\"}'; }
+    }"
+    fi
+    NGINX_HTTP_EXTRA="$extra" start_nginx "$port" "default_type application/json; return 200 '{\"status\":\"ok\"}';"
+}
+
+# bench_proxy_config PORT UPSTREAM_URL: the benchmarks' platform-proxy config: one listener, a
+# route with a static token to UPSTREAM_URL, access log off (PROXY_LOG_KEY= leaves the "log" key
+# out, for binaries older than it), PROXY_WORKERS loops (0: one per CPU).
+bench_proxy_config() {
+    cat <<JSON
+{
+  "listen": ["127.0.0.1:$1"],
+  "workers": ${PROXY_WORKERS:-0},
+  ${PROXY_LOG_KEY-"\"log\": {\"access\": false},"}
+  "provider": {"grant": "static", "accessToken": "${TOKEN:-bench-token-0123456789abcdef}"},
+  "limits": {"maxConnections": 20000},
+  "routes": [{"name": "bench", "path": "/", "upstream": "$2", "credential": "access_token"}]
+}
+JSON
 }
 
 # make_test_ca DIR: a throwaway CA (DIR/ca.pem) and a server certificate for 127.0.0.1 and

@@ -22,27 +22,9 @@ ensure_tools nginx wrk perf
 PROXY_BIN="$(build_release)"
 TOKEN="bench-token-0123456789abcdef"
 
-read -r UP_PORT UP_TLS_PORT PROXY_PORT <<<"$(free_ports 3)"
-UPSTREAM_URL="http://127.0.0.1:$UP_PORT/"
-if [[ $UPSTREAM == https ]]; then
-    ensure_tools openssl
-    make_test_ca "$BENCH_DIR/tls"
-    UPSTREAM_URL="https://127.0.0.1:$UP_TLS_PORT/"
-    export CURL_CA_BUNDLE="$BENCH_DIR/tls/ca.pem"
-    NGINX_HTTP_EXTRA="server {
-        listen 127.0.0.1:$UP_TLS_PORT ssl http2;
-        ssl_certificate $BENCH_DIR/tls/server.pem;
-        ssl_certificate_key $BENCH_DIR/tls/server.key;
-        location / { default_type application/json; return 200 '{\"status\":\"ok\"}'; }
-    }"
-fi
-NGINX_HTTP_EXTRA="${NGINX_HTTP_EXTRA:-}" start_nginx "$UP_PORT" "default_type application/json; return 200 '{\"status\":\"ok\"}';"
-
-start_proxy "$PROXY_BIN" "$PROXY_PORT" "{
-  \"listen\": [\"127.0.0.1:$PROXY_PORT\"], \"log\": {\"access\": false}, \"limits\": {\"maxConnections\": 20000},
-  \"provider\": {\"grant\": \"static\", \"accessToken\": \"$TOKEN\"},
-  \"routes\": [{\"name\": \"bench\", \"path\": \"/\", \"upstream\": \"$UPSTREAM_URL\", \"credential\": \"access_token\"}]
-}" perf-proxy --log-level warning
+PROXY_PORT="$(free_port)"
+start_bench_upstream "$UPSTREAM"
+start_proxy "$PROXY_BIN" "$PROXY_PORT" "$(bench_proxy_config "$PROXY_PORT" "$UPSTREAM_URL")" perf-proxy --log-level warning
 
 # Warm the connection pools, then record while wrk runs.
 WRK_DURATION=2s run_wrk warm "http://127.0.0.1:$PROXY_PORT/" >/dev/null

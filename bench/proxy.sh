@@ -185,18 +185,7 @@ wait_http "http://127.0.0.1:$HAP_PORT/" 10 || { cat "$BENCH_DIR/haproxy.log" >&2
 # instance per case (routes are per process), the https one trusting the CA by CURL_CA_BUNDLE.
 # PROXY_LOG_KEY= (empty) leaves the "log" key out, for binaries older than it (--log-level
 # warning keeps their access log off too), to compare builds.
-proxy_config() { # PORT UPSTREAM_URL
-    cat <<JSON
-{
-  "listen": ["127.0.0.1:$1"],
-  "workers": ${PROXY_WORKERS:-0},
-  ${PROXY_LOG_KEY-"\"log\": {\"access\": false},"}
-  "provider": {"grant": "static", "accessToken": "$TOKEN"},
-  "limits": {"maxConnections": 20000},
-  "routes": [{"name": "bench", "path": "/", "upstream": "$2", "credential": "access_token"}]
-}
-JSON
-}
+proxy_config() { bench_proxy_config "$@"; }
 start_proxy "$PROXY_BIN" "$PROXY_PORT" "$(proxy_config "$PROXY_PORT" "http://127.0.0.1:$UP_PORT/")" proxy-plain --log-level warning
 PLAT_PID=$PROXY_PID
 PLAT_TLS_PID=""

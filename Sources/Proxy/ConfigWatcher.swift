@@ -3,13 +3,18 @@ import Glibc
 /// Notices when the config file changes, so a config mounted from a Kubernetes ConfigMap (which
 /// cannot send SIGHUP) reloads like a SIGHUP. inotify watches the file's directory — a ConfigMap
 /// update swaps a `..data` symlink there rather than writing the file — and, when the path is a
-/// symlink, the directory it resolves into. Any event only prompts a comparison of the file's
-/// bytes with those last seen, so editors' temporary files and touch(1) cause no reload.
+/// symlink, the directory it resolves into. Only events that name the file, its target or the
+/// ConfigMap's `..data` prompt a comparison of the file's bytes with those last seen, so busy
+/// neighbours cost nothing and editors' temporary files and touch(1) cause no reload.
 final class ConfigWatcher {
     /// The inotify descriptor to poll for readability.
     let fd: CInt
     private let path: String
     private var lastBytes: [UInt8]?
+    /// The entry names whose events matter: the file's, its resolved target's, and a ConfigMap's
+    /// `..data` symlink. Others in the same directories (a log, a database) are ignored without
+    /// reading the file.
+    private var names: Set<String>
 
     /// Events that can mean new contents at `path`.
     private static let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_MODIFY)
@@ -20,10 +25,12 @@ final class ConfigWatcher {
         guard fd >= 0 else { return nil }
         self.fd = fd
         self.path = path
+        names = [Self.name(of: path), "..data"]
         var directories = [Self.directory(of: path)]
         if let real = realpath(path, nil) {
             let resolved = String(cString: real)
             free(real)
+            names.insert(Self.name(of: resolved))
             if !directories.contains(Self.directory(of: resolved)) { directories.append(Self.directory(of: resolved)) }
         }
         var watching = false
@@ -37,16 +44,36 @@ final class ConfigWatcher {
 
     deinit { close(fd) }
 
-    /// Reads and discards the pending events; true when there were any.
+    /// Reads and discards the pending events; true when one of them may concern the file.
     func drainEvents() -> Bool {
         var buffer = [UInt8](repeating: 0, count: 4096)
-        var any = false
+        var relevant = false
         while true {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n > 0 { any = true; continue }
+            if n > 0 {
+                if !relevant { relevant = Self.concerns(buffer[0..<n], names: names) }
+                continue
+            }
             if n < 0 && errno == EINTR { continue }
-            return any
+            return relevant
         }
+    }
+
+    /// Whether a batch of `struct inotify_event` records names one of `names`, has no name
+    /// (the directory itself), or reports a queue overflow (events were lost).
+    static func concerns(_ events: ArraySlice<UInt8>, names: Set<String>) -> Bool {
+        let header = MemoryLayout<inotify_event>.size
+        var offset = events.startIndex
+        while offset + header <= events.endIndex {
+            let mask = events.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset - events.startIndex + 4, as: UInt32.self) }
+            let length = Int(events.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset - events.startIndex + 12, as: UInt32.self) })
+            if mask & UInt32(IN_Q_OVERFLOW) != 0 || length == 0 { return true }
+            let nameBytes = events[(offset + header)..<min(offset + header + length, events.endIndex)]
+            let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
+            if names.contains(name) { return true }
+            offset += header + length
+        }
+        return false
     }
 
     /// Whether the file's bytes differ from those last seen (a missing file is no change: a
@@ -59,6 +86,11 @@ final class ConfigWatcher {
 
     /// Records the bytes a SIGHUP reload read, so the watcher does not reload them again.
     func noteReloaded() { lastBytes = Self.contents(path) }
+
+    private static func name(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
 
     private static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return "/" }

@@ -89,6 +89,24 @@ struct EasyHandleHeaderListTests {
         #expect(listed(handle) == ["X-A: 1", "X-Empty;", "Authorization: Bearer t", "Expect:", "accept:"])
     }
 
+    @Test("header list holds every line in order when it outgrows its node storage")
+    func headerListGrows() {
+        let handle = EasyHandle()
+        let many = (0..<40).map { "X-Field-\($0): value \($0)" }
+        handle.setHeaders(HeaderLines(many), HeaderLines(["Authorization: Bearer t"]),
+                          blankAccept: true, blankContentType: false, blankExpect: true)
+        #expect(listed(handle) == many + ["Authorization: Bearer t", "Expect:", "accept:"])
+        handle.setHeaders(HeaderLines(["A: 1"]), HeaderLines(), blankAccept: false, blankContentType: true, blankExpect: false)
+        #expect(listed(handle) == ["A: 1", "content-type:"])
+    }
+
+    @Test("no lines hands curl no list")
+    func emptyList() {
+        let handle = EasyHandle()
+        handle.setHeaders(HeaderLines(), HeaderLines(), blankAccept: false, blankContentType: false, blankExpect: false)
+        #expect(handle.headerList == nil)
+    }
+
     @Test("the list grows past its first capacity and is rebuilt, not appended to, per request")
     func growthAndReuse() {
         let handle = EasyHandle()
