@@ -11,7 +11,8 @@
 #   bench/cost-profile.sh                       # N1=300 N2=1300, top 30 functions
 #   TOP=60 bench/cost-profile.sh
 #   UPSTREAM=https bench/cost-profile.sh        # the upstream over TLS (h2), as bench/proxy.sh's https case
-#   BASE_BIN=/path/to/older/platform-proxy bench/cost-profile.sh   # the same counts for another build
+#   BASE_BIN=/path/to/older/platform-proxy bench/cost-profile.sh   # the same counts for another build,
+#                                               # and the functions whose cost moved most between them
 #   PLATFORM_PROXY_RELEASE_BIN=/path/to/platform-proxy bench/cost-profile.sh   # skip the build
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -109,8 +110,9 @@ profile() {
     for f in 1 2; do
         callgrind_annotate --auto=no --threshold=100 "$BENCH_DIR/cg-$f.out" >"$BENCH_DIR/annotate-$f.txt" 2>/dev/null
     done
-    python3 - "$BENCH_DIR/annotate-1.txt" "$BENCH_DIR/annotate-2.txt" "$N1" "$N2" "$TOP" "$(basename "$binary")" <<'PY'
-import re, subprocess, sys
+    python3 - "$BENCH_DIR/annotate-1.txt" "$BENCH_DIR/annotate-2.txt" "$N1" "$N2" "$TOP" "$(basename "$binary")" \
+        "$BENCH_DIR/functions-${label// /-}.json" <<'PY'
+import json, re, subprocess, sys
 from collections import defaultdict
 
 def read(path):
@@ -169,9 +171,23 @@ print(f"  top {top} functions (self instructions per request):")
 for (obj, name), v in sorted(per.items(), key=lambda kv: -kv[1])[:top]:
     label = pretty.get(name, name)
     print(f"    {v:8,.0f}  {library(obj)[:14]:14}  {label[:110]}")
+# Kept for the comparison with the base build: per function, ours keyed by name alone (the two
+# binaries have different names), libraries by object and name.
+json.dump({f"{library(obj)}|{pretty.get(name, name)}": v for (obj, name), v in per.items()}, open(sys.argv[7], "w"))
 PY
     strace_run "$binary" "$N2"
 }
 
 profile "$PROXY_BIN" "this build"
-[[ -z "${BASE_BIN:-}" ]] || profile "$BASE_BIN" "base"
+if [[ -n "${BASE_BIN:-}" ]]; then
+    profile "$BASE_BIN" "base"
+    echo "== the functions that moved most, this build minus base (self instructions per request)"
+    python3 - "$BENCH_DIR/functions-this-build.json" "$BENCH_DIR/functions-base.json" "$TOP" <<'PY'
+import json, sys
+new, base, top = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+moved = sorted(((new.get(k, 0) - base.get(k, 0), k) for k in set(new) | set(base)), key=lambda d: -abs(d[0]))
+for delta, key in moved[:top]:
+    library, _, name = key.partition("|")
+    print(f"    {delta:+8,.0f}  {library[:14]:14}  {name[:110]}")
+PY
+fi
