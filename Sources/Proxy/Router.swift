@@ -3,7 +3,7 @@ import Credentials
 
 /// A route compiled once per config: its settings, its credential injector, the prefix it
 /// matches and the provider whose tokens it carries.
-public struct CompiledRoute: Sendable {
+public final class CompiledRoute: Sendable {
     /// The route as configured.
     public let config: RouteConfiguration
     /// Its position in `configuration.routes` (per-route caches are indexed by it).
