@@ -100,3 +100,14 @@ struct ResponseHeadLinesTests {
         #expect(got.first?.headers.map(\.name) == ["A"])
     }
 }
+
+@Suite("UpstreamResponseHead token bytes")
+struct ResponseHeadTokenByteTests {
+    @Test("the tchar bit masks agree with RFC 9110 for every byte value")
+    func everyByte() {
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        for byte in UInt8.min...UInt8.max {
+            #expect(UpstreamResponseHead.isTokenByte(byte) == tchar.contains(byte), "byte \(byte)")
+        }
+    }
+}
