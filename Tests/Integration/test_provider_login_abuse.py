@@ -166,6 +166,14 @@ def test_probes_answer_before_the_guards_and_the_rest_after(start_proxy, idp_fac
     # A cross-site navigation to the login is allowed (an app page links to it) …
     r = http_call(p.base + "/_platform/login", headers={"X-Proxy-Key": "k", "Sec-Fetch-Site": "cross-site"})
     assert r.status == 302, r
+    # … but not an <img> or a fetch from another site: each would start a login.
+    for mode in ("no-cors", "cors"):
+        r = http_call(p.base + "/_platform/login", headers={"X-Proxy-Key": "k", "Sec-Fetch-Site": "cross-site",
+                                                            "Sec-Fetch-Mode": mode})
+        assert r.status == 403 and r.json()["error"] == "cross_site_request", r
+    r = http_call(p.base + "/_platform/login", headers={"X-Proxy-Key": "k", "Sec-Fetch-Site": "cross-site",
+                                                        "Sec-Fetch-Mode": "navigate"})
+    assert r.status == 302, r
     # … a cross-site logout is not.
     r = http_call(p.base + "/_platform/logout", method="POST", headers={"X-Proxy-Key": "k", "Sec-Fetch-Site": "cross-site"})
     assert r.status == 403, r
