@@ -231,3 +231,18 @@ def test_head_on_the_auth_event_stream_ends_after_its_head_and_the_connection_go
     assert out.startswith(b"HTTP/1.1 200"), out
     assert b"event: state" not in out, out
     assert out.count(b"HTTP/1.1 200") == 2 and out.endswith(b'{"status":"ok"}'), out
+
+
+def test_logout_with_only_static_providers_says_there_is_no_login_instead_of_logged_out(start_proxy, tmp_path):
+    port = free_port()
+    config = {"listen": [f"127.0.0.1:{port}"], "stateDirectory": str(tmp_path / "s"),
+              "providers": {"a": {"grant": "static", "accessToken": "ta"}, "b": {"grant": "static", "accessToken": "tb"}},
+              "routes": [{"name": "a", "path": "/a/", "upstream": "http://127.0.0.1:9/", "credential": "access_token",
+                          "provider": "a"},
+                         {"name": "b", "path": "/b/", "upstream": "http://127.0.0.1:9/", "credential": "access_token",
+                          "provider": "b"}]}
+    start_proxy(config)
+    r = http_call(f"http://127.0.0.1:{port}/_platform/logout", method="POST")
+    assert r.status == 404 and r.json()["error"] == "login_unavailable", r
+    auth = http_call(f"http://127.0.0.1:{port}/_platform/auth").json()
+    assert {n: f["state"] for n, f in auth["providers"].items()} == {"a": "logged_in", "b": "logged_in"}, auth
