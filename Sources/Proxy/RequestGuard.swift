@@ -132,6 +132,14 @@ enum RequestScope {
         }
     }
 
+    /// Whether the proxy answers the request itself (a probe or another `/_platform` path).
+    var isPlatform: Bool {
+        switch self {
+        case .probe, .platform: true
+        case .route, .unrouted: false
+        }
+    }
+
     /// The ordered guards of this scope.
     func guards(_ routes: [RouteConfiguration]) -> [RequestGuard] {
         switch self {

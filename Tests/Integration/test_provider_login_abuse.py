@@ -147,6 +147,10 @@ def test_every_platform_path_answers_every_method_with_a_json_error_or_its_handl
         answer = raw(p.port, f"TRACE {path} HTTP/1.1\r\nHost: 127.0.0.1:{p.port}\r\nConnection: close\r\n\r\n".encode())
         if b" 405 " not in answer.split(b"\r\n")[0]:
             problems.append(("TRACE", path, answer.split(b"\r\n")[0]))
+        # Its Allow is the endpoint's own, as for any other method it does not take.
+        allow = [l for l in answer.split(b"\r\n\r\n")[0].split(b"\r\n") if l.lower().startswith(b"allow:")]
+        if path.startswith("/_platform/") and allow != [b"Allow: GET"]:
+            problems.append(("TRACE Allow", path, allow))
     # HEAD on a GET endpoint: its headers, no body.
     for path in gets:
         answer = raw(p.port, f"HEAD {path} HTTP/1.1\r\nHost: 127.0.0.1:{p.port}\r\nConnection: close\r\n\r\n".encode())
@@ -246,3 +250,44 @@ def test_logout_with_only_static_providers_says_there_is_no_login_instead_of_log
     assert r.status == 404 and r.json()["error"] == "login_unavailable", r
     auth = http_call(f"http://127.0.0.1:{port}/_platform/auth").json()
     assert {n: f["state"] for n, f in auth["providers"].items()} == {"a": "logged_in", "b": "logged_in"}, auth
+
+
+def test_a_route_carries_only_its_providers_token_across_a_reload_and_a_redirect(start_proxy, main_upstream,
+                                                                                 other_upstream, tmp_path):
+    import copy
+    import signal
+    config = {
+        "listen": ["127.0.0.1:0"],
+        "stateDirectory": str(tmp_path / "state"),
+        "providers": {"a": {"grant": "static", "accessToken": "token-a"},
+                      "b": {"grant": "static", "accessToken": "token-b"}},
+        "routes": [{"name": "ra", "path": "/a/", "upstream": main_upstream.url("/a/"), "credential": "access_token",
+                    "provider": "a", "headers": ["Authorization"]},
+                   {"name": "rb", "path": "/b/", "upstream": other_upstream.url("/b/"), "credential": "access_token",
+                    "provider": "b", "headers": ["Authorization"]}],
+    }
+    server = start_proxy(config)
+
+    def sent(upstream, path):
+        upstream.clear()
+        assert server.get(path).status == 200
+        return upstream.wait_for(lambda records: records and records[-1]).header("Authorization")
+
+    assert sent(main_upstream, "/a/x") == "Bearer token-a"
+    # a's upstream redirects to b's host: followed as GET, without a's token (b's host is not a's).
+    to_b = other_upstream.url("/b/echo")
+    other_upstream.clear()
+    r = server.get("/a/redirect?" + urlencode({"to": to_b, "status": 302}))
+    assert r.status == 200, r
+    record = other_upstream.wait_for(lambda records: records and records[-1])
+    assert record.header("Authorization") is None, record.header("Authorization")
+    # A reload moves route ra to provider b: from then on it carries b's token, never a's.
+    cfg = copy.deepcopy(server.config)
+    cfg["routes"][0]["provider"] = "b"
+    tmp = server.config_path.with_name(server.config_path.name + ".new")
+    tmp.write_text(json.dumps(cfg))
+    tmp.replace(server.config_path)
+    server.signal(signal.SIGHUP)
+    wait_until(lambda: server.log_events("config_reloaded"), timeout=5, what="reloaded")
+    for _ in range(6):
+        assert sent(main_upstream, "/a/x") == "Bearer token-b"
