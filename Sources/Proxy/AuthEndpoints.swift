@@ -93,6 +93,8 @@ extension ProxyHandler {
             if named == nil && severalProviders {
                 // No parameter: every provider with a login to end.
                 managers = providerNames.compactMap { slot($0).manager }
+                // Only static providers: nothing can be logged out (as with one static provider).
+                guard !managers.isEmpty else { return managerOrFail(exchange, nil) == nil }
             } else {
                 guard let manager = managerOrFail(exchange, named) else { return true }
                 managers = [manager]

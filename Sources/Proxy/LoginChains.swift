@@ -47,11 +47,13 @@ public final class LoginChains: Sendable {
         }
     }
 
-    /// Remembers that `state` is `provider`'s login, part of `chain` when given.
+    /// Remembers that `state` is `provider`'s login, part of `chain` when given (which then
+    /// lives as long as this state: a later step may start just before the chain's ten minutes end).
     func bind(state: String, provider: String, chain: UInt64?, now: Double) {
         table.withLock { table in
             prune(&table, now: now)
             table.states[state] = Binding(provider: provider, chain: chain, expires: now + Self.lifetime)
+            if let chain { table.chains[chain]?.expires = now + Self.lifetime }
         }
     }
 

@@ -194,6 +194,9 @@ extension ProxyHandler {
         exchange.startResponse(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
                                                       ("X-Request-ID", exchange.info?.requestID ?? "")],
                                framing: .streamed)
+        // HEAD gets the head only: held open, it would never end and the next request on its
+        // connection would wait forever.
+        if exchange.isHeadRequest { return exchange.endResponse() }
         // A client that hangs up ends the exchange; `finished` takes it off the list.
         eventStreams.append(exchange)
         let first = slot(nil)

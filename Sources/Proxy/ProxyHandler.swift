@@ -76,6 +76,10 @@ public final class ProxyHandler: HTTPHandler {
         let request = GuardedRequest(head: head, target: target, access: runtime.access)
         if let (check, error) = RequestGuard.firstRefusal(scope.guards(routes), request) {
             if check.isScoped { info.route = scope.routeName(routes) }
+            // TRACE at one of the proxy's own endpoints: that endpoint's `Allow`, not the routes'.
+            if check == .noTrace, scope.isPlatform, let endpoint = Self.platformEndpoints.endpoint(for: target.path) {
+                return fail(exchange, .methodNotAllowed(endpoint.allow))
+            }
             return fail(exchange, error)
         }
         info.route = scope.routeName(routes)

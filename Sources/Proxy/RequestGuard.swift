@@ -72,7 +72,8 @@ enum RequestGuard: Equatable, CaseIterable {
             guard let origin = request.origin, !request.access.originAllowed(origin) else { return nil }
             return .originNotAllowed
         case .sameSite, .sameSiteOrNavigation:
-            if self == .sameSiteOrNavigation && RequestScreen.navigationTargets.contains(target.path) { return nil }
+            if self == .sameSiteOrNavigation && RequestScreen.navigationTargets.contains(target.path)
+                && RequestScreen.isNavigation(fetchMode: request.screened.fetchMode) { return nil }
             let crossSite = RequestScreen.refusesCrossSite(fetchSite: request.screened.fetchSite, origin: request.origin,
                                                            access: request.access)
             return crossSite ? .crossSiteRequest : nil
@@ -128,6 +129,14 @@ enum RequestScope {
             self = .route(index: route.index, rest: rest)
         } else {
             self = .unrouted
+        }
+    }
+
+    /// Whether the proxy answers the request itself (a probe or another `/_platform` path).
+    var isPlatform: Bool {
+        switch self {
+        case .probe, .platform: true
+        case .route, .unrouted: false
         }
     }
 

@@ -7,6 +7,8 @@ enum RequestScreen {
     struct Fields {
         /// The `Sec-Fetch-Site` value, if any.
         var fetchSite: String?
+        /// The `Sec-Fetch-Mode` value, if any.
+        var fetchMode: String?
         /// Whether a method-override field names TRACE or TRACK.
         var overridesToTrace = false
     }
@@ -14,9 +16,18 @@ enum RequestScreen {
     /// Endpoints a browser is sent to from other sites, exempt from the `Sec-Fetch-Site` check:
     /// the login only redirects to the IdP, and the IdP sends the browser back to the callback
     /// from its own site (the callback's `state` check is its cross-site defence).
+    /// Only a navigation is exempt (`Sec-Fetch-Mode: navigate`, or no such field): an `<img>` or a
+    /// `fetch` from another site has no business starting logins (each one would push a started
+    /// login out of the bounded table of pending ones).
     static let navigationTargets: Set<Substring> = ["/_platform/login", "/_platform/callback"]
 
+    /// Whether `Sec-Fetch-Mode` allows the navigation exemption: absent or `navigate`.
+    static func isNavigation(fetchMode: String?) -> Bool {
+        fetchMode.map { $0.trimmingCharacters().lowercased() == "navigate" } ?? true
+    }
+
     private static let fetchSite = Array("sec-fetch-site".utf8)
+    private static let fetchMode = Array("sec-fetch-mode".utf8)
     /// Fields frameworks read as "treat this request as that method".
     private static let overrides = ["x-http-method-override", "x-http-method", "x-method-override"].map { Array($0.utf8) }
 
@@ -27,6 +38,8 @@ enum RequestScreen {
             let length = head.fields[i].name.count
             if length == fetchSite.count, head.nameEquals(i, fetchSite) {
                 if found.fetchSite == nil { found.fetchSite = head.value(at: i) }
+            } else if length == fetchMode.count, head.nameEquals(i, fetchMode) {
+                if found.fetchMode == nil { found.fetchMode = head.value(at: i) }
             } else if length >= 13 && length <= 22, overrides.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
                 found.overridesToTrace = found.overridesToTrace || namesTrace(head.value(at: i))
             }

@@ -17,6 +17,8 @@ struct ProvidersConfigTests {
         (#"{"providers": []}"#, ["providers: expected an object of named providers, not an array"]),
         ("{\"providers\": {\"bad name\": \(staticOne)}}",
          ["providers[\"bad name\"]: a provider name has 1 to 32 letters, digits, '_' or '-'"]),
+        ("{\"providers\": {\"\": \(staticOne)}}",
+         ["providers[\"\"]: must not be empty"]),
         ("{\"providers\": {\"a\": {\"grant\": \"static\"}}}", ["providers.a.accessToken: is required for grant \"static\""]),
         ("{\"providers\": {\"platform\": \(platform), \"ping\": \(ping)}, \"routes\": [\(route("x"))]}",
          ["routes[0].provider: is required: several providers are configured (\"platform\", \"ping\")"]),

@@ -81,4 +81,19 @@ struct PhasedLoginTests {
         #expect(chains.completed(chain: id, provider: "b", .signedIn) == .finish(report(["a", "b"])))
         #expect(chains.completed(chain: id, provider: "b", .signedIn) == .ignore)
     }
+
+    @Test("a chain lives as long as the state of its latest step, not ten minutes from its start")
+    func chainOutlivesItsStartWhileStepsGoOn() {
+        let chains = LoginChains()
+        let (id, _) = chains.startChain(["a", "b", "c"], now: 1000)
+        chains.bind(state: "sa", provider: "a", chain: id, now: 1000)
+        #expect(chains.take(state: "sa", now: 1500) != nil)
+        #expect(chains.completed(chain: id, provider: "a", .signedIn) == .authorize(provider: "b", silent: true))
+        // b's step starts nine minutes in; its user takes five minutes at the form.
+        chains.bind(state: "sb", provider: "b", chain: id, now: 1540)
+        // Another login started meanwhile prunes what has expired.
+        _ = chains.startChain(["x"], now: 1800)
+        #expect(chains.take(state: "sb", now: 1840)?.chain == id)
+        #expect(chains.completed(chain: id, provider: "b", .signedIn) == .authorize(provider: "c", silent: true))
+    }
 }

@@ -63,6 +63,17 @@ struct RequestGuardTests {
         #expect(RequestGuard.sameSite.refusal(navigation) == .crossSiteRequest)
     }
 
+    @Test("only a navigation to the login or callback is exempt: a cross-site img or fetch is refused",
+          arguments: ["/_platform/login", "/_platform/callback"])
+    func subresourcesAreNotNavigations(path: String) {
+        let navigate = request("GET", path, ["Host: localhost", "Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: navigate"])
+        #expect(RequestGuard.sameSiteOrNavigation.refusal(navigate) == nil)
+        for mode in ["no-cors", "cors", "same-origin", "websocket"] {
+            let load = request("GET", path, ["Host: localhost", "Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: \(mode)"])
+            #expect(RequestGuard.sameSiteOrNavigation.refusal(load) == .crossSiteRequest)
+        }
+    }
+
     @Test("an absolute-form target stands in for a missing Host; a present Host needs no target authority")
     func hostPresent() {
         #expect(RequestGuard.hostPresent.refusal(request("GET", "http://localhost/api", [], http10: true)) == nil)
