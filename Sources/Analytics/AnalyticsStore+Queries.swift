@@ -10,13 +10,23 @@ extension AnalyticsStore {
     func append(batches: some Sequence<[NewEvent]>) throws(AnalyticsStoreError) {
         let statements = try live("append")
         let insert = statements.insert
-        try transaction(statements) { () throws(AnalyticsStoreError) in
-            // The bindings point into strings that are gone after the loop.
-            defer { sqlite3_clear_bindings(insert.handle) }
-            for batch in batches {
-                for event in batch { try insertRow(insert, event) }
+        var bytes = 0
+        do {
+            try transaction(statements) { () throws(AnalyticsStoreError) in
+                // The bindings point into strings that are gone after the loop.
+                defer { sqlite3_clear_bindings(insert.handle) }
+                for batch in batches {
+                    for event in batch {
+                        try insertRow(insert, event)
+                        bytes += event.subject.utf8.count + event.key.utf8.count + event.value.utf8.count
+                    }
+                }
             }
+        } catch {
+            storedBytes = nil
+            throw error
         }
+        storedBytes = storedBytes.map { $0 + bytes }
     }
 
     /// The batch to upload next: the events sharing the oldest event's subject and timestamp
@@ -59,6 +69,7 @@ extension AnalyticsStore {
         let statements = try live("delete")
         guard !ids.isEmpty else { return }
         let delete = statements.deleteOne
+        storedBytes = nil
         try transaction(statements) { () throws(AnalyticsStoreError) in
             for id in ids {
                 sqlite3_bind_int64(delete.handle, 1, id)
@@ -72,6 +83,7 @@ extension AnalyticsStore {
     public func prune(olderThan timestamp: Int64) throws(AnalyticsStoreError) -> Int {
         let statements = try live("prune")
         sqlite3_bind_int64(statements.prune.handle, 1, timestamp)
+        storedBytes = nil
         return try changes(statements.prune)
     }
 
@@ -79,6 +91,7 @@ extension AnalyticsStore {
     public func enforceCap(_ maxEvents: Int) throws(AnalyticsStoreError) -> Int {
         let statements = try live("enforceCap")
         sqlite3_bind_int64(statements.cap.handle, 1, Int64(max(0, maxEvents)))
+        storedBytes = nil
         return try changes(statements.cap)
     }
 
@@ -94,13 +107,13 @@ extension AnalyticsStore {
     // MARK: helpers
 
     /// The statements, or `.closed` naming `call` once the store is closed.
-    private func live(_ call: String) throws(AnalyticsStoreError) -> StoreStatements {
+    func live(_ call: String) throws(AnalyticsStoreError) -> StoreStatements {
         guard let statements else { throw .closed("AnalyticsStore.\(call)") }
         return statements
     }
 
     /// Steps once: true for a row, false when done; anything else throws (the caller resets).
-    private func step(_ statement: SQLiteStatement) throws(AnalyticsStoreError) -> Bool {
+    func step(_ statement: SQLiteStatement) throws(AnalyticsStoreError) -> Bool {
         switch sqlite3_step(statement.handle) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
@@ -109,7 +122,7 @@ extension AnalyticsStore {
     }
 
     /// Runs a bound DELETE to completion and returns the rows it removed.
-    private func changes(_ statement: SQLiteStatement) throws(AnalyticsStoreError) -> Int {
+    func changes(_ statement: SQLiteStatement) throws(AnalyticsStoreError) -> Int {
         defer {
             sqlite3_reset(statement.handle)
             sqlite3_clear_bindings(statement.handle)

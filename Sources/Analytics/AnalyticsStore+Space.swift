@@ -16,15 +16,41 @@ extension AnalyticsStore {
     }
 
     /// Deletes the oldest values until the rest hold at most `maxBytes`; returns how many went.
+    /// It runs after every eighth of the budget stored: under the budget it costs nothing (the
+    /// total is kept by appends, summed only when a delete made it unknown), over it only the
+    /// deleted rows are read (a windowed sum over the whole table here stalled ingest for
+    /// hundreds of milliseconds each time).
     public func enforceByteCap(_ maxBytes: Int) throws(AnalyticsStoreError) -> Int {
-        guard let db else { throw .closed("AnalyticsStore.enforceByteCap") }
-        // A running total from the newest down: everything from the first row past the budget goes.
-        try exec(db, """
-            DELETE FROM events WHERE id <= (
-                SELECT id FROM (SELECT id, sum(\(Self.storedBytesSQL)) OVER (ORDER BY id DESC) AS total FROM events)
-                WHERE total > \(max(0, maxBytes)) ORDER BY id DESC LIMIT 1)
-            """)
-        return Int(sqlite3_changes64(db))
+        let statements = try live("enforceByteCap")
+        let total = try currentStoredBytes(statements)
+        let excess = total - max(0, maxBytes)
+        guard excess > 0 else { return 0 }
+        // The oldest values whose sizes add up to the excess: everything through the last of them goes.
+        let sizes = statements.oldestSizes
+        var freed = 0, through: Int64?
+        do {
+            defer { sqlite3_reset(sizes.handle) }
+            while freed < excess, try step(sizes) {
+                through = sizes.int64(0)
+                freed += Int(sizes.int64(1))
+            }
+        }
+        guard let through else { return 0 }
+        sqlite3_bind_int64(statements.dropThrough.handle, 1, through)
+        storedBytes = nil
+        let dropped = try changes(statements.dropThrough)
+        storedBytes = total - freed
+        return dropped
+    }
+
+    /// The stored values' bytes: the kept total, or summed once when unknown.
+    private func currentStoredBytes(_ statements: StoreStatements) throws(AnalyticsStoreError) -> Int {
+        if let storedBytes { return storedBytes }
+        let sum = statements.storedBytes
+        defer { sqlite3_reset(sum.handle) }
+        let total = try step(sum) ? Int(sum.int64(0)) : 0
+        storedBytes = total
+        return total
     }
 
     /// Gives freed pages back to the file system: an incremental vacuum, then a checkpoint that

@@ -42,6 +42,9 @@ struct StoreStatements {
     let deleteOne: SQLiteStatement
     let prune: SQLiteStatement
     let cap: SQLiteStatement
+    let oldestSizes: SQLiteStatement
+    let dropThrough: SQLiteStatement
+    let storedBytes: SQLiteStatement
     let count: SQLiteStatement
 
     init(db: OpaquePointer) throws(AnalyticsStoreError) {
@@ -74,6 +77,11 @@ struct StoreStatements {
                 DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?1)
                 """)
             count = try make("count", "SELECT count(*) FROM events")
+            // Oldest first with their sizes: the byte cap reads only as far as the excess goes,
+            // then deletes through that id, without summing the whole table.
+            oldestSizes = try make("oldestSizes", "SELECT id, \(AnalyticsStore.storedBytesSQL) FROM events ORDER BY id")
+            dropThrough = try make("dropThrough", "DELETE FROM events WHERE id <= ?1")
+            storedBytes = try make("storedBytes", "SELECT coalesce(sum(\(AnalyticsStore.storedBytesSQL)), 0) FROM events")
         } catch {
             for handle in made { sqlite3_finalize(handle) }
             throw error
@@ -82,7 +90,8 @@ struct StoreStatements {
 
     /// Finalizes every statement; the connection can close only after this.
     func finalize() {
-        for statement in [begin, commit, rollback, insert, oldestHead, group, deleteOne, prune, cap, count] {
+        for statement in [begin, commit, rollback, insert, oldestHead, group, deleteOne, prune, cap, count, oldestSizes,
+                          dropThrough, storedBytes] {
             sqlite3_finalize(statement.handle)
         }
     }

@@ -11,6 +11,9 @@ public final class AnalyticsStore {
     var db: OpaquePointer?
     /// The prepared statements; nil once closed.
     var statements: StoreStatements?
+    /// Bytes the stored values take in the `maxStoredBytes` budget, kept up to date by appends;
+    /// nil when unknown (at open, after deletes and failures), then summed once when needed.
+    var storedBytes: Int?
 
     /// Milliseconds to wait for another connection's lock (a second process on the same file).
     static let busyTimeoutMilliseconds: CInt = 5_000

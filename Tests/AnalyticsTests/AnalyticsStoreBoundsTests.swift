@@ -22,6 +22,33 @@ struct AnalyticsStoreBoundsTests {
         #expect(try store.enforceByteCap(5_000) == 0)
     }
 
+    @Test("the byte cap keeps its running total right across appends, uploads, pruning and caps")
+    func byteCapRunningTotal() throws {
+        let dir = AnalyticsTestDirectory()
+        let store = try AnalyticsStore(path: dir.database)
+        /// The stored values' bytes, counted row by row.
+        func stored() throws -> Int {
+            try store.oldestBatch(limit: 100_000).reduce(0) { $0 + $1.subject.utf8.count + $1.key.utf8.count + $1.value.utf8.count }
+        }
+        try store.append((0..<100).map { event($0, valueBytes: 98) })
+        _ = try store.enforceByteCap(5_000)
+        #expect(try stored() <= 5_000)
+        #expect(try stored() > 5_000 - 102)
+        try store.append((100..<150).map { event($0, valueBytes: 48) })
+        let oldest = try store.oldestBatch(limit: 10).map(\.id)
+        try store.delete(ids: oldest)
+        _ = try store.enforceByteCap(4_000)
+        #expect(try stored() <= 4_000)
+        #expect(try stored() > 4_000 - 102)
+        #expect(try store.oldestBatch(limit: 100_000).last?.key == "k149")
+        try store.append((150..<160).map { event($0, valueBytes: 8, timestamp: 1_800_000_000) })
+        _ = try store.prune(olderThan: 1_750_000_000)
+        #expect(try store.enforceByteCap(4_000) == 0)
+        #expect(try store.count() == 10)
+        #expect(try store.enforceByteCap(0) == 10)
+        #expect(try store.count() == 0)
+    }
+
     @Test("an upload batch stops at maxBytes but always holds one value",
           arguments: [(Int.max, 20), (1_000, 8), (50, 1), (1, 1)])
     func batchBytes(maxBytes: Int, expected: Int) throws {
