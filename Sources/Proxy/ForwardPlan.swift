@@ -4,12 +4,15 @@ import Upstream
 
 /// Where a routed request goes, decided once; kept while the request waits for credentials.
 struct ForwardPlan {
-    let route: RouteConfiguration
-    /// The runtime the route came from (a reload may replace it while the request waits) and
-    /// the route's index in its configuration.
+    /// The matched route, held by reference (its configuration is not copied per request).
+    let compiled: CompiledRoute
+    /// The runtime the route came from (a reload may replace it while the request waits).
     let runtime: ProxyRuntime
-    let routeIndex: Int
-    let injector: CredentialInjector
+    /// The route's settings.
+    var route: RouteConfiguration { compiled.config }
+    /// The route's index in its configuration.
+    var routeIndex: Int { compiled.index }
+    var injector: CredentialInjector { compiled.injector }
     let rest: Substring
     let url: UpstreamURL
     let mockMode: MockConfiguration.Mode?
@@ -33,13 +36,13 @@ struct InjectedLineCache {
             slots = Array(repeating: .unknown, count: runtime.configuration.routes.count)
         }
         guard slots.indices.contains(plan.routeIndex) else {
-            return plan.injector.lines(snapshot, names: plan.route.headers)
+            return plan.compiled.injector.lines(snapshot, names: plan.compiled.config.headers)
         }
         switch slots[plan.routeIndex] {
         case .lines(let lines): return lines
         case .missing: return nil
         case .unknown:
-            let lines = plan.injector.lines(snapshot, names: plan.route.headers)
+            let lines = plan.compiled.injector.lines(snapshot, names: plan.compiled.config.headers)
             slots[plan.routeIndex] = lines.map { .lines($0) } ?? .missing
             return lines
         }

@@ -10,7 +10,8 @@ import Upstream
 /// exchange's delegate (owned by the exchange until it finished) and carries its log record.
 final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private let exchange: HTTPExchange
-    private let route: RouteConfiguration
+    /// The matched route, by reference; its settings are `route.config`.
+    private let route: CompiledRoute
     private let injector: CredentialInjector
     private unowned let handler: ProxyHandler
     /// The exchange's log record (request ID, route, upstream).
@@ -37,7 +38,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     /// Masks the token in the response being relayed.
     private var masker: EchoMasker?
 
-    init(exchange: HTTPExchange, route: RouteConfiguration, upstream: UpstreamURL, handler: ProxyHandler,
+    init(exchange: HTTPExchange, route: CompiledRoute, upstream: UpstreamURL, handler: ProxyHandler,
          info: ExchangeInfo, credentialLines: HeaderLines, generation: UInt64, injector: CredentialInjector,
          experimentLines: HeaderLines? = nil) {
         self.generation = generation
@@ -50,7 +51,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         url = upstream
         method = exchange.head.method
         machine = ForwardStateMachine(hasBody: exchange.head.framing != .none)
-        var removing = route.credential == .none ? [] : injector.headerNames.map { Array($0.utf8) }
+        var removing = route.config.credential == .none ? [] : injector.headerNames.map { Array($0.utf8) }
         // A route that carries assignments replaces the client's X-Experiments, never merges with it.
         if experimentLines != nil { removing.append(Array("x-experiments".utf8)) }
         var lines = HeaderPolicy.upstreamLines(exchange.head, peer: exchange.peer, requestID: info.requestID, removing: removing)
@@ -108,7 +109,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         if let body, body.ended { length = body.totalBytes }
         exchange.info?.upstreamURL = url
         var request = UpstreamRequest(method: method, url: url.description, headers: lines, hasBody: body != nil,
-                                      bodyLength: length, timeout: route.timeoutSeconds)
+                                      bodyLength: length, timeout: route.config.timeoutSeconds)
         request.extraHeaders = credentials
         transfer = handler.upstream.start(request, body: body, delegate: self)
     }
@@ -126,10 +127,10 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             redirect: { hops in
                 RedirectPolicy.decide(
                     status: head.status, location: head.first("Location"), method: method, hasBody: body != nil,
-                    bodyReplayable: body?.isReplayable ?? false, current: url, follow: route.redirects.follow,
-                    max: route.redirects.max, hops: hops,
+                    bodyReplayable: body?.isReplayable ?? false, current: url, follow: route.config.redirects.follow,
+                    max: route.config.redirects.max, hops: hops,
                     trusted: { [injector, url, route] in
-                        RedirectPolicy.trusts($0, from: url, methods: route.redirects.crossHostMethods, injector: injector)
+                        RedirectPolicy.trusts($0, from: url, methods: route.config.redirects.crossHostMethods, injector: injector)
                     })
             })
         guard action == .relay else { return }
@@ -193,7 +194,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             exchange.endResponse()
         case .fail(let error):
             // The machine knows no providers: its gate answer is made to name the route's.
-            handler.fail(exchange, error == .awaitingAuthorization ? handler.awaitingAuthorization(for: route) : error)
+            handler.fail(exchange, error == .awaitingAuthorization ? handler.awaitingAuthorization(for: route.config) : error)
         case .failUpstream(let error, let answer):
             handler.upstreamFailed(exchange, error: error)
             handler.fail(exchange, answer)
@@ -213,14 +214,14 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             recorder?.append(part)
             exchange.writeBody(part)
         }
-        if masker!.masked > 0 { handler.metrics.echoMasked(route: route.name, count: masker!.masked) }
+        if masker!.masked > 0 { handler.metrics.echoMasked(route: route.config.name, count: masker!.masked) }
         masker = nil
     }
 
     /// README "Logging in (OAuth 2 / OIDC)": on a `retryOn401` route (the machine adds: first send only), refresh (or take tokens that changed since this request
     /// was sent) and retry once; a body too large to keep is streamed and its 401 relayed.
     private var mayRetryAfter401: Bool {
-        route.retryOn401 && route.credential != .none && handler.manager(for: route) != nil
+        route.config.retryOn401 && route.config.credential != .none && handler.manager(for: route.config) != nil
             && (body == nil || body?.isReplayable == true)
     }
 
@@ -228,8 +229,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     /// `minRefreshIntervalSeconds`: the 401 is then relayed as is (decided here, before its body
     /// is dropped; the lifecycle applies the same rule to 401s that reach it).
     private func refreshTooSoon() -> Bool {
-        guard let manager = handler.manager(for: route) else { return false }
-        let snapshot = handler.snapshot(for: route)
+        guard let manager = handler.manager(for: route.config) else { return false }
+        let snapshot = handler.snapshot(for: route.config)
         guard snapshot.generation == generation,
               CredentialLifecycle.tooYoung(obtainedAt: snapshot.obtainedAt, now: UnixTime.now(),
                                            minRefreshInterval: manager.minRefreshInterval) else { return false }
@@ -238,8 +239,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     }
 
     private func refreshAfter401() {
-        guard let manager = handler.manager(for: route) else {
-            return execute(machine.couldNotSend(handler.awaitingAuthorization(for: route)))
+        guard let manager = handler.manager(for: route.config) else {
+            return execute(machine.couldNotSend(handler.awaitingAuthorization(for: route.config)))
         }
         manager.refresh(seen: generation, after401: true, replyOn: exchange.loop) { [self] outcome in
             execute(exchange.isAborted ? machine.clientGone() : machine.refreshAnswered(outcome))
@@ -248,14 +249,14 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
 
     private func resend(refreshed: Bool) {
         if refreshed {
-            let snapshot = handler.snapshot(for: route)
-            guard let lines = injector.lines(snapshot, names: route.headers) else {
-                return execute(machine.couldNotSend(.credentialsUnavailable(route.credential.rawValue)))
+            let snapshot = handler.snapshot(for: route.config)
+            guard let lines = injector.lines(snapshot, names: route.config.headers) else {
+                return execute(machine.couldNotSend(.credentialsUnavailable(route.config.credential.rawValue)))
             }
             credentialLines = lines
             generation = snapshot.generation
-            if echoToken != nil { echoToken = snapshot.tokenBytes(for: route.credential) }
-            handler.metrics.retriedAfter401(route: route.name)
+            if echoToken != nil { echoToken = snapshot.tokenBytes(for: route.config.credential) }
+            handler.metrics.retriedAfter401(route: route.config.name)
         }
         body = body?.replay()
         send(lines: baseLines, credentials: credentialLines)
@@ -277,7 +278,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         case .carried:
             send(lines: baseLines, credentials: credentialLines)
         case .stripped:
-            handler.credentialsStripped(route: route.name)
+            handler.credentialsStripped(route: route.config.name)
             send(lines: baseLines.removing(Set(injector.strippedOnForeignHosts)), credentials: HeaderLines())
         }
     }

@@ -103,7 +103,7 @@ public final class ProxyHandler: HTTPHandler {
         guard UpstreamTarget.isForwardable(target.path, encodedSlashes: route.encodedSlashes) else {
             return fail(exchange, .invalidPath)
         }
-        let plan = ForwardPlan(route: route, runtime: runtime, routeIndex: compiled.index, injector: compiled.injector, rest: rest,
+        let plan = ForwardPlan(compiled: compiled, runtime: runtime, rest: rest,
                                url: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query), mockMode: mockMode)
         forward(exchange, plan, refreshed: false)
     }
@@ -112,7 +112,7 @@ public final class ProxyHandler: HTTPHandler {
     /// login, refreshed first when the token has expired (single-flight, on the home loop).
     func forward(_ exchange: HTTPExchange, _ plan: ForwardPlan, refreshed: Bool) {
         guard !exchange.isAborted else { return }
-        let route = plan.route
+        let route = plan.compiled.config
         // Each provider has its own tokens, gate and refresher: one's outage never holds another's routes.
         let slot = slot(route.provider)
         if route.credential != .none {
@@ -144,9 +144,9 @@ public final class ProxyHandler: HTTPHandler {
             experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,
                                                 now: UnixTime.now())
         }
-        let forwarded = ForwardedExchange(exchange: exchange, route: route, upstream: plan.url, handler: self,
+        let forwarded = ForwardedExchange(exchange: exchange, route: plan.compiled, upstream: plan.url, handler: self,
                                           info: exchange.info ?? ExchangeInfo(requestID: "", path: ""), credentialLines: lines,
-                                          generation: credentials.generation, injector: plan.injector,
+                                          generation: credentials.generation, injector: plan.compiled.injector,
                                           experimentLines: experiments)
         let token = slot.echoTokens.bytes(route.credential, of: credentials)
         if plan.runtime.configuration.maskEchoedCredentials { forwarded.echoToken = token }

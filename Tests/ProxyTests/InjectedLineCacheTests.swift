@@ -12,9 +12,8 @@ private func runtime(_ routes: String) -> ProxyRuntime {
 }
 
 private func plan(_ runtime: ProxyRuntime, _ index: Int) -> ForwardPlan {
-    let route = runtime.configuration.routes[index]
-    return ForwardPlan(route: route, runtime: runtime, routeIndex: index, injector: runtime.injectors[index], rest: "",
-                       url: route.upstream!, mockMode: nil)
+    let compiled = runtime.router.routes[index]
+    return ForwardPlan(compiled: compiled, runtime: runtime, rest: "", url: compiled.config.upstream!, mockMode: nil)
 }
 
 private func snapshot(_ generation: UInt64, access: String, id: String?) -> CredentialSnapshot {
