@@ -37,17 +37,8 @@ extension ProxyHandler {
                 return true
             }
             guard let manager = managerOrFail(exchange, named) else { return true }
-            let chains = loginChains
-            let provider = manager.name
-            manager.loginURL(onState: { state in chains.bind(state: state, provider: provider, chain: nil, now: UnixTime.now()) },
-                             replyOn: loop) { [weak self, weak exchange] result in
-                guard let self, let exchange else { return }
-                switch result {
-                case .success(let url):
-                    self.send(exchange, status: 302, headers: [("Location", url), ("Cache-Control", "no-store")], body: [])
-                case .failure(let failure):
-                    self.fail(exchange, .loginUnavailable(failure.message))
-                }
+            redirectToLogin(exchange, manager, chain: nil) { handler, exchange, reason in
+                handler.fail(exchange, .loginUnavailable(reason))
             }
         case "/_platform/callback":
             callback(exchange, query: parameters)

@@ -57,6 +57,24 @@ extension ProxyHandler {
         }
     }
 
+    /// Sends the browser at `exchange` to `manager`'s authorization request (302), its `state`
+    /// bound to `chain` (nil: a single login); `failed` gets the reason when none can be made.
+    func redirectToLogin(_ exchange: HTTPExchange, _ manager: CredentialManager, silent: Bool = false, chain: UInt64?,
+                         failed: @escaping (ProxyHandler, HTTPExchange, String) -> Void) {
+        let chains = loginChains
+        let provider = manager.name
+        manager.loginURL(silent: silent, onState: { state in chains.bind(state: state, provider: provider, chain: chain, now: UnixTime.now()) },
+                         replyOn: loop) { [weak self, weak exchange] result in
+            guard let self, let exchange else { return }
+            switch result {
+            case .success(let url):
+                self.send(exchange, status: 302, headers: [("Location", url), ("Cache-Control", "no-store")], body: [])
+            case .failure(let failure):
+                failed(self, exchange, failure.message)
+            }
+        }
+    }
+
     /// Carries out one step of a phased login for the browser at `exchange`.
     private func perform(_ action: PhasedLogin.Action, chain: UInt64, _ exchange: HTTPExchange) {
         switch action {
@@ -64,16 +82,8 @@ extension ProxyHandler {
             guard let manager = slot(provider).manager else {
                 return perform(loginChains.completed(chain: chain, provider: provider, .failed("it has no login")), chain: chain, exchange)
             }
-            let chains = loginChains
-            manager.loginURL(silent: silent, onState: { state in chains.bind(state: state, provider: provider, chain: chain, now: UnixTime.now()) },
-                             replyOn: loop) { [weak self, weak exchange] result in
-                guard let self, let exchange else { return }
-                switch result {
-                case .success(let url):
-                    self.send(exchange, status: 302, headers: [("Location", url), ("Cache-Control", "no-store")], body: [])
-                case .failure(let failure):
-                    self.perform(chains.completed(chain: chain, provider: provider, .failed(failure.message)), chain: chain, exchange)
-                }
+            redirectToLogin(exchange, manager, silent: silent, chain: chain) { handler, exchange, reason in
+                handler.perform(handler.loginChains.completed(chain: chain, provider: provider, .failed(reason)), chain: chain, exchange)
             }
         case .finish(let report):
             finishPhasedLogin(report, exchange)
