@@ -12,7 +12,7 @@
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -54,22 +54,24 @@ static inline int cl_epoll_wait(int epfd, struct epoll_event *events, int max, i
     return epoll_wait(epfd, events, max, timeout);
 }
 
+#ifndef SYS_epoll_pwait2
+#define SYS_epoll_pwait2 441 /* the same number on every architecture (Linux 5.11) */
+#endif
+
+/* epoll_wait with a nanosecond timeout (negative: forever), so the loop's timers need no
+ * timerfd. -1 with errno ENOSYS (kernel before 5.11) or EPERM (a seccomp profile that does not
+ * know the call) means: use cl_epoll_wait. */
+static inline int cl_epoll_pwait2(int epfd, struct epoll_event *events, int max, int64_t timeout_ns) {
+    struct timespec ts;
+    ts.tv_sec = timeout_ns / 1000000000;
+    ts.tv_nsec = timeout_ns % 1000000000;
+    return (int)syscall(SYS_epoll_pwait2, epfd, events, max, timeout_ns < 0 ? NULL : &ts, NULL, (size_t)8);
+}
+
 static inline uint64_t cl_epoll_event_data(const struct epoll_event *ev) { return ev->data.u64; }
 static inline uint32_t cl_epoll_event_events(const struct epoll_event *ev) { return ev->events; }
 
 static inline int cl_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
-
-static inline int cl_timerfd_create(void) {
-    return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-}
-
-/* Arms the timer to fire once at an absolute CLOCK_MONOTONIC time; 0 disarms. */
-static inline int cl_timerfd_set_abs(int fd, int64_t nanos) {
-    struct itimerspec spec = {0};
-    spec.it_value.tv_sec = nanos / 1000000000;
-    spec.it_value.tv_nsec = nanos % 1000000000;
-    return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL);
-}
 
 /* Blocks SIGINT, SIGTERM, SIGHUP (delivered through a signalfd) and ignores SIGPIPE. */
 static inline int cl_signalfd_for_lifecycle(void) {

@@ -12,10 +12,11 @@ public protocol Selectable: AnyObject {
 /// registered with it. Only `execute` and `wakeup` may be called from other threads.
 public final class EventLoop: @unchecked Sendable {
     private let selector: Selector
-    private let timerFD: CInt
     private let wakeFD: CInt
+    /// Timers need no descriptor: each wait ends by the earliest deadline (`epoll_pwait2`), so
+    /// scheduling and cancelling cost no system call (docs/ARCHITECTURE.md §13).
     private var timers = TimerHeap()
-    private var armedDeadline: NanoTime?
+    private var dueTimers: [TimerID] = []
     private var registrations: [(generation: UInt32, target: (any Selectable)?)] = []
     private var nextGeneration: UInt32 = 1
     private let inbox = Mutex<[@Sendable () -> Void]>([])
@@ -27,6 +28,8 @@ public final class EventLoop: @unchecked Sendable {
     private let owner = Atomic<UInt>(0)
     /// The time the current iteration started: cheap and precise enough for deadlines.
     public private(set) var now = NanoTime.now()
+    /// Iterations run so far: tests check that a loop waiting for a timer sleeps, not spins.
+    package private(set) var iterations = 0
     /// A name for logs, e.g. `loop-0`.
     public let name: String
 
@@ -34,14 +37,11 @@ public final class EventLoop: @unchecked Sendable {
     public init(name: String) throws(IOError) {
         self.name = name
         selector = try Selector()
-        timerFD = try syscall(where: "timerfd_create") { cl_timerfd_create() }
         wakeFD = try syscall(where: "eventfd") { cl_eventfd() }
-        try selector.register(fd: timerFD, generation: 0, interest: .read)
         try selector.register(fd: wakeFD, generation: 0, interest: .read)
     }
 
     deinit {
-        closeDescriptor(timerFD)
         closeDescriptor(wakeFD)
     }
 
@@ -97,10 +97,9 @@ public final class EventLoop: @unchecked Sendable {
     @discardableResult
     public func schedule(at deadline: NanoTime, _ callback: @escaping () -> Void) -> TimerID {
         assertInLoop()
-        let id = timers.schedule(at: deadline, callback)
-        // Timers already due run at the end of this iteration without touching the timerfd.
-        if deadline > now { armIfEarlier(deadline) }
-        return id
+        // The next wait ends by the earliest deadline; one already due runs at the end of this
+        // iteration, or ends the next wait at once.
+        return timers.schedule(at: deadline, callback)
     }
 
     /// Cancels a timer; a no-op if it already ran.
@@ -151,12 +150,19 @@ public final class EventLoop: @unchecked Sendable {
         iterate(timeoutMilliseconds: timeoutMilliseconds)
     }
 
-    /// One iteration: wait, dispatch the batch, run due timers, then the after-events tasks.
+    /// One iteration: wait (at most `timeoutMilliseconds`, -1: no limit, and never past the
+    /// earliest timer), dispatch the batch, run due timers, then the after-events tasks.
     @inline(__always)
     private func iterate(timeoutMilliseconds: CInt) {
+        iterations &+= 1
+        var timeout: Int64 = timeoutMilliseconds < 0 ? -1 : Int64(timeoutMilliseconds) * 1_000_000
+        if let next = timers.earliest() {
+            let untilNext = max(0, next.nanoseconds - NanoTime.now().nanoseconds)
+            timeout = timeout < 0 ? untilNext : min(timeout, untilNext)
+        }
         let count: Int
         do {
-            count = try selector.wait(timeoutMilliseconds: timeoutMilliseconds)
+            count = try selector.wait(timeoutNanoseconds: timeout)
         } catch {
             fatalError("\(name): \(error)")
         }
@@ -169,15 +175,10 @@ public final class EventLoop: @unchecked Sendable {
             afterIteration.removeAll(keepingCapacity: true)
             for task in tasks { task() }
         }
-        armForEarliest()
     }
 
     private func dispatch(_ event: SelectorEvent) {
         switch event.fd {
-        case timerFD:
-            var expirations: UInt64 = 0
-            _ = Glibc.read(timerFD, &expirations, 8)
-            armedDeadline = nil
         case wakeFD:
             var value: UInt64 = 0
             _ = Glibc.read(wakeFD, &value, 8)
@@ -196,28 +197,12 @@ public final class EventLoop: @unchecked Sendable {
 
     private func runTimers() {
         now = NanoTime.now()
-        for id in timers.popDue(at: now) {
+        timers.popDue(at: now, into: &dueTimers)
+        guard !dueTimers.isEmpty else { return }
+        for id in dueTimers {
             if let callback = timers.take(id) { callback() }
         }
-        armForEarliest()
-    }
-
-    /// Makes the timerfd fire for the earliest timer, also one already due (scheduled by a task
-    /// after the timers ran): it then wakes the next `epoll_wait` at once.
-    private func armForEarliest() {
-        if let next = timers.earliest() {
-            if armedDeadline.map({ next < $0 || $0 <= now }) ?? true { arm(next) }
-        }
-    }
-
-    private func armIfEarlier(_ deadline: NanoTime) {
-        if armedDeadline.map({ deadline < $0 }) ?? true { arm(deadline) }
-    }
-
-    private func arm(_ deadline: NanoTime) {
-        armedDeadline = deadline
-        // timerfd treats 0 as "disarm": never pass it.
-        _ = cl_timerfd_set_abs(timerFD, max(deadline.nanoseconds, 1))
+        dueTimers.removeAll(keepingCapacity: true)
     }
 
     private func slot(for fd: CInt) -> UInt32 {

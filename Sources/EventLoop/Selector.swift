@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import Synchronization
 
 /// Readiness interest for a descriptor.
 public struct Interest: OptionSet, Sendable, Hashable {
@@ -52,9 +53,25 @@ final class Selector {
         _ = cl_epoll_ctl(epfd, EPOLL_CTL_DEL, fd, 0, 0)
     }
 
-    /// Waits up to `timeoutMilliseconds` (-1 forever); returns how many events `event(at:)` can read.
-    func wait(timeoutMilliseconds: CInt) throws(IOError) -> Int {
-        Int(try syscall(where: "epoll_wait") { cl_epoll_wait(epfd, events, CInt(capacity), timeoutMilliseconds) })
+    /// Whether `epoll_pwait2` works here; cleared on the first ENOSYS or EPERM (an old kernel, or
+    /// a seccomp profile that does not know the call), after which `epoll_wait` takes over.
+    static let precise = Atomic<Bool>(true)
+
+    /// Waits up to `timeoutNanoseconds` (negative: forever); returns how many events `event(at:)`
+    /// can read. With `epoll_wait` the timeout is rounded up to whole milliseconds, so a timer
+    /// never fires early.
+    func wait(timeoutNanoseconds: Int64) throws(IOError) -> Int {
+        if Self.precise.load(ordering: .relaxed) {
+            let count = cl_epoll_pwait2(epfd, events, CInt(capacity), timeoutNanoseconds)
+            if count >= 0 { return Int(count) }
+            switch cl_errno() {
+            case EINTR: return 0
+            case ENOSYS, EPERM: Self.precise.store(false, ordering: .relaxed)
+            default: break
+            }
+        }
+        let milliseconds = timeoutNanoseconds < 0 ? -1 : CInt(clamping: (timeoutNanoseconds + 999_999) / 1_000_000)
+        return Int(try syscall(where: "epoll_wait") { cl_epoll_wait(epfd, events, CInt(capacity), milliseconds) })
     }
 
     /// Event `i` of the last `wait`.

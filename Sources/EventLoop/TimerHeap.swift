@@ -95,11 +95,16 @@ struct TimerHeap {
     /// the same batch cancelled does not run (its owner may be gone by then).
     mutating func popDue(at now: NanoTime) -> [TimerID] {
         var result: [TimerID] = []
+        popDue(at: now, into: &result)
+        return result
+    }
+
+    /// `popDue(at:)` appending to `result`, whose storage the loop reuses every iteration.
+    mutating func popDue(at now: NanoTime, into result: inout [TimerID]) {
         while let top = heap.first, top.deadline <= now {
             pop()
             if slot(of: top.id) != nil { result.append(TimerID(raw: top.id)) }
         }
-        return result
     }
 
     /// The callback of a popped timer, unless it was cancelled since.

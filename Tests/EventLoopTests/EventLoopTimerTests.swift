@@ -20,7 +20,7 @@ struct EventLoopTimerTests {
             }
         }
         let thread = try Threads.spawn { loop.run() }
-        // Without arming the timerfd the loop would sleep in epoll_wait until some other event.
+        // Unless the next wait is bounded by this deadline, the loop would sleep until some other event.
         var waited = 0
         while fired.load(ordering: .relaxed) == 0 && waited < 200 {
             usleep(10_000)
@@ -31,5 +31,47 @@ struct EventLoopTimerTests {
         pthread_join(thread, nil)
         #expect(elapsed > 0, "the due timer never fired")
         #expect(elapsed < 0.5)
+    }
+
+    @Test("timers fire at their deadline and the loop sleeps until then, with epoll_pwait2 and with the millisecond fallback",
+          .serialized, arguments: [true, false])
+    func timersFireOnTimeWithEitherWait(precise: Bool) throws {
+        // The fallback is what a kernel before 5.11, or a seccomp profile without epoll_pwait2, gets.
+        let saved = Selector.precise.load(ordering: .relaxed)
+        Selector.precise.store(precise, ordering: .relaxed)
+        defer { Selector.precise.store(saved, ordering: .relaxed) }
+        let loop = try EventLoop(name: "test")
+        let delays: [Int64] = [0, 1_500_000, 7_300_000, 20_000_000]
+        let early = Atomic<Int>(0)
+        let fired = Atomic<Int>(0)
+        let worst = Atomic<Int64>(0)
+        loop.execute {
+            let start = NanoTime.now()
+            for delay in delays {
+                let deadline = NanoTime(nanoseconds: start.nanoseconds + delay)
+                loop.schedule(at: deadline) {
+                    let now = NanoTime.now().nanoseconds
+                    if now < deadline.nanoseconds { early.add(1, ordering: .relaxed) }
+                    let late = now - deadline.nanoseconds
+                    if late > worst.load(ordering: .relaxed) { worst.store(late, ordering: .relaxed) }
+                    if fired.add(1, ordering: .relaxed).newValue == delays.count { loop.stop() }
+                }
+            }
+        }
+        let thread = try Threads.spawn { loop.run() }
+        var waited = 0
+        while fired.load(ordering: .relaxed) < delays.count && waited < 300 {
+            usleep(10_000)
+            waited += 1
+        }
+        if fired.load(ordering: .relaxed) < delays.count { loop.execute { loop.stop() } }
+        pthread_join(thread, nil)
+        #expect(fired.load(ordering: .relaxed) == delays.count, "a timer never fired")
+        #expect(early.load(ordering: .relaxed) == 0, "a timer fired before its deadline")
+        // Late only by scheduling noise (and, in the fallback, the rounding to whole milliseconds).
+        #expect(worst.load(ordering: .relaxed) < 250_000_000)
+        // The loop slept until each deadline: a wait shorter than the time left (a millisecond
+        // timeout rounded down) would spin through hundreds of iterations instead.
+        #expect(loop.iterations < 40, "the loop spun \(loop.iterations) times waiting for 4 timers")
     }
 }
