@@ -307,9 +307,9 @@ public enum ProxyService {
     /// `path` made absolute against the working directory (the watcher must not follow a later chdir).
     private static func absolute(_ path: String) -> String {
         if path.hasPrefix("/") { return path }
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        guard getcwd(&buffer, buffer.count) != nil else { return path }
-        return String(cString: buffer) + "/" + path
+        guard let cwd = getcwd(nil, 0) else { return path }
+        defer { free(cwd) }
+        return String(cString: cwd) + "/" + path
     }
 
     /// Hands a provider's new token snapshot to every loop; requests after it carry the new tokens.
