@@ -168,7 +168,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
 
     func transfer(_ transfer: UpstreamTransfer, completedWith error: UpstreamError?) {
         self.transfer = nil
-        execute(machine.transferCompleted(error) { [injector, url] in injector.mayCarryCredentials(from: url, to: $0) })
+        execute(machine.transferCompleted(error) { injector.mayCarryCredentials(from: url, to: $0) })
     }
 
     // MARK: actions

@@ -53,7 +53,7 @@ final class ProviderSlot {
 extension ProxyHandler {
     /// The slot of the provider named `name`; nil means the default provider.
     func slot(_ name: String?) -> ProviderSlot {
-        let key = name ?? runtime.configuration.defaultProvider?.name ?? NamedProvider.defaultName
+        let key = name ?? runtime.defaultProviderName
         if let slot = slots[key] { return slot }
         let created = ProviderSlot(name: key)
         slots[key] = created

@@ -93,14 +93,13 @@ public final class ProxyHandler: HTTPHandler {
             (index, rest) = (routeIndex, routeRest)
         }
         let compiled = runtime.router.routes[index]
-        let route = compiled.config
         info.provider = compiled.provider
-        let mockMode = runtime.mockMode(route)
-        if mockMode == .replay, let mock = route.mock {
+        let mockMode = runtime.mockMode(compiled.config)
+        if mockMode == .replay, let mock = compiled.config.mock {
             return replayMock(exchange, directory: mock.directory, rest: rest)
         }
-        guard let upstreamBase = route.upstream else { return fail(exchange, .noRoute(String(target.path))) }
-        guard UpstreamTarget.isForwardable(target.path, encodedSlashes: route.encodedSlashes) else {
+        guard let upstreamBase = compiled.config.upstream else { return fail(exchange, .noRoute(String(target.path))) }
+        guard UpstreamTarget.isForwardable(target.path, encodedSlashes: compiled.config.encodedSlashes) else {
             return fail(exchange, .invalidPath)
         }
         let plan = ForwardPlan(compiled: compiled, runtime: runtime, rest: rest,
@@ -112,10 +111,10 @@ public final class ProxyHandler: HTTPHandler {
     /// login, refreshed first when the token has expired (single-flight, on the home loop).
     func forward(_ exchange: HTTPExchange, _ plan: ForwardPlan, refreshed: Bool) {
         guard !exchange.isAborted else { return }
-        let route = plan.compiled.config
+        let compiled = plan.compiled
         // Each provider has its own tokens, gate and refresher: one's outage never holds another's routes.
-        let slot = slot(route.provider)
-        if route.credential != .none {
+        let slot = slot(compiled.config.provider)
+        if compiled.config.credential != .none {
             let snapshot = slot.snapshot
             // The gate is for logins; a static token that cannot be read is a 503 below.
             if !snapshot.status.loggedIn && slot.manager != nil {
@@ -136,11 +135,11 @@ public final class ProxyHandler: HTTPHandler {
         }
         let credentials = slot.snapshot
         guard let lines = slot.injectedLines.lines(plan, snapshot: credentials) else {
-            return fail(exchange, .credentialsUnavailable(route.credential.rawValue))
+            return fail(exchange, .credentialsUnavailable(compiled.config.credential.rawValue))
         }
-        if !lines.isEmpty { metrics.injected(route: route.name) }
+        if !lines.isEmpty { metrics.injected(route: compiled.config.name) }
         var experiments: HeaderLines?
-        if route.experimentHeader, let service = experimentService {
+        if compiled.config.experimentHeader, let service = experimentService {
             experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,
                                                 now: UnixTime.now())
         }
@@ -148,9 +147,9 @@ public final class ProxyHandler: HTTPHandler {
                                           info: exchange.info ?? ExchangeInfo(requestID: "", path: ""), credentialLines: lines,
                                           generation: credentials.generation, injector: plan.compiled.injector,
                                           experimentLines: experiments)
-        let token = slot.echoTokens.bytes(route.credential, of: credentials)
+        let token = slot.echoTokens.bytes(compiled.config.credential, of: credentials)
         if plan.runtime.configuration.maskEchoedCredentials { forwarded.echoToken = token }
-        if plan.mockMode == .record, let mock = route.mock {
+        if plan.mockMode == .record, let mock = compiled.config.mock {
             forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite,
                                               neverWritten: token)
         }

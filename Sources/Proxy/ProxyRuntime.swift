@@ -22,6 +22,8 @@ public final class ProxyRuntime: Sendable {
     public let injectors: [CredentialInjector]
     /// The configured experiments, compiled.
     public let experiments: ExperimentSet
+    /// The provider a route without `provider` uses (looked up once: every request asks).
+    let defaultProviderName: String
 
     /// Compiles `configuration`.
     public init(configuration: ProxyConfiguration, mocks: MockFiles = MockFiles()) {
@@ -35,6 +37,7 @@ public final class ProxyRuntime: Sendable {
         self.mocks = mocks
         injectors = router.routes.map(\.injector)
         experiments = ExperimentSet(configuration.experiments)
+        defaultProviderName = configuration.defaultProvider?.name ?? NamedProvider.defaultName
     }
 
     /// How `route` uses its mock folder now: the run-time switch, else the global `mock`
