@@ -12,6 +12,7 @@
 #   bench_proxy_config PORT URL     # the benchmarks' platform-proxy config (static token, no access log)
 #   rss_tree_kb PID                 # RSS of PID and its children (nginx workers)
 #   pss_tree_kb PID                 # the same as PSS (shared pages split among their mappers)
+#   anon_tree_kb PID                # the same as RssAnon (private memory: heap, stacks, written data)
 #   free_ports N                    # N distinct free loopback ports
 #   run_wrk NAME URL                # wrk --latency, output saved as $BENCH_DIR/NAME.wrk
 #   parse_wrk FILE                  # prints "rps p50_ms p99_ms errors"
@@ -234,6 +235,17 @@ pss_tree_kb() {
     local pid total=0 kb
     for pid in $(tree_pids "$1"); do
         kb=$(awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null) || kb=0
+        total=$((total + ${kb:-0}))
+    done
+    echo "$total"
+}
+
+# anon_tree_kb PID: RssAnon (anonymous pages: heap, stacks, relocated data; no file pages) summed
+# over PID and its child processes, in kB.
+anon_tree_kb() {
+    local pid total=0 kb
+    for pid in $(tree_pids "$1"); do
+        kb=$(awk '/^RssAnon:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || kb=0
         total=$((total + ${kb:-0}))
     done
     echo "$total"
