@@ -1,29 +1,37 @@
-/// Byte classes of RFC 9110 §5.6 as lookup tables: one load per byte on the hot path.
-enum ByteClass {
-    /// tchar: "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
-    static let token: [Bool] = (0..<256).map { b in
-        switch UInt8(b) {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"):
-            return true
-        default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(UInt8(b))
-        }
+/// Byte classes of RFC 9110 §5.6 as bit masks: bytes 0–63 and 64–127 in two words, one answer for
+/// 128–255. A shift and a test per byte on the hot path: no table behind a lazy global, no bounds
+/// check (docs/ARCHITECTURE.md §13). Each is checked against its RFC definition for all 256 bytes.
+public enum ByteClass {
+    @inlinable @inline(__always)
+    static func contains(_ b: UInt8, _ low: UInt64, _ high: UInt64, upper: Bool) -> Bool {
+        if b < 64 { return (low >> UInt64(b)) & 1 == 1 }
+        if b < 128 { return (high >> UInt64(b &- 64)) & 1 == 1 }
+        return upper
     }
 
-    /// Bytes allowed in a field value: HTAB, SP, VCHAR and obs-text (no other controls, no DEL).
-    static let fieldValue: [Bool] = (0..<256).map { (b: Int) in b == 0x09 || (b >= 0x20 && b != 0x7F) }
+    /// tchar: "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
+    @inlinable @inline(__always)
+    public static func isToken(_ b: UInt8) -> Bool {
+        contains(b, 0x03FF_6CFA_0000_0000, 0x57FF_FFFF_C7FF_FFFE, upper: false)
+    }
 
-    /// Bytes allowed in a request target: visible ASCII except the fragment mark.
-    static let target: [Bool] = (0..<256).map { (b: Int) in b > 0x20 && b < 0x7F && b != 0x23 }
+    /// Allowed in a field value: HTAB, SP, VCHAR and obs-text (no other controls, no DEL).
+    @inlinable @inline(__always)
+    public static func isFieldValue(_ b: UInt8) -> Bool {
+        contains(b, 0xFFFF_FFFF_0000_0200, 0x7FFF_FFFF_FFFF_FFFF, upper: true)
+    }
 
-    /// Bytes allowed in Host's reg-name or IP literal (unreserved, pct-encoded, sub-delims minus ",", ":", "[", "]").
-    static let host: [Bool] = (0..<256).map { b in
-        switch UInt8(b) {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"):
-            return true
-        default:
-            return "-._~%!$&'()*+;=:[]".utf8.contains(UInt8(b))
-        }
+    /// Allowed in a request target: visible ASCII except the fragment mark.
+    @inlinable @inline(__always)
+    public static func isTarget(_ b: UInt8) -> Bool {
+        contains(b, 0xFFFF_FFF6_0000_0000, 0x7FFF_FFFF_FFFF_FFFF, upper: false)
+    }
+
+    /// Allowed in Host's reg-name or IP literal (unreserved, pct-encoded, sub-delims minus ",",
+    /// and ":", "[", "]").
+    @inlinable @inline(__always)
+    public static func isHost(_ b: UInt8) -> Bool {
+        contains(b, 0x2FFF_6FF2_0000_0000, 0x47FF_FFFE_AFFF_FFFE, upper: false)
     }
 
     /// The value of a hex digit, or nil.

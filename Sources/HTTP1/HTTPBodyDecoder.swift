@@ -129,7 +129,7 @@ public struct HTTPBodyDecoder: Sendable {
             return nil
         case .trailerLineStart:
             if b == .cr { state = .finalLF; return nil }
-            guard ByteClass.token[Int(b)] else { return .invalidTrailer }
+            guard ByteClass.isToken(b) else { return .invalidTrailer }
             state = .trailerLine(sawColon: false, inName: true)
             return countTrailer()
         case .trailerLine(let sawColon, let inName):
@@ -140,8 +140,8 @@ public struct HTTPBodyDecoder: Sendable {
             }
             if inName {
                 if b == .colon { state = .trailerLine(sawColon: true, inName: false) }
-                else if !ByteClass.token[Int(b)] { return .invalidTrailer }
-            } else if !ByteClass.fieldValue[Int(b)] {
+                else if !ByteClass.isToken(b) { return .invalidTrailer }
+            } else if !ByteClass.isFieldValue(b) {
                 return .invalidTrailer
             }
             return countTrailer()
@@ -178,7 +178,7 @@ public struct HTTPBodyDecoder: Sendable {
 
     /// `chunk-ext = *( ";" token [ "=" ( token / quoted-string ) ] )`, without optional whitespace.
     private static func extensionStep(_ s: ExtensionState, _ b: UInt8) -> ExtensionState? {
-        let isToken = ByteClass.token[Int(b)]
+        let isToken = ByteClass.isToken(b)
         switch s {
         case .nameStart: return isToken ? .name : nil
         case .name:
@@ -194,9 +194,9 @@ public struct HTTPBodyDecoder: Sendable {
         case .quoted:
             if b == UInt8(ascii: "\"") { return .afterQuoted }
             if b == UInt8(ascii: "\\") { return .quotedEscape }
-            return ByteClass.fieldValue[Int(b)] ? .quoted : nil
+            return ByteClass.isFieldValue(b) ? .quoted : nil
         case .quotedEscape:
-            return ByteClass.fieldValue[Int(b)] ? .quoted : nil
+            return ByteClass.isFieldValue(b) ? .quoted : nil
         case .afterQuoted:
             return b == .semicolon ? .nameStart : nil
         }

@@ -127,14 +127,14 @@ enum HTTPHeadSemantics {
         var i = range.lowerBound
         if head[i] == UInt8(ascii: "[") {
             while i < range.upperBound, head[i] != UInt8(ascii: "]") {
-                guard ByteClass.host[Int(head[i])] else { return false }
+                guard ByteClass.isHost(head[i]) else { return false }
                 i += 1
             }
             guard i < range.upperBound else { return false }
             i += 1
         } else {
             while i < range.upperBound, head[i] != .colon {
-                guard ByteClass.host[Int(head[i])], head[i] != UInt8(ascii: "["), head[i] != UInt8(ascii: "]") else { return false }
+                guard ByteClass.isHost(head[i]), head[i] != UInt8(ascii: "["), head[i] != UInt8(ascii: "]") else { return false }
                 i += 1
             }
             guard i > range.lowerBound else { return false }

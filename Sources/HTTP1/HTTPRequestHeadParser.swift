@@ -81,7 +81,7 @@ public struct HTTPRequestHeadParser: Sendable {
         if lineStart == start && count - start > Self.maxMethodBytes {
             // Still in the request line: a method longer than any real one is malformed, not large.
             var j = start
-            while j < start + Self.maxMethodBytes, ByteClass.token[Int(bytes[j])] { j += 1 }
+            while j < start + Self.maxMethodBytes, ByteClass.isToken(bytes[j]) { j += 1 }
             if j == start + Self.maxMethodBytes { return .invalid(.invalidMethod) }
         }
         if count - start > limits.maxHeadBytes { return .invalid(.headTooLarge) }
@@ -132,7 +132,7 @@ public struct HTTPRequestHeadParser: Sendable {
             if fields.count == limits.maxHeaderCount { return .failure(.tooManyHeaders) }
             if head[i] == .space || head[i] == .tab { return .failure(.obsFold) }
             let nameStart = i
-            while ByteClass.token[Int(head[i])] { i += 1 }
+            while ByteClass.isToken(head[i]) { i += 1 }
             let name = nameStart..<i
             if head[i] == .space || head[i] == .tab { return .failure(.whitespaceBeforeColon) }
             guard head[i] == .colon, !name.isEmpty else { return .failure(.invalidHeaderName) }
@@ -142,7 +142,7 @@ public struct HTTPRequestHeadParser: Sendable {
             var valueEnd = i
             while head[i] != .cr {
                 let b = head[i]
-                guard ByteClass.fieldValue[Int(b)] else { return .failure(.invalidHeaderValue) }
+                guard ByteClass.isFieldValue(b) else { return .failure(.invalidHeaderValue) }
                 i += 1
                 if b != .space && b != .tab { valueEnd = i }
             }
@@ -155,13 +155,13 @@ public struct HTTPRequestHeadParser: Sendable {
     /// `method SP request-target SP HTTP-version CRLF` at the start of `head`; `end` is past the CRLF.
     static func parseRequestLine(_ head: UnsafeBufferPointer<UInt8>) -> Result<(method: Range<Int>, target: Range<Int>, version: HTTPVersion, end: Int), HTTPParseError> {
         var i = 0
-        while i < head.count, ByteClass.token[Int(head[i])] { i += 1 }
+        while i < head.count, ByteClass.isToken(head[i]) { i += 1 }
         let method = 0..<i
         guard method.count <= maxMethodBytes, i < head.count else { return .failure(.invalidMethod) }
         guard !method.isEmpty, head[i] == .space else { return .failure(head[i] == .cr ? .invalidRequestLine : .invalidMethod) }
         i += 1
         let targetStart = i
-        while i < head.count, ByteClass.target[Int(head[i])] { i += 1 }
+        while i < head.count, ByteClass.isTarget(head[i]) { i += 1 }
         let target = targetStart..<i
         guard i < head.count, !target.isEmpty else { return .failure(.invalidRequestLine) }
         guard head[i] == .space else { return .failure(head[i] == .cr ? .invalidRequestLine : .invalidTarget) }

@@ -7,8 +7,9 @@ enum HeaderPolicy {
     private enum Action { case drop, forwardedFor, via, host, connection, keep }
 
     /// Hop-by-hop fields (RFC 9110 §7.6.1), the framing fields curl sets itself, the proxy's own
-    /// key, and the fields the proxy sets: by length, then bytes, so no String is made per field.
-    private static let table: [Int: [([UInt8], Action)]] = {
+    /// key, and the fields the proxy sets: by length (the array index), then bytes, so no String
+    /// and no hashing per field.
+    private static let table: [[([UInt8], Action)]] = {
         let entries: [(String, Action)] = [
             ("connection", .connection), ("keep-alive", .drop), ("proxy-connection", .drop), ("te", .drop),
             ("trailer", .drop), ("transfer-encoding", .drop), ("upgrade", .drop), ("proxy-authorization", .drop),
@@ -16,14 +17,21 @@ enum HeaderPolicy {
             ("x-forwarded-for", .forwardedFor), ("x-forwarded-proto", .drop), ("x-forwarded-host", .drop),
             ("via", .via), ("x-request-id", .drop),
         ]
-        return Dictionary(grouping: entries.map { (Array($0.0.utf8), $0.1) }, by: { $0.0.count })
+        return byLength(entries.map { (Array($0.0.utf8), $0.1) }, name: \.0)
     }()
 
-    /// Hop-by-hop fields not relayed from an upstream response; the framing is ours.
-    private static let responseDropped: [[UInt8]] = [
+    /// Hop-by-hop fields not relayed from an upstream response; the framing is ours. By length.
+    private static let responseDropped: [[[UInt8]]] = byLength([
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
         "content-length", "x-request-id",
-    ].map { Array($0.utf8) }
+    ].map { Array($0.utf8) }, name: \.self)
+
+    /// `entries` grouped by the length of their name: entry `n` holds those `n` bytes long.
+    private static func byLength<Entry>(_ entries: [Entry], name: (Entry) -> [UInt8]) -> [[Entry]] {
+        var table = [[Entry]](repeating: [], count: (entries.map { name($0).count }.max() ?? 0) + 1)
+        for entry in entries { table[name(entry).count].append(entry) }
+        return table
+    }
 
     /// The upstream request's header lines: the client's minus hop-by-hop fields, minus any in
     /// `removing` (lowercased credential header names about to be injected), plus the forwarding
@@ -40,7 +48,7 @@ enum HeaderPolicy {
             let field = head.fields[i]
             let length = field.name.count
             var action = Action.keep
-            if let candidates = table[length], let hit = candidates.first(where: { head.nameEquals(i, $0.0) }) {
+            if length < table.count, let hit = table[length].first(where: { head.nameEquals(i, $0.0) }) {
                 action = hit.1
             } else if removing.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
                 action = .drop
@@ -116,8 +124,11 @@ enum HeaderPolicy {
     /// echoing the injected token are relayed with it masked.
     static func appendResponseFields(_ head: UpstreamResponseHead, requestID: String, to out: inout [UInt8],
                                      masker: inout EchoMasker?) {
-        for i in head.fields.indices where !responseDropped.contains(where: { head.nameEquals(i, $0) }) {
+        let dropped = responseDropped
+        for i in head.fields.indices {
             let field = head.fields[i]
+            let length = field.name.count
+            if length < dropped.count, dropped[length].contains(where: { head.nameEquals(i, $0) }) { continue }
             out.append(contentsOf: head.storage[field.name])
             out.append(contentsOf: Fixed.colonSpace)
             if let masked = masker?.masking(head.storage[field.value]) {

@@ -1,4 +1,5 @@
 import Glibc
+import HTTP1
 
 extension UpstreamResponseHead {
     /// What one header line was.
@@ -49,20 +50,12 @@ extension UpstreamResponseHead {
         while valueStart < end && (line[valueStart] == 0x20 || line[valueStart] == 0x09) { valueStart += 1 }
         var valueEnd = end
         while valueEnd > valueStart && (line[valueEnd - 1] == 0x20 || line[valueEnd - 1] == 0x09) { valueEnd -= 1 }
-        append(name: line[0..<colon], value: line[valueStart..<valueEnd])
+        append(name: UnsafeRawBufferPointer(rebasing: line[0..<colon]),
+               value: UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]))
         return .field
     }
 
-    /// RFC 9110 tchar: what a field name may hold. Bytes 0–63 and 64–127 as two bit masks: a
-    /// shift and a test per byte of every relayed field name.
+    /// RFC 9110 tchar: what a field name may hold (`ByteClass.isToken`).
     @inline(__always)
-    static func isTokenByte(_ b: UInt8) -> Bool {
-        let low: UInt64 = 0x03FF_6CFA_0000_0000   // ! # $ % & ' * + - . 0-9
-        let high: UInt64 = 0x57FF_FFFF_C7FF_FFFE  // A-Z ^ _ ` a-z | ~
-        switch b {
-        case 0..<64: return (low >> UInt64(b)) & 1 == 1
-        case 64..<128: return (high >> UInt64(b - 64)) & 1 == 1
-        default: return false
-        }
-    }
+    static func isTokenByte(_ b: UInt8) -> Bool { ByteClass.isToken(b) }
 }

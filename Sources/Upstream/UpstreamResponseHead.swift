@@ -28,6 +28,15 @@ public struct UpstreamResponseHead: Sendable {
         fields.append((nameStart..<valueStart, valueStart..<storage.count))
     }
 
+    /// Adds a field from raw header bytes (libcurl's buffer): one copy of each part, no per-byte loop.
+    mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let nameStart = storage.count
+        storage.append(contentsOf: name.bindMemory(to: UInt8.self))
+        let valueStart = storage.count
+        storage.append(contentsOf: value.bindMemory(to: UInt8.self))
+        fields.append((nameStart..<valueStart, valueStart..<storage.count))
+    }
+
     /// Forgets every field (a new head begins), keeping the capacity (reserving some at first).
     mutating func reset(status: Int) {
         if storage.capacity == 0 {
