@@ -35,24 +35,25 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
     /// "scheme://host" plus ":port" when not the default (RFC 6454 serialization).
     public var origin: String { hasDefaultPort ? "\(scheme)://\(host)" : "\(scheme)://\(host):\(port)" }
 
-    /// The whole URL.
+    /// The whole URL (built for every forwarded request: one allocation, `String.build`).
     public var description: String {
-        // Built by appending into one reserved buffer: this runs for every forwarded request.
-        var url = ""
-        url.reserveCapacity(scheme.utf8.count + host.utf8.count + path.utf8.count + (query?.utf8.count ?? 0) + 10)
-        url += scheme
-        url += "://"
-        url += host
-        if !hasDefaultPort {
-            url += ":"
-            url += String(port)
+        let portText = hasDefaultPort ? "" : String(port)
+        let capacity = scheme.utf8.count + 3 + host.utf8.count + 1 + portText.utf8.count + path.utf8.count
+            + 1 + (query?.utf8.count ?? 0)
+        return String.build(capacity: capacity) { url in
+            url.put(scheme)
+            url.put("://")
+            url.put(host)
+            if !portText.isEmpty {
+                url.put(":")
+                url.put(portText)
+            }
+            url.put(path)
+            if let query {
+                url.put("?")
+                url.put(query)
+            }
         }
-        url += path
-        if let query {
-            url += "?"
-            url += query
-        }
-        return url
     }
 
     /// The URL, or nil if it is not an absolute http(s) URL without user info or fragment.

@@ -6,15 +6,23 @@ enum UpstreamTarget {
     static func url(_ upstream: UpstreamURL, rest: Substring, query: Substring?) -> UpstreamURL {
         var path = upstream.path
         if !rest.isEmpty {
-            if path.hasSuffix("/") { path.removeLast() }
-            path += rest
+            let base = path.utf8.last == UInt8(ascii: "/") ? path.utf8.dropLast() : path.utf8[...]
+            path = String.build(capacity: base.count + rest.utf8.count) {
+                $0.put(Substring(base))
+                $0.put(rest)
+            }
         }
         let joined: String?
         switch (upstream.query.flatMap { $0.isEmpty ? nil : $0 }, query.flatMap { $0.isEmpty ? nil : $0 }) {
         case (nil, nil): joined = nil
         case (let route?, nil): joined = route
         case (nil, let client?): joined = String(client)
-        case (let route?, let client?): joined = route + "&" + client
+        case (let route?, let client?):
+            joined = String.build(capacity: route.utf8.count + 1 + client.utf8.count) {
+                $0.put(route)
+                $0.put("&")
+                $0.put(client)
+            }
         }
         return UpstreamURL(scheme: upstream.scheme, host: upstream.host, port: upstream.port, path: path, query: joined)
     }
