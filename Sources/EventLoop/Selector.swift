@@ -71,7 +71,14 @@ final class Selector {
             }
         }
         let milliseconds = timeoutNanoseconds < 0 ? -1 : CInt(clamping: (timeoutNanoseconds + 999_999) / 1_000_000)
-        return Int(try syscall(where: "epoll_wait") { cl_epoll_wait(epfd, events, CInt(capacity), milliseconds) })
+        let count = cl_epoll_wait(epfd, events, CInt(capacity), milliseconds)
+        if count >= 0 { return Int(count) }
+        // Interrupted (a signal, SIGSTOP/SIGCONT, a debugger attaching): return, and the loop
+        // waits again for what is left. Retrying with the same timeout would start it over, and a
+        // timer could wait as long as the interruptions keep coming.
+        if cl_errno() == EINTR { return 0 }
+        // Any other failure is reported as `syscall` reports it (errno is still the call's).
+        return Int(try syscall(where: "epoll_wait") { count })
     }
 
     /// Event `i` of the last `wait`.

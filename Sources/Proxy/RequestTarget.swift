@@ -50,7 +50,16 @@ enum HostName {
     /// Whether `host` (any case) is in the lowercased `allowed` list (compared byte by byte,
     /// ASCII case ignored, without making a lowercased copy per request).
     static func isAllowed(_ host: Substring, _ allowed: [String]) -> Bool {
-        let part = hostPart(host).utf8
-        return allowed.contains { $0.utf8.elementsEqual(part) { $0 == asciiLower($1) } }
+        var part = hostPart(host)
+        return part.withUTF8 { written in
+            allowed.contains { name in
+                guard name.utf8.count == written.count else { return false }
+                var name = name
+                return name.withUTF8 { lowered in
+                    for i in 0..<lowered.count where lowered[i] != asciiLower(written[i]) { return false }
+                    return true
+                }
+            }
+        }
     }
 }

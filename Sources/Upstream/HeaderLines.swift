@@ -5,8 +5,12 @@ import HTTP1
 /// line NUL-terminated: the shape libcurl's header list wants, so a transfer hands them over
 /// with one copy and no allocation per line (`EasyHandle.setHeaders`).
 public struct HeaderLines: Sendable, Equatable {
+    /// The lines, each followed by a 0 byte. The appends below are inlinable, so the callers in
+    /// other modules (the proxy builds every upstream request's lines) get them specialized.
+    @usableFromInline var storage: [UInt8] = []
+
     /// The lines, each followed by a 0 byte.
-    public private(set) var bytes: [UInt8] = []
+    @inlinable public var bytes: [UInt8] { storage }
 
     /// Number of lines: the 0 bytes, counted rather than kept, so it can never disagree with them.
     public var count: Int { bytes.count(where: { $0 == 0 }) }
@@ -23,31 +27,37 @@ public struct HeaderLines: Sendable, Equatable {
     }
 
     /// Reserves room for about `byteCount` bytes of lines.
-    public mutating func reserveCapacity(_ byteCount: Int) { bytes.reserveCapacity(byteCount) }
+    @inlinable
+    public mutating func reserveCapacity(_ byteCount: Int) { storage.reserveCapacity(byteCount) }
 
     /// Appends one whole line.
+    @inlinable
     public mutating func append(_ line: String) {
-        bytes.append(contentsOf: line.utf8)
+        storage.append(contentsOf: line.utf8)
         endLine()
     }
 
     /// Appends `name: value` from raw bytes (the caller vouches they hold no CR, LF or NUL).
+    @inlinable
     public mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
-        bytes.append(contentsOf: name)
-        bytes.append(0x3A)
-        bytes.append(0x20)
-        bytes.append(contentsOf: value)
+        storage.append(contentsOf: name)
+        storage.append(0x3A)
+        storage.append(0x20)
+        storage.append(contentsOf: value)
         endLine()
     }
 
     /// Appends raw bytes to the line being built; `endLine` finishes it.
-    public mutating func appendPart(_ part: some Collection<UInt8>) { bytes.append(contentsOf: part) }
+    @inlinable
+    public mutating func appendPart(_ part: some Collection<UInt8>) { storage.append(contentsOf: part) }
 
     /// Finishes the line being built by `appendPart`.
-    public mutating func endLine() { bytes.append(0) }
+    @inlinable
+    public mutating func endLine() { storage.append(0) }
 
     /// Appends every line of `other`.
-    public mutating func append(contentsOf other: HeaderLines) { bytes.append(contentsOf: other.bytes) }
+    @inlinable
+    public mutating func append(contentsOf other: HeaderLines) { storage.append(contentsOf: other.storage) }
 
     /// The lines as strings (tests, logs of rare paths).
     public var lines: [String] {
@@ -101,7 +111,7 @@ public struct HeaderLines: Sendable, Equatable {
         forEachLine { line in
             let name = String(decoding: Self.name(of: line).map(asciiLower), as: UTF8.self)
             guard !names.contains(name) else { return }
-            result.bytes.append(contentsOf: line)
+            result.storage.append(contentsOf: line)
             result.endLine()
         }
         return result

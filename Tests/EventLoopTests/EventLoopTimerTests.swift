@@ -3,6 +3,9 @@ import Synchronization
 import Testing
 @testable import EventLoop
 
+/// SIGUSR1s delivered to a loop thread (`timerFiresThroughInterruptions`).
+private let interruptionSignals = Atomic<Int>(0)
+
 @Suite("EventLoop timers")
 struct EventLoopTimerTests {
     @Test("a timer already due when an after-events task schedules it fires without waiting for other events")
@@ -73,5 +76,45 @@ struct EventLoopTimerTests {
         // The loop slept until each deadline: a wait shorter than the time left (a millisecond
         // timeout rounded down) would spin through hundreds of iterations instead.
         #expect(loop.iterations < 40, "the loop spun \(loop.iterations) times waiting for 4 timers")
+    }
+
+    @Test("a timer fires on time while signals keep interrupting the wait, with epoll_pwait2 and with the millisecond fallback",
+          .serialized, arguments: [true, false])
+    func timerFiresThroughInterruptions(precise: Bool) throws {
+        let saved = Selector.precise.load(ordering: .relaxed)
+        Selector.precise.store(precise, ordering: .relaxed)
+        defer { Selector.precise.store(saved, ordering: .relaxed) }
+        // A handler that only counts: each SIGUSR1 makes the loop's wait return EINTR.
+        signal(SIGUSR1) { _ in interruptionSignals.add(1, ordering: .relaxed) }
+        let before = interruptionSignals.load(ordering: .relaxed)
+        let loop = try EventLoop(name: "test")
+        let firedAfter = Atomic<Int64>(0)
+        loop.execute {
+            let start = NanoTime.now()
+            loop.schedule(at: NanoTime(nanoseconds: start.nanoseconds + 200_000_000)) {
+                firedAfter.store(NanoTime.now().nanoseconds - start.nanoseconds, ordering: .relaxed)
+                loop.stop()
+            }
+        }
+        let thread = try Threads.spawn {
+            // The test runner's threads may block it; the loop thread must receive it.
+            var set = sigset_t()
+            sigemptyset(&set)
+            sigaddset(&set, SIGUSR1)
+            pthread_sigmask(SIG_UNBLOCK, &set, nil)
+            loop.run()
+        }
+        // Interrupt every 50 ms for 1.5 s: a wait that restarted its whole timeout after each
+        // interruption would fire only once the signals stop.
+        for _ in 0..<30 where firedAfter.load(ordering: .relaxed) == 0 {
+            pthread_kill(thread, SIGUSR1)
+            usleep(50_000)
+        }
+        if firedAfter.load(ordering: .relaxed) == 0 { loop.execute { loop.stop() } }
+        pthread_join(thread, nil)
+        let elapsed = Double(firedAfter.load(ordering: .relaxed)) / 1e9
+        #expect(interruptionSignals.load(ordering: .relaxed) > before, "no signal reached the loop thread")
+        #expect(elapsed >= 0.2)
+        #expect(elapsed < 0.6, "the timer fired after \(elapsed) s")
     }
 }
