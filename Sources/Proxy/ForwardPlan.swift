@@ -8,11 +8,8 @@ struct ForwardPlan {
     let compiled: CompiledRoute
     /// The runtime the route came from (a reload may replace it while the request waits).
     let runtime: ProxyRuntime
-    /// The route's settings.
-    var route: RouteConfiguration { compiled.config }
     /// The route's index in its configuration.
     var routeIndex: Int { compiled.index }
-    var injector: CredentialInjector { compiled.injector }
     let rest: Substring
     let url: UpstreamURL
     let mockMode: MockConfiguration.Mode?

@@ -125,18 +125,22 @@ enum HeaderPolicy {
     static func appendResponseFields(_ head: UpstreamResponseHead, requestID: String, to out: inout [UInt8],
                                      masker: inout EchoMasker?) {
         let dropped = responseDropped
-        for i in head.fields.indices {
-            let field = head.fields[i]
-            let length = field.name.count
-            if length < dropped.count, dropped[length].contains(where: { head.nameEquals(i, $0) }) { continue }
-            out.append(contentsOf: head.storage[field.name])
-            out.append(contentsOf: Fixed.colonSpace)
-            if let masked = masker?.masking(head.storage[field.value]) {
-                out.append(contentsOf: masked)
-            } else {
-                out.append(contentsOf: head.storage[field.value])
+        let storage = head.storage
+        out.reserveCapacity(out.count + storage.count + 4 * head.fields.count + requestID.utf8.count + 16)
+        storage.withUnsafeBufferPointer { bytes in
+            for i in head.fields.indices {
+                let field = head.fields[i]
+                let length = field.name.count
+                if length < dropped.count, dropped[length].contains(where: { head.nameEquals(i, $0) }) { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[field.name]))
+                out.append(contentsOf: Fixed.colonSpace)
+                if let masked = masker?.masking(storage[field.value]) {
+                    out.append(contentsOf: masked)
+                } else {
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[field.value]))
+                }
+                out.append(contentsOf: Fixed.crlf)
             }
-            out.append(contentsOf: Fixed.crlf)
         }
         out.append(contentsOf: Fixed.requestIDColon)
         out.append(contentsOf: requestID.utf8)

@@ -94,7 +94,7 @@ public final class ProxyHandler: HTTPHandler {
         }
         let compiled = runtime.router.routes[index]
         info.provider = compiled.provider
-        let mockMode = runtime.mockMode(compiled.config)
+        let mockMode = runtime.mockMode(compiled)
         if mockMode == .replay, let mock = compiled.config.mock {
             return replayMock(exchange, directory: mock.directory, rest: rest)
         }

@@ -42,10 +42,12 @@ public final class ProxyRuntime: Sendable {
 
     /// How `route` uses its mock folder now: the run-time switch, else the global `mock`
     /// switch, else the route's configured mode. A route without an upstream always replays.
-    public func mockMode(_ route: RouteConfiguration) -> MockConfiguration.Mode? {
-        guard let mock = route.mock else { return nil }
-        if route.upstream == nil { return .replay }
-        switch mockModes.mode(of: route.name) {
+    /// Takes the compiled route, not its configuration: a configuration passed by value is a
+    /// copy of every field, for every request.
+    public func mockMode(_ route: CompiledRoute) -> MockConfiguration.Mode? {
+        guard let mock = route.config.mock else { return nil }
+        if route.config.upstream == nil { return .replay }
+        switch mockModes.mode(of: route.config.name) {
         case .replay: return .replay
         case .record: return .record
         case .off: return .off
