@@ -229,37 +229,23 @@ tree_pids() {
     cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | grep -v '^$' || true
 }
 
-# pss_tree_kb PID: proportional set size (shared pages divided among the processes that map them)
-# summed over PID and its child processes, in kB.
-pss_tree_kb() {
+# tree_sum_kb PID FILE FIELD: the kB value of FIELD (e.g. "VmRSS:") in /proc/P/FILE, summed over
+# PID and its child processes.
+tree_sum_kb() {
     local pid total=0 kb
     for pid in $(tree_pids "$1"); do
-        kb=$(awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null) || kb=0
-        total=$((total + ${kb:-0}))
-    done
-    echo "$total"
-}
-
-# anon_tree_kb PID: RssAnon (anonymous pages: heap, stacks, relocated data; no file pages) summed
-# over PID and its child processes, in kB.
-anon_tree_kb() {
-    local pid total=0 kb
-    for pid in $(tree_pids "$1"); do
-        kb=$(awk '/^RssAnon:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || kb=0
+        kb=$(awk -v f="$3" '$1 == f { print $2 }' "/proc/$pid/$2" 2>/dev/null) || kb=0
         total=$((total + ${kb:-0}))
     done
     echo "$total"
 }
 
 # rss_tree_kb PID: VmRSS summed over PID and its child processes, in kB.
-rss_tree_kb() {
-    local pid total=0 kb
-    for pid in $(tree_pids "$1"); do
-        kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || kb=0
-        total=$((total + ${kb:-0}))
-    done
-    echo "$total"
-}
+rss_tree_kb() { tree_sum_kb "$1" status VmRSS:; }
+# pss_tree_kb PID: proportional set size (shared pages divided among the processes that map them).
+pss_tree_kb() { tree_sum_kb "$1" smaps_rollup Pss:; }
+# anon_tree_kb PID: RssAnon (anonymous pages: heap, stacks, relocated data; no file pages).
+anon_tree_kb() { tree_sum_kb "$1" status RssAnon:; }
 
 # start_bench_upstream http|https: nginx answering every request with a small JSON body, plainly
 # or (https) over TLS with h2 by ALPN and a private CA made here, which libcurl is told to trust
