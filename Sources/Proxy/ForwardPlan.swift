@@ -54,18 +54,38 @@ struct EchoTokenCache {
     private var snapshot: CredentialSnapshot?
     private var access: [UInt8]?
     private var id: [UInt8]?
+    /// Maskers for each token, made once per snapshot (finding a token's anchor byte is a pass
+    /// over it); each exchange copies the one it needs.
+    private var accessMasker: EchoMasker?
+    private var idMasker: EchoMasker?
+
+    private mutating func follow(_ snapshot: CredentialSnapshot) {
+        guard self.snapshot !== snapshot else { return }
+        self.snapshot = snapshot
+        // `Array(buffer)` makes new storage; `Array(array)` would share the snapshot's.
+        access = snapshot.tokenBytes(for: .accessToken).map { $0.withUnsafeBufferPointer { Array($0) } }
+        id = snapshot.tokenBytes(for: .jwt).map { $0.withUnsafeBufferPointer { Array($0) } }
+        accessMasker = access.flatMap { EchoMasker(token: $0) }
+        idMasker = id.flatMap { EchoMasker(token: $0) }
+    }
 
     /// This loop's copy of the token a route of `kind` injects, nil when there is none.
     mutating func bytes(_ kind: CredentialKind, of snapshot: CredentialSnapshot) -> [UInt8]? {
-        if self.snapshot !== snapshot {
-            self.snapshot = snapshot
-            // `Array(buffer)` makes new storage; `Array(array)` would share the snapshot's.
-            access = snapshot.tokenBytes(for: .accessToken).map { $0.withUnsafeBufferPointer { Array($0) } }
-            id = snapshot.tokenBytes(for: .jwt).map { $0.withUnsafeBufferPointer { Array($0) } }
-        }
+        follow(snapshot)
         switch kind {
         case .accessToken: return access
         case .jwt: return id
+        case .none: return nil
+        }
+    }
+
+    /// A masker for the token a route of `kind` injects; nil when there is none or it is too
+    /// short to mask (`EchoMasker.minimumTokenBytes`).
+    mutating func masker(_ kind: CredentialKind, of snapshot: CredentialSnapshot) -> EchoMasker? {
+        follow(snapshot)
+        switch kind {
+        case .accessToken: return accessMasker
+        case .jwt: return idMasker
         case .none: return nil
         }
     }

@@ -33,8 +33,10 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private var transfer: UpstreamTransfer?
     /// Set on a route in record mode.
     var recorder: MockRecorder?
-    /// The injected token, when echoes of it are masked (credentialed route, switch on).
-    var echoToken: [UInt8]?
+    /// Whether echoes of the injected token are masked (credentialed route, switch on).
+    var masksEchoes = false
+    /// A masker for the injected token (nil when it is too short to mask); the response copies it.
+    var echoMasker: EchoMasker?
     /// Masks the token in the response being relayed.
     private var masker: EchoMasker?
 
@@ -144,7 +146,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             framing = .streamed
         }
         recorder?.responseStarted(status: head.status)
-        masker = echoToken.flatMap { EchoMasker(token: $0) }
+        masker = masksEchoes ? echoMasker : nil
         exchange.startResponse(status: head.status, framing: framing) { bytes in
             HeaderPolicy.appendResponseFields(head, requestID: requestID, to: &bytes, masker: &masker)
         }
@@ -255,7 +257,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             }
             credentialLines = lines
             generation = snapshot.generation
-            if echoToken != nil { echoToken = snapshot.tokenBytes(for: route.config.credential) }
+            if masksEchoes { echoMasker = snapshot.tokenBytes(for: route.config.credential).flatMap { EchoMasker(token: $0) } }
             handler.metrics.retriedAfter401(route: route.config.name)
         }
         body = body?.replay()

@@ -147,11 +147,13 @@ public final class ProxyHandler: HTTPHandler {
                                           info: exchange.info ?? ExchangeInfo(requestID: "", path: ""), credentialLines: lines,
                                           generation: credentials.generation, injector: plan.compiled.injector,
                                           experimentLines: experiments)
-        let token = slot.echoTokens.bytes(compiled.config.credential, of: credentials)
-        if plan.runtime.configuration.maskEchoedCredentials { forwarded.echoToken = token }
+        if plan.runtime.configuration.maskEchoedCredentials {
+            forwarded.masksEchoes = true
+            forwarded.echoMasker = slot.echoTokens.masker(compiled.config.credential, of: credentials)
+        }
         if plan.mockMode == .record, let mock = compiled.config.mock {
             forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite,
-                                              neverWritten: token)
+                                              neverWritten: slot.echoTokens.bytes(compiled.config.credential, of: credentials))
         }
         forwarded.start(retryBodyBytes: runtime.configuration.limits.retryBodyBytes)
     }

@@ -74,8 +74,16 @@ public struct UpstreamResponseHead: Sendable {
     /// The first `Content-Length` as a number, when it is one and no `Transfer-Encoding` overrides
     /// it (RFC 9112 §6.3: curl then decodes the chunks and the length means nothing).
     public var contentLength: Int? {
-        guard !fields.indices.contains(where: { nameEquals($0, Self.transferEncodingName) }),
-              let index = fields.indices.first(where: { nameEquals($0, Self.contentLengthName) }) else { return nil }
+        // One pass, the names told apart by length first.
+        var found: Int?
+        for i in fields.indices {
+            switch fields[i].name.count {
+            case Self.transferEncodingName.count where nameEquals(i, Self.transferEncodingName): return nil
+            case Self.contentLengthName.count where found == nil && nameEquals(i, Self.contentLengthName): found = i
+            default: continue
+            }
+        }
+        guard let index = found else { return nil }
         let digits = storage[fields[index].value]
         guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 &- 0x30 < 10 }) else { return nil }
         return digits.reduce(0) { $0 * 10 + Int($1 &- 0x30) }

@@ -259,6 +259,31 @@ def test_second_401_after_the_retry_is_relayed(start_proxy, idp_factory, tmp_pat
     assert_no_secrets_logged(idp, [p])
 
 
+def test_echo_of_the_refreshed_token_is_masked_after_a_401_retry(start_proxy, idp_factory, tmp_path):
+    """The retry after a 401 carries a new access token; a response echoing it is masked too."""
+    idp = idp_factory(access_ttl=300)
+    p = launch(start_proxy, idp, tmp_path, routes=routes_for(idp), refresh_before=30)
+    login(p)
+    first = p.call("/api/echo?echo=1")
+    assert first.status == 200, first
+    echoed = first.json()["authorization"]
+    assert re.fullmatch(r"Bearer \*{8,}", echoed), f"the first token is masked: {echoed!r}"
+    before = stored_tokens(p)["access_token"]
+    assert echoed == "Bearer " + "*" * len(before)
+    c = idp.control
+    c.reset()
+    c.expire_all()
+    r = p.call("/api/echo?echo=1")
+    assert r.status == 200, r
+    assert refreshes(idp) == 1
+    assert [x["status"] for x in c.api_call_log()] == [401, 200]
+    new_token = stored_tokens(p, lambda s: s["access_token"] != before)["access_token"]
+    echoed = r.json()["authorization"]
+    assert echoed == "Bearer " + "*" * len(new_token), f"the refreshed token is masked, length kept: {echoed!r}"
+    assert new_token.encode() not in r.body
+    assert int(r.header("content-length")) == len(r.body)
+
+
 def test_retry_replays_bodies_up_to_retryBodyBytes_and_relays_401_for_larger(start_proxy, idp_factory, tmp_path):
     limit = 1024
     idp = idp_factory(access_ttl=300)

@@ -38,6 +38,7 @@ Endpoints (issuer ``http://127.0.0.1:<port>``):
   ``GET /device?user_code=...`` (the verification URI: approves like /authorize)
 - ``GET|POST /userinfo`` (Bearer, scope ``openid``)
 - ``ANY /api/...``: 200 JSON with the user and path for a live access token, else 401
+  (``?echo=1`` adds the ``Authorization`` it received, as a debug endpoint would)
 
 Test switches: see the docstring of ``control_routes`` below and ``idp.control``.
 """
@@ -977,11 +978,15 @@ def create_app(idp: IdP, runtime: "Runtime | None" = None) -> Flask:
             idp._append(idp.api_calls, {"method": request.method, "path": request.path, "status": 200,
                                         "seq": tok.seq, "at": _now()})
             user = tok.get_user()
-            return jsonify({"ok": True, "method": request.method, "path": request.path,
-                            "query": request.query_string.decode("latin-1"),
-                            "user": dict(user.userinfo()) if user else None, "client_id": tok.client_id,
-                            "scope": tok.scope, "token_seq": tok.seq, "body_bytes": len(body),
-                            "body_sha256": hashlib.sha256(body).hexdigest()})
+            answer = {"ok": True, "method": request.method, "path": request.path,
+                      "query": request.query_string.decode("latin-1"),
+                      "user": dict(user.userinfo()) if user else None, "client_id": tok.client_id,
+                      "scope": tok.scope, "token_seq": tok.seq, "body_bytes": len(body),
+                      "body_sha256": hashlib.sha256(body).hexdigest()}
+            if request.args.get("echo") == "1":
+                # What a debug endpoint does: reflect the credential it was sent.
+                answer["authorization"] = request.headers.get("Authorization", "")
+            return jsonify(answer)
 
     control_routes(app, idp, runtime)
     from idp.am import register_am  # the AM journey simulator beside the IdP
