@@ -21,6 +21,9 @@ public final class EventLoop: @unchecked Sendable {
     private var nextGeneration: UInt32 = 1
     private let inbox = Mutex<[@Sendable () -> Void]>([])
     private var afterIteration: [() -> Void] = []
+    /// The batch of after-events tasks being run; swapped with `afterIteration` so neither array
+    /// is reallocated per iteration (tasks a task adds go to the next batch).
+    private var runningTasks: [() -> Void] = []
     private var atStop: [() -> Void] = []
     private var running = true
     /// The thread running `run` (a `pthread_t`); 0 before it starts and after it stops, when
@@ -171,9 +174,9 @@ public final class EventLoop: @unchecked Sendable {
         for i in 0..<count { dispatch(selector.event(at: i)) }
         runTimers()
         while !afterIteration.isEmpty {
-            let tasks = afterIteration
-            afterIteration.removeAll(keepingCapacity: true)
-            for task in tasks { task() }
+            swap(&afterIteration, &runningTasks)
+            for i in runningTasks.indices { runningTasks[i]() }
+            runningTasks.removeAll(keepingCapacity: true)
         }
     }
 

@@ -101,7 +101,8 @@ public final class UpstreamTransfer {
     private func configure() {
         let easy = handle.easy
         let me = Unmanaged.passUnretained(self).toOpaque()
-        cc_easy_str(easy, CURLOPT_URL, request.url)
+        // withCString hands over the string's own storage; the implicit conversion copies it.
+        request.url.withCString { _ = cc_easy_str(easy, CURLOPT_URL, $0) }
         // https: wait for a connection being set up to say whether it multiplexes (h2 by ALPN)
         // rather than opening one per concurrent request: 64 requests then share one connection
         // instead of 33+. Plain http is HTTP/1.1 here, where there is nothing to wait for.

@@ -32,4 +32,13 @@ struct RequestIDGeneratorTests {
         #expect(parts.count == 3 && parts[1] == "b" && parts[2] == "1")
         #expect(generator.next().hasSuffix("-b-2"))
     }
+
+    @Test("the counter is written in lowercase hex across every digit-count change up to 0x10000")
+    func counterDigits() {
+        var generator = RequestIDGenerator(loopIndex: 3)
+        let prefix = String(generator.next().dropLast())
+        for value in 2...0x10000 {
+            #expect(generator.next() == prefix + String(value, radix: 16), "value \(value)")
+        }
+    }
 }
