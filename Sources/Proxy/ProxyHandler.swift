@@ -70,7 +70,7 @@ public final class ProxyHandler: HTTPHandler {
         exchange.delegate = info
 
         if exchange.listener == metricsListener { return handleMetricsListener(exchange, target: target) }
-        if target.path == "*" { return respondOptions(exchange) }
+        if target.path.utf8.count == 1 && target.path.utf8.first == UInt8(ascii: "*") { return respondOptions(exchange) }
         let routes = runtime.configuration.routes
         let scope = RequestScope(path: target.path, router: runtime.router)
         let request = GuardedRequest(head: head, target: target, access: runtime.access)

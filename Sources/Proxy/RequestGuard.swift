@@ -1,3 +1,4 @@
+import Glibc
 import Config
 import HTTP1
 
@@ -121,14 +122,24 @@ enum RequestScope {
     case unrouted
 
     init(path: Substring, router: Router) {
-        if let probe = Probe(path: path) {
-            self = .probe(probe)
-        } else if path == "/_platform" || path.hasPrefix("/_platform/") {
-            self = .platform
+        if Self.isPlatformPath(path) {
+            self = Probe(path: path).map { .probe($0) } ?? .platform
         } else if let (route, rest) = router.match(path) {
             self = .route(index: route.index, rest: rest)
         } else {
             self = .unrouted
+        }
+    }
+
+    /// Whether `path` is `/_platform` or below it, compared as bytes: every request asks, and
+    /// most are not.
+    static func isPlatformPath(_ path: Substring) -> Bool {
+        let prefix: StaticString = "/_platform"
+        var path = path
+        return path.withUTF8 { bytes in
+            guard bytes.count >= prefix.utf8CodeUnitCount, let base = bytes.baseAddress,
+                  memcmp(base, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0 else { return false }
+            return bytes.count == prefix.utf8CodeUnitCount || bytes[prefix.utf8CodeUnitCount] == UInt8(ascii: "/")
         }
     }
 

@@ -126,5 +126,10 @@ struct RequestScopeTests {
         #expect(none.guards(routes) == RequestGuard.any)
         #expect(none.routeName(routes) == nil)
         #expect(RequestScope(path: "/_platformX", router: router).routeName(routes) == nil)
+        #expect(RequestScope(path: "/_platfor", router: router).routeName(routes) == nil)
+        // A path is a slice of the request target: the byte comparison starts where it does.
+        let target = "/x/_platform/ready?q"
+        let slice = target[target.index(target.startIndex, offsetBy: 2)..<target.firstIndex(of: "?")!]
+        #expect(RequestScope(path: slice, router: router).guards(routes) == RequestGuard.probe)
     }
 }
