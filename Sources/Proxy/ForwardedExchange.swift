@@ -53,7 +53,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         url = upstream
         method = exchange.head.method
         machine = ForwardStateMachine(hasBody: exchange.head.framing != .none)
-        var removing = route.config.credential == .none ? [] : injector.headerNames.map { Array($0.utf8) }
+        var removing = route.replacedNames
         // A route that carries assignments replaces the client's X-Experiments, never merges with it.
         if experimentLines != nil { removing.append(Array("x-experiments".utf8)) }
         var lines = HeaderPolicy.upstreamLines(exchange.head, peer: exchange.peer, requestID: info.requestID, removing: removing)
