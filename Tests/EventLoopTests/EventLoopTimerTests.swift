@@ -6,7 +6,15 @@ import Testing
 /// SIGUSR1s delivered to a loop thread (`timerFiresThroughInterruptions`).
 private let interruptionSignals = Atomic<Int>(0)
 
-@Suite("EventLoop timers")
+/// Switches every loop's wait to `epoll_pwait2` (`precise`) or to the millisecond fallback, and
+/// returns what switches it back. The suite is serialized: its tests set this process-wide switch.
+private func useWait(precise: Bool) -> () -> Void {
+    let saved = Selector.precise.load(ordering: .relaxed)
+    Selector.precise.store(precise, ordering: .relaxed)
+    return { Selector.precise.store(saved, ordering: .relaxed) }
+}
+
+@Suite("EventLoop timers", .serialized)
 struct EventLoopTimerTests {
     @Test("a timer already due when an after-events task schedules it fires without waiting for other events")
     func dueTimerFromAfterEventsFiresPromptly() throws {
@@ -40,9 +48,8 @@ struct EventLoopTimerTests {
           .serialized, arguments: [true, false])
     func timersFireOnTimeWithEitherWait(precise: Bool) throws {
         // The fallback is what a kernel before 5.11, or a seccomp profile without epoll_pwait2, gets.
-        let saved = Selector.precise.load(ordering: .relaxed)
-        Selector.precise.store(precise, ordering: .relaxed)
-        defer { Selector.precise.store(saved, ordering: .relaxed) }
+        let restore = useWait(precise: precise)
+        defer { restore() }
         let loop = try EventLoop(name: "test")
         let delays: [Int64] = [0, 1_500_000, 7_300_000, 20_000_000]
         let early = Atomic<Int>(0)
@@ -81,9 +88,8 @@ struct EventLoopTimerTests {
     @Test("a timer fires on time while signals keep interrupting the wait, with epoll_pwait2 and with the millisecond fallback",
           .serialized, arguments: [true, false])
     func timerFiresThroughInterruptions(precise: Bool) throws {
-        let saved = Selector.precise.load(ordering: .relaxed)
-        Selector.precise.store(precise, ordering: .relaxed)
-        defer { Selector.precise.store(saved, ordering: .relaxed) }
+        let restore = useWait(precise: precise)
+        defer { restore() }
         // A handler that only counts: each SIGUSR1 makes the loop's wait return EINTR.
         signal(SIGUSR1) { _ in interruptionSignals.add(1, ordering: .relaxed) }
         let before = interruptionSignals.load(ordering: .relaxed)
