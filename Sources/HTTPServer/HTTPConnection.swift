@@ -226,6 +226,8 @@ final class HTTPConnection: Selectable {
         case .streamed:
             writeHead(exchange, status: status, framing: isHead ? .bodiless : .closeDelimited, field: nil, value: "", writeFields)
         }
+        if case .started(.bodiless) = exchange.progress { return writeCompletedResponse() }
+        if case .started(.length(0)) = exchange.progress { return writeCompletedResponse() }
         scheduleFlush()
     }
 
@@ -240,7 +242,11 @@ final class HTTPConnection: Selectable {
             output.append(UnsafeRawBufferPointer(rebasing: bytes[0..<allowed]))
             exchange.bytesSent += allowed
             exchange.progress = .started(.overran)
-        case .length, .closeDelimited:
+        case .length(let declared):
+            output.append(bytes)
+            exchange.bytesSent += bytes.count
+            if exchange.bytesSent == declared { return writeCompletedResponse() }
+        case .closeDelimited:
             output.append(bytes)
             exchange.bytesSent += bytes.count
         case .chunked:
@@ -319,6 +325,21 @@ final class HTTPConnection: Selectable {
         guard exchange === self.exchange, machine.setBodyFlow(flow), flow == .flowing, !inReady else { return }
         process()
         scheduleFlush()
+    }
+
+    /// The response's last byte is queued (head and body, one segment): it is written now, not at
+    /// the end of the loop iteration, so the client has it while the exchange's completion runs
+    /// (libcurl's bookkeeping, the access log, the metrics). Only the write is done here, since it
+    /// may run inside a libcurl callback: an error, a short write or EAGAIN is left to the
+    /// scheduled flush, which acts on it outside any callback.
+    private func writeCompletedResponse() {
+        defer { scheduleFlush() }
+        guard !inReady, !machine.isClosed, !output.isEmpty else { return }
+        let readable = output.readable
+        let written = Glibc.write(fd, readable.baseAddress, readable.count)
+        guard written > 0 else { return }
+        output.consume(written)
+        writtenTotal += written
     }
 
     /// Output queued outside this connection's own event (an upstream callback, a timer) is

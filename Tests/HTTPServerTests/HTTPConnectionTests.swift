@@ -30,6 +30,40 @@ struct HTTPConnectionTests {
         #expect(h.server.connectionCount == 1)
     }
 
+    @Test("a response whose last byte is queued from an upstream callback leaves at once, in one write; a partial or streamed one waits for the loop")
+    func completedResponseLeavesBeforeTheIterationEnds() throws {
+        let h = try ConnectionHarness()
+        h.handler.onHandle = { _ in }
+        try h.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+        let exchange = try #require(h.handler.handled.first)
+        // As the proxy does from libcurl's callbacks, outside the connection's own event:
+        exchange.startResponse(status: 200, headers: [], framing: .length(5))
+        Array("hel".utf8).withUnsafeBytes { exchange.writeBody($0) }
+        #expect(h.read().isEmpty, "nothing leaves before the body is complete")
+        Array("lo".utf8).withUnsafeBytes { exchange.writeBody($0) }
+        // No loop turn yet: the client already has the whole response (the completion that
+        // follows, such as the access log, runs after it left).
+        let text = h.read()
+        #expect(text.hasPrefix("HTTP/1.1 200"))
+        #expect(text.hasSuffix("\r\n\r\nhello"))
+        exchange.endResponse()
+        h.run()
+        #expect(h.read().isEmpty)
+        #expect(h.handler.outcomes.map(\.ending) == [.completed])
+
+        // A streamed (chunked) response is coalesced until the end of the loop iteration.
+        try h.send("GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+        let streamed = try #require(h.handler.handled.last)
+        streamed.startResponse(status: 200, headers: [], framing: .streamed)
+        Array("chunk".utf8).withUnsafeBytes { streamed.writeBody($0) }
+        #expect(h.read().isEmpty)
+        h.run()
+        #expect(h.read().contains("5\r\nchunk\r\n"))
+        streamed.endResponse()
+        h.run()
+        #expect(h.read().hasSuffix("0\r\n\r\n"))
+    }
+
     @Test("a pipelined request waits for the response to the one before it")
     func pipelinedRequestWaitsForResponse() throws {
         let h = try ConnectionHarness()
