@@ -31,6 +31,9 @@ public final class EventLoop: @unchecked Sendable {
     private let owner = Atomic<UInt>(0)
     /// The time the current iteration started: cheap and precise enough for deadlines.
     public private(set) var now = NanoTime.now()
+    /// How many readiness events the current iteration is dispatching: 1 when a lone event woke
+    /// the loop (low load), many under load, when the end of the iteration comes soon anyway.
+    public private(set) var eventsInBatch = 0
     /// Iterations run so far: tests check that a loop waiting for a timer sleeps, not spins.
     package private(set) var iterations = 0
     /// A name for logs, e.g. `loop-0`.
@@ -171,6 +174,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         // One clock read per batch: handlers see the time the batch arrived.
         now = NanoTime.now()
+        eventsInBatch = count
         for i in 0..<count { dispatch(selector.event(at: i)) }
         runTimers()
         while !afterIteration.isEmpty {
