@@ -35,7 +35,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     var recorder: MockRecorder?
     /// Whether echoes of the injected token are masked (credentialed route, switch on).
     var masksEchoes = false
-    /// A masker for the injected token (nil when it is too short to mask); the response copies it.
+    /// A masker for the injected token, set only when echoes are masked (nil too when the token is
+    /// too short to mask); the response copies it.
     var echoMasker: EchoMasker?
     /// Masks the token in the response being relayed.
     private var masker: EchoMasker?
@@ -146,7 +147,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             framing = .streamed
         }
         recorder?.responseStarted(status: head.status)
-        masker = masksEchoes ? echoMasker : nil
+        masker = echoMasker
         exchange.startResponse(status: head.status, framing: framing) { bytes in
             HeaderPolicy.appendResponseFields(head, requestID: requestID, to: &bytes, masker: &masker)
         }

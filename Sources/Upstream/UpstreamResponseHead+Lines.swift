@@ -42,7 +42,7 @@ extension UpstreamResponseHead {
         guard let base = line.baseAddress, let colonPointer = memchr(base, 0x3A, end) else { return .dropped }
         let colon = base.distance(to: UnsafeRawPointer(colonPointer))
         guard colon > 0 else { return .dropped }
-        for i in 0..<colon where !Self.isTokenByte(line[i]) { return .dropped }
+        for i in 0..<colon where !ByteClass.isToken(line[i]) { return .dropped }
         let value = base + colon, valueCount = end - colon
         guard memchr(value, 0x0D, valueCount) == nil, memchr(value, 0x0A, valueCount) == nil,
               memchr(value, 0, valueCount) == nil else { return .dropped }
@@ -54,8 +54,4 @@ extension UpstreamResponseHead {
                value: UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]))
         return .field
     }
-
-    /// RFC 9110 tchar: what a field name may hold (`ByteClass.isToken`).
-    @inline(__always)
-    static func isTokenByte(_ b: UInt8) -> Bool { ByteClass.isToken(b) }
 }

@@ -10,6 +10,7 @@ import socket
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 from credentials_support import free_port, http_call, idp_factory, wait_until  # noqa: F401
+from proxy import exchange
 from test_providers import Browser, add_ping_client, providers_state, start_two
 
 
@@ -93,16 +94,8 @@ def test_odd_provider_values_are_refused_as_unknown(start_proxy, idp_factory, tm
 
 
 def raw(port, request: bytes) -> bytes:
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
-    s.sendall(request)
-    out = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        out += chunk
-    s.close()
-    return out
+    """Everything the proxy answers to ``request`` (each asks ``Connection: close``)."""
+    return exchange(("127.0.0.1", port), request, timeout=5, stop_after_response=False).data
 
 
 def test_every_platform_path_answers_every_method_with_a_json_error_or_its_handler(start_proxy, idp_factory, tmp_path):

@@ -1,3 +1,4 @@
+import HTTP1
 import Testing
 @testable import Upstream
 
@@ -103,11 +104,11 @@ struct ResponseHeadLinesTests {
 
 @Suite("UpstreamResponseHead token bytes")
 struct ResponseHeadTokenByteTests {
-    @Test("the tchar bit masks agree with RFC 9110 for every byte value")
+    @Test("field names are read with the tchar masks, which agree with RFC 9110 for every byte value")
     func everyByte() {
         let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
         for byte in UInt8.min...UInt8.max {
-            #expect(UpstreamResponseHead.isTokenByte(byte) == tchar.contains(byte), "byte \(byte)")
+            #expect(ByteClass.isToken(byte) == tchar.contains(byte), "byte \(byte)")
         }
     }
 }
