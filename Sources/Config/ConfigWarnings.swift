@@ -29,7 +29,7 @@ public enum ConfigWarnings {
                 warnings.append(ConfigError(path: "\(named.path).journey.noSession", message:
                     "AM issues no session, so a journey gets no tokens and the credentialed routes stay awaiting authorization"))
             }
-            if let id = provider.clientID, placeholderMarkers.contains(where: { id.lowercased().contains($0) }) {
+            if let id = provider.clientID, placeholderMarkers.contains(where: { id.lowercased().contains(text: $0) }) {
                 warnings.append(ConfigError(path: "\(named.path).clientID", message:
                     "\"\(id)\" looks like a placeholder; use the client ID registered with the provider"))
             }

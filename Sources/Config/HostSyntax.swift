@@ -24,7 +24,7 @@ enum HostSyntax {
         return s.utf8.allSatisfy { b in
             (b >= 0x61 && b <= 0x7A) || (b >= 0x41 && b <= 0x5A) || (b >= 0x30 && b <= 0x39)
                 || b == UInt8(ascii: "-") || b == UInt8(ascii: ".") || b == UInt8(ascii: "_")
-        } && !s.contains("..")
+        } && !s.contains(text: "..")
     }
 
     /// A host as written in a URL: a name, an IPv4 literal, or a bracketed IPv6 literal; lowercased.

@@ -66,7 +66,7 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
         guard !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
             return .failure(Refusal("it contains spaces or control characters"))
         }
-        guard let schemeEnd = text.firstRange(of: "://") else { return .failure(Refusal("it has no scheme")) }
+        guard let schemeEnd = text.firstRange(ofText: "://") else { return .failure(Refusal("it has no scheme")) }
         let scheme = text[..<schemeEnd.lowerBound].lowercased()
         guard scheme == "http" || scheme == "https" else {
             return .failure(Refusal("the scheme \"\(scheme)\" is not http or https"))

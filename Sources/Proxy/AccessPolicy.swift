@@ -19,7 +19,7 @@ struct AccessPolicy: Sendable {
 
     /// Whether an `Origin` (`scheme://host[:port]`) names an allowed host; `null` and garbage never do.
     func originAllowed(_ origin: String) -> Bool {
-        guard let schemeEnd = origin.firstRange(of: "://") else { return false }
+        guard let schemeEnd = origin.firstRange(ofText: "://") else { return false }
         let scheme = origin[..<schemeEnd.lowerBound].lowercased()
         guard scheme == "http" || scheme == "https" else { return false }
         let authority = origin[schemeEnd.upperBound...]

@@ -39,7 +39,7 @@ struct ProcessStats {
     private static func bootTime() -> Double {
         guard let stat = text("/proc/stat") else { return 0 }
         for line in stat.split(separator: "\n") where line.hasPrefix("btime ") {
-            return Double(line.dropFirst(6).trimmingPrefix(" ")) ?? 0
+            return Double(line.dropFirst(6).drop(while: { $0 == " " })) ?? 0
         }
         return 0
     }

@@ -59,7 +59,7 @@ enum RedirectPolicy {
     /// `../../x` cannot climb above the root as `/../../x` would on a lenient upstream.
     static func resolve(_ location: String, against base: UpstreamURL) -> UpstreamURL? {
         let parsed: UpstreamURL?
-        if location.contains("://") {
+        if location.contains(text: "://") {
             parsed = UpstreamURL.parse(location)
         } else if location.hasPrefix("//") {
             parsed = UpstreamURL.parse(base.scheme + ":" + location)
