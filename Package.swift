@@ -15,16 +15,17 @@ let strict: [SwiftSetting] = [
 
 // The release link (docs/ARCHITECTURE.md §13, "The release binary"): lld packs the ~28,000
 // relative relocations into a few KiB (DT_RELR, glibc >= 2.36) instead of 670 KiB the loader reads
-// at every start, and places the functions listed in link-order.txt (the ones start-up, the health
+// at every start; it places the functions listed in link-order.txt (the ones start-up, the health
 // probe and forwarding run; bench/link-order.sh writes it) together at the front of the text, so
-// the pages mapped at rest hold code that runs. Neither changes what the code does; a stale list
-// only costs memory.
+// the pages mapped at rest hold code that runs; and it exports no symbols dynamically (the static
+// standard library's link arguments ask for -export-dynamic: 4,000 names that only the loader
+// reads). None of this changes what the code does; a stale list only costs memory.
 let packageRoot = String(#filePath.dropLast("Package.swift".count))
 let releaseLink: [LinkerSetting] = [
     .unsafeFlags(["-use-ld=lld",
                   "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
                   "-Xlinker", "--symbol-ordering-file=\(packageRoot)Sources/platform-proxy/link-order.txt",
-                  "-Xlinker", "--no-warn-symbol-ordering"],
+                  "-Xlinker", "--no-warn-symbol-ordering", "-Xlinker", "--no-export-dynamic"],
                  .when(configuration: .release)),
 ]
 
