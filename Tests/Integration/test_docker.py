@@ -526,6 +526,26 @@ def test_static_binary_links_only_what_the_runtime_image_installs(static_binary)
         f"remove them, or list them in RUNTIME_TOOLS with the reason")
 
 
+def test_static_binary_keeps_the_memory_at_rest_link(static_binary):
+    """Package.swift's release link (docs/ARCHITECTURE.md §13): relocations packed (DT_RELR, not
+    670 KiB of .rela.dyn the loader reads at every start), no dynamically exported symbols, and
+    no _StringProcessing linked. Losing any of them costs RSS at rest, silently."""
+    dynamic = subprocess.run(["readelf", "-dW", str(static_binary)], capture_output=True, text=True, timeout=60)
+    assert dynamic.returncode == 0, dynamic.stderr
+    assert "(RELR)" in dynamic.stdout, "no DT_RELR: the release link lost -z pack-relative-relocs (or lld)"
+    symbols = subprocess.run(["readelf", "--dyn-syms", "-W", str(static_binary)], capture_output=True, text=True,
+                             timeout=60)
+    assert symbols.returncode == 0, symbols.stderr
+    exported = [line.split()[-1] for line in symbols.stdout.splitlines()
+                if re.match(r"\s*\d+:", line) and " UND " not in line and " GLOBAL " in line]
+    # The handful a linked C runtime always defines (_IO_stdin_used, the start-up symbols), not
+    # the 4,000 names of our public declarations that -export-dynamic put there.
+    assert len(exported) < 50, f"{len(exported)} symbols exported, e.g. {exported[:5]}: is --no-export-dynamic gone?"
+    strings = subprocess.run(["grep", "-c", "_RegexParser", str(static_binary)], capture_output=True, text=True,
+                             timeout=60)
+    assert strings.stdout.strip() == "0", "the binary contains _RegexParser: a module imports _StringProcessing again"
+
+
 # --------------------------------------------------------------- .dockerignore
 
 
