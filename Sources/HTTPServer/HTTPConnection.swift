@@ -33,13 +33,13 @@ final class HTTPConnection: Selectable {
     /// while the first is not past the second, no byte of that response has left.
     private var writtenTotal = 0
     private var responseStart = 0
-    /// Made once per connection: scheduling a flush allocates nothing per response.
-    private lazy var flushAction: () -> Void = { [weak self] in
-        guard let self else { return }
-        self.flushScheduled = false
-        if !self.machine.isClosed { self.flush() }
-    }
-    private lazy var timerAction: () -> Void = { [weak self] in self?.timerFired() }
+    /// Made once per connection (`start`), so scheduling a flush or the timer allocates nothing
+    /// per response. They hold the connection strongly: a weak reference would give it a side
+    /// table, and every retain of it would take the slow path (~2k instructions per request,
+    /// docs/ARCHITECTURE.md §13). `performClose` drops them; a copy the loop still holds keeps
+    /// the connection alive until it ran, and finds it closed.
+    private var flushAction: (() -> Void)?
+    private var timerAction: (() -> Void)?
 
     private static let highWater = 256 * 1024
     private static let lowWater = 64 * 1024
@@ -61,6 +61,11 @@ final class HTTPConnection: Selectable {
 
     func start() throws(IOError) {
         try loop.register(fd: fd, interest: .read, target: self)
+        flushAction = { [self] in
+            flushScheduled = false
+            if !machine.isClosed { flush() }
+        }
+        timerAction = { [self] in timerFired() }
         syncTimer()
     }
 
@@ -348,7 +353,7 @@ final class HTTPConnection: Selectable {
     /// written once at the end of the loop iteration: head and body leave in one segment, and no
     /// write error can close the connection from inside a libcurl callback.
     private func scheduleFlush() {
-        guard !inReady, !flushScheduled, !machine.isClosed else { return }
+        guard !inReady, !flushScheduled, !machine.isClosed, let flushAction else { return }
         flushScheduled = true
         loop.afterEvents(flushAction)
     }
@@ -395,7 +400,7 @@ final class HTTPConnection: Selectable {
     /// Keeps one timer per connection: extended deadlines are rechecked when it fires, an
     /// earlier deadline replaces it.
     private func syncTimer() {
-        guard !machine.isClosed, let deadline = machine.deadline else { return }
+        guard !machine.isClosed, let deadline = machine.deadline, let timerAction else { return }
         if let timer {
             guard deadline < timerDeadline else { return }
             loop.cancel(timer)
@@ -446,6 +451,8 @@ final class HTTPConnection: Selectable {
     private func performClose(reason: String?) {
         if let timer { loop.cancel(timer) }
         timer = nil
+        flushAction = nil
+        timerAction = nil
         loop.deregister(fd: fd)
         closeDescriptor(fd)
         if let exchange {

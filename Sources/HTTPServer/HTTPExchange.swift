@@ -18,8 +18,10 @@ public final class HTTPExchange {
     public let startedAt: NanoTime
     /// The loop that owns this exchange.
     public let loop: EventLoop
-    /// Cleared when the exchange finished or the connection moved to its next request.
-    weak var connection: HTTPConnection?
+    /// Cleared when the exchange finished, the connection closed or moved to its next request
+    /// (`finish`, `HTTPConnection.perform`): a strong reference, as a weak one would give every
+    /// connection a side table (docs/ARCHITECTURE.md §13), and no cycle outlives the exchange.
+    var connection: HTTPConnection?
 
     /// Receives this exchange's events; held until the exchange finished.
     public var delegate: (any HTTPExchangeDelegate)?

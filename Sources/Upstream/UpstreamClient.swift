@@ -53,6 +53,9 @@ public final class UpstreamClient {
     deinit {
         reaper?.detach(from: multi)
         curl_multi_cleanup(multi)
+        // `timeoutAction` does not retain the client: its timer (armed last, perhaps by the
+        // cleanup) must not outlive it.
+        if let timer { loop.cancel(timer) }
     }
 
     /// A parked pooled connection reported EOF: have libcurl close it soon.
@@ -141,9 +144,11 @@ public final class UpstreamClient {
         timer = loop.schedule(at: deadline, timeoutAction)
     }
 
-    /// Made once, so arming the timer allocates nothing.
-    private lazy var timeoutAction: () -> Void = { [weak self] in
-        guard let self else { return }
+    /// Made once, so arming the timer allocates nothing. Unretained, and cancelled in `deinit`
+    /// (the client is released on its loop's thread, or after the loop stopped): a weak
+    /// reference would give the client a side table, and every retain of it, several per
+    /// transfer, would take the slow path (docs/ARCHITECTURE.md §13).
+    private lazy var timeoutAction: () -> Void = { [unowned(unsafe) self] in
         self.timer = nil
         self.timerDeadline = nil
         guard let due = self.curlDeadline else { return }

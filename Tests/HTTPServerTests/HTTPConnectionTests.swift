@@ -64,6 +64,25 @@ struct HTTPConnectionTests {
         #expect(h.read().hasSuffix("0\r\n\r\n"))
     }
 
+    @Test("a closed connection is released while its exchange is still held, also with a flush still queued")
+    func closedConnectionIsReleased() throws {
+        let h = try ConnectionHarness()
+        h.handler.onHandle = { _ in }
+        try h.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+        let exchange = try #require(h.handler.handled.first)
+        weak var connection = exchange.connection
+        #expect(connection != nil)
+        // A streamed write from outside the connection's event queues a flush for the loop's
+        // next after-events turn; the connection closes before that turn comes.
+        exchange.startResponse(status: 200, headers: [], framing: .streamed)
+        Array("chunk".utf8).withUnsafeBytes { exchange.writeBody($0) }
+        h.server.closeAll()
+        #expect(exchange.connection == nil, "the exchange let go of its connection")
+        h.run()
+        #expect(connection == nil, "nothing holds the closed connection once the queued flush ran")
+        #expect(h.handler.outcomes.map(\.ending) == [.aborted("shutdown_deadline")])
+    }
+
     @Test("a pipelined request waits for the response to the one before it")
     func pipelinedRequestWaitsForResponse() throws {
         let h = try ConnectionHarness()
