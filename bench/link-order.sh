@@ -56,7 +56,7 @@ for line in sys.stdin:
         rows.append((int(m.group(1).replace(",", "")), m.group(2)))
 seen = set()
 for _, name in sorted(rows, key=lambda r: -r[0]):
-    name = re.sub(r"\x272$", "", name)  # callgrind marks recursion levels as name'\''2
+    name = re.sub(r"\x27\d+$", "", name)  # callgrind marks recursion levels as name'\''2, '\''3, ...
     if name not in seen:
         seen.add(name)
         print(name)
