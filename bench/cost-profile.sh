@@ -30,20 +30,6 @@ TOKEN="bench-token-0123456789abcdef"
 UPSTREAM="${UPSTREAM:-http}"
 start_bench_upstream "$UPSTREAM"
 
-# client PORT N: N keep-alive GETs, each answered 200.
-client() {
-    python3 - "$1" "$2" <<'PY'
-import http.client, sys
-port, n = int(sys.argv[1]), int(sys.argv[2])
-conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-for _ in range(n):
-    conn.request("GET", "/small")
-    r = conn.getresponse()
-    r.read()
-    assert r.status == 200, r.status
-PY
-}
-
 # config PORT: the one-loop forwarding config.
 config() {
     cat >"$BENCH_DIR/proxy.json" <<JSON
@@ -55,17 +41,13 @@ JSON
 
 # callgrind_run BIN N OUT: a callgrind profile of a proxy serving N requests.
 callgrind_run() {
-    local binary="$1" n="$2" out="$3" port pid
+    local binary="$1" n="$2" out="$3" port
     port="$(free_port)"
     config "$port"
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$binary" serve --config "$BENCH_DIR/proxy.json" \
-        --log-level error 2>"$out.log" &
-    pid=$!
-    BENCH_PIDS+=("$pid")
-    wait_http "http://127.0.0.1:$port/_platform/health" 60 || bench_die "proxy under valgrind did not start"
-    client "$port" "$n"
-    kill -TERM "$pid"
-    wait "$pid" || true
+    callgrind_proxy "$out" "$port" "$binary"
+    keepalive_gets "$port" /small "$n"
+    kill -TERM "$CALLGRIND_PID"
+    wait "$CALLGRIND_PID" || true
 }
 
 # strace_run BIN N: system calls per request of the proxy's threads over N requests.
@@ -77,11 +59,11 @@ strace_run() {
     pid=$!
     BENCH_PIDS+=("$pid")
     wait_http "http://127.0.0.1:$port/_platform/health" 30 || bench_die "proxy did not start"
-    client "$port" 50
+    keepalive_gets "$port" /small 50
     strace -f -c -o "$BENCH_DIR/strace.txt" -p "$pid" 2>/dev/null &
     spid=$!
     sleep 1
-    client "$port" "$n"
+    keepalive_gets "$port" /small "$n"
     kill -INT "$spid"
     wait "$spid" || true
     kill -TERM "$pid"

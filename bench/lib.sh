@@ -7,6 +7,8 @@
 #   PROXY_BIN=$(build_release)
 #   start_nginx PORT CONF_SNIPPET   # sets NGINX_PID
 #   start_proxy BIN PORT CONFIG_JSON [NAME [ARGS...]]  # sets PROXY_PID
+#   callgrind_proxy OUT PORT BIN [VALGRIND_OPTS...]    # the same under callgrind; sets CALLGRIND_PID
+#   keepalive_gets PORT PATH COUNT [PATH COUNT...]    # GETs on one keep-alive connection, each 200
 #   make_test_ca DIR                # throwaway CA + server cert for 127.0.0.1/localhost
 #   start_bench_upstream http|https # nginx upstream for a proxy benchmark; sets UPSTREAM_URL
 #   bench_proxy_config PORT URL     # the benchmarks' platform-proxy config (static token, no access log)
@@ -147,6 +149,35 @@ EOF
     BENCH_PIDS+=("$NGINX_PID")
     wait_http "http://127.0.0.1:$port/" 10 || { cat "$dir/logs/error.log" >&2; bench_die "nginx did not start"; }
     bench_log "nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') on 127.0.0.1:$port (pid $NGINX_PID)"
+}
+
+# callgrind_proxy OUT PORT BIN [VALGRIND_OPTION...]: BIN serving $BENCH_DIR/proxy.json (which
+# listens on PORT) under callgrind, its profile to OUT and its log to OUT.log; returns once the
+# health check answers. Sets CALLGRIND_PID: `kill -TERM` it and `wait` for the profile.
+callgrind_proxy() {
+    local out="$1" port="$2" binary="$3"
+    shift 3
+    valgrind --tool=callgrind "$@" --callgrind-out-file="$out" "$binary" serve --config "$BENCH_DIR/proxy.json" \
+        --log-level error 2>"$out.log" &
+    CALLGRIND_PID=$!
+    BENCH_PIDS+=("$CALLGRIND_PID")
+    wait_http "http://127.0.0.1:$port/_platform/health" 60 || bench_die "proxy under valgrind did not start"
+}
+
+# keepalive_gets PORT PATH COUNT [PATH COUNT...]: COUNT keep-alive GETs of each PATH in turn, on
+# one connection, each answered 200.
+keepalive_gets() {
+    python3 - "$@" <<'PY'
+import http.client, sys
+port, plan = int(sys.argv[1]), sys.argv[2:]
+conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+for path, count in zip(plan[::2], plan[1::2]):
+    for _ in range(int(count)):
+        conn.request("GET", path)
+        r = conn.getresponse()
+        r.read()
+        assert r.status == 200, (path, r.status)
+PY
 }
 
 # start_proxy BIN PORT CONFIG_JSON [NAME [SERVE_ARGS...]]: platform-proxy serve with that config

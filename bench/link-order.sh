@@ -25,29 +25,15 @@ start_bench_upstream http
 port="$(free_port)"
 bench_proxy_config "$port" "$UPSTREAM_URL" >"$BENCH_DIR/proxy.json"
 # --demangle=no: the list must hold the names the linker sees.
-valgrind --tool=callgrind --demangle=no --callgrind-out-file="$BENCH_DIR/cg.out" \
-    "$PROXY_BIN" serve --config "$BENCH_DIR/proxy.json" --log-level warning 2>"$BENCH_DIR/cg.log" &
-pid=$!
-BENCH_PIDS+=("$pid")
-wait_http "http://127.0.0.1:$port/_platform/health" 60 || bench_die "proxy under valgrind did not start"
-python3 - "$port" "$REQUESTS" <<'PY'
-import http.client, sys
-port, n = int(sys.argv[1]), int(sys.argv[2])
-conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-for path in ["/_platform/health", "/_platform/ready", "/_platform/metrics"] + ["/small"] * n:
-    conn.request("GET", path)
-    r = conn.getresponse()
-    r.read()
-    assert r.status == 200, (path, r.status)
-PY
-kill -TERM "$pid"
-wait "$pid" || true
+callgrind_proxy "$BENCH_DIR/cg.out" "$port" "$PROXY_BIN" --demangle=no
+keepalive_gets "$port" /_platform/health 1 /_platform/ready 1 /_platform/metrics 1 /small "$REQUESTS"
+kill -TERM "$CALLGRIND_PID"
+wait "$CALLGRIND_PID" || true
 
 # Self cost per function of our binary (its own code and the statically linked Swift runtime),
 # hottest first; callgrind names with an address only (no symbol) are left out.
 callgrind_annotate --auto=no --threshold=100 "$BENCH_DIR/cg.out" | python3 -c '
-import re, sys
-import os
+import os, re, sys
 binary = os.path.realpath(sys.argv[1])
 rows = []
 for line in sys.stdin:

@@ -42,25 +42,12 @@ instructions() {
  "provider": {"grant": "static", "accessToken": {"file": "$BENCH_DIR/token.txt"}},
  "routes": [{"name": "up", "path": "/", "upstream": "http://127.0.0.1:$UP_PORT/", "credential": "access_token"}]}
 JSON
-    valgrind --tool=callgrind --callgrind-out-file="$BENCH_DIR/cg.out" "$binary" serve --config "$BENCH_DIR/proxy.json" \
-        --log-level error 2>"$BENCH_DIR/cg.log" &
-    local pid=$!
-    BENCH_PIDS+=("$pid")
-    wait_http "http://127.0.0.1:$port/_platform/health" 60 || bench_die "proxy under valgrind did not start"
-    python3 - "$port" "$n" "$path" <<'PY'
-import http.client, sys
-port, n, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-for _ in range(n):
-    conn.request("GET", path)
-    r = conn.getresponse()
-    r.read()
-    assert r.status == 200, r.status
-PY
-    kill -TERM "$pid"
-    wait "$pid" || true
+    callgrind_proxy "$BENCH_DIR/cg.out" "$port" "$binary"
+    keepalive_gets "$port" "$path" "$n"
+    kill -TERM "$CALLGRIND_PID"
+    wait "$CALLGRIND_PID" || true
     cp "$BENCH_DIR/cg.out" "$BENCH_DIR/cg-$mask-$n-${path#/}.out"
-    grep -o 'Collected : [0-9]*' "$BENCH_DIR/cg.log" | awk '{print $3}'
+    grep -o 'Collected : [0-9]*' "$BENCH_DIR/cg.out.log" | awk '{print $3}'
 }
 
 # masker_instructions FILE N: instructions spent in the masker itself per request (self cost of
