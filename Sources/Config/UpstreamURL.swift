@@ -4,11 +4,15 @@
 /// ready to use in a Host header or a URL.
 public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertible {
     /// "http" or "https", lowercased.
-    public var scheme: String
+    public let scheme: String
     /// Lowercased host name, IPv4 literal, or bracketed IPv6 literal.
-    public var host: String
+    public let host: String
     /// The explicit port, or the scheme's default (80, 443).
-    public var port: UInt16
+    public let port: UInt16
+    /// "scheme://host" plus ":port" when not the default (RFC 6454 serialization): made once with
+    /// the URL, since every forwarded request's URL starts with it (a route's upstream URL is
+    /// copied with a new path and query, `description` then formats no number).
+    public let origin: String
     /// The path, always beginning with "/"; percent-escapes kept as written.
     public var path: String
     /// The query after "?", without the "?"; nil when there is none.
@@ -18,9 +22,11 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
     public init(scheme: String, host: String, port: UInt16? = nil, path: String = "/", query: String? = nil) {
         self.scheme = scheme
         self.host = host
-        self.port = port ?? UpstreamURL.defaultPort(for: scheme)
+        let port = port ?? UpstreamURL.defaultPort(for: scheme)
+        self.port = port
         self.path = path
         self.query = query
+        origin = port == UpstreamURL.defaultPort(for: scheme) ? "\(scheme)://\(host)" : "\(scheme)://\(host):\(port)"
     }
 
     /// 443 for https, 80 otherwise.
@@ -32,22 +38,11 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
     /// "host:port", port always present: the unit credentials are scoped to.
     public var hostPort: String { "\(host):\(port)" }
 
-    /// "scheme://host" plus ":port" when not the default (RFC 6454 serialization).
-    public var origin: String { hasDefaultPort ? "\(scheme)://\(host)" : "\(scheme)://\(host):\(port)" }
-
     /// The whole URL (built for every forwarded request: one allocation, `String.build`).
     public var description: String {
-        let portText = hasDefaultPort ? "" : String(port)
-        let capacity = scheme.utf8.count + 3 + host.utf8.count + 1 + portText.utf8.count + path.utf8.count
-            + 1 + (query?.utf8.count ?? 0)
+        let capacity = origin.utf8.count + path.utf8.count + 1 + (query?.utf8.count ?? 0)
         return String.build(capacity: capacity) { url in
-            url.put(scheme)
-            url.put("://")
-            url.put(host)
-            if !portText.isEmpty {
-                url.put(":")
-                url.put(portText)
-            }
+            url.put(origin)
             url.put(path)
             if let query {
                 url.put("?")

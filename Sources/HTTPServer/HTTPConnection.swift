@@ -208,7 +208,7 @@ final class HTTPConnection: Selectable {
 
     func respond(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], body: UnsafeRawBufferPointer) {
         writeHead(exchange, status: status, framing: exchange.isHeadRequest ? .bodiless : .length(body.count),
-                  field: "Content-Length", value: String(body.count)) { bytes in
+                  field: .contentLength(body.count)) { bytes in
             for (name, value) in headers { Self.appendField(name, value, into: &bytes) }
         }
         if !exchange.isHeadRequest { output.append(body) }
@@ -222,14 +222,14 @@ final class HTTPConnection: Selectable {
         switch framing {
         case .length(let length):
             writeHead(exchange, status: status, framing: isHead ? .bodiless : .length(length),
-                      field: "Content-Length", value: String(length), writeFields)
+                      field: .contentLength(length), writeFields)
         case .bodiless:
-            writeHead(exchange, status: status, framing: .bodiless, field: nil, value: "", writeFields)
+            writeHead(exchange, status: status, framing: .bodiless, field: .none, writeFields)
         case .streamed where exchange.head.version == .http11:
             writeHead(exchange, status: status, framing: isHead ? .bodiless : .chunked,
-                      field: isHead ? nil : "Transfer-Encoding", value: "chunked", writeFields)
+                      field: isHead ? .none : .chunked, writeFields)
         case .streamed:
-            writeHead(exchange, status: status, framing: isHead ? .bodiless : .closeDelimited, field: nil, value: "", writeFields)
+            writeHead(exchange, status: status, framing: isHead ? .bodiless : .closeDelimited, field: .none, writeFields)
         }
         if case .started(.bodiless) = exchange.progress { return writeCompletedResponse() }
         if case .started(.length(0)) = exchange.progress { return writeCompletedResponse() }
@@ -276,10 +276,17 @@ final class HTTPConnection: Selectable {
     private static let crlf = Array("\r\n".utf8)
     private static let lastChunk = Array("0\r\n\r\n".utf8)
 
+    /// The framing field a response head ends with.
+    private enum FramingField {
+        case none
+        case contentLength(Int)
+        case chunked
+    }
+
     /// Serialises a response head into the loop's scratch array (shared by its connections, kept
     /// between responses, so no allocation) and queues it.
-    private func writeHead(_ exchange: HTTPExchange, status: Int, framing: HTTPExchange.BodyFraming, field: String?,
-                           value: String, _ writeFields: (inout [UInt8]) -> Void) {
+    private func writeHead(_ exchange: HTTPExchange, status: Int, framing: HTTPExchange.BodyFraming, field: FramingField,
+                           _ writeFields: (inout [UInt8]) -> Void) {
         exchange.progress = .started(framing)
         exchange.status = status
         machine.responseStarted(closeDelimited: framing == .closeDelimited)
@@ -287,11 +294,35 @@ final class HTTPConnection: Selectable {
         var head = owner.takeHeadScratch()
         head.append(contentsOf: HTTPResponseHead.statusLine(status))
         writeFields(&head)
-        if let field { Self.appendField(field, value, into: &head) }
+        switch field {
+        case .none: break
+        case .contentLength(let length):
+            head.append(contentsOf: Self.contentLengthName)
+            Self.appendDecimal(length, into: &head)
+            head.append(contentsOf: Self.crlf)
+        case .chunked: head.append(contentsOf: Self.chunkedField)
+        }
         if machine.closesAfterResponse { Self.appendField("Connection", "close", into: &head) }
         head.append(contentsOf: Self.crlf)
         output.append(head)
         owner.returnHeadScratch(head)
+    }
+
+    private static let contentLengthName = Array("Content-Length: ".utf8)
+    private static let chunkedField = Array("Transfer-Encoding: chunked\r\n".utf8)
+
+    /// Appends `value` (≥ 0) in decimal digits: no String per response for its length.
+    static func appendDecimal(_ value: Int, into bytes: inout [UInt8]) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for any Int's 19 digits
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var rest = UInt(max(0, value)), start = buffer.count
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[start...]))
+        }
     }
 
     /// Appends `name: value\r\n`.

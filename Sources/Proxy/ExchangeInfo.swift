@@ -9,6 +9,9 @@ final class ExchangeInfo: HTTPExchangeDelegate {
     let requestID: String
     let path: Substring
     var route: String?
+    /// The counters of that route on this loop, when the request was routed (else they are
+    /// found by the name).
+    var counters: RouteCounters?
     /// The provider whose tokens the route carries, for the log line.
     var provider: String?
     /// The upstream URL of the latest hop.

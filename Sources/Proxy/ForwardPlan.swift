@@ -6,6 +6,8 @@ import Upstream
 struct ForwardPlan {
     /// The matched route, held by reference (its configuration is not copied per request).
     let compiled: CompiledRoute
+    /// The route's provider slot and counters on this loop.
+    let slot: RouteSlot
     /// The runtime the route came from (a reload may replace it while the request waits).
     let runtime: ProxyRuntime
     /// The route's index in its configuration.

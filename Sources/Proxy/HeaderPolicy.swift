@@ -132,12 +132,18 @@ enum HeaderPolicy {
                 let field = head.fields[i]
                 let length = field.name.count
                 if length < dropped.count, dropped[length].contains(where: { head.nameEquals(i, $0) }) { continue }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[field.name]))
-                out.append(contentsOf: Fixed.colonSpace)
-                if let masked = masker?.masking(storage[field.value]) {
-                    out.append(contentsOf: masked)
+                let masked = masker?.masking(storage[field.value])
+                if masked == nil && head.isWrittenPlainly(i) {
+                    // `Name: value` as received: one copy.
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[head.line(i)]))
                 } else {
-                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[field.value]))
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[field.name]))
+                    out.append(contentsOf: Fixed.colonSpace)
+                    if let masked {
+                        out.append(contentsOf: masked)
+                    } else {
+                        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[field.value]))
+                    }
                 }
                 out.append(contentsOf: Fixed.crlf)
             }

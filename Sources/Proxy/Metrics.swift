@@ -7,13 +7,24 @@ import Experiments
 /// asks every loop for a copy by message (`MetricsHub.gather`).
 final class LoopMetrics: @unchecked Sendable {
     private var snapshot = MetricsSnapshot()
+    /// The counters every request moves, per route name; a routed request reaches its route's
+    /// through the loop's `RouteSlot`, with no lookup by name.
+    private var routes: [String: RouteCounters] = [:]
 
-    func request(route: String, status: Int, seconds: Double) {
-        snapshot.requests[RouteStatus(route: route, status: status), default: 0] += 1
-        snapshot.latency[route, default: LatencyHistogram()].observe(seconds)
+    /// The request counters of `route`, made on first use and kept for the process's life (a
+    /// reload that drops a route leaves its counts in the metrics, as before).
+    func counters(route: String) -> RouteCounters {
+        if let counters = routes[route] { return counters }
+        let counters = RouteCounters()
+        routes[route] = counters
+        return counters
     }
 
-    func injected(route: String) { snapshot.injected[route, default: 0] += 1 }
+    func request(route: String, status: Int, seconds: Double) {
+        counters(route: route).request(status: status, seconds: seconds)
+    }
+
+    func injected(route: String) { counters(route: route).injected += 1 }
     func stripped(route: String) { snapshot.stripped[route, default: 0] += 1 }
     func upstreamError(route: String, kind: String) { snapshot.upstreamErrors[RouteKind(route: route, kind: kind), default: 0] += 1 }
     func mockRecorded(route: String) { snapshot.mockRecorded[route, default: 0] += 1 }
@@ -23,7 +34,35 @@ final class LoopMetrics: @unchecked Sendable {
     func retriedAfter401(route: String) { snapshot.retries401[route, default: 0] += 1 }
     func echoMasked(route: String, count: Int) { snapshot.echoMasked[route, default: 0] += count }
 
-    func copy() -> MetricsSnapshot { snapshot }
+    /// Everything counted, as one value (the per-route counters folded in).
+    func copy() -> MetricsSnapshot {
+        var copy = snapshot
+        for (route, counters) in routes {
+            for (status, count) in counters.statuses { copy.requests[RouteStatus(route: route, status: status), default: 0] += count }
+            if counters.latency.count > 0 { copy.latency[route] = counters.latency }
+            if counters.injected > 0 { copy.injected[route] = counters.injected }
+        }
+        return copy
+    }
+}
+
+/// One route's counters on one loop: what every request to it moves, reached by reference.
+final class RouteCounters {
+    /// Requests by status, in first-seen order: a route answers with few distinct statuses, so a
+    /// short scan beats hashing.
+    fileprivate private(set) var statuses: [(status: Int, count: Int)] = []
+    fileprivate private(set) var latency = LatencyHistogram()
+    /// Requests sent with injected credentials.
+    var injected = 0
+
+    func request(status: Int, seconds: Double) {
+        if let i = statuses.firstIndex(where: { $0.status == status }) {
+            statuses[i].count += 1
+        } else {
+            statuses.append((status, 1))
+        }
+        latency.observe(seconds)
+    }
 }
 
 struct RouteStatus: Hashable, Sendable {

@@ -44,6 +44,8 @@ public final class ProxyHandler: HTTPHandler {
     public var metricsListener: Int?
     /// The `X-Experiments` line, formatted once per subject and config.
     private var experimentLines = ExperimentHeaderCache()
+    /// Each route's provider slot and counters for the runtime in force.
+    private var routeSlots = RouteSlotTable()
 
     /// Creates the handler for `loop`.
     public init(runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int, hub: MetricsHub) {
@@ -71,28 +73,30 @@ public final class ProxyHandler: HTTPHandler {
 
         if exchange.listener == metricsListener { return handleMetricsListener(exchange, target: target) }
         if target.path.utf8.count == 1 && target.path.utf8.first == UInt8(ascii: "*") { return respondOptions(exchange) }
-        let routes = runtime.configuration.routes
         let scope = RequestScope(path: target.path, router: runtime.router)
         let request = GuardedRequest(head: head, target: target, access: runtime.access)
-        if let (check, error) = RequestGuard.firstRefusal(scope.guards(routes), request) {
-            if check.isScoped { info.route = scope.routeName(routes) }
+        if let (check, error) = RequestGuard.firstRefusal(scope.guards, request) {
+            if check.isScoped { info.route = scope.routeName }
             // TRACE at one of the proxy's own endpoints: that endpoint's `Allow`, not the routes'.
             if check == .noTrace, scope.isPlatform, let endpoint = Self.platformEndpoints.endpoint(for: target.path) {
                 return fail(exchange, .methodNotAllowed(endpoint.allow))
             }
             return fail(exchange, error)
         }
-        info.route = scope.routeName(routes)
-        let index: Int, rest: Substring
+        info.route = scope.routeName
+        let compiled: CompiledRoute, rest: Substring
         switch scope {
         case .probe, .platform:
             return Self.platformEndpoints.dispatch(exchange, target: target, on: self)
         case .unrouted:
             return fail(exchange, .noRoute(String(target.path)))
-        case .route(let routeIndex, let routeRest):
-            (index, rest) = (routeIndex, routeRest)
+        case .route(let route, let routeRest):
+            (compiled, rest) = (route, routeRest)
         }
-        let compiled = runtime.router.routes[index]
+        let routeSlot = routeSlots.slot(compiled, of: runtime) {
+            RouteSlot(route: compiled, provider: slot(compiled.config.provider), counters: metrics.counters(route: compiled.config.name))
+        }
+        info.counters = routeSlot.counters
         info.provider = compiled.provider
         let mockMode = runtime.mockMode(compiled)
         if mockMode == .replay, let mock = compiled.config.mock {
@@ -102,7 +106,7 @@ public final class ProxyHandler: HTTPHandler {
         guard UpstreamTarget.isForwardable(target.path, encodedSlashes: compiled.config.encodedSlashes) else {
             return fail(exchange, .invalidPath)
         }
-        let plan = ForwardPlan(compiled: compiled, runtime: runtime, rest: rest,
+        let plan = ForwardPlan(compiled: compiled, slot: routeSlot, runtime: runtime, rest: rest,
                                url: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query), mockMode: mockMode)
         forward(exchange, plan, refreshed: false)
     }
@@ -113,7 +117,7 @@ public final class ProxyHandler: HTTPHandler {
         guard !exchange.isAborted else { return }
         let compiled = plan.compiled
         // Each provider has its own tokens, gate and refresher: one's outage never holds another's routes.
-        let slot = slot(compiled.config.provider)
+        let slot = plan.slot.provider
         if compiled.config.credential != .none {
             let snapshot = slot.snapshot
             // The gate is for logins; a static token that cannot be read is a 503 below.
@@ -137,7 +141,7 @@ public final class ProxyHandler: HTTPHandler {
         guard let lines = slot.injectedLines.lines(plan, snapshot: credentials) else {
             return fail(exchange, .credentialsUnavailable(compiled.config.credential.rawValue))
         }
-        if !lines.isEmpty { metrics.injected(route: compiled.config.name) }
+        if !lines.isEmpty { plan.slot.counters.injected += 1 }
         var experiments: HeaderLines?
         if compiled.config.experimentHeader, let service = experimentService {
             experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,
@@ -315,6 +319,8 @@ public final class ProxyHandler: HTTPHandler {
         if exchange.info?.route == Probe.route {
             // Probes and scrapes arrive every few seconds for the life of the process: not traffic.
             if level == .info { level = .debug }
+        } else if let counters = exchange.info?.counters {
+            counters.request(status: status, seconds: seconds)
         } else {
             metrics.request(route: exchange.info?.route ?? "_unrouted", status: status, seconds: seconds)
         }

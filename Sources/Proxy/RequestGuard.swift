@@ -116,8 +116,9 @@ enum RequestScope {
     case probe(Probe)
     /// Any other `/_platform` path: answered by the proxy, never proxied.
     case platform
-    /// A configured route, with the rest of the path after its prefix.
-    case route(index: Int, rest: Substring)
+    /// A configured route (by reference: its settings are not copied per request), with the
+    /// rest of the path after its prefix.
+    case route(CompiledRoute, rest: Substring)
     /// No route matches.
     case unrouted
 
@@ -125,7 +126,7 @@ enum RequestScope {
         if Self.isPlatformPath(path) {
             self = Probe(path: path).map { .probe($0) } ?? .platform
         } else if let (route, rest) = router.match(path) {
-            self = .route(index: route.index, rest: rest)
+            self = .route(route, rest: rest)
         } else {
             self = .unrouted
         }
@@ -152,21 +153,21 @@ enum RequestScope {
     }
 
     /// The ordered guards of this scope.
-    func guards(_ routes: [RouteConfiguration]) -> [RequestGuard] {
+    var guards: [RequestGuard] {
         switch self {
         case .probe: RequestGuard.probe
         case .platform: RequestGuard.platform
-        case .route(let index, _): routes[index].credential == .none ? RequestGuard.any : RequestGuard.credentialedRoute
+        case .route(let route, _): route.config.credential == .none ? RequestGuard.any : RequestGuard.credentialedRoute
         case .unrouted: RequestGuard.any
         }
     }
 
     /// The route name the request is logged under once its scope is known.
-    func routeName(_ routes: [RouteConfiguration]) -> String? {
+    var routeName: String? {
         switch self {
         case .probe: Probe.route
         case .platform: "_platform"
-        case .route(let index, _): routes[index].name
+        case .route(let route, _): route.config.name
         case .unrouted: nil
         }
     }

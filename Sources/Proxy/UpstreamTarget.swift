@@ -24,7 +24,11 @@ enum UpstreamTarget {
                 $0.put(client)
             }
         }
-        return UpstreamURL(scheme: upstream.scheme, host: upstream.host, port: upstream.port, path: path, query: joined)
+        // A copy with the new path and query keeps the route's origin text.
+        var url = upstream
+        url.path = path
+        url.query = joined
+        return url
     }
 
     /// Whether `path` has a `.` or `..` segment, written plainly or percent-encoded. Such paths

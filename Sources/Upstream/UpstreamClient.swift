@@ -91,6 +91,7 @@ public final class UpstreamClient {
         }
         transfer.activeIndex = -1
         curl_multi_remove_handle(multi, transfer.handle.easy)
+        transfer.handle.transfer = nil
         idleHandles.append(transfer.handle)
     }
 
@@ -180,10 +181,10 @@ public final class UpstreamClient {
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
             if reaper?.finished(easy) == true { continue }
-            var transferPointer: UnsafeMutableRawPointer?
-            guard cc_info_ptr(easy, CURLINFO_PRIVATE, &transferPointer) == CURLE_OK, let transferPointer else { continue }
-            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(transferPointer).takeUnretainedValue()
-            guard transfer.activeIndex >= 0 else { continue }
+            var handlePointer: UnsafeMutableRawPointer?
+            guard cc_info_ptr(easy, CURLINFO_PRIVATE, &handlePointer) == CURLE_OK, let handlePointer,
+                  let transfer = Unmanaged<EasyHandle>.fromOpaque(handlePointer).takeUnretainedValue().transfer,
+                  transfer.activeIndex >= 0 else { continue }
             transfer.completed(code: cc_msg_result(message))
         }
     }
@@ -239,10 +240,21 @@ final class CurlSocket: Selectable {
 
 /// A reusable easy handle and its error buffer. Options every request shares are set once
 /// here; per-request options are set by `UpstreamTransfer` and remembered to avoid repeats.
+/// libcurl's callbacks and `CURLINFO_PRIVATE` carry the handle, set once, and reach the
+/// transfer through it: no option is set per request to say which transfer it is.
 final class EasyHandle {
     let easy: UnsafeMutableRawPointer
     let errorBuffer: UnsafeMutablePointer<CChar>
+    /// The transfer running on this handle, from `UpstreamTransfer.init` until the client
+    /// releases it (the handle is out of the multi handle then, so no callback comes). Not
+    /// retained: the client's in-flight list holds the transfer for exactly that time.
+    unowned(unsafe) var transfer: UpstreamTransfer?
+    /// Ends the awaited response head of `transfer`; made once, so a transfer's head timer
+    /// allocates nothing. Unretained: every transfer cancels its timer in `finish`, and the
+    /// client keeps its handles until it goes.
+    private(set) lazy var headTimerAction: () -> Void = { [unowned(unsafe) self] in self.transfer?.headTimerFired() }
     private var timeout: Double = -1
+    private var pipeWait: Int?
     private var method: Method?
     /// The request header list handed to curl: nodes and line bytes in memory this handle owns
     /// and reuses, so a request's headers cost one copy and no allocation per line.
@@ -274,20 +286,23 @@ final class EasyHandle {
         cc_easy_long(easy, CURLOPT_BUFFERSIZE, 65536)
         cc_easy_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
         cc_easy_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        for option in [CURLOPT_PRIVATE, CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_READDATA] { cc_easy_ptr(easy, option, me) }
         if !Self.environmentNamesProxy {
             // No proxy variable at start-up: say so once, rather than have libcurl read five
             // environment variables for every transfer (docs/ARCHITECTURE.md §13).
             cc_easy_str(easy, CURLOPT_PROXY, "")
             cc_easy_str(easy, CURLOPT_NOPROXY, "")
         }
+        // A callback with no transfer (none can come: see `transfer`) aborts.
         cc_easy_write_function(easy, { data, size, count, user in
-            Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().received(data!, size * count)
+            Unmanaged<EasyHandle>.fromOpaque(user!).takeUnretainedValue().transfer?.received(data!, size * count) ?? 0
         })
         cc_easy_header_function(easy, { data, size, count, user in
-            Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().receivedHeader(data!, size * count)
+            Unmanaged<EasyHandle>.fromOpaque(user!).takeUnretainedValue().transfer?.receivedHeader(data!, size * count) ?? 0
         })
         cc_easy_read_function(easy, { data, size, count, user in
-            Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().send(data!, size * count)
+            Unmanaged<EasyHandle>.fromOpaque(user!).takeUnretainedValue().transfer?.send(data!, size * count) ?? CC_READFUNC_ABORT
         })
     }
 
@@ -350,8 +365,12 @@ final class EasyHandle {
         add(contentType)
         // Linked once the array holds every node (growing it moves them).
         for i in 0..<max(0, node - 1) { nodes[i].next = nodes + i + 1 }
-        headerList = node > 0 ? nodes : nil
-        cc_easy_slist(easy, CURLOPT_HTTPHEADER, headerList)
+        // curl keeps the pointer and reads the list when the transfer starts: nodes rewritten in
+        // place need no new option, only a moved (or emptied) list does.
+        let list = node > 0 ? nodes : nil
+        guard list != headerList else { return }
+        headerList = list
+        cc_easy_slist(easy, CURLOPT_HTTPHEADER, list)
     }
 
     private func growNodes() {
@@ -364,6 +383,13 @@ final class EasyHandle {
 
     /// The list last handed to curl (nil: no header lines).
     private(set) var headerList: UnsafeMutablePointer<curl_slist>?
+
+    /// Whether a transfer waits for a connection being set up to say if it multiplexes.
+    func setPipeWait(_ wait: Bool) {
+        guard pipeWait != (wait ? 1 : 0) else { return }
+        pipeWait = wait ? 1 : 0
+        cc_easy_long(easy, CURLOPT_PIPEWAIT, wait ? 1 : 0)
+    }
 
     /// Connect timeout (capped at 10 s) and the stall limit: below 1 byte/s for `seconds` ends the transfer.
     func setTimeout(_ seconds: Double) {

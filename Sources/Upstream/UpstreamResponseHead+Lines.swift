@@ -50,8 +50,7 @@ extension UpstreamResponseHead {
         while valueStart < end && (line[valueStart] == 0x20 || line[valueStart] == 0x09) { valueStart += 1 }
         var valueEnd = end
         while valueEnd > valueStart && (line[valueEnd - 1] == 0x20 || line[valueEnd - 1] == 0x09) { valueEnd -= 1 }
-        append(name: UnsafeRawBufferPointer(rebasing: line[0..<colon]),
-               value: UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]))
+        append(line: UnsafeRawBufferPointer(rebasing: line[0..<valueEnd]), nameEnd: colon, valueStart: valueStart)
         return .field
     }
 }

@@ -28,14 +28,25 @@ public struct UpstreamResponseHead: Sendable {
         fields.append((nameStart..<valueStart, valueStart..<storage.count))
     }
 
-    /// Adds a field from raw header bytes (libcurl's buffer): one copy of each part, no per-byte loop.
-    mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        let nameStart = storage.count
-        storage.append(contentsOf: name.bindMemory(to: UInt8.self))
-        let valueStart = storage.count
-        storage.append(contentsOf: value.bindMemory(to: UInt8.self))
-        fields.append((nameStart..<valueStart, valueStart..<storage.count))
+    /// Adds a field from a raw header line (libcurl's buffer) in one copy: the name is
+    /// `line[..<nameEnd]`, the value `line[valueStart..<line.count]`, and what lies between
+    /// (the colon and any blanks) is kept, so relaying it is one copy too when that is `": "`.
+    mutating func append(line: UnsafeRawBufferPointer, nameEnd: Int, valueStart: Int) {
+        let start = storage.count
+        storage.append(contentsOf: line.bindMemory(to: UInt8.self))
+        fields.append((start..<start + nameEnd, start + valueStart..<storage.count))
     }
+
+    /// Whether field `index` is stored as `name: value` (one colon and one space between), so
+    /// `storage[line(index)]` is the field as it is written on the wire.
+    public func isWrittenPlainly(_ index: Int) -> Bool {
+        let field = fields[index]
+        return field.value.lowerBound == field.name.upperBound + 2 && storage[field.name.upperBound] == 0x3A
+            && storage[field.name.upperBound + 1] == 0x20
+    }
+
+    /// Field `index` from its name to the end of its value.
+    public func line(_ index: Int) -> Range<Int> { fields[index].name.lowerBound..<fields[index].value.upperBound }
 
     /// Forgets every field (a new head begins), keeping the capacity (reserving some at first).
     mutating func reset(status: Int) {

@@ -47,6 +47,7 @@ public final class UpstreamTransfer {
         self.delegate = delegate
         head = handle.spareHead
         handle.spareHead = UpstreamResponseHead(status: 0)
+        handle.transfer = self
         configure()
         body?.onData = { [unowned self] in self.bodyDataArrived() }
         // The wait for the response head starts once the request is sent: a long upload is not
@@ -57,12 +58,15 @@ public final class UpstreamTransfer {
 
     private func startHeadTimer() {
         guard headTimer == nil, phase == .awaitingHead else { return }
-        // Unowned: `finish` (which every transfer reaches) cancels this timer.
-        headTimer = client.loop.schedule(at: client.loop.now.adding(seconds: request.timeout)) { [unowned self] in
-            self.headTimer = nil
-            guard self.phase == .awaitingHead else { return }
-            self.finish(.timeout("no response head within \(self.request.timeout) s of the request's last byte"))
-        }
+        // The handle's action reaches this transfer; `finish` (which every transfer reaches)
+        // cancels the timer.
+        headTimer = client.loop.schedule(at: client.loop.now.adding(seconds: request.timeout), handle.headTimerAction)
+    }
+
+    func headTimerFired() {
+        headTimer = nil
+        guard phase == .awaitingHead else { return }
+        finish(.timeout("no response head within \(request.timeout) s of the request's last byte"))
     }
 
     /// Resumes a response paused by the delegate.
@@ -100,17 +104,12 @@ public final class UpstreamTransfer {
     /// handle (`EasyHandle.init`), so no `curl_easy_reset` and no re-setting them per request.
     private func configure() {
         let easy = handle.easy
-        let me = Unmanaged.passUnretained(self).toOpaque()
         // withCString hands over the string's own storage; the implicit conversion copies it.
         request.url.withCString { _ = cc_easy_str(easy, CURLOPT_URL, $0) }
         // https: wait for a connection being set up to say whether it multiplexes (h2 by ALPN)
         // rather than opening one per concurrent request: 64 requests then share one connection
         // instead of 33+. Plain http is HTTP/1.1 here, where there is nothing to wait for.
-        cc_easy_long(easy, CURLOPT_PIPEWAIT, request.url.hasPrefix("https:") ? 1 : 0)
-        cc_easy_ptr(easy, CURLOPT_PRIVATE, me)
-        cc_easy_ptr(easy, CURLOPT_WRITEDATA, me)
-        cc_easy_ptr(easy, CURLOPT_HEADERDATA, me)
-        cc_easy_ptr(easy, CURLOPT_READDATA, me)
+        handle.setPipeWait(request.url.hasPrefix("https:"))
         handle.setTimeout(request.timeout)
         handle.errorBuffer[0] = 0
 

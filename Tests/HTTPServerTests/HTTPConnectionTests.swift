@@ -311,3 +311,14 @@ struct HTTPConnectionTests {
         #expect(h.handler.outcomes.first?.bytesOut == 3)
     }
 }
+
+@Suite("HTTPConnection.appendDecimal")
+struct AppendDecimalTests {
+    @Test("a Content-Length is written in decimal digits, as String(_:) would",
+          arguments: [0, 7, 9, 10, 99, 100, 65_536, 123_456_789, Int.max])
+    func digits(value: Int) {
+        var bytes = Array("x".utf8)
+        HTTPConnection.appendDecimal(value, into: &bytes)
+        #expect(bytes == Array("x\(value)".utf8))
+    }
+}

@@ -1,6 +1,6 @@
 import HTTP1
 import Testing
-import Upstream
+@testable import Upstream
 @testable import Proxy
 
 private func head(_ fields: [String]) -> HTTPRequestHead {
@@ -50,6 +50,38 @@ struct HeaderPolicyTests {
         var masker: EchoMasker?
         HeaderPolicy.appendResponseFields(upstream, requestID: "r-9", to: &bytes, masker: &masker)
         #expect(String(decoding: bytes, as: UTF8.self) == "Content-Type: application/json\r\nSet-Cookie: a=1\r\nX-Request-ID: r-9\r\n")
+    }
+}
+
+/// A response head read from wire lines, as the transfer reads libcurl's.
+private func wireHead(_ lines: [String]) -> UpstreamResponseHead {
+    var head = UpstreamResponseHead(status: 0)
+    for line in ["HTTP/1.1 200 OK\r\n"] + lines + ["\r\n"] { _ = Array(line.utf8).withUnsafeBytes { head.read(line: $0) } }
+    return head
+}
+
+@Suite("HeaderPolicy response fields from the wire")
+struct WireResponseFieldTests {
+    @Test("fields read from the wire are relayed as `Name: value`, however they were spaced")
+    func normalisedSpacing() {
+        let head = wireHead(["X-Plain: one\r\n", "X-Tight:two\r\n", "X-Wide: \t three  \r\n", "X-Colon: a: b\r\n",
+                             "X-Empty:\r\n", "Connection: keep-alive\r\n"])
+        var bytes: [UInt8] = []
+        var masker: EchoMasker?
+        HeaderPolicy.appendResponseFields(head, requestID: "r", to: &bytes, masker: &masker)
+        #expect(String(decoding: bytes, as: UTF8.self)
+                == "X-Plain: one\r\nX-Tight: two\r\nX-Wide: three\r\nX-Colon: a: b\r\nX-Empty: \r\nX-Request-ID: r\r\n")
+    }
+
+    @Test("with a masker, a value echoing the token is masked and the others pass as written")
+    func maskedAmongPlain() {
+        let token = Array("secret-token-123".utf8)
+        let head = wireHead(["X-Echo: Bearer secret-token-123\r\n", "X-Plain: fine\r\n", "X-Tight:secret-token-123\r\n"])
+        var bytes: [UInt8] = []
+        var masker = EchoMasker(token: token)
+        HeaderPolicy.appendResponseFields(head, requestID: "r", to: &bytes, masker: &masker)
+        #expect(String(decoding: bytes, as: UTF8.self)
+                == "X-Echo: Bearer ****************\r\nX-Plain: fine\r\nX-Tight: ****************\r\nX-Request-ID: r\r\n")
     }
 }
 

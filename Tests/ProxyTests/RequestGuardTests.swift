@@ -109,27 +109,27 @@ struct RequestScopeTests {
     @Test("probes, /_platform, routes and unrouted paths get their own guard lists and log names")
     func scopes() {
         let probe = RequestScope(path: "/_platform/health", router: router)
-        #expect(probe.guards(routes) == RequestGuard.probe)
-        #expect(probe.routeName(routes) == Probe.route)
+        #expect(probe.guards == RequestGuard.probe)
+        #expect(probe.routeName == Probe.route)
         for path in ["/_platform", "/_platform/auth", "/_platform/nothing"] {
             let scope = RequestScope(path: Substring(path), router: router)
-            #expect(scope.guards(routes) == RequestGuard.platform, "\(path)")
-            #expect(scope.routeName(routes) == "_platform")
+            #expect(scope.guards == RequestGuard.platform, "\(path)")
+            #expect(scope.routeName == "_platform")
         }
         let credentialed = RequestScope(path: "/api/v1", router: router)
-        #expect(credentialed.guards(routes) == RequestGuard.credentialedRoute)
-        #expect(credentialed.routeName(routes) == "api")
+        #expect(credentialed.guards == RequestGuard.credentialedRoute)
+        #expect(credentialed.routeName == "api")
         let open = RequestScope(path: "/open", router: router)
-        #expect(open.guards(routes) == RequestGuard.any)
-        #expect(open.routeName(routes) == "open")
+        #expect(open.guards == RequestGuard.any)
+        #expect(open.routeName == "open")
         let none = RequestScope(path: "/elsewhere", router: router)
-        #expect(none.guards(routes) == RequestGuard.any)
-        #expect(none.routeName(routes) == nil)
-        #expect(RequestScope(path: "/_platformX", router: router).routeName(routes) == nil)
-        #expect(RequestScope(path: "/_platfor", router: router).routeName(routes) == nil)
+        #expect(none.guards == RequestGuard.any)
+        #expect(none.routeName == nil)
+        #expect(RequestScope(path: "/_platformX", router: router).routeName == nil)
+        #expect(RequestScope(path: "/_platfor", router: router).routeName == nil)
         // A path is a slice of the request target: the byte comparison starts where it does.
         let target = "/x/_platform/ready?q"
         let slice = target[target.index(target.startIndex, offsetBy: 2)..<target.firstIndex(of: "?")!]
-        #expect(RequestScope(path: slice, router: router).guards(routes) == RequestGuard.probe)
+        #expect(RequestScope(path: slice, router: router).guards == RequestGuard.probe)
     }
 }

@@ -1,0 +1,34 @@
+/// What a loop keeps per route of the runtime in force: the route's provider slot and its
+/// request counters, found by name once per route and runtime rather than once per request.
+final class RouteSlot {
+    let route: CompiledRoute
+    /// The provider whose tokens the route carries (the default one when it names none).
+    let provider: ProviderSlot
+    let counters: RouteCounters
+
+    init(route: CompiledRoute, provider: ProviderSlot, counters: RouteCounters) {
+        self.route = route
+        self.provider = provider
+        self.counters = counters
+    }
+}
+
+/// A loop's route slots for one runtime, by route index; a reload starts a new table.
+struct RouteSlotTable {
+    // Held, not just identified: a freed runtime's address could come back as a new one's.
+    private var runtime: ProxyRuntime?
+    private var slots: [RouteSlot?] = []
+
+    /// The slot of `route` (a route of `runtime`), made by `make` the first time.
+    mutating func slot(_ route: CompiledRoute, of runtime: ProxyRuntime, make: () -> RouteSlot) -> RouteSlot {
+        if self.runtime !== runtime {
+            self.runtime = runtime
+            slots = Array(repeating: nil, count: runtime.router.routes.count)
+        }
+        guard slots.indices.contains(route.index), runtime.router.routes[route.index] === route else { return make() }
+        if let slot = slots[route.index] { return slot }
+        let slot = make()
+        slots[route.index] = slot
+        return slot
+    }
+}
