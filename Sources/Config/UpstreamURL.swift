@@ -3,16 +3,33 @@
 /// IPv6 hosts keep their brackets (`[::1]`), so `hostPort` and `origin` are
 /// ready to use in a Host header or a URL.
 public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertible {
+    /// The scheme, host and port, and the origin text made from them once: shared by every copy
+    /// of a URL, so the copies a forwarded request makes retain one object rather than each part.
+    private final class Authority: Sendable {
+        let scheme: String
+        let host: String
+        let port: UInt16
+        let origin: String
+
+        init(scheme: String, host: String, port: UInt16) {
+            self.scheme = scheme
+            self.host = host
+            self.port = port
+            origin = port == UpstreamURL.defaultPort(for: scheme) ? "\(scheme)://\(host)" : "\(scheme)://\(host):\(port)"
+        }
+    }
+
+    private let authority: Authority
     /// "http" or "https", lowercased.
-    public let scheme: String
+    public var scheme: String { authority.scheme }
     /// Lowercased host name, IPv4 literal, or bracketed IPv6 literal.
-    public let host: String
+    public var host: String { authority.host }
     /// The explicit port, or the scheme's default (80, 443).
-    public let port: UInt16
+    public var port: UInt16 { authority.port }
     /// "scheme://host" plus ":port" when not the default (RFC 6454 serialization): made once with
     /// the URL, since every forwarded request's URL starts with it (a route's upstream URL is
-    /// copied with a new path and query, `description` then formats no number).
-    public let origin: String
+    /// copied with a new path and query, and `description` formats no number).
+    public var origin: String { authority.origin }
     /// The path, always beginning with "/"; percent-escapes kept as written.
     public var path: String
     /// The query after "?", without the "?"; nil when there is none.
@@ -20,13 +37,21 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
 
     /// A URL from its parts; `parse` is the validating way in.
     public init(scheme: String, host: String, port: UInt16? = nil, path: String = "/", query: String? = nil) {
-        self.scheme = scheme
-        self.host = host
-        let port = port ?? UpstreamURL.defaultPort(for: scheme)
-        self.port = port
+        authority = Authority(scheme: scheme, host: host, port: port ?? UpstreamURL.defaultPort(for: scheme))
         self.path = path
         self.query = query
-        origin = port == UpstreamURL.defaultPort(for: scheme) ? "\(scheme)://\(host)" : "\(scheme)://\(host):\(port)"
+    }
+
+    public static func == (a: UpstreamURL, b: UpstreamURL) -> Bool {
+        a.scheme == b.scheme && a.host == b.host && a.port == b.port && a.path == b.path && a.query == b.query
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(scheme)
+        hasher.combine(host)
+        hasher.combine(port)
+        hasher.combine(path)
+        hasher.combine(query)
     }
 
     /// 443 for https, 80 otherwise.

@@ -68,6 +68,7 @@ enum RequestGuard: Equatable, CaseIterable {
                   !request.access.hostAllowed(host) else { return nil }
             return .hostNotAllowed
         case .proxyKey:
+            guard request.access.apiKey != nil else { return nil }
             return request.access.keyAccepted(request.head.first("X-Proxy-Key")) ? nil : .proxyKeyRequired
         case .originAllowed:
             guard let origin = request.origin, !request.access.originAllowed(origin) else { return nil }

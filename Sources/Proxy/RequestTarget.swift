@@ -1,3 +1,4 @@
+import Glibc
 import HTTP1
 
 /// A request target split into the parts routing needs.
@@ -10,27 +11,41 @@ public struct RequestTarget: Sendable, Equatable {
     public var authority: Substring?
 
     /// Splits origin-form, absolute-form (`http://host/path?q`) and asterisk-form targets.
-    /// Works on UTF-8 code units (every delimiter is ASCII): no Character is formed.
+    /// Works on the UTF-8 bytes (every delimiter is ASCII): no Character is formed, and the
+    /// delimiters are found with `memchr` rather than by walking string indexes.
     public init(_ target: String) {
-        var rest = Substring(target)
-        authority = nil
-        let utf8 = rest.utf8
-        if utf8.first != UInt8(ascii: "/") && rest != "*", let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
-           utf8[colon...].starts(with: "://".utf8) {
-            let afterScheme = rest[utf8.index(colon, offsetBy: 3)...]
-            let slash = afterScheme.utf8.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") }
-                ?? afterScheme.endIndex
-            authority = afterScheme[..<slash]
-            rest = afterScheme[slash...]
-            if rest.isEmpty || rest.utf8.first == UInt8(ascii: "?") { rest = "/" + rest }
+        var target = target
+        let utf8 = target.utf8
+        // Byte offsets of the authority, the path and the query mark, found in one borrow.
+        let (authority, pathStart, mark): (Range<Int>?, Int, Int?) = target.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return (nil, 0, nil) }
+            func find(_ byte: UInt8, from start: Int) -> Int? {
+                guard start < bytes.count, let hit = memchr(base + start, Int32(byte), bytes.count - start) else { return nil }
+                return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+            }
+            var authority: Range<Int>?
+            var pathStart = 0
+            if bytes.first != UInt8(ascii: "/") && !(bytes.count == 1 && bytes[0] == UInt8(ascii: "*")),
+               let colon = find(UInt8(ascii: ":"), from: 0), colon + 2 < bytes.count,
+               bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/") {
+                let hostStart = colon + 3
+                var end = hostStart
+                while end < bytes.count && bytes[end] != UInt8(ascii: "/") && bytes[end] != UInt8(ascii: "?") { end += 1 }
+                authority = hostStart..<end
+                pathStart = end
+            }
+            return (authority, pathStart, find(UInt8(ascii: "?"), from: pathStart))
         }
-        if let mark = rest.utf8.firstIndex(of: UInt8(ascii: "?")) {
-            path = rest[..<mark]
-            query = rest[rest.utf8.index(after: mark)...]
+        func index(_ offset: Int) -> String.Index { utf8.index(utf8.startIndex, offsetBy: offset) }
+        self.authority = authority.map { target[index($0.lowerBound)..<index($0.upperBound)] }
+        let end = mark ?? utf8.count
+        if authority != nil && pathStart == end {
+            // `http://host` or `http://host?q`: the path is "/".
+            path = "/"
         } else {
-            path = rest
-            query = nil
+            path = target[index(pathStart)..<index(end)]
         }
+        query = mark.map { target[index($0 + 1)...] }
     }
 }
 

@@ -51,6 +51,21 @@ struct UpstreamURLTests {
         #expect(ported.description == "http://[::1]:8080/")
         #expect(UpstreamURL.parse("http://example.com:80/")?.origin == "http://example.com")
     }
+
+    @Test("a copy with a new path and query keeps the origin; equality and hashing compare the parts")
+    func copiesAndEquality() throws {
+        let base = try #require(UpstreamURL.parse("http://127.0.0.1:8081/api"))
+        var copy = base
+        copy.path = "/api/me"
+        copy.query = "x=1"
+        #expect(copy.description == "http://127.0.0.1:8081/api/me?x=1")
+        #expect(base.description == "http://127.0.0.1:8081/api")
+        #expect(copy == UpstreamURL(scheme: "http", host: "127.0.0.1", port: 8081, path: "/api/me", query: "x=1"))
+        #expect(copy != base)
+        #expect(UpstreamURL(scheme: "http", host: "h", port: 80) == UpstreamURL(scheme: "http", host: "h"))
+        #expect(UpstreamURL(scheme: "http", host: "h", port: 81) != UpstreamURL(scheme: "http", host: "h"))
+        #expect(Set([copy, UpstreamURL(scheme: "http", host: "127.0.0.1", port: 8081, path: "/api/me", query: "x=1")]).count == 1)
+    }
 }
 
 struct ListenAddressTests {

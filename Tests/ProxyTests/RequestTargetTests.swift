@@ -63,6 +63,17 @@ struct RequestTargetTests {
         #expect(target.authority == nil)
     }
 
+    @Test("only a first colon followed by '//' starts an authority", arguments: [
+        ("foo:bar", "foo:bar", nil as String?, nil as String?), ("http:/x?q", "http:/x", nil, "q"),
+        ("http://", "/", "", nil), ("a:b://h/p", "a:b://h/p", nil, nil), ("http://h/p?a?b", "/p", "h", "a?b"),
+    ])
+    func colonForms(target: String, path: String, authority: String?, query: String?) {
+        let parsed = RequestTarget(target)
+        #expect(parsed.path == Substring(path))
+        #expect(parsed.authority.map(String.init) == authority)
+        #expect(parsed.query.map(String.init) == query)
+    }
+
     @Test("a '://' inside an origin-form path does not make it absolute")
     func schemeLookalikeInPath() {
         let target = RequestTarget("/redirect?to=http://evil/x")
