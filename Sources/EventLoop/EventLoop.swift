@@ -20,10 +20,17 @@ public final class EventLoop: @unchecked Sendable {
     private var registrations: [(generation: UInt32, target: (any Selectable)?)] = []
     private var nextGeneration: UInt32 = 1
     private let inbox = Mutex<[@Sendable () -> Void]>([])
-    private var afterIteration: [() -> Void] = []
+    /// A closure in a struct: an array of bare closures stores each in the generic (indirect
+    /// result) form, so every append would allocate a reabstraction thunk; a struct field keeps the
+    /// closure as it was made (one allocation per after-events task saved, every request).
+    private struct Task {
+        let run: () -> Void
+    }
+
+    private var afterIteration: [Task] = []
     /// The batch of after-events tasks being run; swapped with `afterIteration` so neither array
     /// is reallocated per iteration (tasks a task adds go to the next batch).
-    private var runningTasks: [() -> Void] = []
+    private var runningTasks: [Task] = []
     private var atStop: [() -> Void] = []
     private var running = true
     /// The thread running `run` (a `pthread_t`); 0 before it starts and after it stops, when
@@ -123,7 +130,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `task` at the end of the current iteration, after all events were handled (loop thread only).
     public func afterEvents(_ task: @escaping () -> Void) {
         assertInLoop()
-        afterIteration.append(task)
+        afterIteration.append(Task(run: task))
     }
 
     /// Interrupts `epoll_wait`; callable from any thread.
@@ -179,7 +186,7 @@ public final class EventLoop: @unchecked Sendable {
         runTimers()
         while !afterIteration.isEmpty {
             swap(&afterIteration, &runningTasks)
-            for i in runningTasks.indices { runningTasks[i]() }
+            for i in runningTasks.indices { runningTasks[i].run() }
             runningTasks.removeAll(keepingCapacity: true)
         }
     }

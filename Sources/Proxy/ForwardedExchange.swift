@@ -19,6 +19,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private var requestID: String { info.requestID }
     /// Client headers minus hop-by-hop and credential fields, plus the forwarding fields.
     private let baseLines: HeaderLines
+    /// Whether `baseLines` hold an `Accept` and a `Content-Type` (nil: unknown, curl's side scans).
+    private let baseSupplies: SuppliedFields?
     /// The injected `Name: <type> <token>` lines (empty on `none` routes).
     private var credentialLines: HeaderLines
     /// The token generation those lines came from.
@@ -57,9 +59,15 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         var removing = route.replacedNames
         // A route that carries assignments replaces the client's X-Experiments, never merges with it.
         if experimentLines != nil { removing.append(Array("x-experiments".utf8)) }
-        var lines = HeaderPolicy.upstreamLines(exchange.head, peer: exchange.peer, requestID: info.requestID, removing: removing)
-        if let experimentLines { lines.append(contentsOf: experimentLines) }
+        var supplies: SuppliedFields?
+        var lines = HeaderPolicy.upstreamLines(exchange.head, peer: exchange.peer, requestID: info.requestID, removing: removing,
+                                               supplies: &supplies)
+        if let experimentLines {
+            lines.append(contentsOf: experimentLines)
+            supplies = nil
+        }
         baseLines = lines
+        baseSupplies = supplies
     }
 
     /// Wires the client body into a `RequestBody` and sends the first hop.
@@ -106,7 +114,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         }
     }
 
-    private func send(lines: HeaderLines, credentials: HeaderLines) {
+    private func send(lines: HeaderLines, supplies: SuppliedFields?, credentials: HeaderLines) {
         var length: Int?
         if case .length(let n) = exchange.head.framing { length = n }
         if let body, body.ended { length = body.totalBytes }
@@ -114,6 +122,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         var request = UpstreamRequest(method: method, url: url.description, headers: lines, hasBody: body != nil,
                                       bodyLength: length, timeout: route.config.timeoutSeconds)
         request.extraHeaders = credentials
+        request.supplies = supplies
         transfer = handler.upstream.start(request, body: body, delegate: self)
     }
 
@@ -181,7 +190,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         case .none:
             return
         case .send:
-            send(lines: baseLines, credentials: credentialLines)
+            send(lines: baseLines, supplies: baseSupplies, credentials: credentialLines)
         case .cancelTransfer:
             transfer?.cancel()
             transfer = nil
@@ -262,7 +271,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             handler.metrics.retriedAfter401(route: route.config.name)
         }
         body = body?.replay()
-        send(lines: baseLines, credentials: credentialLines)
+        send(lines: baseLines, supplies: baseSupplies, credentials: credentialLines)
     }
 
     private func follow(to target: UpstreamURL, method nextMethod: String, keepsBody: Bool,
@@ -279,10 +288,10 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         }
         switch credentials {
         case .carried:
-            send(lines: baseLines, credentials: credentialLines)
+            send(lines: baseLines, supplies: baseSupplies, credentials: credentialLines)
         case .stripped:
             handler.credentialsStripped(route: route.config.name)
-            send(lines: baseLines.removing(Set(injector.strippedOnForeignHosts)), credentials: HeaderLines())
+            send(lines: baseLines.removing(Set(injector.strippedOnForeignHosts)), supplies: nil, credentials: HeaderLines())
         }
     }
 }

@@ -3,8 +3,8 @@ import Upstream
 
 /// Which headers cross the proxy, in each direction (README "Behaviour worth knowing", Headers).
 enum HeaderPolicy {
-    /// What the policy does with a request field.
-    private enum Action { case drop, forwardedFor, via, host, connection, keep }
+    /// What the policy does with a request field (`accept` and `contentType` are kept, and noted).
+    private enum Action { case drop, forwardedFor, via, host, connection, keep, accept, contentType }
 
     /// Hop-by-hop fields (RFC 9110 §7.6.1), the framing fields curl sets itself, the proxy's own
     /// key, and the fields the proxy sets: by length (the array index), then bytes, so no String
@@ -15,7 +15,7 @@ enum HeaderPolicy {
             ("trailer", .drop), ("transfer-encoding", .drop), ("upgrade", .drop), ("proxy-authorization", .drop),
             ("host", .host), ("content-length", .drop), ("expect", .drop), ("x-proxy-key", .drop),
             ("x-forwarded-for", .forwardedFor), ("x-forwarded-proto", .drop), ("x-forwarded-host", .drop),
-            ("via", .via), ("x-request-id", .drop),
+            ("via", .via), ("x-request-id", .drop), ("accept", .accept), ("content-type", .contentType),
         ]
         return byLength(entries.map { (Array($0.0.utf8), $0.1) }, name: \.0)
     }()
@@ -37,6 +37,16 @@ enum HeaderPolicy {
     /// `removing` (lowercased credential header names about to be injected), plus the forwarding
     /// fields. Built from the head's bytes: no String per field.
     static func upstreamLines(_ head: HTTPRequestHead, peer: String, requestID: String, removing: [[UInt8]]) -> HeaderLines {
+        var supplies: SuppliedFields?
+        return upstreamLines(head, peer: peer, requestID: requestID, removing: removing, supplies: &supplies)
+    }
+
+    /// `upstreamLines`, also saying whether they hold an `Accept` and a `Content-Type` (nil when a
+    /// `Connection` list removed fields by name and it is not known), so the transfer need not
+    /// scan the lines for them.
+    static func upstreamLines(_ head: HTTPRequestHead, peer: String, requestID: String, removing: [[UInt8]],
+                              supplies: inout SuppliedFields?) -> HeaderLines {
+        var found = SuppliedFields(accept: false, contentType: false)
         var lines = HeaderLines()
         lines.reserveCapacity(head.storage.count + peer.utf8.count + requestID.utf8.count + 128)
         var forwardedFor: Range<Int>?
@@ -50,7 +60,9 @@ enum HeaderPolicy {
             var action = Action.keep
             if length < table.count, let hit = table[length].first(where: { head.nameEquals(i, $0.0) }) {
                 action = hit.1
-            } else if removing.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
+            }
+            if action == .keep || action == .accept || action == .contentType,
+               removing.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
                 action = .drop
             }
             switch action {
@@ -59,7 +71,9 @@ enum HeaderPolicy {
             case .via: via = field.value
             case .host: host = field.value
             case .connection: connectionIndexes.append(i)
-            case .keep:
+            case .keep, .accept, .contentType:
+                if action == .accept { found.accept = true }
+                if action == .contentType { found.contentType = true }
                 // curl drops `Name:` with an empty value; `Name;` sends it empty.
                 if field.value.isEmpty {
                     lines.appendPart(bytes[field.name])
@@ -71,7 +85,11 @@ enum HeaderPolicy {
                 }
             }
         }
-        if !connectionIndexes.isEmpty { lines = removingConnectionListed(head, connectionIndexes, from: lines) }
+        supplies = found
+        if !connectionIndexes.isEmpty {
+            lines = removingConnectionListed(head, connectionIndexes, from: lines)
+            supplies = nil
+        }
         appendChain(Fixed.forwardedFor, earlier: forwardedFor.map { bytes[$0] }, ours: peer.utf8, to: &lines)
         lines.appendPart(Fixed.forwardedProto)
         lines.endLine()

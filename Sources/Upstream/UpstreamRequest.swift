@@ -15,6 +15,10 @@ public struct UpstreamRequest: Sendable {
     public var hasBody: Bool
     /// Seconds allowed until the response head, and for any stall after it.
     public var timeout: Double
+    /// Whether `headers` has an `Accept` and a `Content-Type` line, when whoever built them
+    /// knows (the proxy does, from the client's fields); nil: the transfer scans the lines.
+    /// curl adds its own of each unless told otherwise.
+    public var supplies: SuppliedFields?
 
     /// Creates a request.
     public init(method: String, url: String, headers: HeaderLines, hasBody: Bool, bodyLength: Int?, timeout: Double) {
@@ -29,5 +33,16 @@ public struct UpstreamRequest: Sendable {
     /// Creates a request from header lines given as strings.
     public init(method: String, url: String, headers: [String], hasBody: Bool, bodyLength: Int?, timeout: Double) {
         self.init(method: method, url: url, headers: HeaderLines(headers), hasBody: hasBody, bodyLength: bodyLength, timeout: timeout)
+    }
+}
+
+/// Whether header lines name the fields curl would otherwise add on its own.
+public struct SuppliedFields: Sendable, Equatable {
+    public var accept: Bool
+    public var contentType: Bool
+
+    public init(accept: Bool, contentType: Bool) {
+        self.accept = accept
+        self.contentType = contentType
     }
 }

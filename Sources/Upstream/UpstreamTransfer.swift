@@ -127,7 +127,7 @@ public final class UpstreamTransfer {
         // the client did not ask for. The last two come only with POST semantics (a body, or
         // POST/PUT/PATCH sent with an empty one).
         let postLike = request.hasBody || method == "POST" || method == "PUT" || method == "PATCH"
-        let own = request.headers.containsNames("accept", "content-type")
+        let own = request.supplies.map { ($0.accept, $0.contentType) } ?? request.headers.containsNames("accept", "content-type")
         let extra = request.extraHeaders.containsNames("accept", "content-type")
         handle.setHeaders(request.headers, request.extraHeaders, blankAccept: !own.0 && !extra.0,
                           blankContentType: postLike && !own.1 && !extra.1, blankExpect: postLike)

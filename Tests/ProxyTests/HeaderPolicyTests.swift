@@ -26,6 +26,37 @@ struct HeaderPolicyTests {
                           "X-Forwarded-Host: app.local", "Via: 1.1 platform-proxy", "X-Request-ID: r-1"])
     }
 
+    @Test("the lines say whether they carry Accept and Content-Type, as a scan of them would",
+          arguments: [
+            ["Host: h"], ["Host: h", "accept: */*"], ["Host: h", "Content-Type: text/plain"],
+            ["Host: h", "ACCEPT: a", "content-type: b"], ["Host: h", "Accept:"], ["Host: h", "X-Accept: a"],
+            ["Host: h", "Accept: a", "Authorization: Bearer x"],
+          ])
+    func suppliedFields(fields: [String]) {
+        var supplies: SuppliedFields?
+        let lines = HeaderPolicy.upstreamLines(head(fields), peer: "p", requestID: "r", removing: [], supplies: &supplies)
+        let scanned = lines.containsNames("accept", "content-type")
+        #expect(supplies == SuppliedFields(accept: scanned.0, contentType: scanned.1))
+    }
+
+    @Test("a field the route injects under the name Accept replaces the client's, and is not counted")
+    func injectedAccept() {
+        var supplies: SuppliedFields?
+        let lines = HeaderPolicy.upstreamLines(head(["Host: h", "Accept: a"]), peer: "p", requestID: "r",
+                                               removing: [Array("accept".utf8)], supplies: &supplies)
+        #expect(!lines.lines.contains("Accept: a"))
+        #expect(supplies == SuppliedFields(accept: false, contentType: false))
+    }
+
+    @Test("fields a Connection header lists are removed, and what the lines carry is then left unknown")
+    func connectionListedUnknown() {
+        var supplies: SuppliedFields?
+        let lines = HeaderPolicy.upstreamLines(head(["Host: h", "Connection: accept", "Accept: a"]), peer: "p", requestID: "r",
+                                               removing: [], supplies: &supplies)
+        #expect(!lines.containsName("accept"))
+        #expect(supplies == nil)
+    }
+
     @Test("an existing X-Forwarded-For and Via are extended, not replaced")
     func chainsExtended() {
         let request = head(["Host: h", "X-Forwarded-For: 10.0.0.1", "Via: 1.0 edge"])
