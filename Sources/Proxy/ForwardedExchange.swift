@@ -13,7 +13,9 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     /// The matched route, by reference; its settings are `route.config`.
     private let route: CompiledRoute
     private let injector: CredentialInjector
-    private unowned let handler: ProxyHandler
+    /// Unchecked: a loop's handler lives as long as the process (a reload replaces its runtime,
+    /// never the handler), so the atomic check of `unowned` buys nothing here.
+    private unowned(unsafe) let handler: ProxyHandler
     /// The exchange's log record (request ID, route, upstream).
     let info: ExchangeInfo
     private var requestID: String { info.requestID }

@@ -65,9 +65,17 @@ enum HostName {
     /// Whether `host` (any case) is in the lowercased `allowed` list (compared byte by byte,
     /// ASCII case ignored, without making a lowercased copy per request).
     static func isAllowed(_ host: Substring, _ allowed: [String]) -> Bool {
-        var part = hostPart(host)
-        return part.withUTF8 { written in
-            allowed.contains { name in
+        var host = host
+        return host.withUTF8 { value in
+            // `hostPart`, on the bytes: every request asks.
+            var end = value.count
+            if value.first == UInt8(ascii: "[") {
+                if let close = value.firstIndex(of: UInt8(ascii: "]")) { end = close + 1 }
+            } else if let colon = value.firstIndex(of: UInt8(ascii: ":")) {
+                end = colon
+            }
+            let written = UnsafeBufferPointer(rebasing: value[..<end])
+            return allowed.contains { name in
                 guard name.utf8.count == written.count else { return false }
                 var name = name
                 return name.withUTF8 { lowered in

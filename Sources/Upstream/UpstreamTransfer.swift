@@ -21,7 +21,10 @@ extension UpstreamTransferDelegate {
 
 /// One request on one easy handle, streaming both ways with pause/resume backpressure.
 public final class UpstreamTransfer {
-    unowned let client: UpstreamClient
+    /// Unretained and unchecked: the client holds its transfers while they run and lives as long
+    /// as its loop; after `finish` a transfer touches it no more. (A checked `unowned` costs an
+    /// atomic increment and decrement per use, several per request.)
+    unowned(unsafe) let client: UpstreamClient
     let handle: EasyHandle
     private var delegate: (any UpstreamTransferDelegate)?
     private let body: RequestBody?

@@ -98,6 +98,14 @@ struct HostNameTests {
         #expect(HostName.hostPart("Example.COM:8080") == "Example.COM")
     }
 
+    @Test("isAllowed compares the same host part that hostPart returns",
+          arguments: ["h:1", "H", "[::1]:8080", "[::1]", "[::1", "a:b:c", ":80", "", "[]:1", "x]:1"])
+    func isAllowedUsesHostPart(value: String) {
+        let part = String(HostName.hostPart(Substring(value))).lowercased()
+        #expect(HostName.isAllowed(Substring(value), [part]))
+        #expect(!HostName.isAllowed(Substring(value), [part + "x"]))
+    }
+
     @Test("isAllowed ignores case and port")
     func isAllowedCaseAndPort() {
         let allowed = ["localhost", "127.0.0.1", "[::1]", "api.example.com"]
