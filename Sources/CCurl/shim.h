@@ -16,6 +16,13 @@ static inline CURLcode cc_easy_write_function(CURL *h, cc_data_callback f) { ret
 static inline CURLcode cc_easy_read_function(CURL *h, cc_data_callback f) { return curl_easy_setopt(h, CURLOPT_READFUNCTION, f); }
 static inline CURLcode cc_easy_header_function(CURL *h, cc_data_callback f) { return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, f); }
 
+/* Connection sockets are opened and closed through the proxy (UpstreamClient), so it knows when
+   a descriptor number names a new socket and when one goes away. */
+typedef curl_socket_t (*cc_open_socket_callback)(void *clientp, curlsocktype purpose, struct curl_sockaddr *address);
+typedef int (*cc_close_socket_callback)(void *clientp, curl_socket_t item);
+static inline CURLcode cc_easy_open_socket_function(CURL *h, cc_open_socket_callback f) { return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, f); }
+static inline CURLcode cc_easy_close_socket_function(CURL *h, cc_close_socket_callback f) { return curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, f); }
+
 static inline CURLcode cc_info_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode cc_info_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 
@@ -38,6 +45,7 @@ static const int CC_POLL_IN = CURL_POLL_IN;
 static const int CC_POLL_OUT = CURL_POLL_OUT;
 static const int CC_POLL_INOUT = CURL_POLL_INOUT;
 static const int CC_POLL_REMOVE = CURL_POLL_REMOVE;
+static const curl_socket_t CC_SOCKET_BAD = CURL_SOCKET_BAD;
 static const int CC_CSELECT_IN = CURL_CSELECT_IN;
 static const int CC_CSELECT_OUT = CURL_CSELECT_OUT;
 static const int CC_CSELECT_ERR = CURL_CSELECT_ERR;

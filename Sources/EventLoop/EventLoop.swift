@@ -106,6 +106,15 @@ public final class EventLoop: @unchecked Sendable {
         registrations[Int(fd)].target = nil
     }
 
+    /// Forgets `fd`'s registration without a syscall, for a descriptor about to be closed (or just
+    /// closed) whose open file is not shared: closing it takes it out of the epoll set. Events
+    /// already fetched for it are dropped, as after `deregister`.
+    public func forget(fd: CInt) {
+        assertInLoop()
+        guard Int(fd) < registrations.count else { return }
+        registrations[Int(fd)].target = nil
+    }
+
     /// Schedules `callback` on this loop at `deadline`.
     @discardableResult
     public func schedule(at deadline: NanoTime, _ callback: @escaping () -> Void) -> TimerID {

@@ -37,12 +37,12 @@ public final class UpstreamClient {
         multi = curl_multi_init()
         let me = Unmanaged.passUnretained(self).toOpaque()
         cc_multi_socket_function(multi, { _, fd, what, userp, _ in
-            Unmanaged<UpstreamClient>.fromOpaque(userp!).takeUnretainedValue().socketChanged(fd, what)
+            Unmanaged<UpstreamClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef { $0.socketChanged(fd, what) }
             return 0
         })
         cc_multi_ptr(multi, CURLMOPT_SOCKETDATA, me)
         cc_multi_timer_function(multi, { _, timeout, userp in
-            Unmanaged<UpstreamClient>.fromOpaque(userp!).takeUnretainedValue().timerChanged(timeout)
+            Unmanaged<UpstreamClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef { $0.timerChanged(timeout) }
             return 0
         })
         cc_multi_ptr(multi, CURLMOPT_TIMERDATA, me)
@@ -66,7 +66,7 @@ public final class UpstreamClient {
 
     /// Starts `request`; events go to `delegate` on this loop. `body` streams the request body.
     public func start(_ request: UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
-        let handle = idleHandles.popLast() ?? EasyHandle()
+        let handle = idleHandles.popLast() ?? EasyHandle(client: self)
         let transfer = UpstreamTransfer(client: self, handle: handle, request: request, body: body, delegate: delegate)
         transfer.activeIndex = active.count
         active.append(transfer)
@@ -91,7 +91,7 @@ public final class UpstreamClient {
         }
         transfer.activeIndex = -1
         curl_multi_remove_handle(multi, transfer.handle.easy)
-        transfer.handle.transfer = nil
+        transfer.handle.running = nil
         idleHandles.append(transfer.handle)
     }
 
@@ -100,29 +100,68 @@ public final class UpstreamClient {
     private func socketChanged(_ fd: curl_socket_t, _ what: Int32) {
         if what == CC_POLL_REMOVE {
             // A pooled connection between transfers: keep its registration (the next transfer
-            // usually watches it the same way, saving two epoll_ctl calls per request) and drop
-            // it only if it becomes ready while parked, or reuse it when curl asks again.
-            sockets[fd]?.parked = true
+            // usually watches it the same way) and drop it only if it turns ready while parked.
+            if let socket = sockets[fd], case .watched(let interest) = socket.state { socket.state = .parked(interest) }
             return
         }
         var interest: Interest = []
         if what == CC_POLL_IN || what == CC_POLL_INOUT { interest.insert(.read) }
         if what == CC_POLL_OUT || what == CC_POLL_INOUT { interest.insert(.write) }
-        if let socket = sockets[fd], !socket.parked {
-            guard socket.interest != interest else { return }
-            try? loop.reregister(fd: fd, interest: interest)
-            socket.interest = interest
-        } else if let socket = sockets[fd] {
-            // Watched again after a pause: the same pooled connection, or a new socket that got
-            // the number of a closed one. `claim` is right for both, in one epoll_ctl.
-            socket.parked = false
-            socket.interest = interest
-            do { try loop.claim(fd: fd, interest: interest, target: socket) } catch { sockets[fd] = nil }
-        } else {
-            let socket = CurlSocket(fd: fd, client: self, interest: interest)
+        guard let socket = sockets[fd] else {
+            let socket = CurlSocket(fd: fd, client: self, opened: false)
             sockets[fd] = socket
-            do { try loop.register(fd: fd, interest: interest, target: socket) } catch { sockets[fd] = nil }
+            return watch(socket, interest)
         }
+        switch socket.state {
+        case .watched(let current):
+            guard current != interest else { return }
+            do { try loop.reregister(fd: fd, interest: interest) } catch { return drop(socket) }
+            socket.state = .watched(interest)
+        case .parked(let current) where socket.opened:
+            // The same pooled connection, still registered (its close would have been heard): no
+            // syscall when it is watched as before, the usual case for every request on it.
+            guard current != interest else { socket.state = .watched(interest); return }
+            do { try loop.reregister(fd: fd, interest: interest) } catch { return drop(socket) }
+            socket.state = .watched(interest)
+        case .parked:
+            // A socket curl made itself (a resolver's): the number may since name a new socket,
+            // so `claim` re-adds or modifies, one syscall either way.
+            do { try loop.claim(fd: fd, interest: interest, target: socket) } catch { return drop(socket) }
+            socket.state = .watched(interest)
+        case .unregistered:
+            watch(socket, interest)
+        }
+    }
+
+    private func watch(_ socket: CurlSocket, _ interest: Interest) {
+        do { try loop.register(fd: socket.fd, interest: interest, target: socket) } catch { return drop(socket) }
+        socket.state = .watched(interest)
+    }
+
+    private func drop(_ socket: CurlSocket) {
+        if sockets[socket.fd] === socket { sockets[socket.fd] = nil }
+    }
+
+    /// curl opens a connection socket (`CURLOPT_OPENSOCKETFUNCTION`): its number names a new
+    /// socket, so whatever was known of an earlier one with that number (closed behind our back)
+    /// is forgotten. The closing callback below then reports its end.
+    fileprivate func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        let fd = Glibc.socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+        guard fd >= 0 else { return CC_SOCKET_BAD }
+        if sockets[fd] != nil { loop.forget(fd: fd) }
+        sockets[fd] = CurlSocket(fd: fd, client: self, opened: true)
+        return fd
+    }
+
+    /// curl closes a connection socket it opened through `openSocket`. Closing takes it out of the
+    /// epoll set (the descriptor is not shared: `SOCK_CLOEXEC`, never duplicated), so the loop
+    /// forgets it with no `epoll_ctl`.
+    fileprivate func closeSocket(_ fd: curl_socket_t) -> Int32 {
+        if let socket = sockets[fd] {
+            if case .unregistered = socket.state {} else { loop.forget(fd: fd) }
+            sockets[fd] = nil
+        }
+        return Glibc.close(fd)
     }
 
     /// curl re-arms its timeout more than once per transfer, mostly to later deadlines. The loop
@@ -207,26 +246,39 @@ struct SocketTable {
     }
 }
 
-/// A curl socket registered with the loop.
+/// A curl socket and its registration with the loop.
 final class CurlSocket: Selectable {
     let fd: CInt
     unowned let client: UpstreamClient
-    var interest: Interest
+    /// Opened through `UpstreamClient.openSocket`: its closing will be heard, so a parked
+    /// registration of it is known to be current.
+    let opened: Bool
 
-    /// curl stopped watching it (CURL_POLL_REMOVE) but the registration was kept.
-    var parked = false
+    /// Where it is: curl's watch and the loop's registration move together, except between
+    /// transfers, when curl watches nothing and the registration stays.
+    enum State: Equatable {
+        /// Opened, or dropped while parked: no registration.
+        case unregistered
+        /// curl watches it for `interest`, and so does the loop.
+        case watched(Interest)
+        /// curl stopped watching it (CURL_POLL_REMOVE); still registered for `interest`.
+        case parked(Interest)
+    }
 
-    init(fd: CInt, client: UpstreamClient, interest: Interest) {
+    var state = State.unregistered
+
+    init(fd: CInt, client: UpstreamClient, opened: Bool) {
         self.fd = fd
         self.client = client
-        self.interest = interest
+        self.opened = opened
     }
 
     func ready(_ events: UInt32) {
-        if parked {
+        if case .parked = state {
             // Activity on an idle pooled connection (the server closed it): stop watching, and
             // have curl close it soon rather than hold the descriptor until the next request.
             client.loop.deregister(fd: fd)
+            state = .unregistered
             client.deadConnectionSeen()
             return
         }
@@ -247,8 +299,12 @@ final class EasyHandle {
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// The transfer running on this handle, from `UpstreamTransfer.init` until the client
     /// releases it (the handle is out of the multi handle then, so no callback comes). Not
-    /// retained: the client's in-flight list holds the transfer for exactly that time.
-    unowned(unsafe) var transfer: UpstreamTransfer?
+    /// retained: the client's in-flight list holds the transfer for exactly that time. Unmanaged,
+    /// so the callbacks (one per header line and body chunk) reach it without a retain and a
+    /// release each.
+    var running: Unmanaged<UpstreamTransfer>?
+    /// `running`, as a reference.
+    var transfer: UpstreamTransfer? { running?.takeUnretainedValue() }
     /// Ends the awaited response head of `transfer`; made once, so a transfer's head timer
     /// allocates nothing. Unretained: every transfer cancels its timer in `finish`, and the
     /// client keeps its handles until it goes.
@@ -272,7 +328,8 @@ final class EasyHandle {
         case withBody(method: String, length: Int?)
     }
 
-    init() {
+    /// A handle for `client`'s transfers (nil: a handle on its own, as tests make).
+    init(client: UpstreamClient?) {
         easy = curl_easy_init()
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
@@ -294,15 +351,34 @@ final class EasyHandle {
             cc_easy_str(easy, CURLOPT_PROXY, "")
             cc_easy_str(easy, CURLOPT_NOPROXY, "")
         }
-        // A callback with no transfer (none can come: see `transfer`) aborts.
+        if let client {
+            // Connection sockets are opened and closed by the client (`openSocket`, `closeSocket`).
+            // Unretained: the client cleans up its multi handle, closing every connection, before it goes.
+            let owner = Unmanaged.passUnretained(client).toOpaque()
+            cc_easy_ptr(easy, CURLOPT_OPENSOCKETDATA, owner)
+            cc_easy_ptr(easy, CURLOPT_CLOSESOCKETDATA, owner)
+            cc_easy_open_socket_function(easy, { clientp, _, address in
+                Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.openSocket(address!) }
+            })
+            cc_easy_close_socket_function(easy, { clientp, fd in
+                Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.closeSocket(fd) }
+            })
+        }
+        // A callback with no transfer (none can come: see `running`) aborts.
         cc_easy_write_function(easy, { data, size, count, user in
-            Unmanaged<EasyHandle>.fromOpaque(user!).takeUnretainedValue().transfer?.received(data!, size * count) ?? 0
+            Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
+                handle.running?._withUnsafeGuaranteedRef { $0.received(data!, size * count) } ?? 0
+            }
         })
         cc_easy_header_function(easy, { data, size, count, user in
-            Unmanaged<EasyHandle>.fromOpaque(user!).takeUnretainedValue().transfer?.receivedHeader(data!, size * count) ?? 0
+            Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
+                handle.running?._withUnsafeGuaranteedRef { $0.receivedHeader(data!, size * count) } ?? 0
+            }
         })
         cc_easy_read_function(easy, { data, size, count, user in
-            Unmanaged<EasyHandle>.fromOpaque(user!).takeUnretainedValue().transfer?.send(data!, size * count) ?? CC_READFUNC_ABORT
+            Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
+                handle.running?._withUnsafeGuaranteedRef { $0.send(data!, size * count) } ?? CC_READFUNC_ABORT
+            }
         })
     }
 

@@ -50,7 +50,7 @@ public final class UpstreamTransfer {
         self.delegate = delegate
         head = handle.spareHead
         handle.spareHead = UpstreamResponseHead(status: 0)
-        handle.transfer = self
+        handle.running = Unmanaged.passUnretained(self)
         configure()
         body?.onData = { [unowned self] in self.bodyDataArrived() }
         // The wait for the response head starts once the request is sent: a long upload is not

@@ -83,7 +83,7 @@ struct EasyHandleHeaderListTests {
 
     @Test("lines, injected lines and the blank suppressors reach curl in order, each its own node")
     func order() {
-        let handle = EasyHandle()
+        let handle = EasyHandle(client: nil)
         handle.setHeaders(HeaderLines(["X-A: 1", "X-Empty;"]), HeaderLines(["Authorization: Bearer t"]),
                           blankAccept: true, blankContentType: false, blankExpect: true)
         #expect(listed(handle) == ["X-A: 1", "X-Empty;", "Authorization: Bearer t", "Expect:", "accept:"])
@@ -91,7 +91,7 @@ struct EasyHandleHeaderListTests {
 
     @Test("header list holds every line in order when it outgrows its node storage")
     func headerListGrows() {
-        let handle = EasyHandle()
+        let handle = EasyHandle(client: nil)
         let many = (0..<40).map { "X-Field-\($0): value \($0)" }
         handle.setHeaders(HeaderLines(many), HeaderLines(["Authorization: Bearer t"]),
                           blankAccept: true, blankContentType: false, blankExpect: true)
@@ -102,14 +102,14 @@ struct EasyHandleHeaderListTests {
 
     @Test("no lines hands curl no list")
     func emptyList() {
-        let handle = EasyHandle()
+        let handle = EasyHandle(client: nil)
         handle.setHeaders(HeaderLines(), HeaderLines(), blankAccept: false, blankContentType: false, blankExpect: false)
         #expect(handle.headerList == nil)
     }
 
     @Test("the list grows past its first capacity and is rebuilt, not appended to, per request")
     func growthAndReuse() {
-        let handle = EasyHandle()
+        let handle = EasyHandle(client: nil)
         let many = (0..<300).map { "X-Field-\($0): " + String(repeating: "v", count: $0 % 50) }
         handle.setHeaders(HeaderLines(many), HeaderLines(), blankAccept: false, blankContentType: false, blankExpect: false)
         #expect(listed(handle) == many)
@@ -119,7 +119,7 @@ struct EasyHandleHeaderListTests {
 
     @Test("a NUL inside a line gets its own node rather than a write past the list")
     func nulInsideALine() {
-        let handle = EasyHandle()
+        let handle = EasyHandle(client: nil)
         // 20 lines, one with a NUL: 21 line ends, more than the first capacity of 16 nodes + 1.
         var lines = HeaderLines((0..<19).map { "X-\($0): v" })
         lines.append(name: Array("Authorization".utf8), value: Array("Bearer a\u{0}b".utf8))
@@ -131,7 +131,7 @@ struct EasyHandleHeaderListTests {
 
     @Test("no lines at all gives curl no list")
     func empty() {
-        let handle = EasyHandle()
+        let handle = EasyHandle(client: nil)
         handle.setHeaders(HeaderLines(), HeaderLines(), blankAccept: false, blankContentType: false, blankExpect: false)
         #expect(handle.headerList == nil)
     }
