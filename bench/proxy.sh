@@ -14,8 +14,10 @@
 # over ROUNDS rounds: req/s, p50, p99 and each target's own CPU per request. Then idle memory
 # (RSS at rest, with 1,000 idle keep-alive clients; for platform-proxy also right after and 10 s
 # after a 5,000-connection burst), the libcurl floor for plain and TLS (bench/curl-floor.c: the
-# upstream half of each request, no server side, 64 in flight and 1), a markdown table for README,
-# and one line per issue 13 target with its ratio and PASS/FAIL, and for a FAIL the floor under it.
+# upstream half of each request, no server side, 64 in flight and 1), and the design's floor: the
+# "floor" target, bench/floor-proxy.c, a lean C proxy on epoll and libcurl doing the same job in the
+# same rounds. Then a markdown table for README, and one line per issue 13 target with its ratio and
+# PASS/FAIL, and under each throughput and latency target what floor-proxy reaches on the same job.
 #
 #   bench/proxy.sh                                                           # full run, ~8 min
 #   ROUNDS=1 WRK_DURATION=3s CONNECTIONS=64 BENCH_IDLE=0 bench/proxy.sh     # quick look
@@ -24,7 +26,7 @@
 # (PLATFORM_PROXY_RELEASE_BIN=path skips it). Knobs (environment):
 #   ROUNDS (2), WRK_DURATION (10s), WRK_THREADS (1), CONNECTIONS ("64 256"), WARMUP (2s),
 #   BENCH_TLS=0 skips the HTTPS case, BENCH_LATENCY=0 the c=1 rows, BENCH_IDLE=0 the idle rows,
-#   BENCH_FLOOR=0 the libcurl floor; IDLE_CLIENTS (1000), IDLE_BURST (5000), FLOOR_SECONDS (5),
+#   BENCH_FLOOR=0 both floors; IDLE_CLIENTS (1000), IDLE_BURST (5000), FLOOR_SECONDS (5),
 #   PROXY_WORKERS (0), BENCH_KEEP=1 keeps $BENCH_DIR (configs, wrk outputs).
 # Every process is started here on free loopback ports and stopped by PID at exit.
 set -euo pipefail
@@ -53,7 +55,8 @@ PROXY_BIN="$(build_release)"
 
 CASES=(plain)
 [[ $BENCH_TLS == 1 ]] && CASES+=(https)
-read -r UP_PORT NGX_PORT HAP_PORT PROXY_PORT UP_TLS_PORT NGX_TLS_PORT HAP_TLS_PORT PROXY_TLS_PORT < <(free_ports 8)
+read -r UP_PORT NGX_PORT HAP_PORT PROXY_PORT UP_TLS_PORT NGX_TLS_PORT HAP_TLS_PORT PROXY_TLS_PORT FLOOR_PORT FLOOR_TLS_PORT \
+    < <(free_ports 10)
 CA="$BENCH_DIR/tls/ca.pem"
 
 # The upstream: one nginx, plain on UP_PORT and (https case) TLS + h2 on UP_TLS_PORT; the TLS
@@ -195,6 +198,27 @@ if [[ $BENCH_TLS == 1 ]]; then
     PLAT_TLS_PID=$PROXY_PID
 fi
 
+# floor-proxy (bench/floor-proxy.c): the same job in lean C on epoll and libcurl, one loop per CPU as
+# the others; what the design costs when the server half and the glue cost as little as C allows.
+FLOOR_PID=""; FLOOR_TLS_PID=""
+CC_BIN="$(command -v cc || command -v clang || true)"
+if [[ $BENCH_FLOOR == 1 ]]; then
+    if [[ -n "$CC_BIN" ]] && "$CC_BIN" -O2 -o "$BENCH_DIR/floor-proxy" "$BENCH_REPO_ROOT/bench/floor-proxy.c" -lcurl -lpthread \
+        2>"$BENCH_DIR/cc-floor.log"; then
+        "$BENCH_DIR/floor-proxy" "$FLOOR_PORT" "http://127.0.0.1:$UP_PORT/" "$(nproc)" >"$BENCH_DIR/floor.log" 2>&1 &
+        FLOOR_PID=$!; BENCH_PIDS+=("$FLOOR_PID")
+        wait_http "http://127.0.0.1:$FLOOR_PORT/" 10 || bench_die "floor-proxy did not start"
+        if [[ $BENCH_TLS == 1 ]]; then
+            CURL_CA_BUNDLE="$CA" "$BENCH_DIR/floor-proxy" "$FLOOR_TLS_PORT" "https://127.0.0.1:$UP_TLS_PORT/" "$(nproc)" \
+                >"$BENCH_DIR/floor-tls.log" 2>&1 &
+            FLOOR_TLS_PID=$!; BENCH_PIDS+=("$FLOOR_TLS_PID")
+            wait_http "http://127.0.0.1:$FLOOR_TLS_PORT/" 10 || bench_die "floor-proxy (https) did not start"
+        fi
+    else
+        bench_log "no C compiler or libcurl headers (see $BENCH_DIR/cc-floor.log): no floor-proxy target"
+    fi
+fi
+
 declare -A URL=([plain,direct]="http://127.0.0.1:$UP_PORT/" [plain,nginx]="http://127.0.0.1:$NGX_PORT/"
                 [plain,haproxy]="http://127.0.0.1:$HAP_PORT/" [plain,platform]="http://127.0.0.1:$PROXY_PORT/"
                 [https,direct]="https://127.0.0.1:$UP_TLS_PORT/"
@@ -204,6 +228,12 @@ declare -A PIDS=([plain,direct]="$UP_PID" [plain,nginx]="$NGX_PID" [plain,haprox
                  [https,direct]="$UP_PID" [https,nginx]="$NGX_PID" [https,haproxy]="$HAP_PID" [https,platform]="$PLAT_TLS_PID")
 # direct: wrk -> the upstream itself (over TLS in the https case), the limit and the c=1 baseline.
 declare -A TARGETS=([plain]="direct nginx haproxy platform" [https]="direct nginx haproxy platform")
+if [[ -n "$FLOOR_PID" ]]; then
+    URL[plain,floor]="http://127.0.0.1:$FLOOR_PORT/"; PIDS[plain,floor]="$FLOOR_PID"; TARGETS[plain]+=" floor"
+fi
+if [[ -n "$FLOOR_TLS_PID" ]]; then
+    URL[https,floor]="http://127.0.0.1:$FLOOR_TLS_PORT/"; PIDS[https,floor]="$FLOOR_TLS_PID"; TARGETS[https]+=" floor"
+fi
 
 # Each target answers with the upstream's body and an X-Request-ID; over TLS, say what the
 # upstream was spoken to with.
@@ -290,7 +320,6 @@ done
 # ---- The libcurl floor: plain and TLS (as the proxy does it: verified, h2 by ALPN, PIPEWAIT).
 declare -A FLOOR=()
 if [[ $BENCH_FLOOR == 1 ]]; then
-    CC_BIN="$(command -v cc || command -v clang || true)"
     if [[ -n "$CC_BIN" ]] && "$CC_BIN" -O2 -o "$BENCH_DIR/curl-floor" "$BENCH_REPO_ROOT/bench/curl-floor.c" -lcurl 2>"$BENCH_DIR/cc.log"; then
         read -r _ FLOOR_REST_RSS _ FLOOR_REST_PSS <<<"$("$BENCH_DIR/curl-floor" --rest)"
         for cs in "${CASES[@]}"; do
@@ -339,6 +368,14 @@ for cs in "${CASES[@]}"; do
             printf "%s c=%s: platform/%s (stronger) req/s %.2fx; CPU/req platform/%s (leaner) %.2fx; p50 platform/nginx %.2fx, /haproxy %.2fx\n",
                    cs, c, s, p / sr, l, pc / lc, pl / nl, pl / hl
         }'
+        [[ -n "${RPS[$cs,floor,$c]:-}" ]] || continue
+        awk -v cs="$cs" -v c="$c" -v f="${RPS[$cs,floor,$c]}" -v n="${RPS[$cs,nginx,$c]}" -v h="${RPS[$cs,haproxy,$c]}" \
+            -v fc="${CPU[$cs,floor,$c]}" -v nc="${CPU[$cs,nginx,$c]}" -v hc="${CPU[$cs,haproxy,$c]}" \
+            -v fl="${P50[$cs,floor,$c]}" -v nl="${P50[$cs,nginx,$c]}" -v pc="${CPU[$cs,platform,$c]}" 'BEGIN {
+            sr = n >= h ? n : h; lc = nc <= hc ? nc : hc
+            printf "%s c=%s: floor-proxy req/s %.2fx, CPU/req %.2fx, p50/nginx %.2fx; platform-proxy spends %.1f us/req above it\n",
+                   cs, c, f / sr, fc / lc, fl / nl, pc - fc
+        }'
     done
 done
 
@@ -384,23 +421,25 @@ fi
 # Markdown rows in the shape of README's benchmark table.
 echo
 echo "== Markdown (README)"
-echo "| case | nginx | HAProxy | platform-proxy |"
-echo "|---|---|---|---|"
-md_rps_cpu() { awk -v r="$1" -v c="$2" 'BEGIN { printf "%.1fk · %.1f", r / 1000, c }'; }
+echo "| case | nginx | HAProxy | platform-proxy | floor-proxy (C on libcurl) |"
+echo "|---|---|---|---|---|"
+md_rps_cpu() { [[ -n "$1" ]] || { printf '–'; return; }; awk -v r="$1" -v c="$2" 'BEGIN { printf "%.1fk · %.1f", r / 1000, c }'; }
+md_p50_cpu() { [[ -n "$1" ]] || { printf '–'; return; }; awk -v p="$1" -v c="$2" 'BEGIN { printf "%.2f ms · %.0f", p, c }'; }
 for cs in "${CASES[@]}"; do
     label="plain HTTP"; [[ $cs == https ]] && label="HTTPS upstream"
     for c in $CONNECTIONS; do
-        printf '| %s, c=%s: req/s · CPU µs/req | %s | %s | %s |\n' "$label" "$c" \
+        printf '| %s, c=%s: req/s · CPU µs/req | %s | %s | %s | %s |\n' "$label" "$c" \
             "$(md_rps_cpu "${RPS[$cs,nginx,$c]}" "${CPU[$cs,nginx,$c]}")" "$(md_rps_cpu "${RPS[$cs,haproxy,$c]}" "${CPU[$cs,haproxy,$c]}")" \
-            "$(md_rps_cpu "${RPS[$cs,platform,$c]}" "${CPU[$cs,platform,$c]}")"
+            "$(md_rps_cpu "${RPS[$cs,platform,$c]}" "${CPU[$cs,platform,$c]}")" "$(md_rps_cpu "${RPS[$cs,floor,$c]:-}" "${CPU[$cs,floor,$c]:-}")"
     done
     if [[ $BENCH_LATENCY == 1 ]]; then
-        printf '| %s, c=1: p50 · CPU µs/req | %.2f ms · %.0f | %.2f ms · %.0f | %.2f ms · %.0f |\n' "$label" \
-            "${P50[$cs,nginx,1]}" "${CPU[$cs,nginx,1]}" "${P50[$cs,haproxy,1]}" "${CPU[$cs,haproxy,1]}" "${P50[$cs,platform,1]}" "${CPU[$cs,platform,1]}"
+        printf '| %s, c=1: p50 · CPU µs/req | %s | %s | %s | %s |\n' "$label" \
+            "$(md_p50_cpu "${P50[$cs,nginx,1]}" "${CPU[$cs,nginx,1]}")" "$(md_p50_cpu "${P50[$cs,haproxy,1]}" "${CPU[$cs,haproxy,1]}")" \
+            "$(md_p50_cpu "${P50[$cs,platform,1]}" "${CPU[$cs,platform,1]}")" "$(md_p50_cpu "${P50[$cs,floor,1]:-}" "${CPU[$cs,floor,1]:-}")"
     fi
 done
 if [[ $BENCH_IDLE == 1 ]]; then
-    printf '| RSS at rest → with %s idle keep-alive clients | %s → %s MiB | %s → %s MiB | %s → %s MiB |\n' "$IDLE_CLIENTS" \
+    printf '| RSS at rest → with %s idle keep-alive clients | %s → %s MiB | %s → %s MiB | %s → %s MiB | – |\n' "$IDLE_CLIENTS" \
         "$(mib "${MEM[nginx,rest]}")" "$(mib "${MEM[nginx,idle]}")" "$(mib "${MEM[haproxy,rest]}")" "$(mib "${MEM[haproxy,idle]}")" \
         "$(mib "${MEM[platform,rest]}")" "$(mib "${MEM[platform,idle]}")"
 fi
@@ -431,13 +470,22 @@ throughput_targets() { # CASE CPU_LIMIT RPS_LIMIT
         s = n >= h ? "nginx" : "haproxy"; sr = n >= h ? n : h
         printf "%.3f %.1fk / %s %.1fk", p / sr, p / 1000, s, sr / 1000 }')
     verdict "$cs c=$c req/s: platform ${line#* } = ${line%% *}x (target >= $3x the stronger peer)" "${line%% *}" ">=" "$3" || true
+    [[ -n "${CPU[$cs,floor,$c]:-}" ]] || return 0
+    floor "$(awk -v f="${CPU[$cs,floor,$c]}" -v fr="${RPS[$cs,floor,$c]}" -v n="${CPU[$cs,nginx,$c]}" -v h="${CPU[$cs,haproxy,$c]}" \
+        -v nr="${RPS[$cs,nginx,$c]}" -v hr="${RPS[$cs,haproxy,$c]}" -v p="${CPU[$cs,platform,$c]}" 'BEGIN {
+        lc = n <= h ? n : h; sr = nr >= hr ? nr : hr
+        printf "floor-proxy (the job in lean C on libcurl) %.1f us = %.2fx the leaner peer, %.2fx its req/s; platform-proxy %.1f us above it", f, f / lc, fr / sr, p - f }')"
 }
 # floor TEXT: a line under a FAIL, saying what stops the target whatever platform-proxy's own code costs.
 floor() { [[ $BENCH_FLOOR == 1 ]] && printf '    floor: %s\n' "$1"; return 0; }
 latency_target() { # CASE
     local cs=$1 r
     r=$(awk -v p="${P50[$cs,platform,1]}" -v n="${P50[$cs,nginx,1]}" 'BEGIN { printf "%.3f %.3f ms / nginx %.3f ms", p / n, p, n }')
-    verdict "$cs c=1 p50: platform ${r#* } = ${r%% *}x (target <= 1.3x)" "${r%% *}" "<=" 1.3 && return 0
+    local met=0
+    verdict "$cs c=1 p50: platform ${r#* } = ${r%% *}x (target <= 1.3x)" "${r%% *}" "<=" 1.3 && met=1
+    [[ -z "${P50[$cs,floor,1]:-}" ]] || floor "$(awk -v f="${P50[$cs,floor,1]}" -v n="${P50[$cs,nginx,1]}" 'BEGIN {
+        printf "floor-proxy (the job in lean C on libcurl) p50 %.3f ms = %.2fx nginx", f, f / n }')"
+    ((met)) && return 0
     # What libcurl adds to one round trip over wrk's client, added to nginx's p50: platform-proxy's
     # p50 if its server half cost no more than nginx's and libcurl no more than it does alone.
     [[ -n "${FLOOR[$cs,1]:-}" ]] || return 0
