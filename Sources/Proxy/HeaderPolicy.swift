@@ -144,18 +144,20 @@ enum HeaderPolicy {
                                      masker: inout EchoMasker?) {
         let dropped = responseDropped
         let storage = head.storage
+        // A value shorter than the token cannot hold it: most values skip the masker.
+        let shortest = masker?.token.count ?? Int.max
         out.reserveCapacity(out.count + storage.count + 4 * head.fields.count + requestID.utf8.count + 16)
         storage.withUnsafeBufferPointer { bytes in
-            for i in head.fields.indices {
-                let field = head.fields[i]
-                let length = field.name.count
-                if length < dropped.count, dropped[length].contains(where: { head.nameEquals(i, $0) }) { continue }
-                let masked = masker?.masking(storage[field.value])
-                if masked == nil && head.isWrittenPlainly(i) {
+            for field in head.fields {
+                let name = UnsafeBufferPointer(rebasing: bytes[field.name])
+                if name.count < dropped.count, dropped[name.count].contains(where: { Self.name(name, is: $0) }) { continue }
+                let masked = field.value.count >= shortest ? masker?.masking(storage[field.value]) : nil
+                if masked == nil && field.value.lowerBound == field.name.upperBound + 2
+                    && bytes[field.name.upperBound] == UInt8(ascii: ":") && bytes[field.name.upperBound + 1] == UInt8(ascii: " ") {
                     // `Name: value` as received: one copy.
-                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[head.line(i)]))
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[field.name.lowerBound..<field.value.upperBound]))
                 } else {
-                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[field.name]))
+                    out.append(contentsOf: name)
                     out.append(contentsOf: Fixed.colonSpace)
                     if let masked {
                         out.append(contentsOf: masked)
@@ -169,6 +171,14 @@ enum HeaderPolicy {
         out.append(contentsOf: Fixed.requestIDColon)
         out.append(contentsOf: requestID.utf8)
         out.append(contentsOf: Fixed.crlf)
+    }
+
+    /// Whether `name` is `lowercased` (of the same length), ASCII case ignored.
+    private static func name(_ name: UnsafeBufferPointer<UInt8>, is lowercased: [UInt8]) -> Bool {
+        lowercased.withUnsafeBufferPointer { lower in
+            for i in 0..<lower.count where asciiLower(name[i]) != lower[i] { return false }
+            return true
+        }
     }
 }
 

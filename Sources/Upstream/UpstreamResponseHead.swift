@@ -37,17 +37,6 @@ public struct UpstreamResponseHead: Sendable {
         fields.append((start..<start + nameEnd, start + valueStart..<storage.count))
     }
 
-    /// Whether field `index` is stored as `name: value` (one colon and one space between), so
-    /// `storage[line(index)]` is the field as it is written on the wire.
-    public func isWrittenPlainly(_ index: Int) -> Bool {
-        let field = fields[index]
-        return field.value.lowerBound == field.name.upperBound + 2 && storage[field.name.upperBound] == 0x3A
-            && storage[field.name.upperBound + 1] == 0x20
-    }
-
-    /// Field `index` from its name to the end of its value.
-    public func line(_ index: Int) -> Range<Int> { fields[index].name.lowerBound..<fields[index].value.upperBound }
-
     /// Forgets every field (a new head begins), keeping the capacity (reserving some at first).
     mutating func reset(status: Int) {
         if storage.capacity == 0 {
