@@ -50,6 +50,8 @@ for _, name in sorted(rows, key=lambda r: -r[0]):
 count=$(wc -l <"$BENCH_DIR/order.txt")
 ((count > 200)) || bench_die "only $count functions found in the profile; is $PROXY_BIN built with symbols?"
 mv "$BENCH_DIR/order.txt" "$OUT"
-# SwiftPM does not track the list as a link input: touch the executable's sources to relink.
-touch "$BENCH_REPO_ROOT/Sources/platform-proxy/main.swift"
+# SwiftPM does not track the list as a link input, and a touched source that compiles to the same
+# object does not relink either: remove the release binaries this checkout built, so the next
+# release build links again.
+find "$BENCH_REPO_ROOT/.build" -path '*/release/platform-proxy' -type f -delete 2>/dev/null || true
 bench_log "wrote $count functions to ${OUT#"$BENCH_REPO_ROOT"/}; the next release build relinks"

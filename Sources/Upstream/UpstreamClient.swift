@@ -51,6 +51,8 @@ public final class UpstreamClient {
     }
 
     deinit {
+        // Head timers reach their transfer through its handle, unretained: none may outlive it.
+        for transfer in active { transfer.cancelHeadTimer() }
         reaper?.detach(from: multi)
         curl_multi_cleanup(multi)
         // `timeoutAction` does not retain the client: its timer (armed last, perhaps by the
@@ -115,22 +117,28 @@ public final class UpstreamClient {
         switch socket.state {
         case .watched(let current):
             guard current != interest else { return }
-            do { try loop.reregister(fd: fd, interest: interest) } catch { return drop(socket) }
+            // `claim` (MOD, or ADD when the kernel has no entry): the watched socket may have been
+            // closed without the closing callback and its number taken by a resolver's socketpair.
+            do { try loop.claim(fd: fd, interest: interest, target: socket) } catch { return drop(socket) }
             socket.state = .watched(interest)
-        case .parked(let current) where socket.opened:
-            // The same pooled connection, still registered (its close would have been heard): no
-            // syscall when it is watched as before, the usual case for every request on it.
-            guard current != interest else { socket.state = .watched(interest); return }
-            do { try loop.reregister(fd: fd, interest: interest) } catch { return drop(socket) }
+        case .parked(let current) where socket.established && current == interest:
+            // The same pooled connection, still registered: no syscall when it is watched as
+            // before, the usual case for every request on it. `established` (it carried a
+            // transfer) is what makes that sure: libcurl 7.88 closes a socket that never connected
+            // (a refused or timed-out connect, a happy-eyeballs loser) without the closing
+            // callback, and its number may since name another socket.
             socket.state = .watched(interest)
         case .parked:
-            // A socket curl made itself (a resolver's): the number may since name a new socket,
-            // so `claim` re-adds or modifies, one syscall either way.
+            // Re-added or modified, one syscall either way: right whether the number still names
+            // the registered socket or a new one (a resolver's socketpair, or a socket curl
+            // closed without telling).
             do { try loop.claim(fd: fd, interest: interest, target: socket) } catch { return drop(socket) }
             socket.state = .watched(interest)
         case .unregistered:
             watch(socket, interest)
         }
+        // A connecting socket is watched for writing only; one watched for reading has connected.
+        if interest.contains(.read) && socket.opened { socket.established = true }
     }
 
     private func watch(_ socket: CurlSocket, _ interest: Interest) {
@@ -148,8 +156,16 @@ public final class UpstreamClient {
     fileprivate func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let fd = Glibc.socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
         guard fd >= 0 else { return CC_SOCKET_BAD }
-        if sockets[fd] != nil { loop.forget(fd: fd) }
-        sockets[fd] = CurlSocket(fd: fd, client: self, opened: true)
+        let socket = CurlSocket(fd: fd, client: self, opened: true)
+        let stale = sockets[fd]
+        sockets[fd] = socket
+        if let stale {
+            loop.forget(fd: fd)
+            // curl closed the earlier socket without removing its watch (it never connected):
+            // curl still counts that watch as current and will not ask again for the same one,
+            // so the new socket takes it over.
+            if case .watched(let interest) = stale.state { watch(socket, interest) }
+        }
         return fd
     }
 
@@ -250,9 +266,11 @@ struct SocketTable {
 final class CurlSocket: Selectable {
     let fd: CInt
     unowned let client: UpstreamClient
-    /// Opened through `UpstreamClient.openSocket`: its closing will be heard, so a parked
-    /// registration of it is known to be current.
+    /// Opened through `UpstreamClient.openSocket`.
     let opened: Bool
+    /// Opened through `openSocket` and since watched for reading, so connected: libcurl closes
+    /// such a socket through `closeSocket`, and a parked registration of it is known to be current.
+    var established = false
 
     /// Where it is: curl's watch and the loop's registration move together, except between
     /// transfers, when curl watches nothing and the registration stays.

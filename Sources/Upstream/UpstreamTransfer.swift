@@ -66,6 +66,12 @@ public final class UpstreamTransfer {
         headTimer = client.loop.schedule(at: client.loop.now.adding(seconds: request.timeout), handle.headTimerAction)
     }
 
+    /// Stops waiting for the response head (the client is going away).
+    func cancelHeadTimer() {
+        if let headTimer { client.loop.cancel(headTimer) }
+        headTimer = nil
+    }
+
     func headTimerFired() {
         headTimer = nil
         guard phase == .awaitingHead else { return }

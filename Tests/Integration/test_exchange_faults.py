@@ -270,3 +270,78 @@ def test_a_long_upload_is_not_cut_by_the_head_timeout(start_proxy):
     assert reply.startswith(b"HTTP/1.1 200"), reply[:300]
     assert reply.endswith(str(size).encode()), reply[-100:]
     upstream.close()
+
+
+def _loopback_name() -> str | None:
+    """A host name other than `localhost` (which libcurl answers itself) that resolves to
+    127.0.0.1 only, so libcurl's threaded resolver (and its socketpair) serves it; None if none."""
+    for name in (socket.gethostname(), "localhost.localdomain"):
+        try:
+            addresses = {info[4][0] for info in socket.getaddrinfo(name, 80, socket.AF_INET, socket.SOCK_STREAM)}
+        except OSError:
+            continue
+        if name != "localhost" and addresses == {"127.0.0.1"}:
+            return name
+    return None
+
+
+def test_failed_connects_between_pooled_requests_leave_no_stale_watch(start_proxy):
+    """libcurl 7.88 closes a socket that never connected without the closing callback. Its
+    descriptor number is then reused: by the next connection's socket, or by the resolver's
+    socketpair of a host name. Each must still be watched: every live request answers at once,
+    however failed connects and lookups interleave on the one loop."""
+    def keep_alive(upstream, conn):
+        data = upstream.leftover
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        conn.settimeout(5)
+        while True:
+            try:
+                chunk = conn.recv(65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            data += chunk
+            while b"\r\n\r\n" in data:
+                data = data.split(b"\r\n\r\n", 1)[1]
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    live = RawUpstream(keep_alive)
+    # A listener that never accepts, its backlog full: a connect to it hangs until libcurl's
+    # connect timeout (the route's 1 s), watched for writing all along, then is closed unconnected.
+    full = socket.socket()
+    full.bind(("127.0.0.1", 0))
+    full.listen(0)
+    dead_port = full.getsockname()[1]
+    fillers = []
+    for _ in range(4):
+        filler = socket.socket()
+        filler.setblocking(False)
+        try:
+            filler.connect(("127.0.0.1", dead_port))
+        except BlockingIOError:
+            pass
+        fillers.append(filler)
+    routes = [
+        {"name": "dead", "path": "/dead", "upstream": f"http://127.0.0.1:{dead_port}/", "credential": "none", "timeoutSeconds": 1},
+        {"name": "live", "path": "/live", "upstream": f"http://127.0.0.1:{live.port}/", "credential": "none", "timeoutSeconds": 3},
+    ]
+    name = _loopback_name()
+    if name:
+        routes.append({"name": "named", "path": "/named", "upstream": f"http://{name}:{live.port}/", "credential": "none",
+                       "timeoutSeconds": 3})
+    server = start_proxy(config=base_config(routes=routes, workers=1))
+    paths = ["/dead/x", "/live/x"] + (["/named/x"] if name else [])
+    for round_ in range(4):
+        for path in paths:
+            started = time.monotonic()
+            got = exchange((server.host, server.port), build_request("GET", path, {"Host": server.host_header}), timeout=5)
+            took = time.monotonic() - started
+            if path.startswith("/dead"):
+                assert got.status in (502, 504), (round_, path, got.status)
+            else:
+                assert got.status == 200 and took < 0.9, (round_, path, got.status, took)
+    live.close()
+    for filler in fillers:
+        filler.close()
+    full.close()
