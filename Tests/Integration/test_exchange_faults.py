@@ -120,6 +120,26 @@ def test_upstream_closing_right_after_its_head_never_gives_an_empty_reply(start_
     upstream.close()
 
 
+def answer_keep_alive(upstream: RawUpstream, conn, idle: float):
+    """Answers the request read and every further one on the connection with a 2-byte 200,
+    until the client closes or `idle` seconds pass without a request (the upstream then closes)."""
+    ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    conn.sendall(ok)
+    conn.settimeout(idle)
+    data = upstream.leftover
+    while True:
+        try:
+            chunk = conn.recv(65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        data += chunk
+        while b"\r\n\r\n" in data:
+            data = data.split(b"\r\n\r\n", 1)[1]
+            conn.sendall(ok)
+
+
 def socket_fds(pid: int) -> int:
     import os
     count = 0
@@ -134,23 +154,7 @@ def socket_fds(pid: int) -> int:
 
 def test_pooled_upstream_connections_the_upstream_closed_are_reaped_while_idle(start_proxy):
     """Was: each stayed in CLOSE-WAIT, holding a descriptor, until the next upstream request."""
-    def answer_then_idle_close(upstream, conn):
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-        conn.settimeout(1.5)  # the upstream's keep-alive timeout
-        data = b""
-        while True:  # keep-alive: answer every further request until idle for 1.5 s
-            try:
-                chunk = conn.recv(65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            data += chunk
-            while b"\r\n\r\n" in data:
-                data = data.split(b"\r\n\r\n", 1)[1]
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-
-    upstream = RawUpstream(answer_then_idle_close)
+    upstream = RawUpstream(lambda up, conn: answer_keep_alive(up, conn, idle=1.5))  # the upstream's keep-alive timeout
     server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
     time.sleep(0.3)
     baseline = socket_fds(server.pid)
@@ -290,23 +294,7 @@ def test_failed_connects_between_pooled_requests_leave_no_stale_watch(start_prox
     descriptor number is then reused: by the next connection's socket, or by the resolver's
     socketpair of a host name. Each must still be watched: every live request answers at once,
     however failed connects and lookups interleave on the one loop."""
-    def keep_alive(upstream, conn):
-        data = upstream.leftover
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-        conn.settimeout(5)
-        while True:
-            try:
-                chunk = conn.recv(65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            data += chunk
-            while b"\r\n\r\n" in data:
-                data = data.split(b"\r\n\r\n", 1)[1]
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-
-    live = RawUpstream(keep_alive)
+    live = RawUpstream(lambda up, conn: answer_keep_alive(up, conn, idle=5))
     # A listener that never accepts, its backlog full: a connect to it hangs until libcurl's
     # connect timeout (the route's 1 s), watched for writing all along, then is closed unconnected.
     full = socket.socket()
