@@ -24,7 +24,6 @@ final class LoopMetrics: @unchecked Sendable {
         counters(route: route).request(status: status, seconds: seconds)
     }
 
-    func injected(route: String) { counters(route: route).injected += 1 }
     func stripped(route: String) { snapshot.stripped[route, default: 0] += 1 }
     func upstreamError(route: String, kind: String) { snapshot.upstreamErrors[RouteKind(route: route, kind: kind), default: 0] += 1 }
     func mockRecorded(route: String) { snapshot.mockRecorded[route, default: 0] += 1 }

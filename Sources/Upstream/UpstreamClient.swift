@@ -115,12 +115,10 @@ public final class UpstreamClient {
             return watch(socket, interest)
         }
         switch socket.state {
-        case .watched(let current):
-            guard current != interest else { return }
-            // `claim` (MOD, or ADD when the kernel has no entry): the watched socket may have been
-            // closed without the closing callback and its number taken by a resolver's socketpair.
-            do { try loop.claim(fd: fd, interest: interest, target: socket) } catch { return drop(socket) }
-            socket.state = .watched(interest)
+        case .unregistered:
+            watch(socket, interest)
+        case .watched(let current) where current == interest:
+            return
         case .parked(let current) where socket.established && current == interest:
             // The same pooled connection, still registered: no syscall when it is watched as
             // before, the usual case for every request on it. `established` (it carried a
@@ -128,14 +126,12 @@ public final class UpstreamClient {
             // (a refused or timed-out connect, a happy-eyeballs loser) without the closing
             // callback, and its number may since name another socket.
             socket.state = .watched(interest)
-        case .parked:
-            // Re-added or modified, one syscall either way: right whether the number still names
-            // the registered socket or a new one (a resolver's socketpair, or a socket curl
-            // closed without telling).
+        case .watched, .parked:
+            // `claim` (MOD, or ADD when the kernel has no entry), one syscall either way: right
+            // whether the number still names the registered socket or a new one (a resolver's
+            // socketpair, or a socket curl closed without the callback).
             do { try loop.claim(fd: fd, interest: interest, target: socket) } catch { return drop(socket) }
             socket.state = .watched(interest)
-        case .unregistered:
-            watch(socket, interest)
         }
         // A connecting socket is watched for writing only; one watched for reading has connected.
         if interest.contains(.read) && socket.opened { socket.established = true }
@@ -173,8 +169,8 @@ public final class UpstreamClient {
     /// epoll set (the descriptor is not shared: `SOCK_CLOEXEC`, never duplicated), so the loop
     /// forgets it with no `epoll_ctl`.
     fileprivate func closeSocket(_ fd: curl_socket_t) -> Int32 {
-        if let socket = sockets[fd] {
-            if case .unregistered = socket.state {} else { loop.forget(fd: fd) }
+        if sockets[fd] != nil {
+            loop.forget(fd: fd)
             sockets[fd] = nil
         }
         return Glibc.close(fd)

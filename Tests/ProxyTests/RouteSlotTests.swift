@@ -78,7 +78,7 @@ struct LoopMetricsTests {
     @Test("a route with injections but no finished request has no latency series")
     func noEmptyLatency() {
         let metrics = LoopMetrics()
-        metrics.injected(route: "slow")
+        metrics.counters(route: "slow").injected += 1
         let snapshot = metrics.copy()
         #expect(snapshot.latency["slow"] == nil)
         #expect(snapshot.requests.isEmpty)
