@@ -8,18 +8,19 @@ enum HTTPHeadSemantics {
         var keepAlive: Bool
     }
 
-    private static let host = Array("host".utf8)
-    private static let contentLength = Array("content-length".utf8)
-    private static let transferEncoding = Array("transfer-encoding".utf8)
-    private static let connection = Array("connection".utf8)
-    private static let expect = Array("expect".utf8)
-    private static let chunked = Array("chunked".utf8)
-    private static let close = Array("close".utf8)
-    private static let keepAliveToken = Array("keep-alive".utf8)
-    private static let continueToken = Array("100-continue".utf8)
-    private static let connect = Array("CONNECT".utf8)
-    private static let options = Array("OPTIONS".utf8)
-    private static let schemes = [Array("http://".utf8), Array("https://".utf8)]
+    private static let host = StaticBytes("host")
+    private static let contentLength = StaticBytes("content-length")
+    private static let transferEncoding = StaticBytes("transfer-encoding")
+    private static let connection = StaticBytes("connection")
+    private static let expect = StaticBytes("expect")
+    private static let chunked = StaticBytes("chunked")
+    private static let close = StaticBytes("close")
+    private static let keepAliveToken = StaticBytes("keep-alive")
+    private static let continueToken = StaticBytes("100-continue")
+    private static let connect = StaticBytes("CONNECT")
+    private static let options = StaticBytes("OPTIONS")
+    private static let http = StaticBytes("http://")
+    private static let https = StaticBytes("https://")
 
     static func check(_ head: UnsafeBufferPointer<UInt8>, _ parts: HTTPRequestHeadParser.Parts) -> Result<Meaning, HTTPParseError> {
         if let error = checkTarget(head, parts) { return .failure(error) }
@@ -97,10 +98,11 @@ enum HTTPHeadSemantics {
         if parts.target.count == 1 && first == UInt8(ascii: "*") {
             return equals(head, parts.method, options, caseSensitive: true) ? nil : .invalidTarget
         }
-        for s in schemes {
-            if parts.target.count > s.count,
-               equals(head, parts.target.lowerBound..<(parts.target.lowerBound + s.count), s) { return nil }
+        func hasScheme(_ scheme: StaticBytes) -> Bool {
+            parts.target.count > scheme.count
+                && equals(head, parts.target.lowerBound..<(parts.target.lowerBound + scheme.count), scheme)
         }
+        if hasScheme(http) || hasScheme(https) { return nil }
         return .invalidTarget
     }
 
@@ -166,7 +168,7 @@ enum HTTPHeadSemantics {
         }
     }
 
-    private static func equals(_ head: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ wanted: [UInt8], caseSensitive: Bool = false) -> Bool {
+    private static func equals(_ head: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ wanted: StaticBytes, caseSensitive: Bool = false) -> Bool {
         guard range.count == wanted.count else { return false }
         var j = 0
         for i in range {

@@ -121,6 +121,13 @@ public struct HTTPRequestHead: Sendable {
 
     /// Whether the name of field `index` equals `lowercased` (given in lowercase), ignoring ASCII case.
     public func nameEquals(_ index: Int, _ lowercased: [UInt8]) -> Bool {
+        lowercased.withUnsafeBufferPointer { nameEquals(index, $0) }
+    }
+
+    /// `nameEquals` for a constant name.
+    public func nameEquals(_ index: Int, _ lowercased: StaticBytes) -> Bool { nameEquals(index, lowercased.buffer) }
+
+    private func nameEquals(_ index: Int, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool {
         let range = fields[index].name
         guard range.count == lowercased.count else { return false }
         return storage.withUnsafeBufferPointer { bytes in

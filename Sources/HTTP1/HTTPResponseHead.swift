@@ -13,7 +13,7 @@ public struct HTTPResponseHead: Sendable {
 
     /// Appends `HTTP/1.1 <status> <reason>\r\n`, the fields and the blank line to `buffer`.
     public func serialize(into buffer: inout [UInt8]) {
-        buffer.append(contentsOf: Self.statusLine(status))
+        Self.appendStatusLine(status, to: &buffer)
         for (name, value) in headers {
             buffer.append(contentsOf: name.utf8)
             buffer.append(.colon)
@@ -26,17 +26,32 @@ public struct HTTPResponseHead: Sendable {
         buffer.append(.lf)
     }
 
-    /// Preformatted status lines for the statuses the proxy makes itself.
-    private static let commonLines: [Int: [UInt8]] = Dictionary(
-        uniqueKeysWithValues: [100, 200, 201, 202, 204, 301, 302, 303, 304, 307, 308, 400, 401, 403, 404, 405, 409,
-                               413, 417, 426, 431, 500, 501, 502, 503, 504, 505].map { ($0, makeStatusLine($0)) })
-
     /// `HTTP/1.1 <status> <reason>\r\n` as bytes.
-    public static func statusLine(_ status: Int) -> [UInt8] { commonLines[status] ?? makeStatusLine(status) }
-
-    private static func makeStatusLine(_ status: Int) -> [UInt8] {
-        Array("HTTP/1.1 \(status) \(reasonPhrase(status))\r\n".utf8)
+    public static func statusLine(_ status: Int) -> [UInt8] {
+        var line: [UInt8] = []
+        appendStatusLine(status, to: &line)
+        return line
     }
+
+    /// Appends `HTTP/1.1 <status> <reason>\r\n`: the digits and a literal reason phrase, so no
+    /// table is looked up and no shared array is retained per response.
+    public static func appendStatusLine(_ status: Int, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: versionPrefix)
+        if (100...999).contains(status) {
+            bytes.append(UInt8(ascii: "0") + UInt8(status / 100))
+            bytes.append(UInt8(ascii: "0") + UInt8(status / 10 % 10))
+            bytes.append(UInt8(ascii: "0") + UInt8(status % 10))
+        } else {
+            bytes.append(contentsOf: String(status).utf8)
+        }
+        bytes.append(.space)
+        var reason = reasonPhrase(status)
+        reason.withUTF8 { bytes.append(contentsOf: $0) }
+        bytes.append(.cr)
+        bytes.append(.lf)
+    }
+
+    private static let versionPrefix = StaticBytes("HTTP/1.1 ")
 
     /// The RFC 9110 reason phrase, or "Unknown".
     public static func reasonPhrase(_ status: Int) -> String {

@@ -1,3 +1,5 @@
+import HTTP1
+
 /// A growable byte buffer with reader and writer indices, compacted instead of reallocated.
 ///
 /// With a `BufferPool` the storage is taken from the pool on the first write and handed back by
@@ -60,6 +62,8 @@ final class ByteBuffer {
     }
 
     func append(_ bytes: [UInt8]) { bytes.withUnsafeBytes { append($0) } }
+
+    func append(_ bytes: StaticBytes) { append(UnsafeRawBufferPointer(bytes.buffer)) }
 
     /// An empty pooled buffer gives its storage back (a grown one frees it); an unpooled one
     /// that grew for one large burst shrinks back to `size`.

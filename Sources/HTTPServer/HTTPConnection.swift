@@ -46,7 +46,7 @@ final class HTTPConnection: Selectable {
 
     private static let highWater = 256 * 1024
     private static let lowWater = 64 * 1024
-    private static let continueLine = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+    private static let continueLine = StaticBytes("HTTP/1.1 100 Continue\r\n\r\n")
 
     init(fd: CInt, peer: String, listener: Int, loop: EventLoop, owner: LoopServer) {
         self.fd = fd
@@ -276,8 +276,8 @@ final class HTTPConnection: Selectable {
         scheduleFlush()
     }
 
-    private static let crlf = Array("\r\n".utf8)
-    private static let lastChunk = Array("0\r\n\r\n".utf8)
+    private static let crlf = StaticBytes("\r\n")
+    private static let lastChunk = StaticBytes("0\r\n\r\n")
 
     /// The framing field a response head ends with.
     private enum FramingField {
@@ -295,7 +295,7 @@ final class HTTPConnection: Selectable {
         machine.responseStarted(closeDelimited: framing == .closeDelimited)
         responseStart = writtenTotal + output.readableBytes
         var head = owner.takeHeadScratch()
-        head.append(contentsOf: HTTPResponseHead.statusLine(status))
+        HTTPResponseHead.appendStatusLine(status, to: &head)
         writeFields(&head)
         switch field {
         case .none: break
@@ -311,8 +311,8 @@ final class HTTPConnection: Selectable {
         owner.returnHeadScratch(head)
     }
 
-    private static let contentLengthName = Array("Content-Length: ".utf8)
-    private static let chunkedField = Array("Transfer-Encoding: chunked\r\n".utf8)
+    private static let contentLengthName = StaticBytes("Content-Length: ")
+    private static let chunkedField = StaticBytes("Transfer-Encoding: chunked\r\n")
 
     /// Appends `value` (≥ 0) in decimal digits: no String per response for its length.
     static func appendDecimal(_ value: Int, into bytes: inout [UInt8]) {

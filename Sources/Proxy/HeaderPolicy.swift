@@ -9,25 +9,25 @@ enum HeaderPolicy {
     /// Hop-by-hop fields (RFC 9110 §7.6.1), the framing fields curl sets itself, the proxy's own
     /// key, and the fields the proxy sets: by length (the array index), then bytes, so no String
     /// and no hashing per field.
-    private static let table: [[([UInt8], Action)]] = {
-        let entries: [(String, Action)] = [
+    private static let table: [[(StaticBytes, Action)]] = {
+        let entries: [(StaticString, Action)] = [
             ("connection", .connection), ("keep-alive", .drop), ("proxy-connection", .drop), ("te", .drop),
             ("trailer", .drop), ("transfer-encoding", .drop), ("upgrade", .drop), ("proxy-authorization", .drop),
             ("host", .host), ("content-length", .drop), ("expect", .drop), ("x-proxy-key", .drop),
             ("x-forwarded-for", .forwardedFor), ("x-forwarded-proto", .drop), ("x-forwarded-host", .drop),
             ("via", .via), ("x-request-id", .drop), ("accept", .accept), ("content-type", .contentType),
         ]
-        return byLength(entries.map { (Array($0.0.utf8), $0.1) }, name: \.0)
+        return byLength(entries.map { (StaticBytes($0.0), $0.1) }, name: \.0)
     }()
 
     /// Hop-by-hop fields not relayed from an upstream response; the framing is ours. By length.
-    private static let responseDropped: [[[UInt8]]] = byLength([
+    private static let responseDropped: [[StaticBytes]] = byLength(([
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
         "content-length", "x-request-id",
-    ].map { Array($0.utf8) }, name: \.self)
+    ] as [StaticString]).map(StaticBytes.init), name: \.self)
 
     /// `entries` grouped by the length of their name: entry `n` holds those `n` bytes long.
-    private static func byLength<Entry>(_ entries: [Entry], name: (Entry) -> [UInt8]) -> [[Entry]] {
+    private static func byLength<Entry>(_ entries: [Entry], name: (Entry) -> StaticBytes) -> [[Entry]] {
         var table = [[Entry]](repeating: [], count: (entries.map { name($0).count }.max() ?? 0) + 1)
         for entry in entries { table[name(entry).count].append(entry) }
         return table
@@ -101,7 +101,7 @@ enum HeaderPolicy {
 
     /// `prefix` + the earlier hops' value and ", " (when there was one) + ours: X-Forwarded-For
     /// and Via grow by one entry per proxy.
-    private static func appendChain(_ prefix: [UInt8], earlier: ArraySlice<UInt8>?, ours: some Collection<UInt8>,
+    private static func appendChain(_ prefix: StaticBytes, earlier: ArraySlice<UInt8>?, ours: some Collection<UInt8>,
                                     to lines: inout HeaderLines) {
         lines.appendPart(prefix)
         if let earlier {
@@ -113,16 +113,16 @@ enum HeaderPolicy {
     }
 
     private enum Fixed {
-        static let forwardedFor = Array("X-Forwarded-For: ".utf8)
-        static let forwardedProto = Array("X-Forwarded-Proto: http".utf8)
-        static let forwardedHost = Array("X-Forwarded-Host".utf8)
-        static let via = Array("Via: ".utf8)
-        static let viaSelf = Array("1.1 platform-proxy".utf8)
-        static let requestID = Array("X-Request-ID".utf8)
-        static let commaSpace = Array(", ".utf8)
-        static let colonSpace = Array(": ".utf8)
-        static let crlf = Array("\r\n".utf8)
-        static let requestIDColon = Array("X-Request-ID: ".utf8)
+        static let forwardedFor = StaticBytes("X-Forwarded-For: ")
+        static let forwardedProto = StaticBytes("X-Forwarded-Proto: http")
+        static let forwardedHost = StaticBytes("X-Forwarded-Host")
+        static let via = StaticBytes("Via: ")
+        static let viaSelf = StaticBytes("1.1 platform-proxy")
+        static let requestID = StaticBytes("X-Request-ID")
+        static let commaSpace = StaticBytes(", ")
+        static let colonSpace = StaticBytes(": ")
+        static let crlf = StaticBytes("\r\n")
+        static let requestIDColon = StaticBytes("X-Request-ID: ")
     }
 
     /// Drops the fields a Connection header lists (other than the usual close / keep-alive).
@@ -174,11 +174,10 @@ enum HeaderPolicy {
     }
 
     /// Whether `name` is `lowercased` (of the same length), ASCII case ignored.
-    private static func name(_ name: UnsafeBufferPointer<UInt8>, is lowercased: [UInt8]) -> Bool {
-        lowercased.withUnsafeBufferPointer { lower in
-            for i in 0..<lower.count where asciiLower(name[i]) != lower[i] { return false }
-            return true
-        }
+    private static func name(_ name: UnsafeBufferPointer<UInt8>, is lowercased: StaticBytes) -> Bool {
+        let lower = lowercased.buffer
+        for i in 0..<lower.count where asciiLower(name[i]) != lower[i] { return false }
+        return true
     }
 }
 

@@ -26,10 +26,10 @@ enum RequestScreen {
         fetchMode.map { $0.trimmingCharacters().lowercased() == "navigate" } ?? true
     }
 
-    private static let fetchSite = Array("sec-fetch-site".utf8)
-    private static let fetchMode = Array("sec-fetch-mode".utf8)
+    private static let fetchSite = StaticBytes("sec-fetch-site")
+    private static let fetchMode = StaticBytes("sec-fetch-mode")
     /// Fields frameworks read as "treat this request as that method".
-    private static let overrides = ["x-http-method-override", "x-http-method", "x-method-override"].map { Array($0.utf8) }
+    private static let overrides = [StaticBytes("x-http-method-override"), StaticBytes("x-http-method"), StaticBytes("x-method-override")]
 
     /// One pass over the head; names are compared only when their length fits.
     static func fields(_ head: HTTPRequestHead) -> Fields {

@@ -1,4 +1,5 @@
 import CCurl
+import HTTP1
 import EventLoop
 import Glibc
 
@@ -412,18 +413,17 @@ final class EasyHandle {
     /// system's, for upstreams and identity providers behind a private CA. Verification stays on.
     static let caBundle: String? = getenv("CURL_CA_BUNDLE").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
 
-    private static let expect = HeaderLines(["Expect:"])
-    private static let blankAccept = HeaderLines(["accept:"])
-    private static let blankContentType = HeaderLines(["content-type:"])
+    // NUL-terminated lines, as HeaderLines holds them; literals, so no array is retained per request.
+    private static let expect = StaticBytes("Expect:\0")
+    private static let blankAccept = StaticBytes("accept:\0")
+    private static let blankContentType = StaticBytes("content-type:\0")
 
     /// Sets `lines` and `extra` as the request's header list, plus, when asked, blank `Accept`,
     /// `Content-Type` and `Expect` (curl would otherwise add its own). The list stays valid until
     /// the next call: curl reads it while the transfer runs.
     func setHeaders(_ lines: HeaderLines, _ extra: HeaderLines, blankAccept: Bool, blankContentType: Bool, blankExpect: Bool) {
-        let accept = blankAccept ? Self.blankAccept : HeaderLines()
-        let contentType = blankContentType ? Self.blankContentType : HeaderLines()
-        let expect = blankExpect ? Self.expect : HeaderLines()
-        let byteCount = lines.bytes.count + extra.bytes.count + expect.bytes.count + accept.bytes.count + contentType.bytes.count
+        let byteCount = lines.bytes.count + extra.bytes.count + (blankExpect ? Self.expect.count : 0)
+            + (blankAccept ? Self.blankAccept.count : 0) + (blankContentType ? Self.blankContentType.count : 0)
         if byteCount > lineCapacity {
             lineBytes.deallocate()
             lineCapacity = max(byteCount, 512)
@@ -431,28 +431,26 @@ final class EasyHandle {
         }
         var offset = 0
         var node = 0
-        func add(_ part: HeaderLines) {
-            part.bytes.withUnsafeBufferPointer { bytes in
-                guard let base = bytes.baseAddress else { return }
-                UnsafeMutableRawPointer(lineBytes + offset).copyMemory(from: base, byteCount: bytes.count)
-                // memchr finds each line's NUL (one node per NUL, whatever bytes the builders were
-                // given): this runs over every header byte of every request.
-                var lineStart = 0
-                while lineStart < bytes.count,
-                      let nul = memchr(base + lineStart, 0, bytes.count - lineStart) {
-                    if node == nodeCapacity { growNodes() }
-                    nodes[node] = curl_slist(data: lineBytes + offset + lineStart, next: nil)
-                    node += 1
-                    lineStart = base.distance(to: nul.assumingMemoryBound(to: UInt8.self)) + 1
-                }
-                offset += bytes.count
+        func add(_ bytes: UnsafeBufferPointer<UInt8>) {
+            guard let base = bytes.baseAddress else { return }
+            UnsafeMutableRawPointer(lineBytes + offset).copyMemory(from: base, byteCount: bytes.count)
+            // memchr finds each line's NUL (one node per NUL, whatever bytes the builders were
+            // given): this runs over every header byte of every request.
+            var lineStart = 0
+            while lineStart < bytes.count,
+                  let nul = memchr(base + lineStart, 0, bytes.count - lineStart) {
+                if node == nodeCapacity { growNodes() }
+                nodes[node] = curl_slist(data: lineBytes + offset + lineStart, next: nil)
+                node += 1
+                lineStart = base.distance(to: nul.assumingMemoryBound(to: UInt8.self)) + 1
             }
+            offset += bytes.count
         }
-        add(lines)
-        add(extra)
-        add(expect)
-        add(accept)
-        add(contentType)
+        lines.bytes.withUnsafeBufferPointer(add)
+        extra.bytes.withUnsafeBufferPointer(add)
+        if blankExpect { add(Self.expect.buffer) }
+        if blankAccept { add(Self.blankAccept.buffer) }
+        if blankContentType { add(Self.blankContentType.buffer) }
         // Linked once the array holds every node (growing it moves them).
         for i in 0..<max(0, node - 1) { nodes[i].next = nodes + i + 1 }
         // curl keeps the pointer and reads the list when the transfer starts: nodes rewritten in

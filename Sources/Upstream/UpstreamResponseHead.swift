@@ -54,15 +54,10 @@ public struct UpstreamResponseHead: Sendable {
     }
 
     /// Whether field `index` is called `lowercased` (given in lowercase), ignoring ASCII case.
-    public func nameEquals(_ index: Int, _ lowercased: [UInt8]) -> Bool {
+    public func nameEquals(_ index: Int, _ lowercased: some RandomAccessCollection<UInt8>) -> Bool {
         let range = fields[index].name
         guard range.count == lowercased.count else { return false }
-        var j = 0
-        for i in range {
-            if asciiLower(storage[i]) != lowercased[j] { return false }
-            j += 1
-        }
-        return true
+        return zip(range, lowercased).allSatisfy { asciiLower(storage[$0]) == $1 }
     }
 
     /// The first value of `name` (ASCII case-insensitive).
@@ -89,8 +84,8 @@ public struct UpstreamResponseHead: Sendable {
         return digits.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
     }
 
-    private static let contentLengthName = Array("content-length".utf8)
-    private static let transferEncodingName = Array("transfer-encoding".utf8)
+    private static let contentLengthName = StaticBytes("content-length")
+    private static let transferEncodingName = StaticBytes("transfer-encoding")
 
     private func string(_ range: Range<Int>) -> String { String(decoding: storage[range], as: UTF8.self) }
 }

@@ -1,0 +1,27 @@
+/// A string literal's bytes, read where the binary keeps them.
+///
+/// A `[UInt8]` constant is a heap object with a reference count, and every loop that appends or
+/// compares it retains and releases it. Those are atomic writes to one cache line, so two loops on
+/// two cores pass that line back and forth on every request (docs/ARCHITECTURE.md §13, "Nothing
+/// shared is written"). These bytes have no count to write.
+public struct StaticBytes: RandomAccessCollection, @unchecked Sendable {
+    private let start: UnsafePointer<UInt8>
+    public let count: Int
+
+    /// `literal` must have more than one Unicode scalar (a one-scalar literal is stored as its
+    /// scalar, with no bytes to point at).
+    public init(_ literal: StaticString) {
+        precondition(literal.hasPointerRepresentation, "a one-scalar literal has no bytes to point at")
+        start = literal.utf8Start
+        count = literal.utf8CodeUnitCount
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+    public subscript(position: Int) -> UInt8 { start[position] }
+    public var buffer: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: start, count: count) }
+
+    public func withContiguousStorageIfAvailable<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
+        try body(buffer)
+    }
+}
