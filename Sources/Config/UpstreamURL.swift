@@ -42,6 +42,14 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
         self.query = query
     }
 
+    /// The same URL with its own copy of every part. An event loop forwards with its own copy of a
+    /// route's URL, so the reference counts its requests write are not the ones another loop's
+    /// requests write (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    public func privateCopy() -> UpstreamURL {
+        func fresh(_ text: String) -> String { String(decoding: Array(text.utf8), as: UTF8.self) }
+        return UpstreamURL(scheme: fresh(scheme), host: fresh(host), port: port, path: fresh(path), query: query.map(fresh))
+    }
+
     public static func == (a: UpstreamURL, b: UpstreamURL) -> Bool {
         a.scheme == b.scheme && a.host == b.host && a.port == b.port && a.path == b.path && a.query == b.query
     }

@@ -4,17 +4,27 @@ import Upstream
 
 /// Where a routed request goes, decided once; kept while the request waits for credentials.
 struct ForwardPlan {
-    /// The matched route, held by reference (its configuration is not copied per request).
-    let compiled: CompiledRoute
-    /// The route's provider slot and counters on this loop.
+    /// The route's provider slot, counters and upstream on this loop. It holds the route and the
+    /// runtime, so the plan refers to them without retaining them (objects every loop shares).
     let slot: RouteSlot
+    /// The matched route (its configuration is not copied per request).
+    unowned(unsafe) let compiled: CompiledRoute
     /// The runtime the route came from (a reload may replace it while the request waits).
-    let runtime: ProxyRuntime
+    unowned(unsafe) let runtime: ProxyRuntime
     /// The route's index in its configuration.
     var routeIndex: Int { compiled.index }
     let rest: Substring
     let url: UpstreamURL
     let mockMode: MockConfiguration.Mode?
+
+    init(slot: RouteSlot, rest: Substring, url: UpstreamURL, mockMode: MockConfiguration.Mode?) {
+        self.slot = slot
+        compiled = slot.route
+        runtime = slot.runtime
+        self.rest = rest
+        self.url = url
+        self.mockMode = mockMode
+    }
 }
 
 /// The injected header lines of each route for the token snapshot in force, formatted once per
@@ -28,11 +38,12 @@ struct InjectedLineCache {
 
     /// The lines of `plan`'s route for `snapshot`, or nil when its token is missing.
     mutating func lines(_ plan: ForwardPlan, snapshot: CredentialSnapshot) -> HeaderLines? {
-        let runtime = plan.runtime
-        if self.snapshot !== snapshot || self.runtime !== runtime {
+        // plan.runtime is compared, not held in a local: a strong local would retain an object
+        // every loop shares, per request.
+        if self.snapshot !== snapshot || self.runtime !== plan.runtime {
             self.snapshot = snapshot
-            self.runtime = runtime
-            slots = Array(repeating: .unknown, count: runtime.configuration.routes.count)
+            self.runtime = plan.runtime
+            slots = Array(repeating: .unknown, count: plan.runtime.configuration.routes.count)
         }
         guard slots.indices.contains(plan.routeIndex) else {
             return plan.compiled.injector.lines(snapshot, names: plan.compiled.config.headers)

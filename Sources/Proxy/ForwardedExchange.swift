@@ -10,9 +10,13 @@ import Upstream
 /// exchange's delegate (owned by the exchange until it finished) and carries its log record.
 final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private let exchange: HTTPExchange
-    /// The matched route, by reference; its settings are `route.config`.
-    private let route: CompiledRoute
-    private let injector: CredentialInjector
+    /// The route's slot on this loop, which holds the route: the route is shared by every loop,
+    /// so it is referred to without a reference count of its own
+    /// (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    private let slot: RouteSlot
+    /// The matched route; its settings are `route.config`.
+    private unowned(unsafe) let route: CompiledRoute
+    private var injector: CredentialInjector { route.injector }
     /// Unchecked: a loop's handler lives as long as the process (a reload replaces its runtime,
     /// never the handler), so the atomic check of `unowned` buys nothing here.
     private unowned(unsafe) let handler: ProxyHandler
@@ -45,20 +49,19 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     /// Masks the token in the response being relayed.
     private var masker: EchoMasker?
 
-    init(exchange: HTTPExchange, route: CompiledRoute, upstream: UpstreamURL, handler: ProxyHandler,
-         info: ExchangeInfo, credentialLines: HeaderLines, generation: UInt64, injector: CredentialInjector,
-         experimentLines: HeaderLines? = nil) {
+    init(exchange: HTTPExchange, slot: RouteSlot, upstream: UpstreamURL, handler: ProxyHandler,
+         info: ExchangeInfo, credentialLines: HeaderLines, generation: UInt64, experimentLines: HeaderLines? = nil) {
         self.generation = generation
         self.exchange = exchange
-        self.route = route
+        self.slot = slot
+        route = slot.route
         self.handler = handler
         self.info = info
-        self.injector = injector
         self.credentialLines = credentialLines
         url = upstream
         method = exchange.head.method
         machine = ForwardStateMachine(hasBody: exchange.head.framing != .none)
-        var removing = route.replacedNames
+        var removing = slot.replacedNames
         // A route that carries assignments replaces the client's X-Experiments, never merges with it.
         if experimentLines != nil { removing.append(Array("x-experiments".utf8)) }
         var supplies: SuppliedFields?

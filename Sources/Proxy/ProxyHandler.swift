@@ -94,7 +94,8 @@ public final class ProxyHandler: HTTPHandler {
             (compiled, rest) = (route, routeRest)
         }
         let routeSlot = routeSlots.slot(compiled, of: runtime) {
-            RouteSlot(route: compiled, provider: slot(compiled.config.provider), counters: metrics.counters(route: compiled.config.name))
+            RouteSlot(route: compiled, runtime: runtime, provider: slot(compiled.config.provider),
+                      counters: metrics.counters(route: compiled.config.name))
         }
         info.counters = routeSlot.counters
         info.provider = compiled.provider
@@ -102,11 +103,11 @@ public final class ProxyHandler: HTTPHandler {
         if mockMode == .replay, let mock = compiled.config.mock {
             return replayMock(exchange, directory: mock.directory, rest: rest)
         }
-        guard let upstreamBase = compiled.config.upstream else { return fail(exchange, .noRoute(String(target.path))) }
+        guard let upstreamBase = routeSlot.upstream else { return fail(exchange, .noRoute(String(target.path))) }
         guard UpstreamTarget.isForwardable(target.path, encodedSlashes: compiled.config.encodedSlashes) else {
             return fail(exchange, .invalidPath)
         }
-        let plan = ForwardPlan(compiled: compiled, slot: routeSlot, runtime: runtime, rest: rest,
+        let plan = ForwardPlan(slot: routeSlot, rest: rest,
                                url: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query), mockMode: mockMode)
         forward(exchange, plan, refreshed: false)
     }
@@ -115,7 +116,9 @@ public final class ProxyHandler: HTTPHandler {
     /// login, refreshed first when the token has expired (single-flight, on the home loop).
     func forward(_ exchange: HTTPExchange, _ plan: ForwardPlan, refreshed: Bool) {
         guard !exchange.isAborted else { return }
-        let compiled = plan.compiled
+        // The route is shared by every loop and held by the plan's slot: used unretained
+        // (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+        unowned(unsafe) let compiled = plan.compiled
         // Each provider has its own tokens, gate and refresher: one's outage never holds another's routes.
         let slot = plan.slot.provider
         if compiled.config.credential != .none {
@@ -147,10 +150,9 @@ public final class ProxyHandler: HTTPHandler {
             experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,
                                                 now: UnixTime.now())
         }
-        let forwarded = ForwardedExchange(exchange: exchange, route: plan.compiled, upstream: plan.url, handler: self,
+        let forwarded = ForwardedExchange(exchange: exchange, slot: plan.slot, upstream: plan.url, handler: self,
                                           info: exchange.info ?? ExchangeInfo(requestID: "", path: ""), credentialLines: lines,
-                                          generation: credentials.generation, injector: plan.compiled.injector,
-                                          experimentLines: experiments)
+                                          generation: credentials.generation, experimentLines: experiments)
         if plan.runtime.configuration.maskEchoedCredentials {
             forwarded.masksEchoes = true
             forwarded.echoMasker = slot.echoTokens.masker(compiled.config.credential, of: credentials)

@@ -1,15 +1,28 @@
-/// What a loop keeps per route of the runtime in force: the route's provider slot and its
-/// request counters, found by name once per route and runtime rather than once per request.
+import Config
+
+/// What a loop keeps per route of the runtime in force: the route's provider slot, its request
+/// counters and its own copy of the upstream URL, found by name once per route and runtime rather
+/// than once per request. A request holds its route and runtime through its slot: objects every
+/// loop shares are not retained per request (docs/ARCHITECTURE.md §13, "Nothing shared is written").
 final class RouteSlot {
     let route: CompiledRoute
+    /// The runtime `route` belongs to.
+    let runtime: ProxyRuntime
     /// The provider whose tokens the route carries (the default one when it names none).
     let provider: ProviderSlot
     let counters: RouteCounters
+    /// The route's upstream, this loop's copy.
+    let upstream: UpstreamURL?
+    /// The client fields the route replaces (`CompiledRoute.replacedNames`), this loop's copy.
+    let replacedNames: [[UInt8]]
 
-    init(route: CompiledRoute, provider: ProviderSlot, counters: RouteCounters) {
+    init(route: CompiledRoute, runtime: ProxyRuntime, provider: ProviderSlot, counters: RouteCounters) {
         self.route = route
+        self.runtime = runtime
         self.provider = provider
         self.counters = counters
+        upstream = route.config.upstream?.privateCopy()
+        replacedNames = route.replacedNames.map { $0.map { $0 } }
     }
 }
 

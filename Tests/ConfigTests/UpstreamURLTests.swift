@@ -66,6 +66,22 @@ struct UpstreamURLTests {
         #expect(UpstreamURL(scheme: "http", host: "h", port: 81) != UpstreamURL(scheme: "http", host: "h"))
         #expect(Set([copy, UpstreamURL(scheme: "http", host: "127.0.0.1", port: 8081, path: "/api/me", query: "x=1")]).count == 1)
     }
+
+    @Test("a private copy is the same URL with storage of its own")
+    func privateCopy() throws {
+        let base = try #require(UpstreamURL.parse("https://a-long-upstream-host-name.example:8443/a/long/base/path?q=1"))
+        let copy = base.privateCopy()
+        #expect(copy == base)
+        #expect(copy.description == base.description)
+        #expect(copy.origin == "https://a-long-upstream-host-name.example:8443")
+        func storage(_ text: String) -> UnsafeRawPointer? {
+            var text = text
+            return text.withUTF8 { UnsafeRawPointer($0.baseAddress) }
+        }
+        #expect(storage(copy.host) != storage(base.host))
+        #expect(storage(copy.origin) != storage(base.origin))
+        #expect(storage(copy.path) != storage(base.path))
+    }
 }
 
 struct ListenAddressTests {

@@ -13,8 +13,8 @@ private func runtime(_ routes: String) -> ProxyRuntime {
 
 private func plan(_ runtime: ProxyRuntime, _ index: Int) -> ForwardPlan {
     let compiled = runtime.router.routes[index]
-    let slot = RouteSlot(route: compiled, provider: ProviderSlot(name: "default"), counters: RouteCounters())
-    return ForwardPlan(compiled: compiled, slot: slot, runtime: runtime, rest: "", url: compiled.config.upstream!, mockMode: nil)
+    let slot = RouteSlot(route: compiled, runtime: runtime, provider: ProviderSlot(name: "default"), counters: RouteCounters())
+    return ForwardPlan(slot: slot, rest: "", url: compiled.config.upstream!, mockMode: nil)
 }
 
 private func snapshot(_ generation: UInt64, access: String, id: String?) -> CredentialSnapshot {

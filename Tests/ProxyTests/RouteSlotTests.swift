@@ -14,9 +14,9 @@ private func runtime() -> ProxyRuntime {
 
 @Suite("RouteSlot")
 struct RouteSlotTests {
-    private func make(_ route: CompiledRoute, _ made: inout Int) -> RouteSlot {
+    private func make(_ route: CompiledRoute, _ runtime: ProxyRuntime, _ made: inout Int) -> RouteSlot {
         made += 1
-        return RouteSlot(route: route, provider: ProviderSlot(name: "default"), counters: RouteCounters())
+        return RouteSlot(route: route, runtime: runtime, provider: ProviderSlot(name: "default"), counters: RouteCounters())
     }
 
     @Test("a route's slot is made once per runtime, and again after a reload")
@@ -25,12 +25,12 @@ struct RouteSlotTests {
         var made = 0
         let first = runtime()
         let a = first.router.routes[0], b = first.router.routes[1]
-        let slotA = table.slot(a, of: first) { make(a, &made) }
-        #expect(table.slot(a, of: first) { make(a, &made) } === slotA)
-        #expect(table.slot(b, of: first) { make(b, &made) } !== slotA)
+        let slotA = table.slot(a, of: first) { make(a, first, &made) }
+        #expect(table.slot(a, of: first) { make(a, first, &made) } === slotA)
+        #expect(table.slot(b, of: first) { make(b, first, &made) } !== slotA)
         #expect(made == 2)
         let reloaded = runtime()
-        let again = table.slot(reloaded.router.routes[0], of: reloaded) { make(reloaded.router.routes[0], &made) }
+        let again = table.slot(reloaded.router.routes[0], of: reloaded) { make(reloaded.router.routes[0], reloaded, &made) }
         #expect(again !== slotA && again.route === reloaded.router.routes[0])
         #expect(made == 3)
     }
@@ -40,10 +40,10 @@ struct RouteSlotTests {
         var table = RouteSlotTable()
         var made = 0
         let current = runtime(), stale = runtime()
-        _ = table.slot(current.router.routes[0], of: current) { make(current.router.routes[0], &made) }
-        let foreign = table.slot(stale.router.routes[0], of: current) { make(stale.router.routes[0], &made) }
+        _ = table.slot(current.router.routes[0], of: current) { make(current.router.routes[0], current, &made) }
+        let foreign = table.slot(stale.router.routes[0], of: current) { make(stale.router.routes[0], stale, &made) }
         #expect(foreign.route === stale.router.routes[0])
-        #expect(table.slot(current.router.routes[0], of: current) { make(current.router.routes[0], &made) }.route
+        #expect(table.slot(current.router.routes[0], of: current) { make(current.router.routes[0], current, &made) }.route
                 === current.router.routes[0])
         #expect(made == 2)
     }
