@@ -6,7 +6,7 @@
 #                            for a test CA) and a project virtual environment .venv/ with pytest,
 #                            Flask and Authlib — what `make test` needs
 #   scripts/setup.sh bench   the above, and what the benchmark scripts measure with (valgrind,
-#                            strace, perf, a C compiler for bench/curl-floor.c)
+#                            strace, perf, gdb, a C compiler for bench/curl-floor.c)
 #
 # Idempotent and quiet when everything is already there. It never stops, disables or kills any
 # process: services that Debian would start while installing a package (nginx, HAProxy) are kept
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 mode=${1:-test}
 build_packages=(pkg-config libcurl4-openssl-dev libsqlite3-dev)
 test_packages=(nginx-light haproxy wrk slowhttptest curl ca-certificates openssl python3 python3-venv)
-bench_packages=(valgrind strace linux-perf gcc libc6-dev)
+bench_packages=(valgrind strace linux-perf gcc libc6-dev gdb)
 case "$mode" in
   build) packages=("${build_packages[@]}") ;;
   test) packages=("${build_packages[@]}" "${test_packages[@]}") ;;

@@ -16,7 +16,11 @@ final class RouteSlot {
     /// The client fields the route replaces (`CompiledRoute.replacedNames`), this loop's copy.
     let replacedNames: [[UInt8]]
 
+    /// `route` must be a route of `runtime`: caches keyed by the runtime and the route's index
+    /// (`InjectedLineCache`) would otherwise answer for another route.
     init(route: CompiledRoute, runtime: ProxyRuntime, provider: ProviderSlot, counters: RouteCounters) {
+        precondition(runtime.router.routes.indices.contains(route.index) && runtime.router.routes[route.index] === route,
+                     "a route slot's route belongs to its runtime")
         self.route = route
         self.runtime = runtime
         self.provider = provider
