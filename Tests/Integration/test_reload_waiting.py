@@ -90,6 +90,13 @@ def _parked(p, n, path):
     return out, threads
 
 
+def _answers(out, threads):
+    """The parked requests' statuses once they are answered (30 s each at most)."""
+    for t in threads:
+        t.join(timeout=30)
+    return statuses(out)
+
+
 def test_requests_parked_at_the_gate_through_twenty_reloads_are_answered_after_login(start_proxy, idp_factory, tmp_path):
     idp = idp_factory(access_ttl=300)
     p = launch(start_proxy, idp, tmp_path, gate={"mode": "wait", "waitSeconds": 30})
@@ -101,9 +108,7 @@ def test_requests_parked_at_the_gate_through_twenty_reloads_are_answered_after_l
     _reload_many(p, idp, 20, reloaded)
     assert all(r is None for r in out)
     login(p)
-    for t in threads:
-        t.join(timeout=30)
-    assert statuses(out) == {200: 24}, (statuses(out), [r for r in out if getattr(r, "status", 0) != 200][:3])
+    assert _answers(out, threads) == {200: 24}, (statuses(out), [r for r in out if getattr(r, "status", 0) != 200][:3])
     # A request after all that still works on the final runtime.
     assert p.call("/api/after").status == 200
 
@@ -123,11 +128,9 @@ def test_requests_waiting_on_a_refresh_through_reloads_are_answered(start_proxy,
     out, threads = _parked(p, 16, "/api/refresh/")
     time.sleep(0.3)
     _reload_many(p, idp, 6, reloaded)
-    for t in threads:
-        t.join(timeout=30)
-    waited = time.monotonic() - t0
-    print(f"\nrefresh-wait burst finished after {waited:.2f}s; statuses {statuses(out)}; reloads {reloaded[0]}")
-    assert statuses(out) == {200: 16}, statuses(out)
+    answered = _answers(out, threads)
+    print(f"\nrefresh-wait burst finished after {time.monotonic() - t0:.2f}s; statuses {answered}; reloads {reloaded[0]}")
+    assert answered == {200: 16}, answered
     c.delay(token=0)
     assert p.call("/api/after").status == 200
 
@@ -144,9 +147,7 @@ def test_401_retries_waiting_on_a_refresh_through_reloads_are_answered(start_pro
     out, threads = _parked(p, 16, "/api/retry/")
     time.sleep(0.5)
     _reload_many(p, idp, 6, reloaded)
-    for t in threads:
-        t.join(timeout=30)
-    api = c.api_counters()
-    print(f"\n401 burst: {statuses(out)}; upstream {api}; reloads {reloaded[0]}")
-    assert statuses(out) == {200: 16}, statuses(out)
+    answered = _answers(out, threads)
+    print(f"\n401 burst: {answered}; upstream {c.api_counters()}; reloads {reloaded[0]}")
+    assert answered == {200: 16}, answered
     c.delay(token=0)
