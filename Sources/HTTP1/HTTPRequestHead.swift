@@ -130,14 +130,7 @@ public struct HTTPRequestHead: Sendable {
     private func nameEquals(_ index: Int, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool {
         let range = fields[index].name
         guard range.count == lowercased.count else { return false }
-        return storage.withUnsafeBufferPointer { bytes in
-            var j = 0
-            for i in range {
-                if asciiLower(bytes[i]) != lowercased[j] { return false }
-                j += 1
-            }
-            return true
-        }
+        return storage.withUnsafeBufferPointer { asciiEqualsLowercased(UnsafeBufferPointer(rebasing: $0[range]), lowercased) }
     }
 
     /// Field `index` as written, `Name: value` (with the client's own spacing after the colon).
@@ -163,5 +156,29 @@ func asciiCaseInsensitiveEquals(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Ra
 }
 
 /// Lowercases an ASCII letter and leaves every other byte alone.
-@inline(__always)
+@inlinable @inline(__always)
 public func asciiLower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }
+
+/// Whether `name` equals `lowercased` (given in lowercase), ignoring ASCII case: how every
+/// module compares a field name with one it knows.
+@inlinable
+public func asciiEqualsLowercased(_ name: UnsafeBufferPointer<UInt8>, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard name.count == lowercased.count else { return false }
+    for i in 0..<name.count where asciiLower(name[i]) != lowercased[i] { return false }
+    return true
+}
+
+/// Appends `value` (≥ 0; a negative one is written as 0) in decimal digits: no String per
+/// response for a length or a status.
+public func appendDecimal(_ value: Int, into bytes: inout [UInt8]) {
+    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for any Int's 19 digits
+    withUnsafeMutableBytes(of: &digits) { buffer in
+        var rest = UInt(max(0, value)), start = buffer.count
+        repeat {
+            start -= 1
+            buffer[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+            rest /= 10
+        } while rest > 0
+        bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[start...]))
+    }
+}

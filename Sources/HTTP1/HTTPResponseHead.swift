@@ -26,24 +26,11 @@ public struct HTTPResponseHead: Sendable {
         buffer.append(.lf)
     }
 
-    /// `HTTP/1.1 <status> <reason>\r\n` as bytes.
-    public static func statusLine(_ status: Int) -> [UInt8] {
-        var line: [UInt8] = []
-        appendStatusLine(status, to: &line)
-        return line
-    }
-
     /// Appends `HTTP/1.1 <status> <reason>\r\n`: the digits and a literal reason phrase, so no
     /// table is looked up and no shared array is retained per response.
     public static func appendStatusLine(_ status: Int, to bytes: inout [UInt8]) {
         bytes.append(contentsOf: versionPrefix)
-        if (100...999).contains(status) {
-            bytes.append(UInt8(ascii: "0") + UInt8(status / 100))
-            bytes.append(UInt8(ascii: "0") + UInt8(status / 10 % 10))
-            bytes.append(UInt8(ascii: "0") + UInt8(status % 10))
-        } else {
-            bytes.append(contentsOf: String(status).utf8)
-        }
+        if status >= 0 { appendDecimal(status, into: &bytes) } else { bytes.append(contentsOf: String(status).utf8) }
         bytes.append(.space)
         var reason = reasonPhrase(status)
         reason.withUTF8 { bytes.append(contentsOf: $0) }

@@ -301,7 +301,7 @@ final class HTTPConnection: Selectable {
         case .none: break
         case .contentLength(let length):
             head.append(contentsOf: Self.contentLengthName)
-            Self.appendDecimal(length, into: &head)
+            appendDecimal(length, into: &head)
             head.append(contentsOf: Self.crlf)
         case .chunked: head.append(contentsOf: Self.chunkedField)
         }
@@ -313,20 +313,6 @@ final class HTTPConnection: Selectable {
 
     private static let contentLengthName = StaticBytes("Content-Length: ")
     private static let chunkedField = StaticBytes("Transfer-Encoding: chunked\r\n")
-
-    /// Appends `value` (≥ 0) in decimal digits: no String per response for its length.
-    static func appendDecimal(_ value: Int, into bytes: inout [UInt8]) {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for any Int's 19 digits
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            var rest = UInt(max(0, value)), start = buffer.count
-            repeat {
-                start -= 1
-                buffer[start] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-            } while rest > 0
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[start...]))
-        }
-    }
 
     /// Appends `name: value\r\n`.
     static func appendField(_ name: String, _ value: String, into bytes: inout [UInt8]) {

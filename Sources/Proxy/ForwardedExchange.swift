@@ -61,9 +61,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         url = upstream
         method = exchange.head.method
         machine = ForwardStateMachine(hasBody: exchange.head.framing != .none)
-        var removing = slot.replacedNames
         // A route that carries assignments replaces the client's X-Experiments, never merges with it.
-        if experimentLines != nil { removing.append(Array("x-experiments".utf8)) }
+        let removing = experimentLines == nil ? slot.replacedNames : slot.replacedNamesWithExperiments
         var supplies: SuppliedFields?
         var lines = HeaderPolicy.upstreamLines(exchange.head, peer: exchange.peer, requestID: info.requestID, removing: removing,
                                                supplies: &supplies)

@@ -150,7 +150,7 @@ enum HeaderPolicy {
         storage.withUnsafeBufferPointer { bytes in
             for field in head.fields {
                 let name = UnsafeBufferPointer(rebasing: bytes[field.name])
-                if name.count < dropped.count, dropped[name.count].contains(where: { Self.name(name, is: $0) }) { continue }
+                if name.count < dropped.count, dropped[name.count].contains(where: { asciiEqualsLowercased(name, $0.buffer) }) { continue }
                 let masked = field.value.count >= shortest ? masker?.masking(storage[field.value]) : nil
                 if masked == nil && field.value.lowerBound == field.name.upperBound + 2
                     && bytes[field.name.upperBound] == UInt8(ascii: ":") && bytes[field.name.upperBound + 1] == UInt8(ascii: " ") {
@@ -171,13 +171,6 @@ enum HeaderPolicy {
         out.append(contentsOf: Fixed.requestIDColon)
         out.append(contentsOf: requestID.utf8)
         out.append(contentsOf: Fixed.crlf)
-    }
-
-    /// Whether `name` is `lowercased` (of the same length), ASCII case ignored.
-    private static func name(_ name: UnsafeBufferPointer<UInt8>, is lowercased: StaticBytes) -> Bool {
-        let lower = lowercased.buffer
-        for i in 0..<lower.count where asciiLower(name[i]) != lower[i] { return false }
-        return true
     }
 }
 

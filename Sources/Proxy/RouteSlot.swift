@@ -13,8 +13,11 @@ final class RouteSlot {
     let counters: RouteCounters
     /// The route's upstream, this loop's copy.
     let upstream: UpstreamURL?
-    /// The client fields the route replaces (`CompiledRoute.replacedNames`), this loop's copy.
+    /// The client fields the route replaces (its credential headers, lowercased bytes), and the
+    /// same plus `x-experiments` for a request that carries the proxy's experiment assignments:
+    /// made once per loop rather than per request.
     let replacedNames: [[UInt8]]
+    let replacedNamesWithExperiments: [[UInt8]]
 
     /// `route` must be a route of `runtime`: caches keyed by the runtime and the route's index
     /// (`InjectedLineCache`) would otherwise answer for another route.
@@ -26,7 +29,8 @@ final class RouteSlot {
         self.provider = provider
         self.counters = counters
         upstream = route.config.upstream?.privateCopy()
-        replacedNames = route.replacedNames.map { $0.map { $0 } }
+        replacedNames = route.config.credential == .none ? [] : route.injector.headerNames.map { Array($0.utf8) }
+        replacedNamesWithExperiments = replacedNames + [Array("x-experiments".utf8)]
     }
 }
 

@@ -14,16 +14,12 @@ public final class CompiledRoute: Sendable {
     public let prefix: String
     /// The provider whose tokens it injects; nil on a route without credentials.
     public var provider: String? { config.provider }
-    /// The client's header fields the proxy replaces on this route (its credential headers,
-    /// lowercased bytes), made once rather than per request.
-    let replacedNames: [[UInt8]]
 
     /// Compiles `config`, the route at `index`.
     public init(_ config: RouteConfiguration, index: Int) {
         self.config = config
         self.index = index
         injector = CredentialInjector(route: config)
-        replacedNames = config.credential == .none ? [] : injector.headerNames.map { Array($0.utf8) }
         var prefix = config.path
         while prefix.count > 1 && prefix.hasSuffix("/") { prefix.removeLast() }
         self.prefix = prefix

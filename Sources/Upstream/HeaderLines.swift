@@ -88,8 +88,8 @@ public struct HeaderLines: Sendable, Equatable {
                             var end = start
                             while end < lineEnd, buffer[end] != 0x3A, buffer[end] != 0x3B { end += 1 }
                             let name = UnsafeBufferPointer(rebasing: buffer[start..<end])
-                            if !found.0, Self.name(name, equalsLowercased: a) { found.0 = true }
-                            if !found.1, Self.name(name, equalsLowercased: b) { found.1 = true }
+                            if !found.0, asciiEqualsLowercased(name, a) { found.0 = true }
+                            if !found.1, asciiEqualsLowercased(name, b) { found.1 = true }
                         }
                         start = lineEnd + 1
                     }
@@ -97,12 +97,6 @@ public struct HeaderLines: Sendable, Equatable {
             }
         }
         return found
-    }
-
-    private static func name(_ name: UnsafeBufferPointer<UInt8>, equalsLowercased lower: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard name.count == lower.count else { return false }
-        for i in 0..<name.count where asciiLower(name[i]) != lower[i] { return false }
-        return true
     }
 
     /// The lines whose field names (lowercased) are not in `names`.

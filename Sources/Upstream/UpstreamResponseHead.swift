@@ -54,16 +54,16 @@ public struct UpstreamResponseHead: Sendable {
     }
 
     /// Whether field `index` is called `lowercased` (given in lowercase), ignoring ASCII case.
-    public func nameEquals(_ index: Int, _ lowercased: some RandomAccessCollection<UInt8>) -> Bool {
+    public func nameEquals(_ index: Int, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool {
         let range = fields[index].name
         guard range.count == lowercased.count else { return false }
-        return zip(range, lowercased).allSatisfy { asciiLower(storage[$0]) == $1 }
+        return storage.withUnsafeBufferPointer { asciiEqualsLowercased(UnsafeBufferPointer(rebasing: $0[range]), lowercased) }
     }
 
     /// The first value of `name` (ASCII case-insensitive).
     public func first(_ name: String) -> String? {
         let wanted = Array(name.utf8).map(asciiLower)
-        return fields.indices.first { nameEquals($0, wanted) }.map { string(fields[$0].value) }
+        return wanted.withUnsafeBufferPointer { wanted in fields.indices.first { nameEquals($0, wanted) } }.map { string(fields[$0].value) }
     }
 
     /// The first `Content-Length` as a number, when it is one and no `Transfer-Encoding` overrides
@@ -73,8 +73,8 @@ public struct UpstreamResponseHead: Sendable {
         var found: Int?
         for i in fields.indices {
             switch fields[i].name.count {
-            case Self.transferEncodingName.count where nameEquals(i, Self.transferEncodingName): return nil
-            case Self.contentLengthName.count where found == nil && nameEquals(i, Self.contentLengthName): found = i
+            case Self.transferEncodingName.count where nameEquals(i, Self.transferEncodingName.buffer): return nil
+            case Self.contentLengthName.count where found == nil && nameEquals(i, Self.contentLengthName.buffer): found = i
             default: continue
             }
         }

@@ -44,7 +44,9 @@ struct ResponseHeadTests {
     @Test("status lines carry the RFC 9110 reason phrase", arguments: lines)
     func statusLine(_ status: Int, _ reason: String) {
         #expect(HTTPResponseHead.reasonPhrase(status) == reason)
-        #expect(HTTPResponseHead.statusLine(status) == Array("HTTP/1.1 \(status) \(reason)\r\n".utf8))
+        var line: [UInt8] = []
+        HTTPResponseHead.appendStatusLine(status, to: &line)
+        #expect(line == Array("HTTP/1.1 \(status) \(reason)\r\n".utf8))
     }
 
     @Test("every parser refusal has a status line of its own")

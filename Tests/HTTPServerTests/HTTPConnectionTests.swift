@@ -1,5 +1,6 @@
 import EventLoop
 import Glibc
+import HTTP1
 import Testing
 @testable import HTTPServer
 
@@ -312,13 +313,13 @@ struct HTTPConnectionTests {
     }
 }
 
-@Suite("HTTPConnection.appendDecimal")
+@Suite("appendDecimal")
 struct AppendDecimalTests {
     @Test("a Content-Length is written in decimal digits, as String(_:) would",
           arguments: [0, 7, 9, 10, 99, 100, 65_536, 123_456_789, Int.max])
     func digits(value: Int) {
         var bytes = Array("x".utf8)
-        HTTPConnection.appendDecimal(value, into: &bytes)
+        appendDecimal(value, into: &bytes)
         #expect(bytes == Array("x\(value)".utf8))
     }
 }
