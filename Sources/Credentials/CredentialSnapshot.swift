@@ -40,6 +40,22 @@ public final class CredentialSnapshot: Sendable {
         self.status = status ?? AuthStatus(state: accessToken == nil ? .loggedOut : .loggedIn)
     }
 
+    /// The same snapshot as an object of its own, for one event loop: every loop retains its
+    /// snapshot per request, and a shared object would have its count written from every core
+    /// (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    public func privateCopy() -> CredentialSnapshot { CredentialSnapshot(copying: self) }
+
+    private init(copying other: CredentialSnapshot) {
+        generation = other.generation
+        accessTokenValue = other.accessTokenValue
+        idTokenValue = other.idTokenValue
+        accessTokenBytes = other.accessTokenBytes
+        idTokenBytes = other.idTokenBytes
+        status = other.status
+        providerProblem = other.providerProblem
+        obtainedAt = other.obtainedAt
+    }
+
     /// Whether `text` is only visible ASCII (RFC 6750's b64token and every token type are).
     static func isHeaderSafe(_ text: String) -> Bool { text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } }
 

@@ -81,6 +81,8 @@ extension ProxyHandler {
     public func credentialsChanged(_ snapshot: CredentialSnapshot, provider: String? = nil) {
         let slot = slot(provider)
         let previous = slot.snapshot.status
+        // This loop's own object (the same tokens): requests retain it, and no other core does.
+        let snapshot = snapshot.privateCopy()
         slot.snapshot = snapshot
         if uploadsHere, slot.name == analyticsProviderName { analytics?.credentialsChanged(UploadToken(snapshot)) }
         if snapshot.status != previous { broadcastState(slot) }

@@ -25,19 +25,28 @@ public final class ProxyRuntime: Sendable {
     /// The provider a route without `provider` uses (looked up once: every request asks).
     let defaultProviderName: String
 
-    /// Compiles `configuration`.
-    public init(configuration: ProxyConfiguration, mocks: MockFiles = MockFiles()) {
+    /// Compiles `configuration`. `mockModes` and `mocks` are the state every loop shares (a new
+    /// switchboard starts from the configured modes).
+    public init(configuration: ProxyConfiguration, mocks: MockFiles = MockFiles(), mockModes: MockSwitchboard? = nil) {
         self.configuration = configuration
         router = Router(routes: configuration.routes)
         // The key was resolved once at load; a source that stopped resolving refuses everything.
         let key = configuration.apiKey.map { (try? $0.resolve()) ?? "" }
         access = AccessPolicy(allowedHosts: configuration.allowedHosts, apiKey: key)
-        mockModes = MockSwitchboard(routes: configuration.routes)
+        self.mockModes = mockModes ?? MockSwitchboard(routes: configuration.routes)
         healthBody = Array((configuration.profile.map { "{\"status\":\"ok\",\"profile\":\(jsonQuoted($0))}" } ?? "{\"status\":\"ok\"}").utf8)
         self.mocks = mocks
         injectors = router.routes.map(\.injector)
         experiments = ExperimentSet(configuration.experiments)
         defaultProviderName = configuration.defaultProvider?.name ?? NamedProvider.defaultName
+    }
+
+    /// This runtime compiled again for one event loop: its own routes, router and access lists,
+    /// the same mock switches and mock folder state. Each loop retains and releases what it reads
+    /// per request; objects of its own keep those writes off the other cores' cache lines
+    /// (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    public func forLoop() -> ProxyRuntime {
+        ProxyRuntime(configuration: configuration, mocks: mocks, mockModes: mockModes)
     }
 
     /// How `route` uses its mock folder now: the run-time switch, else the global `mock`

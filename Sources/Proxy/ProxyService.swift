@@ -58,6 +58,7 @@ public enum ProxyService {
         var settings = serverConfiguration(configuration)
         settings.maxConnections = min(settings.maxConnections, clientBudget(descriptors: descriptors))
         let server = HTTPServer(configuration: settings)
+        // The control plane's runtime (a reload is compared with it); each loop compiles its own.
         let runtime = ProxyRuntime(configuration: configuration)
         let tokens = TokenWatcher(configuration.providers)
         let lifecycle = OAuthLifecycle(configuration)
@@ -87,7 +88,7 @@ public enum ProxyService {
                        reloads: { reloadCounts.status.withLock { $0 } })
         do {
             let bound = try server.start { loop, index in
-                let handler = ProxyHandler(runtime: runtime, loop: loop, loopIndex: index, hub: hub)
+                let handler = ProxyHandler(runtime: runtime.forLoop(), loop: loop, loopIndex: index, hub: hub)
                 handler.analytics = analytics
                 handler.experimentService = experiments
                 handler.uploadsHere = index == 0
@@ -340,7 +341,8 @@ public enum ProxyService {
             let next = ProxyRuntime(configuration: configuration, mocks: current.mocks)
             for (loop, handler) in zip(server.eventLoops, handlers) {
                 nonisolated(unsafe) let handler = handler
-                loop.execute { handler.runtime = next }
+                let compiled = next.forLoop()
+                loop.execute { handler.runtime = compiled }
             }
             let old = current.configuration
             if old.listen != configuration.listen || old.workers != configuration.workers || old.limits != configuration.limits

@@ -25,7 +25,7 @@ struct GuardedRequest {
 /// One local-security check (README "Local security and operations"): passes, or names the
 /// error the request is refused with. `ProxyHandler.handle` evaluates the ordered list of the
 /// request's `RequestScope` in one place, before anything is answered or forwarded.
-enum RequestGuard: Equatable, CaseIterable {
+enum RequestGuard: Int, CaseIterable {
     /// TRACE/TRACK, or a method-override field naming them: a TRACE echo would hand the
     /// injected credentials back to the caller; an upstream may treat `trace` like TRACE.
     case noTrace
@@ -94,7 +94,7 @@ enum RequestGuard: Equatable, CaseIterable {
     }
 
     /// The first guard of `guards` that refuses `request`, in order.
-    static func firstRefusal(_ guards: [RequestGuard], _ request: GuardedRequest) -> (RequestGuard, ProxyError)? {
+    static func firstRefusal(_ guards: GuardList, _ request: GuardedRequest) -> (RequestGuard, ProxyError)? {
         for check in guards {
             if let error = check.refusal(request) { return (check, error) }
         }
@@ -102,13 +102,53 @@ enum RequestGuard: Equatable, CaseIterable {
     }
 
     /// Probes (container and kubelet) carry no key and name the pod IP as Host: only TRACE is refused.
-    static let probe: [RequestGuard] = [.noTrace]
+    static let probe: GuardList = [.noTrace]
     /// Every other request: uncredentialed routes and paths no route matches.
-    static let any: [RequestGuard] = [.noTrace, .noUserinfo, .hostsAgree, .hostAllowed, .proxyKey]
+    static let any: GuardList = [.noTrace, .noUserinfo, .hostsAgree, .hostAllowed, .proxyKey]
     /// `/_platform/`: a browser page on another site must not drive the control endpoints.
-    static let platform: [RequestGuard] = any + [.originAllowed, .sameSiteOrNavigation]
+    static let platform: GuardList = any + [.originAllowed, .sameSiteOrNavigation]
     /// Routes that inject credentials.
-    static let credentialedRoute: [RequestGuard] = any + [.originAllowed, .sameSite, .hostPresent]
+    static let credentialedRoute: GuardList = any + [.originAllowed, .sameSite, .hostPresent]
+}
+
+/// An ordered list of guards, held as one bit per guard. Every list runs its guards in the order
+/// they are declared in `RequestGuard` (a list written in another order stops the process when
+/// it is made), so the bits say the whole list; and a value with no array behind it is not
+/// retained per request by every loop (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+struct GuardList: Sequence, Equatable, ExpressibleByArrayLiteral {
+    private var bits: UInt32 = 0
+
+    init(arrayLiteral guards: RequestGuard...) {
+        for check in guards { append(check) }
+    }
+
+    /// Adds `check` at the end: it must come after every guard already in the list.
+    private mutating func append(_ check: RequestGuard) {
+        precondition(bits >> check.rawValue == 0, "guard lists run in RequestGuard's declaration order, each guard once")
+        bits |= 1 << check.rawValue
+    }
+
+    /// `lhs`'s guards, then `rhs`'s.
+    static func + (lhs: GuardList, rhs: GuardList) -> GuardList {
+        var list = lhs
+        for check in rhs { list.append(check) }
+        return list
+    }
+
+    func contains(_ check: RequestGuard) -> Bool { bits & (1 << check.rawValue) != 0 }
+
+    struct Iterator: IteratorProtocol {
+        var rest: UInt32
+
+        mutating func next() -> RequestGuard? {
+            guard rest != 0 else { return nil }
+            let position = rest.trailingZeroBitCount
+            rest &= rest - 1
+            return RequestGuard(rawValue: position)
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(rest: bits) }
 }
 
 /// What a request is for, decided from its path before the guards: it chooses their list.
@@ -154,7 +194,7 @@ enum RequestScope {
     }
 
     /// The ordered guards of this scope.
-    var guards: [RequestGuard] {
+    var guards: GuardList {
         switch self {
         case .probe: RequestGuard.probe
         case .platform: RequestGuard.platform

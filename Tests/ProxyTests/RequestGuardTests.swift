@@ -25,10 +25,20 @@ private let routes = [
 struct RequestGuardTests {
     @Test("the guard lists keep their order: every request, then the scope's own")
     func order() {
-        #expect(RequestGuard.probe == [.noTrace])
-        #expect(RequestGuard.any == [.noTrace, .noUserinfo, .hostsAgree, .hostAllowed, .proxyKey])
-        #expect(RequestGuard.platform == RequestGuard.any + [.originAllowed, .sameSiteOrNavigation])
-        #expect(RequestGuard.credentialedRoute == RequestGuard.any + [.originAllowed, .sameSite, .hostPresent])
+        let every: [RequestGuard] = [.noTrace, .noUserinfo, .hostsAgree, .hostAllowed, .proxyKey]
+        #expect(Array(RequestGuard.probe) == [.noTrace])
+        #expect(Array(RequestGuard.any) == every)
+        #expect(Array(RequestGuard.platform) == every + [.originAllowed, .sameSiteOrNavigation])
+        #expect(Array(RequestGuard.credentialedRoute) == every + [.originAllowed, .sameSite, .hostPresent])
+    }
+
+    @Test("a guard list runs its guards in declaration order, each once, and knows which it holds")
+    func guardListIsOrdered() {
+        let list: GuardList = [.noUserinfo, .proxyKey] + [.sameSite, .hostPresent]
+        #expect(Array(list) == [.noUserinfo, .proxyKey, .sameSite, .hostPresent])
+        #expect(list.contains(.proxyKey) && !list.contains(.noTrace) && !list.contains(.sameSiteOrNavigation))
+        #expect(Array(GuardList()) == [])
+        #expect(Array(GuardList(arrayLiteral: RequestGuard.allCases.last!)) == [RequestGuard.allCases.last!])
     }
 
     @Test("each guard refuses with its own status and code, and passes a clean request",
