@@ -34,6 +34,16 @@ package struct UTF8Writer {
     }
 }
 
+extension UTF8Writer {
+    /// Appends bytes the caller vouches are UTF-8 (a slice of another string's UTF-8).
+    @inlinable
+    package mutating func put(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        precondition(bytes.count <= buffer.count - count, "UTF8Writer: capacity exceeded")
+        if let from = bytes.baseAddress, let to = buffer.baseAddress { (to + count).update(from: from, count: bytes.count) }
+        count += bytes.count
+    }
+}
+
 extension String {
     /// A string of at most `capacity` UTF-8 bytes written part by part by `body`.
     @inlinable

@@ -122,7 +122,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         var length: Int?
         if case .length(let n) = exchange.head.framing { length = n }
         if let body, body.ended { length = body.totalBytes }
-        exchange.info?.upstreamURL = url
+        info.upstreamURL = url
         var request = UpstreamRequest(method: method, url: url.description, headers: lines, hasBody: body != nil,
                                       bodyLength: length, timeout: route.config.timeoutSeconds)
         request.extraHeaders = credentials

@@ -318,16 +318,17 @@ public final class ProxyHandler: HTTPHandler {
         var status = result.status
         if status == 0, case .clientClosed = result.ending { status = 499 }
         var level = level
-        if exchange.info?.route == Probe.route {
+        let info = exchange.info
+        // A routed request has its route's counters; only the others are told apart by name.
+        if let counters = info?.counters {
+            counters.request(status: status, seconds: seconds)
+        } else if info?.route == Probe.route {
             // Probes and scrapes arrive every few seconds for the life of the process: not traffic.
             if level == .info { level = .debug }
-        } else if let counters = exchange.info?.counters {
-            counters.request(status: status, seconds: seconds)
         } else {
-            metrics.request(route: exchange.info?.route ?? "_unrouted", status: status, seconds: seconds)
+            metrics.request(route: info?.route ?? "_unrouted", status: status, seconds: seconds)
         }
         guard Log.enabled(level), level > .info || runtime.configuration.accessLog else { return }
-        let info = exchange.info
         var fields: [(String, LogValue)] = [
             ("requestID", .string(info?.requestID ?? "")),
             ("method", .string(exchange.head.method)),

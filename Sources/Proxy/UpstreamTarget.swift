@@ -6,10 +6,14 @@ enum UpstreamTarget {
     static func url(_ upstream: UpstreamURL, rest: Substring, query: Substring?) -> UpstreamURL {
         var path = upstream.path
         if !rest.isEmpty {
-            let base = path.utf8.last == UInt8(ascii: "/") ? path.utf8.dropLast() : path.utf8[...]
-            path = String.build(capacity: base.count + rest.utf8.count) {
-                $0.put(Substring(base))
-                $0.put(rest)
+            // The route's path without its trailing "/", then the rest (which begins with one);
+            // on the bytes, as String's own `last` and `dropLast` walk Unicode indexes.
+            path = path.withUTF8 { base in
+                let kept = base.last == UInt8(ascii: "/") ? base.count - 1 : base.count
+                return String.build(capacity: kept + rest.utf8.count) {
+                    $0.put(utf8: UnsafeBufferPointer(rebasing: base[..<kept]))
+                    $0.put(rest)
+                }
             }
         }
         let joined: String?

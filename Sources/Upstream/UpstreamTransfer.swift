@@ -118,7 +118,8 @@ public final class UpstreamTransfer {
         // https: wait for a connection being set up to say whether it multiplexes (h2 by ALPN)
         // rather than opening one per concurrent request: 64 requests then share one connection
         // instead of 33+. Plain http is HTTP/1.1 here, where there is nothing to wait for.
-        handle.setPipeWait(request.url.hasPrefix("https:"))
+        var url = request.url
+        handle.setPipeWait(url.withUTF8 { $0.count > 6 && memcmp($0.baseAddress!, "https:", 6) == 0 })
         handle.setTimeout(request.timeout)
         handle.errorBuffer[0] = 0
 
