@@ -13,6 +13,10 @@ extension ConfigDecoder {
         "proxy-connection", "te", "trailer", "upgrade", "expect",
     ]
 
+    /// The labels the proxy counts and logs its own requests under (probes, `/_platform`
+    /// endpoints, requests no route matched): a route of that name would be mixed up with them.
+    static let reservedRouteNames: Set<String> = ["_probe", "_platform", "_unrouted"]
+
     /// The valid routes with their JSON paths; names and paths must be unique.
     func routes(_ value: JSONValue, at path: String) -> [(route: RouteConfiguration, path: String)]? {
         guard let items = array(value, at: path) else { return nil }
@@ -75,6 +79,9 @@ extension ConfigDecoder {
                 || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") || b == UInt8(ascii: ".")
         }
         guard allowed else { return failure(path, "may contain only letters, digits, '.', '_' and '-'") }
+        guard !Self.reservedRouteNames.contains(name) else {
+            return failure(path, "\"\(name)\" is reserved: the proxy's own requests are counted and logged under it")
+        }
         return name
     }
 

@@ -14,6 +14,17 @@ struct AccessPolicy: Sendable {
         self.apiKey = apiKey.map { Array($0.utf8) }
     }
 
+    private init(allowedHosts: [String], keyBytes apiKey: [UInt8]?) {
+        self.allowedHosts = allowedHosts
+        self.apiKey = apiKey
+    }
+
+    /// The same policy with its own copy of every list and string, for one event loop
+    /// (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    func privateCopy() -> AccessPolicy {
+        AccessPolicy(allowedHosts: allowedHosts.map { String(decoding: Array($0.utf8), as: UTF8.self) }, keyBytes: apiKey.map { Array($0) })
+    }
+
     /// Whether a Host value (or an absolute-form authority) names an allowed host; the port is ignored.
     func hostAllowed(_ host: Substring) -> Bool { HostName.isAllowed(host, allowedHosts) }
 

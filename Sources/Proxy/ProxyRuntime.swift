@@ -25,15 +25,20 @@ public final class ProxyRuntime: Sendable {
     /// The provider a route without `provider` uses (looked up once: every request asks).
     let defaultProviderName: String
 
-    /// Compiles `configuration`. `mockModes` and `mocks` are the state every loop shares (a new
-    /// switchboard starts from the configured modes).
-    public init(configuration: ProxyConfiguration, mocks: MockFiles = MockFiles(), mockModes: MockSwitchboard? = nil) {
-        self.configuration = configuration
-        router = Router(routes: configuration.routes)
+    /// Compiles `configuration`, resolving its `apiKey` source (a file is read here).
+    public convenience init(configuration: ProxyConfiguration, mocks: MockFiles = MockFiles()) {
         // The key was resolved once at load; a source that stopped resolving refuses everything.
         let key = configuration.apiKey.map { (try? $0.resolve()) ?? "" }
-        access = AccessPolicy(allowedHosts: configuration.allowedHosts, apiKey: key)
-        self.mockModes = mockModes ?? MockSwitchboard(routes: configuration.routes)
+        self.init(configuration: configuration, mocks: mocks, mockModes: MockSwitchboard(routes: configuration.routes),
+                  access: AccessPolicy(allowedHosts: configuration.allowedHosts, apiKey: key))
+    }
+
+    /// `mockModes` and `mocks` are the state every loop shares; `access` holds the key as resolved.
+    private init(configuration: ProxyConfiguration, mocks: MockFiles, mockModes: MockSwitchboard, access: AccessPolicy) {
+        self.configuration = configuration
+        router = Router(routes: configuration.routes)
+        self.access = access
+        self.mockModes = mockModes
         healthBody = Array((configuration.profile.map { "{\"status\":\"ok\",\"profile\":\(jsonQuoted($0))}" } ?? "{\"status\":\"ok\"}").utf8)
         self.mocks = mocks
         injectors = router.routes.map(\.injector)
@@ -42,11 +47,12 @@ public final class ProxyRuntime: Sendable {
     }
 
     /// This runtime compiled again for one event loop: its own routes, router and access lists,
-    /// the same mock switches and mock folder state. Each loop retains and releases what it reads
-    /// per request; objects of its own keep those writes off the other cores' cache lines
-    /// (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    /// the same mock switches and mock folder state, and the `apiKey` as this runtime resolved it
+    /// (never read again: every loop must accept the same key, even if its file changed since).
+    /// Each loop retains and releases what it reads per request; objects of its own keep those
+    /// writes off the other cores' cache lines (docs/ARCHITECTURE.md §13, "Nothing shared is written").
     public func forLoop() -> ProxyRuntime {
-        ProxyRuntime(configuration: configuration, mocks: mocks, mockModes: mockModes)
+        ProxyRuntime(configuration: configuration, mocks: mocks, mockModes: mockModes, access: access.privateCopy())
     }
 
     /// How `route` uses its mock folder now: the run-time switch, else the global `mock`
