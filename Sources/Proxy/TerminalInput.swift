@@ -19,7 +19,7 @@ enum TerminalInput {
         _ = tcsetattr(0, TCSANOW, &quiet)
         // Ctrl-C (or a kill) at the prompt must not leave the terminal without echo: the
         // handler puts the saved settings back, then lets the signal do what it would have.
-        echoRestore = saved
+        echoRestore.pointee = saved
         let previous = interrupting.map { ($0, signal($0, restoreEchoAndRaise)) }
         defer {
             _ = tcsetattr(0, TCSANOW, &saved)
@@ -32,12 +32,19 @@ enum TerminalInput {
     private static let interrupting = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
 }
 
-/// The terminal settings to restore from a signal handler (which can capture nothing).
-nonisolated(unsafe) private var echoRestore = termios()
+/// The terminal settings to restore from a signal handler (which can capture nothing). Kept in
+/// memory of the C struct's own size: a Swift global of an imported C struct was sized 57 bytes
+/// by AddressSanitizer, short of the 60 `tcgetattr` fills, and the copy into it was reported as
+/// an overflow.
+nonisolated(unsafe) private let echoRestore: UnsafeMutablePointer<termios> = {
+    let settings = UnsafeMutablePointer<termios>.allocate(capacity: 1)
+    settings.initialize(to: termios())
+    return settings
+}()
 
 /// Restores echo (tcsetattr is async-signal-safe), then re-raises with the default action.
 private func restoreEchoAndRaise(_ number: Int32) {
-    _ = tcsetattr(0, TCSANOW, &echoRestore)
+    _ = tcsetattr(0, TCSANOW, echoRestore)
     signal(number, SIG_DFL)
     raise(number)
 }
