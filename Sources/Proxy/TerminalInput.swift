@@ -33,9 +33,9 @@ enum TerminalInput {
 }
 
 /// The terminal settings to restore from a signal handler (which can capture nothing). Kept in
-/// memory of the C struct's own size: a Swift global of an imported C struct was sized 57 bytes
-/// by AddressSanitizer, short of the 60 `tcgetattr` fills, and the copy into it was reported as
-/// an overflow.
+/// memory of the C struct's own size: a Swift global of this imported C struct was emitted 57
+/// bytes long (its symbol in the release binary too), short of the 60 bytes of `termios`, and
+/// each copy into it wrote 3 bytes past it (AddressSanitizer's global-buffer-overflow).
 nonisolated(unsafe) private let echoRestore: UnsafeMutablePointer<termios> = {
     let settings = UnsafeMutablePointer<termios>.allocate(capacity: 1)
     settings.initialize(to: termios())
