@@ -160,7 +160,9 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             framing = .streamed
         }
         recorder?.responseStarted(status: head.status)
-        masker = echoMasker
+        // Moved, not copied (a copy retains each of its arrays): once a response is relayed, no
+        // later hop needs it.
+        masker = echoMasker.take()
         exchange.startResponse(status: head.status, framing: framing) { bytes in
             HeaderPolicy.appendResponseFields(head, requestID: requestID, to: &bytes, masker: &masker)
         }
