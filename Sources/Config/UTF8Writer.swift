@@ -11,20 +11,20 @@ package struct UTF8Writer {
     @inlinable
     package init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
 
+    /// Appends bytes the caller vouches are UTF-8 (a string's, or a slice of them at scalar
+    /// boundaries); traps if the capacity given to `String.build` is exceeded.
+    @inlinable
+    package mutating func put(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        precondition(bytes.count <= buffer.count - count, "UTF8Writer: capacity exceeded")
+        if let from = bytes.baseAddress, let to = buffer.baseAddress { (to + count).update(from: from, count: bytes.count) }
+        count += bytes.count
+    }
+
     /// Appends `text`'s UTF-8; traps if the capacity given to `String.build` is exceeded.
     @inlinable
     package mutating func put<Text: StringProtocol>(_ text: Text) {
-        let start = count
-        let copied = text.utf8.withContiguousStorageIfAvailable { source -> Int in
-            precondition(source.count <= buffer.count - start, "UTF8Writer: capacity exceeded")
-            if let from = source.baseAddress, let to = buffer.baseAddress {
-                (to + start).update(from: from, count: source.count)
-            }
-            return source.count
-        }
-        if let copied {
-            count += copied
-        } else {
+        let copied: Void? = text.utf8.withContiguousStorageIfAvailable { put(utf8: $0) }
+        if copied == nil {
             for byte in text.utf8 {
                 precondition(count < buffer.count, "UTF8Writer: capacity exceeded")
                 buffer[count] = byte
@@ -34,17 +34,11 @@ package struct UTF8Writer {
     }
 }
 
-extension UTF8Writer {
-    /// Appends bytes the caller vouches are UTF-8 (a slice of another string's UTF-8).
-    @inlinable
-    package mutating func put(utf8 bytes: UnsafeBufferPointer<UInt8>) {
-        precondition(bytes.count <= buffer.count - count, "UTF8Writer: capacity exceeded")
-        if let from = bytes.baseAddress, let to = buffer.baseAddress { (to + count).update(from: from, count: bytes.count) }
-        count += bytes.count
-    }
-}
-
 extension String {
+    /// The same text in storage of its own: an event loop's copy, so the reference counts its
+    /// requests write are not another loop's (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    public func privateCopy() -> String { String(decoding: Array(utf8), as: UTF8.self) }
+
     /// A string of at most `capacity` UTF-8 bytes written part by part by `body`.
     @inlinable
     package static func build(capacity: Int, _ body: (inout UTF8Writer) -> Void) -> String {

@@ -46,8 +46,8 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
     /// route's URL, so the reference counts its requests write are not the ones another loop's
     /// requests write (docs/ARCHITECTURE.md §13, "Nothing shared is written").
     public func privateCopy() -> UpstreamURL {
-        func fresh(_ text: String) -> String { String(decoding: Array(text.utf8), as: UTF8.self) }
-        return UpstreamURL(scheme: fresh(scheme), host: fresh(host), port: port, path: fresh(path), query: query.map(fresh))
+        UpstreamURL(scheme: scheme.privateCopy(), host: host.privateCopy(), port: port, path: path.privateCopy(),
+                    query: query?.privateCopy())
     }
 
     public static func == (a: UpstreamURL, b: UpstreamURL) -> Bool {

@@ -22,8 +22,7 @@ struct AccessPolicy: Sendable {
     /// The same policy with its own copy of every list and string, for one event loop
     /// (docs/ARCHITECTURE.md §13, "Nothing shared is written").
     func privateCopy() -> AccessPolicy {
-        AccessPolicy(allowedHosts: allowedHosts.map { String(decoding: Array($0.utf8), as: UTF8.self) },
-                     keyBytes: apiKey.map { Array($0) })
+        AccessPolicy(allowedHosts: allowedHosts.map { $0.privateCopy() }, keyBytes: apiKey.map { Array($0) })
     }
 
     /// Whether a Host value (or an absolute-form authority) names an allowed host; the port is ignored.

@@ -135,8 +135,6 @@ struct GuardList: Sequence, Equatable, ExpressibleByArrayLiteral {
         return list
     }
 
-    func contains(_ check: RequestGuard) -> Bool { bits & (1 << check.rawValue) != 0 }
-
     struct Iterator: IteratorProtocol {
         var rest: UInt32
 
