@@ -4,13 +4,16 @@ import PackageDescription
 // Zero SwiftPM package dependencies: system C libraries only (design card).
 // Release builds drop the run-time exclusivity checks (docs/ARCHITECTURE.md §13): they cost ~6 % of
 // a forwarded request's instructions (bench/cost-profile.sh); debug builds, and so every test, keep them.
+// They also optimise across modules (the request path crosses HTTP1, HTTPServer, Upstream and Proxy):
+// 1.6 % fewer of our instructions per forwarded request (callgrind, 26.47k -> 26.04k).
 // No module imports _StringProcessing (its code and its regex parser's are 1.1 MiB of text; Config's
 // TextSearch does the substring searches), and release code has a section per function for the
 // release link's order below.
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .unsafeFlags(["-Xfrontend", "-disable-implicit-string-processing-module-import"]),
-    .unsafeFlags(["-enforce-exclusivity=unchecked", "-Xfrontend", "-function-sections"], .when(configuration: .release)),
+    .unsafeFlags(["-enforce-exclusivity=unchecked", "-cross-module-optimization", "-Xfrontend", "-function-sections"],
+                 .when(configuration: .release)),
 ]
 
 // The release link (docs/ARCHITECTURE.md §13, "The release binary"): lld packs the ~28,000
