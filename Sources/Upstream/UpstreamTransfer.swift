@@ -36,7 +36,10 @@ public final class UpstreamTransfer {
     private var phase = Phase.awaitingHead
     private var uploadPaused = false
     private var downloadPaused = false
-    private var headTimer: TimerID?
+    /// When the response head is due (nil: not awaited, or not yet: a body is still going up).
+    /// No loop timer per transfer: the client sweeps its transfers at the earliest deadline
+    /// (`UpstreamClient.sweepHeadDeadlines`).
+    private(set) var headDeadline: NanoTime?
     /// Index in the client's in-flight list, -1 when not in it (`UpstreamClient.release`).
     var activeIndex = -1
     /// The request as sent.
@@ -60,21 +63,16 @@ public final class UpstreamTransfer {
     }
 
     private func startHeadTimer() {
-        guard headTimer == nil, phase == .awaitingHead else { return }
-        // The handle's action reaches this transfer; `finish` (which every transfer reaches)
-        // cancels the timer.
-        headTimer = client.loop.schedule(at: client.loop.now.adding(seconds: request.timeout), handle.headTimerAction)
+        guard headDeadline == nil, phase == .awaitingHead else { return }
+        let deadline = client.loop.now.adding(seconds: request.timeout)
+        headDeadline = deadline
+        client.headAwaited(until: deadline)
     }
 
-    /// Stops waiting for the response head (the client is going away).
-    func cancelHeadTimer() {
-        if let headTimer { client.loop.cancel(headTimer) }
-        headTimer = nil
-    }
-
-    func headTimerFired() {
-        headTimer = nil
-        guard phase == .awaitingHead else { return }
+    /// The client's sweep found the head overdue.
+    func headDeadlinePassed() {
+        guard headDeadline != nil, phase == .awaitingHead else { return }
+        headDeadline = nil
         finish(.timeout("no response head within \(request.timeout) s of the request's last byte"))
     }
 
@@ -154,8 +152,7 @@ public final class UpstreamTransfer {
         if head.read(line: UnsafeRawBufferPointer(start: data, count: length)) == .end, head.status >= 200,
            phase == .awaitingHead {
             phase = .receivingBody
-            if let headTimer { client.loop.cancel(headTimer) }
-            headTimer = nil
+            headDeadline = nil
             delegate?.transfer(self, receivedHead: head)
         }
         return length
@@ -196,9 +193,8 @@ public final class UpstreamTransfer {
         guard phase != .finished else { return }
         var headDelivered = phase == .receivingBody
         phase = .finished
-        if let headTimer { client.loop.cancel(headTimer) }
+        headDeadline = nil
         body?.onData = nil
-        headTimer = nil
         client.release(self)
         let delegate = self.delegate
         self.delegate = nil

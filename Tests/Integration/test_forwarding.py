@@ -714,6 +714,42 @@ def test_upstream_stall_gives_504_upstream_timeout_at_the_route_timeout(fwd):
     assert 0.9 <= elapsed <= 3.0, f"504 after {elapsed:.2f}s with timeoutSeconds 1"
 
 
+def test_overlapping_head_timeouts_each_fire_at_their_own_route_timeout(start_proxy, main_upstream, tokens):
+    """One sweep timer serves every transfer's head deadline: a later request with an earlier
+    deadline (a 1.5 s route after a 10 s one) must move it earlier, and each overdue head must
+    be found in its own time. 1.5 s, because libcurl's low-speed check (whole seconds, rounded
+    up) would end the stall at 2 s on its own."""
+    base = main_upstream.url("/base/")
+    routes = [{"name": "long", "path": "/long/", "upstream": base, "credential": "access_token", "timeoutSeconds": 10},
+              {"name": "brief", "path": "/brief/", "upstream": base, "credential": "access_token",
+               "timeoutSeconds": 1.5}]
+    proxy = start_proxy(config=base_config(None, provider=static_provider(tokens), routes=routes), name="sweep")
+    results: dict[str, tuple[float, object]] = {}
+
+    def fetch(name: str, path: str) -> None:
+        start = time.monotonic()
+        r = proxy.get(path, timeout=15)
+        results[name] = (time.monotonic() - start, r)
+
+    threads = [threading.Thread(target=fetch, args=("long", "/long/stall?seconds=3"))]
+    threads[0].start()
+    time.sleep(0.3)
+    for name in ("first", "second"):
+        t = threading.Thread(target=fetch, args=(name, "/brief/stall?seconds=6"))
+        t.start()
+        threads.append(t)
+        time.sleep(0.6)
+    for t in threads:
+        t.join(20)
+    for name in ("first", "second"):
+        elapsed, r = results[name]
+        assert_error_json(r, 504, "upstream_timeout")
+        assert 1.4 <= elapsed <= 1.85, f"{name}: 504 after {elapsed:.2f}s with timeoutSeconds 1.5"
+    elapsed, r = results["long"]
+    assert r.status == 200, f"the 10 s route's stall of 3 s was cut: {r}"
+    assert elapsed >= 2.9, f"long: {elapsed:.2f}s"
+
+
 # --------------------------------------------------------------------------- upstream connection reuse
 
 
