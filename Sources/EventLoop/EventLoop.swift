@@ -28,6 +28,10 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private var afterIteration: [Task] = []
+    /// Tasks due at once (`runDue`), and the batch of them being run (swapped, like the
+    /// after-events tasks, so neither array is reallocated).
+    private var dueNow: [Task] = []
+    private var runningDue: [Task] = []
     /// The batch of after-events tasks being run; swapped with `afterIteration` so neither array
     /// is reallocated per iteration (tasks a task adds go to the next batch).
     private var runningTasks: [Task] = []
@@ -136,6 +140,14 @@ public final class EventLoop: @unchecked Sendable {
         wakeup()
     }
 
+    /// Runs `task` where a timer due now would run: after this batch's events, before its timers;
+    /// asked while those run, at the next iteration, which then does not wait. A zero timeout
+    /// without a timer heap insert and removal (libcurl asks for one per transfer). Loop thread only.
+    public func runDue(_ task: @escaping () -> Void) {
+        assertInLoop()
+        dueNow.append(Task(run: task))
+    }
+
     /// Runs `task` at the end of the current iteration, after all events were handled (loop thread only).
     public func afterEvents(_ task: @escaping () -> Void) {
         assertInLoop()
@@ -178,7 +190,9 @@ public final class EventLoop: @unchecked Sendable {
     private func iterate(timeoutMilliseconds: CInt) {
         iterations &+= 1
         var timeout: Int64 = timeoutMilliseconds < 0 ? -1 : Int64(timeoutMilliseconds) * 1_000_000
-        if let next = timers.earliest() {
+        if !dueNow.isEmpty {
+            timeout = 0
+        } else if let next = timers.earliest() {
             let untilNext = max(0, next.nanoseconds - NanoTime.now().nanoseconds)
             timeout = timeout < 0 ? untilNext : min(timeout, untilNext)
         }
@@ -192,6 +206,11 @@ public final class EventLoop: @unchecked Sendable {
         now = NanoTime.now()
         eventsInBatch = count
         for i in 0..<count { dispatch(selector.event(at: i)) }
+        if !dueNow.isEmpty {
+            swap(&dueNow, &runningDue)
+            for i in runningDue.indices { runningDue[i].run() }
+            runningDue.removeAll(keepingCapacity: true)
+        }
         runTimers()
         while !afterIteration.isEmpty {
             swap(&afterIteration, &runningTasks)

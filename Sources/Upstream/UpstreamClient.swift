@@ -17,6 +17,9 @@ public final class UpstreamClient {
     /// (a timer per transfer cost a heap insert and removal per request: ~4 % of our instructions).
     private var headSweep: TimerID?
     private var headSweepDeadline: NanoTime?
+    /// curl asked to be called at once, and that call is queued (`EventLoop.runDue`).
+    private var kickQueued = false
+    private let kick = Kick()
     /// When curl last asked to be called (nil: it asked for no timeout).
     private var curlDeadline: NanoTime?
     /// curl's sockets by descriptor: an array, not a dictionary, since curl reports sockets
@@ -40,6 +43,7 @@ public final class UpstreamClient {
         Self.globalInit()
         self.loop = loop
         multi = curl_multi_init()
+        kick.client = self
         let me = Unmanaged.passUnretained(self).toOpaque()
         cc_multi_socket_function(multi, { _, fd, what, userp, _ in
             Unmanaged<UpstreamClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef { $0.socketChanged(fd, what) }
@@ -58,6 +62,8 @@ public final class UpstreamClient {
     deinit {
         // The sweep's action is unretained: it must not outlive the client.
         if let headSweep { loop.cancel(headSweep) }
+        // A queued call at once finds no client.
+        kick.client = nil
         reaper?.detach(from: multi)
         curl_multi_cleanup(multi)
         // `timeoutAction` does not retain the client: its timer (armed last, perhaps by the
@@ -184,14 +190,45 @@ public final class UpstreamClient {
     /// curl re-arms its timeout more than once per transfer, mostly to later deadlines. The loop
     /// timer is moved only when the new deadline is earlier; one that fires early re-arms itself
     /// for what curl asked last (the way `HTTPConnection` keeps its one timer).
+    /// At once (0, once per transfer: after `curl_multi_add_handle`) is a queued call, not a
+    /// timer: the timer armed for a later deadline stays as it is.
     private func timerChanged(_ milliseconds: Int) {
         guard milliseconds >= 0 else {
             curlDeadline = nil
             return
         }
+        if milliseconds == 0 {
+            curlDeadline = loop.now
+            if !kickQueued {
+                kickQueued = true
+                loop.runDue(kickAction)
+            }
+            return
+        }
         let deadline = loop.now.adding(seconds: Double(milliseconds) / 1000)
         curlDeadline = deadline
         arm(deadline)
+    }
+
+    /// What `runDue` holds while a call at once is queued: the client, unretained, until it goes.
+    private final class Kick {
+        unowned(unsafe) var client: UpstreamClient?
+    }
+
+    /// Made once, so queueing it allocates nothing.
+    private lazy var kickAction: () -> Void = { [kick] in kick.client?.kicked() }
+
+    private func kicked() {
+        kickQueued = false
+        curlTimeoutDue()
+    }
+
+    /// curl's timeout, if it asked for one, is due: call it, or wait on if it moved later.
+    private func curlTimeoutDue() {
+        guard let due = curlDeadline else { return }
+        if due > loop.now { return arm(due) }
+        curlDeadline = nil
+        socketAction(fd: CC_SOCKET_TIMEOUT, events: 0)
     }
 
     private func arm(_ deadline: NanoTime) {
@@ -241,10 +278,7 @@ public final class UpstreamClient {
     private lazy var timeoutAction: () -> Void = { [unowned(unsafe) self] in
         self.timer = nil
         self.timerDeadline = nil
-        guard let due = self.curlDeadline else { return }
-        if due > self.loop.now { return self.arm(due) }
-        self.curlDeadline = nil
-        self.socketAction(fd: CC_SOCKET_TIMEOUT, events: 0)
+        self.curlTimeoutDue()
     }
 
     // MARK: driving

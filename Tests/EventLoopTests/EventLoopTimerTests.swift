@@ -44,6 +44,28 @@ struct EventLoopTimerTests {
         #expect(elapsed < 0.5)
     }
 
+    @Test("a task due now runs before the timers of its turn, and one queued while tasks run comes next turn without a wait")
+    func dueTasksRunBeforeTimersAndNeverWait() throws {
+        let loop = try EventLoop(name: "test")
+        var order: [String] = []
+        loop.schedule(at: loop.now) { order.append("timer") }
+        loop.runDue {
+            order.append("due")
+            loop.runDue { order.append("due from due") }
+        }
+        loop.afterEvents {
+            order.append("after")
+            loop.runDue { order.append("due from after") }
+        }
+        let started = NanoTime.now()
+        loop.runOnce(timeoutMilliseconds: 5000)
+        #expect(order == ["due", "timer", "after"])
+        loop.runOnce(timeoutMilliseconds: 5000)
+        #expect(order == ["due", "timer", "after", "due from due", "due from after"])
+        // Neither turn waited for its 5 s: a queued task ends the wait at once, as a due timer does.
+        #expect(NanoTime.now().nanoseconds - started.nanoseconds < 1_000_000_000)
+    }
+
     @Test("timers fire at their deadline and the loop sleeps until then, with epoll_pwait2 and with the millisecond fallback",
           .serialized, arguments: [true, false])
     func timersFireOnTimeWithEitherWait(precise: Bool) throws {
