@@ -170,15 +170,4 @@ public func asciiEqualsLowercased(_ name: UnsafeBufferPointer<UInt8>, _ lowercas
 
 /// Appends `value` (≥ 0; a negative one is written as 0) in decimal digits: no String per
 /// response for a length or a status.
-public func appendDecimal(_ value: Int, into bytes: inout [UInt8]) {
-    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for any Int's 19 digits
-    withUnsafeMutableBytes(of: &digits) { buffer in
-        var rest = UInt(max(0, value)), start = buffer.count
-        repeat {
-            start -= 1
-            buffer[start] = UInt8(ascii: "0") + UInt8(rest % 10)
-            rest /= 10
-        } while rest > 0
-        bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[start...]))
-    }
-}
+public func appendDecimal(_ value: Int, into bytes: inout [UInt8]) { bytes.writeDecimal(value) }

@@ -28,17 +28,16 @@ public struct HTTPResponseHead: Sendable {
 
     /// Appends `HTTP/1.1 <status> <reason>\r\n`: the digits and a literal reason phrase, so no
     /// table is looked up and no shared array is retained per response.
-    public static func appendStatusLine(_ status: Int, to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: versionPrefix)
-        if status >= 0 { appendDecimal(status, into: &bytes) } else { bytes.append(contentsOf: String(status).utf8) }
-        bytes.append(.space)
-        var reason = reasonPhrase(status)
-        reason.withUTF8 { bytes.append(contentsOf: $0) }
-        bytes.append(.cr)
-        bytes.append(.lf)
+    @inlinable
+    public static func appendStatusLine<Sink: ByteSink>(_ status: Int, to bytes: inout Sink) {
+        bytes.write(versionPrefix)
+        if status >= 0 { bytes.writeDecimal(status) } else { bytes.write(String(status)) }
+        bytes.write(byte: UInt8(ascii: " "))
+        bytes.write(reasonPhrase(status))
+        bytes.write(HTTPFieldSyntax.crlf)
     }
 
-    private static let versionPrefix = StaticBytes("HTTP/1.1 ")
+    @usableFromInline static let versionPrefix = StaticBytes("HTTP/1.1 ")
 
     /// The RFC 9110 reason phrase, or "Unknown".
     public static func reasonPhrase(_ status: Int) -> String {

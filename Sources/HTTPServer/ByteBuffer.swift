@@ -63,6 +63,11 @@ final class ByteBuffer {
 
     func append(_ bytes: [UInt8]) { bytes.withUnsafeBytes { append($0) } }
 
+    /// Makes room for `count` more bytes.
+    func reserve(_ count: Int) {
+        if capacity - writerIndex < count { makeRoom(count, limit: .max) }
+    }
+
     func append(_ bytes: StaticBytes) { append(UnsafeRawBufferPointer(bytes.buffer)) }
 
     /// An empty pooled buffer gives its storage back (a grown one frees it); an unpooled one
@@ -143,4 +148,17 @@ final class BufferPool {
     func give(_ block: UnsafeMutableRawPointer) {
         if free.count < limit { free.append(block) } else { block.deallocate() }
     }
+}
+
+/// A response head written straight into a connection's output buffer (`HTTPExchange.startResponse`).
+public struct ResponseHeadWriter: ByteSink {
+    /// Unretained: a writer lives only inside `HTTPConnection.writeHead`, which holds the buffer.
+    /// `Unmanaged`, as an `unowned(unsafe)` reference is retained and released around each call.
+    let output: Unmanaged<ByteBuffer>
+
+    init(output: ByteBuffer) { self.output = Unmanaged.passUnretained(output) }
+
+    public mutating func write(_ bytes: UnsafeRawBufferPointer) { output._withUnsafeGuaranteedRef { $0.append(bytes) } }
+
+    public mutating func reserve(_ count: Int) { output._withUnsafeGuaranteedRef { $0.reserve(count) } }
 }

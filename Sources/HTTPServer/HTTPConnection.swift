@@ -211,8 +211,8 @@ final class HTTPConnection: Selectable {
 
     func respond(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], body: UnsafeRawBufferPointer) {
         writeHead(exchange, status: status, framing: exchange.isHeadRequest ? .bodiless : .length(body.count),
-                  field: .contentLength(body.count)) { bytes in
-            for (name, value) in headers { Self.appendField(name, value, into: &bytes) }
+                  field: .contentLength(body.count)) { head in
+            for (name, value) in headers { head.writeField(name, value) }
         }
         if !exchange.isHeadRequest { output.append(body) }
         exchange.bytesSent = body.count
@@ -220,7 +220,7 @@ final class HTTPConnection: Selectable {
     }
 
     func startResponse(_ exchange: HTTPExchange, status: Int, framing: HTTPExchange.ResponseFraming,
-                       writeFields: (inout [UInt8]) -> Void) {
+                       writeFields: (inout ResponseHeadWriter) -> Void) {
         let isHead = exchange.isHeadRequest
         switch framing {
         case .length(let length):
@@ -286,42 +286,32 @@ final class HTTPConnection: Selectable {
         case chunked
     }
 
-    /// Serialises a response head into the loop's scratch array (shared by its connections, kept
-    /// between responses, so no allocation) and queues it.
+    /// Serialises a response head straight into the output buffer (no array to build it in and
+    /// copy from: `ByteSink`).
     private func writeHead(_ exchange: HTTPExchange, status: Int, framing: HTTPExchange.BodyFraming, field: FramingField,
-                           _ writeFields: (inout [UInt8]) -> Void) {
+                           _ writeFields: (inout ResponseHeadWriter) -> Void) {
         exchange.progress = .started(framing)
         exchange.status = status
         machine.responseStarted(closeDelimited: framing == .closeDelimited)
         responseStart = writtenTotal + output.readableBytes
-        var head = owner.takeHeadScratch()
+        var head = ResponseHeadWriter(output: output)
         HTTPResponseHead.appendStatusLine(status, to: &head)
         writeFields(&head)
         switch field {
         case .none: break
         case .contentLength(let length):
-            head.append(contentsOf: Self.contentLengthName)
-            appendDecimal(length, into: &head)
-            head.append(contentsOf: Self.crlf)
-        case .chunked: head.append(contentsOf: Self.chunkedField)
+            head.write(Self.contentLengthName)
+            head.writeDecimal(length)
+            head.write(Self.crlf)
+        case .chunked: head.write(Self.chunkedField)
         }
-        if machine.closesAfterResponse { Self.appendField("Connection", "close", into: &head) }
-        head.append(contentsOf: Self.crlf)
-        output.append(head)
-        owner.returnHeadScratch(head)
+        if machine.closesAfterResponse { head.write(Self.connectionClose) }
+        head.write(Self.crlf)
     }
 
     private static let contentLengthName = StaticBytes("Content-Length: ")
     private static let chunkedField = StaticBytes("Transfer-Encoding: chunked\r\n")
-
-    /// Appends `name: value\r\n`.
-    static func appendField(_ name: String, _ value: String, into bytes: inout [UInt8]) {
-        bytes.append(contentsOf: name.utf8)
-        bytes.append(UInt8(ascii: ":"))
-        bytes.append(UInt8(ascii: " "))
-        bytes.append(contentsOf: value.utf8)
-        bytes.append(contentsOf: crlf)
-    }
+    private static let connectionClose = StaticBytes("Connection: close\r\n")
 
     /// Performs what the machine decided.
     private func perform(_ action: ConnectionStateMachine.Action) {

@@ -101,14 +101,14 @@ public final class HTTPExchange {
 
     /// Starts a streamed response.
     public func startResponse(status: Int, headers: [(name: String, value: String)], framing: ResponseFraming) {
-        startResponse(status: status, framing: framing) { bytes in
-            for (name, value) in headers { HTTPConnection.appendField(name, value, into: &bytes) }
+        startResponse(status: status, framing: framing) { head in
+            for (name, value) in headers { head.writeField(name, value) }
         }
     }
 
     /// Starts a streamed response whose fields `writeFields` appends as `Name: value\r\n` lines
     /// (the caller vouches they hold no CR, LF or NUL); framing fields are added after them.
-    public func startResponse(status: Int, framing: ResponseFraming, writeFields: (inout [UInt8]) -> Void) {
+    public func startResponse(status: Int, framing: ResponseFraming, writeFields: (inout ResponseHeadWriter) -> Void) {
         guard let connection, !responseStarted else { return }
         connection.startResponse(self, status: status, framing: framing, writeFields: writeFields)
     }

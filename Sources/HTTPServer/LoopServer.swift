@@ -39,7 +39,6 @@ final class LoopServer: Selectable {
     let inputBuffers = BufferPool(size: 8192, limit: 64)
     /// Connection write buffers, lent while a connection has unsent output.
     let outputBuffers = BufferPool(size: 16384, limit: 64)
-    private var headScratch: [UInt8] = []
     /// Connections' peak since the allocator was last asked to return free memory.
     private var peakConnections = 0
     private var trimScheduled = false
@@ -136,19 +135,6 @@ final class LoopServer: Selectable {
                 cl_malloc_trim()
             }
         }
-    }
-
-    /// The loop's head-serialising array, emptied (responses are written one at a time per loop).
-    func takeHeadScratch() -> [UInt8] {
-        var head = headScratch
-        headScratch = []
-        head.removeAll(keepingCapacity: true)
-        return head
-    }
-
-    /// Gives the array back for the next response; one that grew for a huge head is dropped.
-    func returnHeadScratch(_ head: [UInt8]) {
-        if head.capacity <= 16384 { headScratch = head }
     }
 
     /// Stops accepting and lets connections finish their current exchange.

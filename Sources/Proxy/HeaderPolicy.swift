@@ -140,13 +140,13 @@ enum HeaderPolicy {
     /// Appends the response fields relayed to the client, `Name: value\r\n` each, and the request
     /// ID. The transfer already dropped fields holding CR, LF or NUL. With a `masker`, values
     /// echoing the injected token are relayed with it masked.
-    static func appendResponseFields(_ head: UpstreamResponseHead, requestID: String, to out: inout [UInt8],
-                                     masker: inout EchoMasker?) {
+    static func appendResponseFields<Sink: ByteSink>(_ head: UpstreamResponseHead, requestID: String, to out: inout Sink,
+                                                     masker: inout EchoMasker?) {
         let dropped = responseDropped
         let storage = head.storage
         // A value shorter than the token cannot hold it: most values skip the masker.
         let shortest = masker?.token.count ?? Int.max
-        out.reserveCapacity(out.count + storage.count + 4 * head.fields.count + requestID.utf8.count + 16)
+        out.reserve(storage.count + 4 * head.fields.count + requestID.utf8.count + 16)
         storage.withUnsafeBufferPointer { bytes in
             for field in head.fields {
                 let name = UnsafeBufferPointer(rebasing: bytes[field.name])
@@ -155,22 +155,22 @@ enum HeaderPolicy {
                 if masked == nil && field.value.lowerBound == field.name.upperBound + 2
                     && bytes[field.name.upperBound] == UInt8(ascii: ":") && bytes[field.name.upperBound + 1] == UInt8(ascii: " ") {
                     // `Name: value` as received: one copy.
-                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[field.name.lowerBound..<field.value.upperBound]))
+                    out.write(UnsafeBufferPointer(rebasing: bytes[field.name.lowerBound..<field.value.upperBound]))
                 } else {
-                    out.append(contentsOf: name)
-                    out.append(contentsOf: Fixed.colonSpace)
+                    out.write(name)
+                    out.write(Fixed.colonSpace)
                     if let masked {
-                        out.append(contentsOf: masked)
+                        masked.withUnsafeBytes { out.write($0) }
                     } else {
-                        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[field.value]))
+                        out.write(UnsafeBufferPointer(rebasing: bytes[field.value]))
                     }
                 }
-                out.append(contentsOf: Fixed.crlf)
+                out.write(Fixed.crlf)
             }
         }
-        out.append(contentsOf: Fixed.requestIDColon)
-        out.append(contentsOf: requestID.utf8)
-        out.append(contentsOf: Fixed.crlf)
+        out.write(Fixed.requestIDColon)
+        out.write(requestID)
+        out.write(Fixed.crlf)
     }
 }
 

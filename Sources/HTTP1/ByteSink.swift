@@ -1,0 +1,71 @@
+/// Where a head is serialised: a `[UInt8]`, or a connection's output buffer written in place
+/// (`HTTPServer.ResponseHeadWriter`), so a response head is not built in an array and copied.
+///
+/// An `Array.append(contentsOf:)` checks uniqueness and capacity and goes through the generic
+/// copy each time: ~60 instructions for a two-byte CRLF, and a response head is ~25 appends.
+/// A sink's `write` is one capacity check and one `memcpy`. The helpers are `@inlinable`, so a
+/// caller that knows its sink gets them specialised.
+public protocol ByteSink {
+    /// Appends `bytes`.
+    mutating func write(_ bytes: UnsafeRawBufferPointer)
+    /// Makes room for `count` more bytes, so the writes that follow do not grow the storage.
+    mutating func reserve(_ count: Int)
+}
+
+extension ByteSink {
+    @inlinable
+    public mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) { write(UnsafeRawBufferPointer(bytes)) }
+
+    @inlinable
+    public mutating func write(_ bytes: StaticBytes) { write(UnsafeRawBufferPointer(bytes.buffer)) }
+
+    /// A string's UTF-8 bytes.
+    @inlinable
+    public mutating func write(_ string: String) {
+        var string = string
+        string.withUTF8 { write(UnsafeRawBufferPointer($0)) }
+    }
+
+    @inlinable
+    public mutating func write(byte: UInt8) {
+        withUnsafeBytes(of: byte) { write($0) }
+    }
+
+    /// `value`'s decimal digits (negative values are written as 0).
+    @inlinable
+    public mutating func writeDecimal(_ value: Int) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for any Int's 19 digits
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var rest = UInt(max(0, value)), start = buffer.count
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            write(UnsafeRawBufferPointer(rebasing: buffer[start...]))
+        }
+    }
+
+    /// `name: value\r\n` (the caller vouches the value holds no CR, LF or NUL).
+    @inlinable
+    public mutating func writeField(_ name: String, _ value: String) {
+        write(name)
+        write(HTTPFieldSyntax.colonSpace)
+        write(value)
+        write(HTTPFieldSyntax.crlf)
+    }
+}
+
+/// The separators a head is written with.
+public enum HTTPFieldSyntax {
+    public static let colonSpace = StaticBytes(": ")
+    public static let crlf = StaticBytes("\r\n")
+}
+
+extension Array: ByteSink where Element == UInt8 {
+    @inlinable
+    public mutating func write(_ bytes: UnsafeRawBufferPointer) { append(contentsOf: bytes) }
+
+    @inlinable
+    public mutating func reserve(_ count: Int) { reserveCapacity(self.count + count) }
+}
