@@ -56,3 +56,25 @@ extension UInt8 {
     static let semicolon: UInt8 = 0x3B
     static let comma: UInt8 = 0x2C
 }
+
+/// Scans for the bytes a parser stops at.
+public enum ByteScan {
+    /// The index of the first byte below 0x0E (CR, LF and the other controls) at or after `from`,
+    /// or `bytes.count`: eight bytes per step while none is there (a test per word, from "Bit
+    /// Twiddling Hacks", `hasless`: exact for any word, so no byte below 0x0E is ever skipped).
+    @inlinable
+    public static func nextControlByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        var i = from
+        let count = bytes.count
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while i + 8 <= count {
+                let word = (raw + i).loadUnaligned(as: UInt64.self)
+                if (word &- 0x0E0E_0E0E_0E0E_0E0E) & ~word & 0x8080_8080_8080_8080 != 0 { break }
+                i += 8
+            }
+        }
+        while i < count && bytes[i] >= 0x0E { i += 1 }
+        return i
+    }
+}

@@ -75,7 +75,7 @@ public struct HTTPRequestHeadParser: Sendable {
                 continue
             }
             if b == .lf { return .invalid(.bareLF) }
-            i += 1
+            i = ByteScan.nextControlByte(bytes, from: i + 1)
         }
         scanned = i
         if lineStart == start && count - start > Self.maxMethodBytes {

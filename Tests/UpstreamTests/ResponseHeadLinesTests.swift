@@ -67,7 +67,8 @@ struct ResponseHeadLinesTests {
 
     @Test("folded, nameless and non-token lines are dropped, never relayed",
           arguments: [" folded continuation\r\n", "\tfolded: too\r\n", ": no name\r\n", "Bad Name: x\r\n", "Bad\"Name: x\r\n",
-                      "no colon at all\r\n", "X-Nul: a\u{0}b\r\n", "X-CR: a\rb\r\n", "Név: x\r\n"])
+                      "no colon at all\r\n", "X-Nul: a\u{0}b\r\n", "X-CR: a\rb\r\n", "Név: x\r\n",
+                      "Tokenonly\r\n", "X-LF: a\nb\r\n", "X-End-Nul: ab\u{0}\r\n", "X-\u{0}Name: x\r\n"])
     func droppedLines(line: String) {
         var head = UpstreamResponseHead(status: 0)
         _ = read("HTTP/1.1 200 OK\r\n", into: &head)
