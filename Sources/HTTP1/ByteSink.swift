@@ -69,3 +69,35 @@ extension Array: ByteSink where Element == UInt8 {
     @inlinable
     public mutating func reserve(_ count: Int) { reserveCapacity(self.count + count) }
 }
+
+/// A sink over memory the caller provides (a stack buffer): writes past its end are dropped and
+/// remembered, never made, so the caller can build again where there is room.
+public struct BoundedWriter: ByteSink {
+    @usableFromInline let buffer: UnsafeMutableBufferPointer<UInt8>
+    @usableFromInline var count = 0
+    @usableFromInline var dropped = false
+    /// A write did not fit: what was written is incomplete.
+    @inlinable
+    public var overflowed: Bool { dropped }
+
+    @inlinable
+    public init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
+
+    /// What was written.
+    @inlinable
+    public var written: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: buffer[..<count]) }
+
+    @inlinable
+    public mutating func write(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count <= buffer.count - count else {
+            dropped = true
+            return
+        }
+        guard let source = bytes.baseAddress, let base = buffer.baseAddress else { return }
+        UnsafeMutableRawPointer(base + count).copyMemory(from: source, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    @inlinable
+    public mutating func reserve(_ count: Int) {}
+}

@@ -46,70 +46,110 @@ enum HeaderPolicy {
     /// scan the lines for them.
     static func upstreamLines(_ head: HTTPRequestHead, peer: String, requestID: String, removing: [[UInt8]],
                               supplies: inout SuppliedFields?) -> HeaderLines {
+        // Written into a buffer on the stack (or a temporary one for a large head), then copied
+        // into the lines' array once: ~25 writes of a few bytes, each an `Array` append otherwise.
+        // A kept line is never longer than it was in the head (NUL for CRLF, `;` for `:`), the
+        // values the forwarding fields repeat come from fields that were dropped, so the head's
+        // size plus ours bounds them all; were it ever short, they are built again in an array.
+        let bound = head.storage.count + peer.utf8.count + requestID.utf8.count + 256
+        var connectionIndexes: [Int] = []
+        var written: (found: SuppliedFields, clientEnd: Int)?
+        let lines = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { buffer -> HeaderLines? in
+            var out = BoundedWriter(buffer)
+            written = writeUpstreamLines(head, peer: peer, requestID: requestID, removing: removing,
+                                         connectionIndexes: &connectionIndexes, to: &out)
+            return out.overflowed ? nil : HeaderLines(bytes: out.written)
+        } ?? {
+            var bytes: [UInt8] = []
+            connectionIndexes.removeAll()
+            written = writeUpstreamLines(head, peer: peer, requestID: requestID, removing: removing,
+                                         connectionIndexes: &connectionIndexes, to: &bytes)
+            return HeaderLines(bytes: bytes)
+        }()
+        guard let written else { return lines }
+        supplies = written.found
+        guard !connectionIndexes.isEmpty else { return lines }
+        // Only the client's own lines are dropped by what its Connection fields list: ours stay.
+        supplies = nil
+        var kept = removingConnectionListed(head, connectionIndexes, from: HeaderLines(bytes: Array(lines.bytes[..<written.clientEnd])))
+        kept.append(contentsOf: HeaderLines(bytes: Array(lines.bytes[written.clientEnd...])))
+        return kept
+    }
+
+    /// Writes `upstreamLines`' lines (each ending in a NUL, as `HeaderLines` holds them): the
+    /// client's, then ours. Says whether the client's hold an `Accept` and a `Content-Type`, and
+    /// how many bytes they took; the `Connection` fields' indexes are collected, for the caller to
+    /// drop what they list from the client's lines.
+    static func writeUpstreamLines<Sink: ByteSink>(_ head: HTTPRequestHead, peer: String, requestID: String,
+                                                   removing: [[UInt8]], connectionIndexes: inout [Int],
+                                                   to out: inout Sink) -> (found: SuppliedFields, clientEnd: Int) {
         var found = SuppliedFields(accept: false, contentType: false)
-        var lines = HeaderLines()
-        lines.reserveCapacity(head.storage.count + peer.utf8.count + requestID.utf8.count + 128)
+        var clientEnd = 0
         var forwardedFor: Range<Int>?
         var via: Range<Int>?
         var host: Range<Int>?
-        var connectionIndexes: [Int] = []
-        let bytes = head.storage
-        for i in 0..<head.fieldCount {
-            let field = head.fields[i]
-            let length = field.name.count
-            var action = Action.keep
-            if length < table.count, let hit = table[length].first(where: { head.nameEquals(i, $0.0) }) {
-                action = hit.1
-            }
-            if action == .keep || action == .accept || action == .contentType,
-               removing.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
-                action = .drop
-            }
-            switch action {
-            case .drop: continue
-            case .forwardedFor: forwardedFor = field.value
-            case .via: via = field.value
-            case .host: host = field.value
-            case .connection: connectionIndexes.append(i)
-            case .keep, .accept, .contentType:
-                if action == .accept { found.accept = true }
-                if action == .contentType { found.contentType = true }
-                // curl drops `Name:` with an empty value; `Name;` sends it empty.
-                if field.value.isEmpty {
-                    lines.appendPart(bytes[field.name])
-                    lines.appendPart(CollectionOfOne(UInt8(ascii: ";")))
-                    lines.endLine()
-                } else {
-                    lines.appendPart(bytes[field.name.lowerBound..<field.value.upperBound])
-                    lines.endLine()
+        head.storage.withUnsafeBufferPointer { bytes in
+            for i in 0..<head.fieldCount {
+                let field = head.fields[i]
+                let length = field.name.count
+                var action = Action.keep
+                if length < table.count, let hit = table[length].first(where: { head.nameEquals(i, $0.0) }) {
+                    action = hit.1
+                }
+                if action == .keep || action == .accept || action == .contentType,
+                   removing.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
+                    action = .drop
+                }
+                switch action {
+                case .drop: continue
+                case .forwardedFor: forwardedFor = field.value
+                case .via: via = field.value
+                case .host: host = field.value
+                case .connection: connectionIndexes.append(i)
+                case .keep, .accept, .contentType:
+                    if action == .accept { found.accept = true }
+                    if action == .contentType { found.contentType = true }
+                    // curl drops `Name:` with an empty value; `Name;` sends it empty.
+                    if field.value.isEmpty {
+                        out.write(UnsafeBufferPointer(rebasing: bytes[field.name]))
+                        out.write(byte: UInt8(ascii: ";"))
+                    } else {
+                        out.write(UnsafeBufferPointer(rebasing: bytes[field.name.lowerBound..<field.value.upperBound]))
+                    }
+                    out.write(byte: 0)
+                    clientEnd += field.value.isEmpty ? field.name.count + 2 : field.value.upperBound - field.name.lowerBound + 1
                 }
             }
+            writeChainStart(Fixed.forwardedFor, earlier: forwardedFor.map { UnsafeBufferPointer(rebasing: bytes[$0]) }, to: &out)
+            out.write(peer)
+            out.write(byte: 0)
+            out.write(Fixed.forwardedProto)
+            out.write(byte: 0)
+            if let host, !host.isEmpty {
+                out.write(Fixed.forwardedHost)
+                out.write(Fixed.colonSpace)
+                out.write(UnsafeBufferPointer(rebasing: bytes[host]))
+                out.write(byte: 0)
+            }
+            writeChainStart(Fixed.via, earlier: via.map { UnsafeBufferPointer(rebasing: bytes[$0]) }, to: &out)
+            out.write(Fixed.viaSelf)
+            out.write(byte: 0)
         }
-        supplies = found
-        if !connectionIndexes.isEmpty {
-            lines = removingConnectionListed(head, connectionIndexes, from: lines)
-            supplies = nil
-        }
-        appendChain(Fixed.forwardedFor, earlier: forwardedFor.map { bytes[$0] }, ours: peer.utf8, to: &lines)
-        lines.appendPart(Fixed.forwardedProto)
-        lines.endLine()
-        if let host, !host.isEmpty { lines.append(name: Fixed.forwardedHost, value: bytes[host]) }
-        appendChain(Fixed.via, earlier: via.map { bytes[$0] }, ours: Fixed.viaSelf, to: &lines)
-        lines.append(name: Fixed.requestID, value: requestID.utf8)
-        return lines
+        out.write(Fixed.requestIDColon)
+        out.write(requestID)
+        out.write(byte: 0)
+        return (found, clientEnd)
     }
 
-    /// `prefix` + the earlier hops' value and ", " (when there was one) + ours: X-Forwarded-For
-    /// and Via grow by one entry per proxy.
-    private static func appendChain(_ prefix: StaticBytes, earlier: ArraySlice<UInt8>?, ours: some Collection<UInt8>,
-                                    to lines: inout HeaderLines) {
-        lines.appendPart(prefix)
+    /// `prefix` + the earlier hops' value and ", " (when there was one): X-Forwarded-For and Via
+    /// grow by one entry per proxy, ours written next.
+    private static func writeChainStart<Sink: ByteSink>(_ prefix: StaticBytes, earlier: UnsafeBufferPointer<UInt8>?,
+                                                        to out: inout Sink) {
+        out.write(prefix)
         if let earlier {
-            lines.appendPart(earlier)
-            lines.appendPart(Fixed.commaSpace)
+            out.write(earlier)
+            out.write(Fixed.commaSpace)
         }
-        lines.appendPart(ours)
-        lines.endLine()
     }
 
     private enum Fixed {

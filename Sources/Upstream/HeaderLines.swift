@@ -18,6 +18,12 @@ public struct HeaderLines: Sendable, Equatable {
     /// No lines.
     public init() {}
 
+    /// Lines as `bytes` holds them, each already ending in a NUL.
+    public init(bytes: UnsafeBufferPointer<UInt8>) { storage = Array(bytes) }
+
+    /// Lines as `bytes` holds them, each already ending in a NUL.
+    public init(bytes: [UInt8]) { storage = bytes }
+
     /// Whether there are no lines.
     public var isEmpty: Bool { bytes.isEmpty }
 

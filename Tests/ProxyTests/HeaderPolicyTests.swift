@@ -57,6 +57,51 @@ struct HeaderPolicyTests {
         #expect(supplies == nil)
     }
 
+    @Test("a Connection field cannot drop the proxy's own forwarding fields: only the client's lines it lists go")
+    func connectionListsOurFields() {
+        let request = head(["Host: app.local", "Connection: x-forwarded-for, via, x-request-id, x-forwarded-host, x-forwarded-proto, x-hop",
+                            "X-Hop: 1", "X-Forwarded-For: 10.0.0.1", "Via: 1.0 edge", "X-Kept: yes"])
+        let lines = HeaderPolicy.upstreamLines(request, peer: "127.0.0.1", requestID: "r-2", removing: []).lines
+        #expect(lines == ["X-Kept: yes", "X-Forwarded-For: 10.0.0.1, 127.0.0.1", "X-Forwarded-Proto: http",
+                          "X-Forwarded-Host: app.local", "Via: 1.0 edge, 1.1 platform-proxy", "X-Request-ID: r-2"])
+    }
+
+    @Test("the lines never outgrow the head plus the peer, the request ID and 256 bytes (the stack buffer they are written in)",
+          arguments: [0, 1, 2, 3])
+    func linesFitTheirBound(seed: Int) {
+        // Heads made of the fields that grow the lines most against their own size: empty values
+        // (`Name;`), forwarding chains, a long Host; and many of them.
+        var generator = SplitMix(seed: UInt64(seed))
+        let kinds = ["X-E:", "X-Forwarded-For: 1.2.3.4", "Via: 1.1 a", "X-A: b", "Accept:", "Content-Type:"]
+        for _ in 0..<200 {
+            var fields = ["Host: " + String(repeating: "h", count: Int(generator.next() % 200) + 1)]
+            for _ in 0..<Int(generator.next() % 40) { fields.append(kinds[Int(generator.next() % UInt64(kinds.count))]) }
+            let request = head(fields)
+            let peer = String(repeating: "9", count: Int(generator.next() % 46))
+            let requestID = String(repeating: "r", count: Int(generator.next() % 129))
+            var bytes: [UInt8] = []
+            var indexes: [Int] = []
+            _ = HeaderPolicy.writeUpstreamLines(request, peer: peer, requestID: requestID, removing: [],
+                                                connectionIndexes: &indexes, to: &bytes)
+            #expect(bytes.count <= request.storage.count + peer.utf8.count + requestID.utf8.count + 256)
+            #expect(HeaderPolicy.upstreamLines(request, peer: peer, requestID: requestID, removing: []).bytes == bytes)
+        }
+    }
+
+    @Test("a bounded writer that runs out drops the write and says so, keeping what fitted")
+    func boundedWriterOverflow() {
+        var storage = [UInt8](repeating: 0, count: 5)
+        storage.withUnsafeMutableBufferPointer { buffer in
+            var out = BoundedWriter(buffer)
+            out.write(StaticBytes("abc"))
+            #expect(!out.overflowed)
+            out.write(StaticBytes("def"))
+            #expect(out.overflowed)
+            out.write(StaticBytes("gh"))
+            #expect(Array(out.written) == Array("abcgh".utf8))
+        }
+    }
+
     @Test("an existing X-Forwarded-For and Via are extended, not replaced")
     func chainsExtended() {
         let request = head(["Host: h", "X-Forwarded-For: 10.0.0.1", "Via: 1.0 edge"])
@@ -124,5 +169,18 @@ struct UpstreamTargetTests {
                       ("/a/%2ex/b", false), ("/a/b.", false), ("/", false), ("//", false), ("/a/%2", false), ("/a/%2e%2", false)])
     func dotSegments(path: String, expected: Bool) {
         #expect(UpstreamTarget.hasDotSegment(Substring(path)) == expected)
+    }
+}
+
+/// A small seeded generator, so the bound test sees the same heads every run.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
