@@ -27,17 +27,30 @@ struct ForwardPlan {
     }
 }
 
+/// A route's injected lines, and whether they name Accept or Content-Type (a route may inject
+/// under those names; curl's own would then be left out), found once with the lines.
+struct InjectedLines {
+    let lines: HeaderLines
+    let supplies: SuppliedFields
+
+    init(_ lines: HeaderLines) {
+        self.lines = lines
+        let found = lines.containsNames("accept", "content-type")
+        supplies = SuppliedFields(accept: found.0, contentType: found.1)
+    }
+}
+
 /// The injected header lines of each route for the token snapshot in force, formatted once per
 /// token generation (and per runtime: a reload may change the routes) on each loop.
 struct InjectedLineCache {
-    private enum Slot { case unknown, missing, lines(HeaderLines) }
+    private enum Slot { case unknown, missing, lines(InjectedLines) }
     // Held, not just identified: a freed snapshot's address could come back as a new one's.
     private var snapshot: CredentialSnapshot?
     private var runtime: ProxyRuntime?
     private var slots: [Slot] = []
 
     /// The lines of `plan`'s route for `snapshot`, or nil when its token is missing.
-    mutating func lines(_ plan: ForwardPlan, snapshot: CredentialSnapshot) -> HeaderLines? {
+    mutating func lines(_ plan: ForwardPlan, snapshot: CredentialSnapshot) -> InjectedLines? {
         // plan.runtime is compared, not held in a local: a strong local would retain an object
         // every loop shares, per request.
         if self.snapshot !== snapshot || self.runtime !== plan.runtime {
@@ -46,13 +59,13 @@ struct InjectedLineCache {
             slots = Array(repeating: .unknown, count: plan.runtime.configuration.routes.count)
         }
         guard slots.indices.contains(plan.routeIndex) else {
-            return plan.compiled.injector.lines(snapshot, names: plan.compiled.config.headers)
+            return plan.compiled.injector.lines(snapshot, names: plan.compiled.config.headers).map(InjectedLines.init)
         }
         switch slots[plan.routeIndex] {
         case .lines(let lines): return lines
         case .missing: return nil
         case .unknown:
-            let lines = plan.compiled.injector.lines(snapshot, names: plan.compiled.config.headers)
+            let lines = plan.compiled.injector.lines(snapshot, names: plan.compiled.config.headers).map(InjectedLines.init)
             slots[plan.routeIndex] = lines.map { .lines($0) } ?? .missing
             return lines
         }

@@ -29,6 +29,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private let baseSupplies: SuppliedFields?
     /// The injected `Name: <type> <token>` lines (empty on `none` routes).
     private var credentialLines: HeaderLines
+    /// Whether `credentialLines` name Accept or Content-Type, when known (nil: the transfer scans).
+    private var credentialSupplies: SuppliedFields?
     /// The token generation those lines came from.
     private var generation: UInt64
     /// The lifecycle: which hop, retry or redirect is under way, and how the exchange ended.
@@ -50,7 +52,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private var masker: EchoMasker?
 
     init(exchange: HTTPExchange, slot: RouteSlot, upstream: UpstreamURL, handler: ProxyHandler,
-         info: ExchangeInfo, credentialLines: HeaderLines, generation: UInt64, experimentLines: HeaderLines? = nil) {
+         info: ExchangeInfo, credentialLines: HeaderLines, credentialSupplies: SuppliedFields? = nil, generation: UInt64,
+         experimentLines: HeaderLines? = nil) {
         self.generation = generation
         self.exchange = exchange
         self.slot = slot
@@ -58,6 +61,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         self.handler = handler
         self.info = info
         self.credentialLines = credentialLines
+        self.credentialSupplies = credentialSupplies
         url = upstream
         method = exchange.head.method
         machine = ForwardStateMachine(hasBody: exchange.head.framing != .none)
@@ -126,6 +130,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         var request = UpstreamRequest(method: method, url: url.description, headers: lines, hasBody: body != nil,
                                       bodyLength: length, timeout: route.config.timeoutSeconds)
         request.extraHeaders = credentials
+        request.extraSupplies = credentialSupplies
         request.supplies = supplies
         transfer = handler.upstream.start(request, body: body, delegate: self)
     }
@@ -272,6 +277,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
                 return execute(machine.couldNotSend(.credentialsUnavailable(route.config.credential.rawValue)))
             }
             credentialLines = lines
+            credentialSupplies = nil
             generation = snapshot.generation
             if masksEchoes { echoMasker = snapshot.tokenBytes(for: route.config.credential).flatMap { EchoMasker(token: $0) } }
             handler.metrics.retriedAfter401(route: route.config.name)

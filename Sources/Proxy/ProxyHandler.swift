@@ -141,17 +141,17 @@ public final class ProxyHandler: HTTPHandler {
             }
         }
         let credentials = slot.snapshot
-        guard let lines = slot.injectedLines.lines(plan, snapshot: credentials) else {
+        guard let injected = slot.injectedLines.lines(plan, snapshot: credentials) else {
             return fail(exchange, .credentialsUnavailable(compiled.config.credential.rawValue))
         }
-        if !lines.isEmpty { plan.slot.counters.injected += 1 }
+        if !injected.lines.isEmpty { plan.slot.counters.injected += 1 }
         var experiments: HeaderLines?
         if compiled.config.experimentHeader, let service = experimentService {
             experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,
                                                 now: UnixTime.now())
         }
         let forwarded = ForwardedExchange(exchange: exchange, slot: plan.slot, upstream: plan.url, handler: self,
-                                          info: exchange.info ?? ExchangeInfo(requestID: "", path: ""), credentialLines: lines,
+                                          info: exchange.info ?? ExchangeInfo(requestID: "", path: ""), credentialLines: injected.lines, credentialSupplies: injected.supplies,
                                           generation: credentials.generation, experimentLines: experiments)
         if plan.runtime.configuration.maskEchoedCredentials {
             forwarded.masksEchoes = true

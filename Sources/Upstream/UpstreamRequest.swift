@@ -19,6 +19,8 @@ public struct UpstreamRequest: Sendable {
     /// knows (the proxy does, from the client's fields); nil: the transfer scans the lines.
     /// curl adds its own of each unless told otherwise.
     public var supplies: SuppliedFields?
+    /// The same for `extraHeaders` (the proxy knows it once per token, not per request); nil: scanned.
+    public var extraSupplies: SuppliedFields?
 
     /// Creates a request.
     public init(method: String, url: String, headers: HeaderLines, hasBody: Bool, bodyLength: Int?, timeout: Double) {

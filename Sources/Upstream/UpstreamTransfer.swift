@@ -136,7 +136,8 @@ public final class UpstreamTransfer {
         // POST/PUT/PATCH sent with an empty one).
         let postLike = request.hasBody || method == "POST" || method == "PUT" || method == "PATCH"
         let own = request.supplies.map { ($0.accept, $0.contentType) } ?? request.headers.containsNames("accept", "content-type")
-        let extra = request.extraHeaders.containsNames("accept", "content-type")
+        let extra = request.extraSupplies.map { ($0.accept, $0.contentType) }
+            ?? request.extraHeaders.containsNames("accept", "content-type")
         handle.setHeaders(request.headers, request.extraHeaders, blankAccept: !own.0 && !extra.0,
                           blankContentType: postLike && !own.1 && !extra.1, blankExpect: postLike)
     }
