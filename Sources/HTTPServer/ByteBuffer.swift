@@ -10,19 +10,36 @@ final class ByteBuffer {
     private(set) var capacity: Int
     private(set) var readerIndex = 0
     private(set) var writerIndex = 0
+    /// Keeps the pool alive; it is used through `withPool`, which retains nothing (binding the
+    /// optional retained and released it on every take and give: 12 per request).
     private let pool: BufferPool?
+    private let poolView: Unmanaged<BufferPool>?
 
     /// A buffer that owns `capacity` bytes from the start.
     init(capacity: Int) {
         self.capacity = max(capacity, 1)
         storage = .allocate(byteCount: self.capacity, alignment: 16)
         pool = nil
+        poolView = nil
     }
 
     /// A buffer that takes its storage from `pool` when first written.
     init(pool: BufferPool) {
         self.pool = pool
+        poolView = Unmanaged.passUnretained(pool)
         capacity = 0
+    }
+
+    @inline(__always)
+    private func withPool<Result>(_ body: (BufferPool) -> Result) -> Result? { poolView?._withUnsafeGuaranteedRef(body) }
+
+    /// Gives a pool-sized block back to the pool; frees any other.
+    private func release(_ block: UnsafeMutableRawPointer, capacity: Int) {
+        if withPool({ $0.size }) == capacity {
+            withPool { $0.give(block) }
+        } else {
+            block.deallocate()
+        }
     }
 
     deinit { dropStorage() }
@@ -83,7 +100,7 @@ final class ByteBuffer {
 
     private func dropStorage() {
         guard let storage else { return }
-        if let pool, capacity == pool.size { pool.give(storage) } else { storage.deallocate() }
+        release(storage, capacity: capacity)
         self.storage = nil
         capacity = 0
         readerIndex = 0
@@ -92,11 +109,11 @@ final class ByteBuffer {
 
     private func makeRoom(_ needed: Int, limit: Int) {
         guard let storage else {
-            if let pool, needed <= pool.size {
-                storage = pool.take()
-                capacity = pool.size
+            if let size = withPool({ $0.size }), needed <= size {
+                storage = withPool { $0.take() }
+                capacity = size
             } else {
-                capacity = max(needed, pool?.size ?? 64)
+                capacity = max(needed, withPool { $0.size } ?? 64)
                 storage = .allocate(byteCount: capacity, alignment: 16)
             }
             return
@@ -114,7 +131,7 @@ final class ByteBuffer {
         guard newCapacity > capacity else { return }
         let newStorage = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
         newStorage.copyMemory(from: storage, byteCount: live)
-        if let pool, capacity == pool.size { pool.give(storage) } else { storage.deallocate() }
+        release(storage, capacity: capacity)
         self.storage = newStorage
         capacity = newCapacity
     }
