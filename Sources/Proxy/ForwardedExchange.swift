@@ -127,7 +127,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         if case .length(let n) = exchange.head.framing { length = n }
         if let body, body.ended { length = body.totalBytes }
         info.upstreamURL = url
-        var request = UpstreamRequest(method: method, url: url.description, headers: lines, hasBody: body != nil,
+        var request = UpstreamRequest(method: method, target: RequestURL(origin: url.origin, path: url.path, query: url.query),
+                                      headers: lines, hasBody: body != nil,
                                       bodyLength: length, timeout: route.config.timeoutSeconds)
         request.extraHeaders = credentials
         request.extraSupplies = credentialSupplies

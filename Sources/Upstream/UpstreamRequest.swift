@@ -2,8 +2,10 @@
 public struct UpstreamRequest: Sendable {
     /// The method, e.g. `GET`.
     public var method: String
+    /// The absolute URL, as its parts.
+    public var target: RequestURL
     /// The absolute URL.
-    public var url: String
+    public var url: String { target.description }
     /// Header lines `Name: value`, in order; Host, Content-Length and Transfer-Encoding are curl's.
     public var headers: HeaderLines
     /// More lines sent after `headers` (the proxy's injected credentials), kept apart so neither
@@ -24,8 +26,14 @@ public struct UpstreamRequest: Sendable {
 
     /// Creates a request.
     public init(method: String, url: String, headers: HeaderLines, hasBody: Bool, bodyLength: Int?, timeout: Double) {
+        self.init(method: method, target: RequestURL(url), headers: headers, hasBody: hasBody, bodyLength: bodyLength,
+                  timeout: timeout)
+    }
+
+    /// Creates a request for a URL given as its parts.
+    public init(method: String, target: RequestURL, headers: HeaderLines, hasBody: Bool, bodyLength: Int?, timeout: Double) {
         self.method = method
-        self.url = url
+        self.target = target
         self.headers = headers
         self.hasBody = hasBody
         self.bodyLength = bodyLength

@@ -111,13 +111,12 @@ public final class UpstreamTransfer {
     /// handle (`EasyHandle.init`), so no `curl_easy_reset` and no re-setting them per request.
     private func configure() {
         let easy = handle.easy
-        // withCString hands over the string's own storage; the implicit conversion copies it.
-        request.url.withCString { _ = cc_easy_str(easy, CURLOPT_URL, $0) }
+        // Joined on the stack: libcurl copies it.
+        request.target.withCString { _ = cc_easy_str(easy, CURLOPT_URL, $0) }
         // https: wait for a connection being set up to say whether it multiplexes (h2 by ALPN)
         // rather than opening one per concurrent request: 64 requests then share one connection
         // instead of 33+. Plain http is HTTP/1.1 here, where there is nothing to wait for.
-        var url = request.url
-        handle.setPipeWait(url.withUTF8 { $0.count > 6 && memcmp($0.baseAddress!, "https:", 6) == 0 })
+        handle.setPipeWait(request.target.isHTTPS)
         handle.setTimeout(request.timeout)
         handle.errorBuffer[0] = 0
 
