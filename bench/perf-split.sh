@@ -106,5 +106,5 @@ awk '{ v[$2, $1] = $3; dsos[$2] = 1; ts[$1] = 1 }
                 ("floor" in ts) ? sprintf("%+.1f", v[d, "platform"] - v[d, "floor"]) : "-"
     }' "$BENCH_DIR/split.txt" | sort -k2,2 -g -r
 echo "-- platform-proxy's top $TOP symbols (round 1)"
-perf report -i "$BENCH_DIR/perf-platform-1.data" --sort dso,sym --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -"$TOP" \
+perf report -i "$BENCH_DIR/perf-platform-1.data" --sort dso,sym --stdio 2>/dev/null | grep -E '^ +[0-9]' | awk -v n="$TOP" 'NR <= n' \
     | swift demangle --simplified --compact 2>/dev/null | cut -c1-150
