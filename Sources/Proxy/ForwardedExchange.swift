@@ -122,7 +122,10 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         }
     }
 
-    private func send(lines: HeaderLines, supplies: SuppliedFields?, credentials: HeaderLines) {
+    /// Sends a hop: `credentials` are the injected lines, `credentialSupplies` what they say
+    /// about Accept and Content-Type (nil: the transfer scans them).
+    private func send(lines: HeaderLines, supplies: SuppliedFields?, credentials: HeaderLines,
+                      credentialSupplies: SuppliedFields?) {
         var length: Int?
         if case .length(let n) = exchange.head.framing { length = n }
         if let body, body.ended { length = body.totalBytes }
@@ -202,7 +205,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         case .none:
             return
         case .send:
-            send(lines: baseLines, supplies: baseSupplies, credentials: credentialLines)
+            send(lines: baseLines, supplies: baseSupplies, credentials: credentialLines,
+                 credentialSupplies: credentialSupplies)
         case .cancelTransfer:
             transfer?.cancel()
             transfer = nil
@@ -284,7 +288,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             handler.metrics.retriedAfter401(route: route.config.name)
         }
         body = body?.replay()
-        send(lines: baseLines, supplies: baseSupplies, credentials: credentialLines)
+        send(lines: baseLines, supplies: baseSupplies, credentials: credentialLines,
+             credentialSupplies: credentialSupplies)
     }
 
     private func follow(to target: UpstreamURL, method nextMethod: String, keepsBody: Bool,
@@ -301,10 +306,13 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         }
         switch credentials {
         case .carried:
-            send(lines: baseLines, supplies: baseSupplies, credentials: credentialLines)
+            send(lines: baseLines, supplies: baseSupplies, credentials: credentialLines,
+                 credentialSupplies: credentialSupplies)
         case .stripped:
             handler.credentialsStripped(route: route.config.name)
-            send(lines: baseLines.removing(Set(injector.strippedOnForeignHosts)), supplies: nil, credentials: HeaderLines())
+            // No lines injected on this hop: nor is Accept or Content-Type among them.
+            send(lines: baseLines.removing(Set(injector.strippedOnForeignHosts)), supplies: nil, credentials: HeaderLines(),
+                 credentialSupplies: SuppliedFields(accept: false, contentType: false))
         }
     }
 }

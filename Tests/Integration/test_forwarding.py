@@ -438,6 +438,29 @@ def test_cross_host_redirect_sends_no_token_cookie_or_injected_headers(fwd):
     _assert_no_secrets(hop, fwd.tokens, ("secret-cookie-value", "client-own-secret", "cHJveHktc2VjcmV0"))
 
 
+def test_stripped_hop_of_a_route_injecting_accept_and_content_type_gets_neither_header(
+        start_proxy, main_upstream, foreign_upstream, tokens):
+    """A route may inject its token under Accept or Content-Type (curl's own is then left out).
+    On a hop to a foreign host nothing is injected, so curl must not add its defaults either:
+    no `Accept: */*`, and no form Content-Type on a 307 POST's replayed body."""
+    routes = [{"name": "named", "path": "/named/", "upstream": main_upstream.url("/base/"),
+               "credential": "access_token", "headers": ["Accept", "Content-Type"],
+               "redirects": {"follow": True, "max": 3, "crossHostMethods": "all"}, "timeoutSeconds": 10}]
+    proxy = start_proxy(config=base_config(None, provider=static_provider(tokens), routes=routes,
+                                           limits={"retryBodyBytes": 65536}), name="named")
+    to = foreign_upstream.url("/landing")
+    for method, status in (("GET", 302), ("POST", 307)):
+        foreign_upstream.clear()
+        main_upstream.clear()
+        r = proxy.request(method, f"/named/redirect?status={status}&to={q(to)}", body=b"x=1" if method == "POST" else b"")
+        assert r.status == 200, f"{method}: {r}"
+        first = only(main_upstream.records, "on main")
+        assert first.header_all("Accept") == [f"Bearer {tokens.access}"], str(first)
+        hop = only(foreign_upstream.records, "on foreign")
+        assert hop.header_all("Accept") == [], f"{method}: curl's default Accept on the stripped hop:\n{hop}"
+        assert hop.header_all("Content-Type") == [], f"{method}: a Content-Type on the stripped hop:\n{hop}"
+
+
 def test_redirect_to_another_port_on_the_same_ip_is_another_host(fwd):
     # foreign listens on 127.0.0.1 too: only the port differs from the upstream's origin
     assert fwd.foreign.host == fwd.main.host and fwd.foreign.port != fwd.main.port
