@@ -263,7 +263,10 @@ public final class UpstreamClient {
                 next = deadline
             }
         }
-        if let next { headAwaited(until: next) }
+        // At most ten sweeps a second: each walks every transfer, so under a crowd of deadlines
+        // (a stalled upstream, thousands waiting) one sweep per deadline would cost the square
+        // of the crowd per timeout; a head is then ended up to 0.1 s after its deadline.
+        if let next { headAwaited(until: max(next, now.adding(seconds: 0.1))) }
         // Finishing one may start or end others (a retry, a cancelled pair): each is checked again.
         for transfer in overdue { transfer.headDeadlinePassed() }
     }
