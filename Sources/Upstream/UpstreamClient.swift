@@ -265,7 +265,7 @@ public final class UpstreamClient {
         }
         // At most ten sweeps a second: each walks every transfer, so under a crowd of deadlines
         // (a stalled upstream, thousands waiting) one sweep per deadline would cost the square
-        // of the crowd per timeout; a head is then ended up to 0.1 s after its deadline.
+        // of the crowd per timeout. A deadline in the 0.1 s after a sweep is met up to 0.1 s late.
         if let next { headAwaited(until: max(next, now.adding(seconds: 0.1))) }
         // Finishing one may start or end others (a retry, a cancelled pair): each is checked again.
         for transfer in overdue { transfer.headDeadlinePassed() }
