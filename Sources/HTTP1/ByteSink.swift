@@ -10,6 +10,8 @@ public protocol ByteSink {
     mutating func write(_ bytes: UnsafeRawBufferPointer)
     /// Makes room for `count` more bytes, so the writes that follow do not grow the storage.
     mutating func reserve(_ count: Int)
+    /// The bytes the sink holds (a caller marks where its own part began and ended).
+    var count: Int { get }
 }
 
 extension ByteSink {
@@ -74,8 +76,11 @@ extension Array: ByteSink where Element == UInt8 {
 /// remembered, never made, so the caller can build again where there is room.
 public struct BoundedWriter: ByteSink {
     @usableFromInline let buffer: UnsafeMutableBufferPointer<UInt8>
-    @usableFromInline var count = 0
+    @usableFromInline var used = 0
     @usableFromInline var dropped = false
+    /// The bytes written.
+    @inlinable
+    public var count: Int { used }
     /// A write did not fit: what was written is incomplete.
     @inlinable
     public var overflowed: Bool { dropped }
@@ -85,17 +90,17 @@ public struct BoundedWriter: ByteSink {
 
     /// What was written.
     @inlinable
-    public var written: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: buffer[..<count]) }
+    public var written: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: buffer[..<used]) }
 
     @inlinable
     public mutating func write(_ bytes: UnsafeRawBufferPointer) {
-        guard bytes.count <= buffer.count - count else {
+        guard bytes.count <= buffer.count - used else {
             dropped = true
             return
         }
         guard let source = bytes.baseAddress, let base = buffer.baseAddress else { return }
-        UnsafeMutableRawPointer(base + count).copyMemory(from: source, byteCount: bytes.count)
-        count += bytes.count
+        UnsafeMutableRawPointer(base + used).copyMemory(from: source, byteCount: bytes.count)
+        used += bytes.count
     }
 
     @inlinable

@@ -167,7 +167,3 @@ public func asciiEqualsLowercased(_ name: UnsafeBufferPointer<UInt8>, _ lowercas
     for i in 0..<name.count where asciiLower(name[i]) != lowercased[i] { return false }
     return true
 }
-
-/// Appends `value` (≥ 0; a negative one is written as 0) in decimal digits: no String per
-/// response for a length or a status.
-public func appendDecimal(_ value: Int, into bytes: inout [UInt8]) { bytes.writeDecimal(value) }

@@ -14,16 +14,8 @@ public struct HTTPResponseHead: Sendable {
     /// Appends `HTTP/1.1 <status> <reason>\r\n`, the fields and the blank line to `buffer`.
     public func serialize(into buffer: inout [UInt8]) {
         Self.appendStatusLine(status, to: &buffer)
-        for (name, value) in headers {
-            buffer.append(contentsOf: name.utf8)
-            buffer.append(.colon)
-            buffer.append(.space)
-            buffer.append(contentsOf: value.utf8)
-            buffer.append(.cr)
-            buffer.append(.lf)
-        }
-        buffer.append(.cr)
-        buffer.append(.lf)
+        for (name, value) in headers { buffer.writeField(name, value) }
+        buffer.write(HTTPFieldSyntax.crlf)
     }
 
     /// Appends `HTTP/1.1 <status> <reason>\r\n`: the digits and a literal reason phrase, so no

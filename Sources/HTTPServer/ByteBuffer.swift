@@ -178,4 +178,7 @@ public struct ResponseHeadWriter: ByteSink {
     public mutating func write(_ bytes: UnsafeRawBufferPointer) { output._withUnsafeGuaranteedRef { $0.append(bytes) } }
 
     public mutating func reserve(_ count: Int) { output._withUnsafeGuaranteedRef { $0.reserve(count) } }
+
+    /// The bytes queued on the connection, this head's so far included.
+    public var count: Int { output._withUnsafeGuaranteedRef { $0.readableBytes } }
 }

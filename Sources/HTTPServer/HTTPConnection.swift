@@ -260,7 +260,7 @@ final class HTTPConnection: Selectable {
         case .chunked:
             output.append(Array((String(bytes.count, radix: 16) + "\r\n").utf8))
             output.append(bytes)
-            output.append(Self.crlf)
+            output.append(HTTPFieldSyntax.crlf)
             exchange.bytesSent += bytes.count
         }
         scheduleFlush()
@@ -276,7 +276,6 @@ final class HTTPConnection: Selectable {
         scheduleFlush()
     }
 
-    private static let crlf = StaticBytes("\r\n")
     private static let lastChunk = StaticBytes("0\r\n\r\n")
 
     /// The framing field a response head ends with.
@@ -302,11 +301,11 @@ final class HTTPConnection: Selectable {
         case .contentLength(let length):
             head.write(Self.contentLengthName)
             head.writeDecimal(length)
-            head.write(Self.crlf)
+            head.write(HTTPFieldSyntax.crlf)
         case .chunked: head.write(Self.chunkedField)
         }
         if machine.closesAfterResponse { head.write(Self.connectionClose) }
-        head.write(Self.crlf)
+        head.write(HTTPFieldSyntax.crlf)
     }
 
     private static let contentLengthName = StaticBytes("Content-Length: ")

@@ -53,7 +53,7 @@ enum HeaderPolicy {
         // size plus ours bounds them all; were it ever short, they are built again in an array.
         let bound = head.storage.count + peer.utf8.count + requestID.utf8.count + 256
         var connectionIndexes: [Int] = []
-        var written: (found: SuppliedFields, clientEnd: Int)?
+        var written: (found: SuppliedFields, clientBytes: Int)?
         let lines = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { buffer -> HeaderLines? in
             var out = BoundedWriter(buffer)
             written = writeUpstreamLines(head, peer: peer, requestID: requestID, removing: removing,
@@ -71,8 +71,9 @@ enum HeaderPolicy {
         guard !connectionIndexes.isEmpty else { return lines }
         // Only the client's own lines are dropped by what its Connection fields list: ours stay.
         supplies = nil
-        var kept = removingConnectionListed(head, connectionIndexes, from: HeaderLines(bytes: Array(lines.bytes[..<written.clientEnd])))
-        kept.append(contentsOf: HeaderLines(bytes: Array(lines.bytes[written.clientEnd...])))
+        let client = HeaderLines(bytes: Array(lines.bytes[..<written.clientBytes]))
+        var kept = removingConnectionListed(head, connectionIndexes, from: client)
+        kept.append(contentsOf: HeaderLines(bytes: Array(lines.bytes[written.clientBytes...])))
         return kept
     }
 
@@ -82,9 +83,10 @@ enum HeaderPolicy {
     /// drop what they list from the client's lines.
     static func writeUpstreamLines<Sink: ByteSink>(_ head: HTTPRequestHead, peer: String, requestID: String,
                                                    removing: [[UInt8]], connectionIndexes: inout [Int],
-                                                   to out: inout Sink) -> (found: SuppliedFields, clientEnd: Int) {
+                                                   to out: inout Sink) -> (found: SuppliedFields, clientBytes: Int) {
         var found = SuppliedFields(accept: false, contentType: false)
-        var clientEnd = 0
+        let start = out.count
+        var clientBytes = 0
         var forwardedFor: Range<Int>?
         var via: Range<Int>?
         var host: Range<Int>?
@@ -117,9 +119,10 @@ enum HeaderPolicy {
                         out.write(UnsafeBufferPointer(rebasing: bytes[field.name.lowerBound..<field.value.upperBound]))
                     }
                     out.write(byte: 0)
-                    clientEnd += field.value.isEmpty ? field.name.count + 2 : field.value.upperBound - field.name.lowerBound + 1
                 }
             }
+            // Only the client's lines were written so far.
+            clientBytes = out.count - start
             writeChainStart(Fixed.forwardedFor, earlier: forwardedFor.map { UnsafeBufferPointer(rebasing: bytes[$0]) }, to: &out)
             out.write(peer)
             out.write(byte: 0)
@@ -127,7 +130,7 @@ enum HeaderPolicy {
             out.write(byte: 0)
             if let host, !host.isEmpty {
                 out.write(Fixed.forwardedHost)
-                out.write(Fixed.colonSpace)
+                out.write(HTTPFieldSyntax.colonSpace)
                 out.write(UnsafeBufferPointer(rebasing: bytes[host]))
                 out.write(byte: 0)
             }
@@ -138,7 +141,7 @@ enum HeaderPolicy {
         out.write(Fixed.requestIDColon)
         out.write(requestID)
         out.write(byte: 0)
-        return (found, clientEnd)
+        return (found, clientBytes)
     }
 
     /// `prefix` + the earlier hops' value and ", " (when there was one): X-Forwarded-For and Via
@@ -160,8 +163,6 @@ enum HeaderPolicy {
         static let viaSelf = StaticBytes("1.1 platform-proxy")
         static let requestID = StaticBytes("X-Request-ID")
         static let commaSpace = StaticBytes(", ")
-        static let colonSpace = StaticBytes(": ")
-        static let crlf = StaticBytes("\r\n")
         static let requestIDColon = StaticBytes("X-Request-ID: ")
     }
 
@@ -198,19 +199,19 @@ enum HeaderPolicy {
                     out.write(UnsafeBufferPointer(rebasing: bytes[field.name.lowerBound..<field.value.upperBound]))
                 } else {
                     out.write(name)
-                    out.write(Fixed.colonSpace)
+                    out.write(HTTPFieldSyntax.colonSpace)
                     if let masked {
                         masked.withUnsafeBytes { out.write($0) }
                     } else {
                         out.write(UnsafeBufferPointer(rebasing: bytes[field.value]))
                     }
                 }
-                out.write(Fixed.crlf)
+                out.write(HTTPFieldSyntax.crlf)
             }
         }
         out.write(Fixed.requestIDColon)
         out.write(requestID)
-        out.write(Fixed.crlf)
+        out.write(HTTPFieldSyntax.crlf)
     }
 }
 

@@ -151,7 +151,8 @@ public final class ProxyHandler: HTTPHandler {
                                                 now: UnixTime.now())
         }
         let forwarded = ForwardedExchange(exchange: exchange, slot: plan.slot, upstream: plan.url, handler: self,
-                                          info: exchange.info ?? ExchangeInfo(requestID: "", path: ""), credentialLines: injected.lines, credentialSupplies: injected.supplies,
+                                          info: exchange.info ?? ExchangeInfo(requestID: "", path: ""),
+                                          credentialLines: injected.lines, credentialSupplies: injected.supplies,
                                           generation: credentials.generation, experimentLines: experiments)
         if plan.runtime.configuration.maskEchoedCredentials {
             forwarded.masksEchoes = true

@@ -313,13 +313,13 @@ struct HTTPConnectionTests {
     }
 }
 
-@Suite("appendDecimal")
+@Suite("writeDecimal")
 struct AppendDecimalTests {
     @Test("a Content-Length is written in decimal digits, as String(_:) would",
           arguments: [0, 7, 9, 10, 99, 100, 65_536, 123_456_789, Int.max])
     func digits(value: Int) {
         var bytes = Array("x".utf8)
-        appendDecimal(value, into: &bytes)
+        bytes.writeDecimal(value)
         #expect(bytes == Array("x\(value)".utf8))
     }
 }
