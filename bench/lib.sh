@@ -117,15 +117,16 @@ wait_http() {
 }
 
 # start_nginx PORT [LOCATION_BODY]: nginx on 127.0.0.1:PORT with its own prefix, pid and logs
-# under $BENCH_DIR/nginx. LOCATION_BODY is the inside of "location / { ... }" (default: return
-# the health JSON). Extra http-level config can be given in NGINX_HTTP_EXTRA. Sets NGINX_PID.
+# under $BENCH_DIR/$NGINX_NAME (default nginx). LOCATION_BODY is the inside of "location / { ... }"
+# (default: return the health JSON). Extra http-level config can be given in NGINX_HTTP_EXTRA;
+# NGINX_WORKERS sets its worker processes (default: one per CPU). Sets NGINX_PID.
 start_nginx() {
     local port="$1"
     local location="${2:-default_type application/json; return 200 '{\"status\":\"ok\"}';}"
-    local dir="$BENCH_DIR/nginx"
+    local dir="$BENCH_DIR/${NGINX_NAME:-nginx}"
     mkdir -p "$dir/logs" "$dir/tmp"
     cat >"$dir/nginx.conf" <<EOF
-worker_processes auto;
+worker_processes ${NGINX_WORKERS:-auto};
 pid $dir/nginx.pid;
 error_log $dir/logs/error.log warn;
 events { worker_connections 4096; }
@@ -285,7 +286,7 @@ start_bench_upstream() {
     local port tls_port
     read -r port tls_port <<<"$(free_ports 2)"
     UPSTREAM_URL="http://127.0.0.1:$port/"
-    local extra=""
+    local extra="" workers="${NGINX_WORKERS:-auto}"
     if [[ $1 == https ]]; then
         ensure_tools openssl
         make_test_ca "$BENCH_DIR/tls"
@@ -297,8 +298,11 @@ start_bench_upstream() {
         ssl_certificate_key $BENCH_DIR/tls/server.key;
         location / { default_type application/json; return 200 '{\"status\":\"ok\"}'; }
     }"
+        # One worker: a proxy multiplexing over h2 holds one or two upstream connections, and
+        # with two workers whether they share one decides its result (bench/proxy.sh).
+        workers="${NGINX_WORKERS:-1}"
     fi
-    NGINX_HTTP_EXTRA="$extra" start_nginx "$port" "default_type application/json; return 200 '{\"status\":\"ok\"}';"
+    NGINX_WORKERS="$workers" NGINX_HTTP_EXTRA="$extra" start_nginx "$port" "default_type application/json; return 200 '{\"status\":\"ok\"}';"
 }
 
 # bench_proxy_config PORT UPSTREAM_URL: the benchmarks' platform-proxy config: one listener, a

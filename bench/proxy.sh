@@ -27,7 +27,7 @@
 #   ROUNDS (2), WRK_DURATION (10s), WRK_THREADS (1), CONNECTIONS ("64 256"), WARMUP (2s),
 #   BENCH_TLS=0 skips the HTTPS case, BENCH_LATENCY=0 the c=1 rows, BENCH_IDLE=0 the idle rows,
 #   BENCH_FLOOR=0 both floors; IDLE_CLIENTS (1000), IDLE_BURST (5000), FLOOR_SECONDS (5),
-#   PROXY_WORKERS (0), BENCH_KEEP=1 keeps $BENCH_DIR (configs, wrk outputs).
+#   PROXY_WORKERS (0), TLS_UPSTREAM_WORKERS (1), BENCH_KEEP=1 keeps $BENCH_DIR (configs, wrk outputs).
 # Every process is started here on free loopback ports and stopped by PID at exit.
 set -euo pipefail
 export WRK_THREADS="${WRK_THREADS:-1}"
@@ -59,14 +59,21 @@ read -r UP_PORT NGX_PORT HAP_PORT PROXY_PORT UP_TLS_PORT NGX_TLS_PORT HAP_TLS_PO
     < <(free_ports 10)
 CA="$BENCH_DIR/tls/ca.pem"
 
-# The upstream: one nginx, plain on UP_PORT and (https case) TLS + h2 on UP_TLS_PORT; the TLS
-# server names the protocol it was spoken to in X-Upstream-Protocol, and /_bench/echo on both
-# answers with the forwarded fields it received (both checked below, once per target).
+# The upstreams: nginx, plain on UP_PORT, and (https case) a second nginx with one worker for TLS +
+# h2 on UP_TLS_PORT. The TLS server names the protocol it was spoken to in X-Upstream-Protocol, and
+# /_bench/echo on both answers with the forwarded fields it received (both checked below, once per
+# target). One worker for TLS because the proxies that multiplex over h2 (HAProxy, platform-proxy,
+# floor-proxy) hold one upstream connection per thread: with two workers, whether a proxy's two
+# connections land on one worker or on both is chance, and it decided the result -- the same build
+# read 25.5k or 19k req/s at c=64 by where its connections landed (measured in six restarts).
+# TLS_UPSTREAM_WORKERS overrides it.
 ECHO_LOCATION="location = /_bench/echo { return 200 'authorization=\$http_authorization|x-authorization=\$http_x_authorization|x-forwarded-for=\$http_x_forwarded_for|x-forwarded-proto=\$http_x_forwarded_proto|x-forwarded-host=\$http_x_forwarded_host|via=\$http_via|x-request-id=\$http_x_request_id|'; }"
-NGINX_HTTP_EXTRA=""
+start_nginx "$UP_PORT" "default_type application/json; $ECHO_LOCATION return 200 '{\"status\":\"ok\"}';"
+UP_PID=$NGINX_PID
+UP_TLS_PID=""
 if [[ $BENCH_TLS == 1 ]]; then
     make_test_ca "$BENCH_DIR/tls"
-    NGINX_HTTP_EXTRA="server {
+    NGINX_NAME=nginx-tls NGINX_WORKERS="${TLS_UPSTREAM_WORKERS:-1}" NGINX_HTTP_EXTRA="server {
         listen 127.0.0.1:$UP_TLS_PORT ssl http2;
         ssl_certificate $BENCH_DIR/tls/server.pem;
         ssl_certificate_key $BENCH_DIR/tls/server.key;
@@ -77,11 +84,8 @@ if [[ $BENCH_TLS == 1 ]]; then
             $ECHO_LOCATION
             return 200 '{\"status\":\"ok\"}';
         }
-    }"
-fi
-NGINX_HTTP_EXTRA="$NGINX_HTTP_EXTRA" start_nginx "$UP_PORT" "default_type application/json; $ECHO_LOCATION return 200 '{\"status\":\"ok\"}';"
-UP_PID=$NGINX_PID
-if [[ $BENCH_TLS == 1 ]]; then
+    }" start_nginx "$(free_port)"
+    UP_TLS_PID=$NGINX_PID
     CURL_CA_BUNDLE="$CA" wait_http "https://127.0.0.1:$UP_TLS_PORT/" 10 || bench_die "the TLS upstream did not answer"
 fi
 
@@ -225,7 +229,7 @@ declare -A URL=([plain,direct]="http://127.0.0.1:$UP_PORT/" [plain,nginx]="http:
                 [https,nginx]="http://127.0.0.1:$NGX_TLS_PORT/" [https,haproxy]="http://127.0.0.1:$HAP_TLS_PORT/"
                 [https,platform]="http://127.0.0.1:$PROXY_TLS_PORT/")
 declare -A PIDS=([plain,direct]="$UP_PID" [plain,nginx]="$NGX_PID" [plain,haproxy]="$HAP_PID" [plain,platform]="$PLAT_PID"
-                 [https,direct]="$UP_PID" [https,nginx]="$NGX_PID" [https,haproxy]="$HAP_PID" [https,platform]="$PLAT_TLS_PID")
+                 [https,direct]="$UP_TLS_PID" [https,nginx]="$NGX_PID" [https,haproxy]="$HAP_PID" [https,platform]="$PLAT_TLS_PID")
 # direct: wrk -> the upstream itself (over TLS in the https case), the limit and the c=1 baseline.
 declare -A TARGETS=([plain]="direct nginx haproxy platform" [https]="direct nginx haproxy platform")
 if [[ -n "$FLOOR_PID" ]]; then
@@ -347,7 +351,7 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 echo
 echo "== Forwarding GET / to an nginx 'return 200' upstream: plain HTTP/1.1, and https (TLS, h2 + http/1.1 by ALPN, private CA)"
 echo "   wrk -t$WRK_THREADS -d$WRK_DURATION (c=1: -t1); $(nproc) CPUs; $ROUNDS round(s) interleaved (averages); access logs off in all three"
-[[ $BENCH_TLS == 1 ]] && echo "   https upstream spoken to with: nginx ${UPSTREAM_PROTO[nginx]}, haproxy ${UPSTREAM_PROTO[haproxy]}, platform-proxy ${UPSTREAM_PROTO[platform]}"
+[[ $BENCH_TLS == 1 ]] && echo "   https upstream spoken to with: nginx ${UPSTREAM_PROTO[nginx]}, haproxy ${UPSTREAM_PROTO[haproxy]}, platform-proxy ${UPSTREAM_PROTO[platform]}; its nginx runs ${TLS_UPSTREAM_WORKERS:-1} worker(s), the plain upstream one per CPU"
 printf '%-6s %6s %-9s %10s %9s %9s %11s %7s\n' case conns target "req/s" "p50 ms" "p99 ms" "CPU us/req" errors
 for cs in "${CASES[@]}"; do
     for c in $LOADS; do
