@@ -1,35 +1,65 @@
 import EventLoop
-/// Request IDs unique across the process: a random per-process prefix plus a per-loop counter.
+/// Request IDs unique across the process: a random per-process prefix, the loop's index and a
+/// per-loop counter, e.g. `k3F9xZ-0-1a`, each part in base 62 (`0-9a-zA-Z`).
+///
+/// Sized to stay within Swift's small-string form (15 UTF-8 bytes, held inline: no allocation
+/// and no reference count for the ID as it travels with the exchange) up to 62⁶ ≈ 5.7 × 10¹⁰
+/// requests per loop, on fewer than 62 loops: a 6-character random part (35.7 bits), one for the
+/// loop, at most six for the counter. Past that the ID is simply one character longer.
 public struct RequestIDGenerator {
     private let prefix: [UInt8]
-    private var counter: UInt64 = 0
+    /// The last counter value given out (internal: tests start it high).
+    var counter: UInt64 = 0
 
     /// Creates a generator for loop `index`.
     public init(loopIndex: Int) {
-        var random: UInt64 = 0
-        withUnsafeMutableBytes(of: &random) { raw in
-            var g = SystemRandomNumberGenerator()
-            raw.storeBytes(of: g.next(), as: UInt64.self)
-        }
-        prefix = Array((String(random & 0xFFFF_FFFF_FFFF, radix: 16) + "-" + String(loopIndex, radix: 16) + "-").utf8)
+        var random = SystemRandomNumberGenerator()
+        var bytes: [UInt8] = (0..<6).map { _ in Self.digit(random.next(upperBound: 62)) }
+        bytes.append(UInt8(ascii: "-"))
+        Self.append(UInt64(loopIndex), to: &bytes)
+        bytes.append(UInt8(ascii: "-"))
+        prefix = bytes
     }
 
-    /// The next ID, e.g. `9f2c4e1a0b3d-0-1a`.
-    /// Written straight into the new string's storage: one allocation, no concatenation (one
-    /// per request, docs/ARCHITECTURE.md §13).
+    /// The base-62 digit of `value` (0…61): `0-9`, `a-z`, `A-Z`.
+    @inline(__always)
+    static func digit(_ value: UInt64) -> UInt8 {
+        let v = UInt8(truncatingIfNeeded: value)
+        return v < 10 ? 0x30 + v : v < 36 ? 0x57 + v : 0x1D + v
+    }
+
+    /// The number of base-62 digits `value` takes (at least one).
+    private static func digitCount(_ value: UInt64) -> Int {
+        var count = 1
+        var rest = value / 62
+        while rest > 0 { count += 1; rest /= 62 }
+        return count
+    }
+
+    private static func append(_ value: UInt64, to bytes: inout [UInt8]) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: digitCount(value)))
+        var rest = value
+        for i in (start..<bytes.count).reversed() {
+            bytes[i] = digit(rest % 62)
+            rest /= 62
+        }
+    }
+
+    /// The next ID, written straight into the new string's storage: no concatenation, and no
+    /// allocation while it fits a small string (docs/ARCHITECTURE.md §13).
     public mutating func next() -> String {
         counter &+= 1
         let value = counter
-        let digits = max(1, (64 - value.leadingZeroBitCount + 3) / 4)
-        return String(unsafeUninitializedCapacity: prefix.count + digits) { buffer in
+        let count = Self.digitCount(value)
+        return String(unsafeUninitializedCapacity: prefix.count + count) { buffer in
             _ = buffer.initialize(fromContentsOf: prefix)
             var rest = value
-            for i in (prefix.count..<(prefix.count + digits)).reversed() {
-                let digit = UInt8(truncatingIfNeeded: rest & 0xF)
-                buffer[i] = digit < 10 ? 0x30 + digit : 0x57 + digit
-                rest >>= 4
+            for i in (prefix.count..<(prefix.count + count)).reversed() {
+                buffer[i] = Self.digit(rest % 62)
+                rest /= 62
             }
-            return prefix.count + digits
+            return prefix.count + count
         }
     }
 }

@@ -22,23 +22,45 @@ struct RequestIDGeneratorTests {
         #expect(first.isDisjoint(with: second))
     }
 
-    @Test("ids are hex-random, loop index and counter separated by '-'")
+    /// `value` in base 62 (`0-9a-zA-Z`), written the plain way, to check the generator against.
+    static func base62(_ value: UInt64) -> String {
+        let alphabet = Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        var rest = value, out = ""
+        repeat { out = String(alphabet[Int(rest % 62)]) + out; rest /= 62 } while rest > 0
+        return out
+    }
+
+    @Test("ids are a random base-62 part, the loop index and the counter, separated by '-'")
     func format() {
         var generator = RequestIDGenerator(loopIndex: 11)
         let id = generator.next()
         let parts = id.split(separator: "-", omittingEmptySubsequences: false)
         #expect(parts.count == 3)
-        #expect(parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isHexDigit) })
-        #expect(parts.count == 3 && parts[1] == "b" && parts[2] == "1")
+        #expect(parts.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } })
+        #expect(parts.count == 3 && parts[0].count == 6 && parts[1] == "b" && parts[2] == "1")
         #expect(generator.next().hasSuffix("-b-2"))
+        var high = RequestIDGenerator(loopIndex: 62 * 3 + 61)
+        #expect(high.next().split(separator: "-")[1] == "3Z")
     }
 
-    @Test("the counter is written in lowercase hex across every digit-count change up to 0x10000")
+    @Test("the counter is written in base 62 across every digit-count change up to 62^3 + 1")
     func counterDigits() {
         var generator = RequestIDGenerator(loopIndex: 3)
         let prefix = String(generator.next().dropLast())
-        for value in 2...0x10000 {
-            #expect(generator.next() == prefix + String(value, radix: 16), "value \(value)")
+        for value in UInt64(2)...(62 * 62 * 62 + 1) {
+            let id = generator.next()
+            #expect(id == prefix + Self.base62(value), "value \(value)")
         }
+    }
+
+    @Test("ids stay within the 15-byte small-string form up to six counter digits")
+    func smallStringBound() {
+        var generator = RequestIDGenerator(loopIndex: 1)
+        #expect(generator.next().utf8.count == 10)
+        generator.counter = 56_800_235_582  // 62^6 - 2
+        let last = generator.next()
+        #expect(last.utf8.count == 15 && last.hasSuffix("-1-ZZZZZZ"), "\(last)")
+        let longer = generator.next()
+        #expect(longer.utf8.count == 16 && longer.hasSuffix("-1-1000000"), "\(longer)")
     }
 }
