@@ -10,6 +10,7 @@ import Upstream
 ///                 ↘ (bodiless) ↗      ↘ discarding401 → awaitingRefreshAfter401 → sendingBody …
 ///                                     ↘ redirecting(decision) → sendingBody | awaitingHead …
 ///     any state → finished(clientGone | failed)
+///     awaitingHead → (a stale pooled connection, once) → awaitingHead
 ///
 /// The timeouts belong to the transfer (`UpstreamTransfer`): in `sendingBody` libcurl's
 /// low-speed check is the stall timeout, and the head timeout runs from the last body byte
@@ -83,6 +84,9 @@ struct ForwardStateMachine {
         /// Send the same request again (the body replayed), with fresh credential lines when
         /// `refreshed`, else with the same ones.
         case resend(refreshed: Bool)
+        /// Send the hop under way once more, as it was sent: its transfer failed on a pooled
+        /// connection the upstream had closed (`UpstreamError.staleConnection`, logged).
+        case resendHop(UpstreamError)
         /// Send the next redirect hop.
         case follow(url: UpstreamURL, method: String, keepsBody: Bool, credentials: CredentialScope)
         /// The relayed response is complete.
@@ -102,6 +106,8 @@ struct ForwardStateMachine {
     /// Whether the hop under way sends a request body: the client's has one, and a redirect
     /// that changes the method to GET drops it. Request data, not lifecycle.
     private(set) var sendsBody: Bool
+    /// Whether a hop was already sent again after a stale connection: once per exchange.
+    private(set) var resentAfterStaleConnection = false
 
     init(hasBody: Bool) { sendsBody = hasBody }
 
@@ -163,9 +169,18 @@ struct ForwardStateMachine {
     }
 
     /// The transfer ended (`error` nil on success). `carriesCredentials` says whether a redirect
-    /// target is a credential host for the current URL.
-    mutating func transferCompleted(_ error: UpstreamError?, carriesCredentials: (UpstreamURL) -> Bool) -> Action {
+    /// target is a credential host for the current URL; `idempotent` whether the hop's method is
+    /// (RFC 9110 §9.2.2), asked only when its connection turned out stale: a bodiless hop with
+    /// an idempotent method is then sent once more rather than answered with a 502, as libcurl
+    /// itself does for HTTP/1.1 (the upstream never processed it: nothing came back).
+    mutating func transferCompleted(_ error: UpstreamError?, carriesCredentials: (UpstreamURL) -> Bool,
+                                    idempotent: () -> Bool = { false }) -> Action {
         if let error, error.isCancelled { return .none }
+        if let error, error.isStaleConnection, !resentAfterStaleConnection, !sendsBody, state == .awaitingHead,
+           idempotent() {
+            resentAfterStaleConnection = true
+            return .resendHop(error)
+        }
         switch state {
         case .idle, .awaitingRefreshAfter401, .finished:
             return .none

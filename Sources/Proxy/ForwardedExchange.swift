@@ -195,7 +195,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
 
     func transfer(_ transfer: UpstreamTransfer, completedWith error: UpstreamError?) {
         self.transfer = nil
-        execute(machine.transferCompleted(error) { injector.mayCarryCredentials(from: url, to: $0) })
+        execute(machine.transferCompleted(error, carriesCredentials: { injector.mayCarryCredentials(from: url, to: $0) },
+                                          idempotent: { Self.idempotentMethods.contains(method) }))
     }
 
     // MARK: actions
@@ -214,6 +215,9 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             refreshAfter401()
         case .resend(let refreshed):
             resend(refreshed: refreshed)
+        case .resendHop(let error):
+            handler.upstreamResent(exchange, error: error)
+            sendHop(machine.credentials)
         case .follow(let target, let nextMethod, let keepsBody, let credentials):
             follow(to: target, method: nextMethod, keepsBody: keepsBody, credentials: credentials)
         case .endResponse:
@@ -304,15 +308,24 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             exchange.resumeBody()
             body = nil
         }
+        if credentials == .stripped { handler.credentialsStripped(route: route.config.name) }
+        sendHop(credentials)
+    }
+
+    /// Sends the hop to `url` with the credential lines, or (once the chain left the credential
+    /// hosts) without them.
+    private func sendHop(_ credentials: ForwardStateMachine.CredentialScope) {
         switch credentials {
         case .carried:
             send(lines: baseLines, supplies: baseSupplies, credentials: credentialLines,
                  credentialSupplies: credentialSupplies)
         case .stripped:
-            handler.credentialsStripped(route: route.config.name)
             // No lines injected on this hop: nor is Accept or Content-Type among them.
             send(lines: baseLines.removing(Set(injector.strippedOnForeignHosts)), supplies: nil, credentials: HeaderLines(),
                  credentialSupplies: SuppliedFields(accept: false, contentType: false))
         }
     }
+
+    /// Methods a request may be sent again with when nothing came back (RFC 9110 §9.2.2).
+    private static let idempotentMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]
 }

@@ -218,6 +218,16 @@ public final class ProxyHandler: HTTPHandler {
         metrics.upstreamError(route: exchange.info?.route ?? "", kind: error.isTimeout ? "timeout" : "unreachable")
     }
 
+    /// A hop's pooled upstream connection turned out closed before anything came back, and the
+    /// hop is sent once more (`ForwardStateMachine.transferCompleted`).
+    func upstreamResent(_ exchange: HTTPExchange, error: UpstreamError) {
+        log.emit(.info, "upstream_resent", [("requestID", .string(exchange.info?.requestID ?? "")),
+                                            ("route", .string(exchange.info?.route ?? "")),
+                                            ("upstream", .string(exchange.info?.upstream ?? "")),
+                                            ("error", .string(error.description))])
+        metrics.upstreamError(route: exchange.info?.route ?? "", kind: "stale_connection")
+    }
+
     /// A redirect left the credential hosts: injected headers, cookies and Authorization were dropped.
     func credentialsStripped(route: String) { metrics.stripped(route: route) }
 

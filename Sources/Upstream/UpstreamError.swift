@@ -1,6 +1,6 @@
 /// Why a transfer failed; a struct over a private enum (docs/ARCHITECTURE.md §8).
 public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
-    private enum Code: Sendable, Equatable { case unreachable, timeout, cancelled, failedMidResponse }
+    private enum Code: Sendable, Equatable { case unreachable, staleConnection, timeout, cancelled, failedMidResponse }
     private let code: Code
     /// What libcurl said, for the log (never contains request headers).
     public let detail: String
@@ -12,6 +12,11 @@ public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible
 
     /// Connecting, TLS or reading the response failed.
     public static func unreachable(_ detail: String) -> Self { Self(.unreachable, detail) }
+    /// A pooled connection libcurl reused failed before any byte of the response came back: the
+    /// upstream closed it while idle (its keep-alive timeout) as the request went out. libcurl
+    /// sends an HTTP/1.1 request again on a new connection itself in that case, not one
+    /// multiplexed on an HTTP/2 connection; the request was not processed upstream.
+    public static func staleConnection(_ detail: String) -> Self { Self(.staleConnection, detail) }
     /// No response head within the timeout, or a stall longer than it.
     public static func timeout(_ detail: String) -> Self { Self(.timeout, detail) }
     /// The proxy cancelled the transfer (the client went away).
@@ -19,6 +24,8 @@ public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible
 
     /// Whether this is a timeout.
     public var isTimeout: Bool { code == .timeout }
+    /// Whether a reused connection failed before any response byte (`staleConnection`).
+    public var isStaleConnection: Bool { code == .staleConnection }
     /// Whether the transfer was cancelled by the proxy.
     public var isCancelled: Bool { code == .cancelled }
 

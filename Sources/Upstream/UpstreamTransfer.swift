@@ -186,7 +186,24 @@ public final class UpstreamTransfer {
         let message = handle.errorBuffer[0] != 0
             ? String(decoding: UnsafeRawBufferPointer(start: handle.errorBuffer, count: strlen(handle.errorBuffer)), as: UTF8.self)
             : String(cString: curl_easy_strerror(code))
-        finish(code == CURLE_OPERATION_TIMEDOUT ? .timeout(message) : .unreachable(message))
+        if code == CURLE_OPERATION_TIMEDOUT { return finish(.timeout(message)) }
+        finish(failedOnReusedConnection(code) ? .staleConnection(message) : .unreachable(message))
+    }
+
+    /// Whether `code` is a send or receive failure on a connection libcurl took from its pool,
+    /// before any byte of a response head came back (`UpstreamError.staleConnection`): the send
+    /// failed (nginx closing an idle HTTP/2 connection as the request went out: "Send failure:
+    /// Broken pipe"), the connection ended under the stream (libcurl 7.88 says "HTTP/2 stream 3
+    /// was not closed cleanly before end of the underlying stream" with `CURLE_PARTIAL_FILE`;
+    /// later versions `CURLE_HTTP2_STREAM`), or it read nothing.
+    private func failedOnReusedConnection(_ code: CURLcode) -> Bool {
+        guard code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING
+                || code == CURLE_PARTIAL_FILE || code == CURLE_HTTP2 || code == CURLE_HTTP2_STREAM,
+              phase == .awaitingHead, head.status == 0 else { return false }
+        var connects = 0, headerBytes = 0
+        guard cc_info_long(handle.easy, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK,
+              cc_info_long(handle.easy, CURLINFO_HEADER_SIZE, &headerBytes) == CURLE_OK else { return false }
+        return connects == 0 && headerBytes == 0
     }
 
     func finish(_ error: UpstreamError?) {

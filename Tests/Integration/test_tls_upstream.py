@@ -14,14 +14,25 @@ import os
 import shutil
 import signal
 import socket
+import ssl
+import struct
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+try:
+    import h2.config
+    import h2.connection
+    import h2.events
+    import h2.exceptions
+except ImportError:  # the stale-connection test needs it; requirements.txt installs it
+    h2 = None
+
 from credentials_support import free_port
-from proxy import base_config
+from proxy import base_config, wait_until
 from upstream import Upstream
 
 pytestmark = pytest.mark.skipif(shutil.which("nginx") is None or shutil.which("openssl") is None,
@@ -222,3 +233,105 @@ def test_concurrent_requests_share_one_multiplexed_http2_connection(tls_setup, s
     assert len(served) == count and all(protocol == "HTTP/2.0" for _, protocol, _ in served), served
     connections = {conn for conn, _, _ in served}
     assert len(connections) == 1, f"{count} concurrent requests used {len(connections)} upstream connections"
+
+
+class DroppingH2Upstream:
+    """An HTTP/2 server over TLS (hyper-h2) that answers the first request on each connection
+    and, on reading the second, drops the connection with a reset and no answer: what a pooled
+    connection the upstream closed while idle (nginx's keep-alive timeout) looks like to the
+    request libcurl sends on it. Deterministic where a race with nginx's timer is not."""
+
+    def __init__(self, cert: Path, key: Path):
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(str(cert), str(key))
+        self.context.set_alpn_protocols(["h2"])
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.connections = 0
+        self.answered: list[str] = []
+        self.dropped: list[str] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                raw, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.connections += 1
+            threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
+
+    def _serve(self, raw: socket.socket) -> None:
+        try:
+            sock = self.context.wrap_socket(raw, server_side=True)
+            conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=False))
+            conn.initiate_connection()
+            sock.sendall(conn.data_to_send())
+            requests = 0
+            while data := sock.recv(65536):
+                for event in conn.receive_data(data):
+                    if not isinstance(event, h2.events.RequestReceived):
+                        continue
+                    path = dict(event.headers)[b":path"].decode()
+                    requests += 1
+                    if requests == 2:
+                        with self.lock:
+                            self.dropped.append(path)
+                        raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        raw.close()
+                        return
+                    body = json.dumps({"path": path}).encode()
+                    conn.send_headers(event.stream_id, [(":status", "200"), ("content-type", "application/json"),
+                                                        ("content-length", str(len(body)))])
+                    conn.send_data(event.stream_id, body, end_stream=True)
+                    with self.lock:
+                        self.answered.append(path)
+                sock.sendall(conn.data_to_send())
+        except (OSError, ssl.SSLError, h2.exceptions.ProtocolError):
+            pass
+
+    def stop(self) -> None:
+        self.listener.close()
+
+
+@pytest.mark.skipif(h2 is None, reason="needs the h2 package (Tests/Integration/requirements.txt)")
+def test_a_request_on_a_pooled_h2_connection_the_upstream_dropped_is_sent_again_on_a_new_one(start_proxy, tmp_path,
+                                                                                           monkeypatch):
+    ca, cert, key = make_ca_and_cert(tmp_path)
+    upstream = DroppingH2Upstream(cert, key)
+    try:
+        monkeypatch.setenv("CURL_CA_BUNDLE", str(ca))
+        config = base_config(workers=1)
+        config["provider"] = {"grant": "static", "accessToken": TOKEN, "idToken": ID_TOKEN}
+        config["routes"] = [{"name": "h2", "path": "/h2/", "upstream": f"https://127.0.0.1:{upstream.port}/",
+                             "credential": "access_token", "timeoutSeconds": 10}]
+        proxy = start_proxy(config)
+        first = proxy.get("/h2/first")
+        assert first.status == 200, first
+        # Sent on the pooled connection, which the upstream drops on reading it: sent once more,
+        # on a new connection, and answered there.
+        again = proxy.get("/h2/again")
+        assert again.status == 200, again
+        assert json.loads(again.body) == {"path": "/again"}
+        assert upstream.dropped == ["/again"] and upstream.answered == ["/first", "/again"]
+        assert upstream.connections == 2
+        # Info lines reach the log within a second (buffered per loop).
+        assert wait_until(lambda: proxy.log_events("upstream_resent"), 5)
+        (resent,) = proxy.log_events("upstream_resent")
+        assert resent["route"] == "h2" and resent["requestID"] == again.header("x-request-id"), resent
+        # A POST is not idempotent: the same drop on the second connection is the 502 it was.
+        post = proxy.exchange(f"POST /h2/post HTTP/1.1\r\nHost: {proxy.host_header}\r\nConnection: close\r\n\r\n".encode(),
+                              timeout=10)
+        assert post.data.startswith(b"HTTP/1.1 502 "), post.data[:200]
+        assert upstream.dropped == ["/again", "/post"]
+        assert wait_until(lambda: proxy.log_events("upstream_failed"), 5)
+        assert len(proxy.log_events("upstream_failed")) == 1
+        metrics = proxy.get("/_platform/metrics").body.decode()
+        assert 'platform_proxy_upstream_errors_total{route="h2",kind="stale_connection"} 1' in metrics
+    finally:
+        upstream.stop()

@@ -11,6 +11,7 @@ private let foreign = UpstreamURL.parse("http://foreign.example/next")!
 private let follow = RedirectPolicy.Decision.follow(url: foreign, method: "GET", keepsBody: false)
 private let timeout = UpstreamError.timeout("no response head")
 private let reset = UpstreamError.unreachable("connection closed with 97 bytes missing")
+private let stale = UpstreamError.staleConnection("Send failure: Broken pipe")
 private let noCredentials = ProxyError.credentialsUnavailable("access_token")
 
 /// The states a table row starts from, each reached through the machine's own events.
@@ -52,7 +53,7 @@ private enum Start: CaseIterable {
 /// a 3xx is followed to a foreign host that does not get the credentials.
 private enum Event: CaseIterable {
     case start, requestSent, head200, head401, head302, completedOK, completedTimeout, completedUnreachable,
-         completedCancelled, refreshReady, refreshSuppressed, refreshUnavailable, refreshNotLoggedIn, couldNotSend, clientGone
+         completedStale, completedCancelled, refreshReady, refreshSuppressed, refreshUnavailable, refreshNotLoggedIn, couldNotSend, clientGone
 
     /// What an event returns: an action, a head verdict, or nothing.
     enum Output: Equatable {
@@ -73,6 +74,8 @@ private enum Event: CaseIterable {
         case .completedOK: return .action(m.transferCompleted(nil, carriesCredentials: { _ in false }))
         case .completedTimeout: return .action(m.transferCompleted(timeout, carriesCredentials: { _ in false }))
         case .completedUnreachable: return .action(m.transferCompleted(reset, carriesCredentials: { _ in false }))
+        // Every start has a body: a stale connection is a failure like any other there.
+        case .completedStale: return .action(m.transferCompleted(stale, carriesCredentials: { _ in false }, idempotent: { true }))
         case .completedCancelled: return .action(m.transferCompleted(.cancelled, carriesCredentials: { _ in false }))
         case .refreshReady: return .action(m.refreshAnswered(.ready))
         case .refreshSuppressed: return .action(m.refreshAnswered(.suppressed))
@@ -112,6 +115,7 @@ private let table: [Event: [Start: (State, Event.Output)]] = [
     ],
     .completedTimeout: failures(timeout, .upstreamTimeout),
     .completedUnreachable: failures(reset, .upstreamUnreachable),
+    .completedStale: failures(stale, .upstreamUnreachable),
     .completedCancelled: [:],
     .refreshReady: [.awaitingRefreshAfter401: (.sendingBody, .action(.resend(refreshed: true)))],
     .refreshSuppressed: [.awaitingRefreshAfter401: (.sendingBody, .action(.resend(refreshed: false)))],
@@ -160,6 +164,50 @@ struct ForwardStateMachineTests {
                 #expect(output == expectedOutput, "\(event) in \(start)")
             }
         }
+    }
+
+    @Test("a bodiless idempotent hop whose pooled connection was stale is sent once more, and only once")
+    func staleConnectionResend() {
+        var m = Machine(hasBody: false)
+        _ = m.start()
+        #expect(m.transferCompleted(stale, carriesCredentials: { _ in true }, idempotent: { true }) == .resendHop(stale))
+        #expect(m.state == .awaitingHead)
+        // The resent hop's connection fails the same way: the 502 it would have been.
+        #expect(m.transferCompleted(stale, carriesCredentials: { _ in true }, idempotent: { true })
+                == .failUpstream(stale, answer: .upstreamUnreachable))
+        #expect(m.state == .finished(.failed(.upstreamUnreachable)))
+    }
+
+    @Test("a stale connection is not resent for a non-idempotent method, a body, or any other error")
+    func staleConnectionNotResent() {
+        // (hasBody, idempotent, error): only (false, true, stale) resends, checked above.
+        let cases: [(Bool, Bool, UpstreamError)] = [(false, false, stale), (true, true, stale), (true, false, stale),
+                                                    (false, true, reset), (false, true, timeout)]
+        for (hasBody, idempotent, error) in cases {
+            var m = Machine(hasBody: hasBody)
+            _ = m.start()
+            m.requestSent()
+            let answer: ProxyError = error.isTimeout ? .upstreamTimeout : .upstreamUnreachable
+            #expect(m.transferCompleted(error, carriesCredentials: { _ in true }, idempotent: { idempotent })
+                    == .failUpstream(error, answer: answer), "\(hasBody) \(idempotent) \(error)")
+        }
+        // After a head arrived nothing is resent: the relayed response is cut or replaced.
+        var relaying = Machine(hasBody: false)
+        _ = relaying.start()
+        _ = relaying.receivedHead(status: 200, retryAfter401: { false }, redirect: { _ in .relay })
+        #expect(relaying.transferCompleted(stale, carriesCredentials: { _ in true }, idempotent: { true })
+                == .retractOrCut(stale, answer: .upstreamUnreachable))
+    }
+
+    @Test("a resent redirect hop keeps its stripped credentials")
+    func staleConnectionOnStrippedHop() {
+        var m = Machine(hasBody: false)
+        _ = m.start()
+        _ = m.receivedHead(status: 302, retryAfter401: { false }, redirect: { _ in follow })
+        #expect(m.transferCompleted(nil, carriesCredentials: { _ in false })
+                == .follow(url: foreign, method: "GET", keepsBody: false, credentials: .stripped))
+        #expect(m.transferCompleted(stale, carriesCredentials: { _ in false }, idempotent: { true }) == .resendHop(stale))
+        #expect(m.credentials == .stripped && m.hops == 1)
     }
 
     @Test("a bodiless request waits for the head at once; a body is sent first")
