@@ -14,11 +14,14 @@ public struct RequestIDGenerator {
     /// Creates a generator for loop `index`.
     public init(loopIndex: Int) {
         var random = SystemRandomNumberGenerator()
-        var bytes: [UInt8] = (0..<6).map { _ in Self.digit(random.next(upperBound: 62)) }
-        bytes.append(UInt8(ascii: "-"))
-        Self.append(UInt64(loopIndex), to: &bytes)
-        bytes.append(UInt8(ascii: "-"))
-        prefix = bytes
+        let loop = UInt64(loopIndex), loopDigits = Self.digitCount(loop)
+        prefix = [UInt8](unsafeUninitializedCapacity: 6 + 1 + loopDigits + 1) { buffer, count in
+            for i in 0..<6 { buffer[i] = Self.digit(random.next(upperBound: 62)) }
+            buffer[6] = UInt8(ascii: "-")
+            Self.write(loop, digits: loopDigits, into: buffer, at: 7)
+            buffer[7 + loopDigits] = UInt8(ascii: "-")
+            count = buffer.count
+        }
     }
 
     /// The base-62 digit of `value` (0…61): `0-9`, `a-z`, `A-Z`.
@@ -36,12 +39,11 @@ public struct RequestIDGenerator {
         return count
     }
 
-    private static func append(_ value: UInt64, to bytes: inout [UInt8]) {
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: digitCount(value)))
+    /// Writes `value` as `digits` base-62 digits into `buffer` from `start`.
+    private static func write(_ value: UInt64, digits: Int, into buffer: UnsafeMutableBufferPointer<UInt8>, at start: Int) {
         var rest = value
-        for i in (start..<bytes.count).reversed() {
-            bytes[i] = digit(rest % 62)
+        for i in (start..<(start + digits)).reversed() {
+            buffer[i] = digit(rest % 62)
             rest /= 62
         }
     }
@@ -51,15 +53,11 @@ public struct RequestIDGenerator {
     public mutating func next() -> String {
         counter &+= 1
         let value = counter
-        let count = Self.digitCount(value)
-        return String(unsafeUninitializedCapacity: prefix.count + count) { buffer in
+        let digits = Self.digitCount(value)
+        return String(unsafeUninitializedCapacity: prefix.count + digits) { buffer in
             _ = buffer.initialize(fromContentsOf: prefix)
-            var rest = value
-            for i in (prefix.count..<(prefix.count + count)).reversed() {
-                buffer[i] = Self.digit(rest % 62)
-                rest /= 62
-            }
-            return prefix.count + count
+            Self.write(value, digits: digits, into: buffer, at: prefix.count)
+            return prefix.count + digits
         }
     }
 }

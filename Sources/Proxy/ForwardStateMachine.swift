@@ -172,7 +172,7 @@ struct ForwardStateMachine {
     /// target is a credential host for the current URL; `idempotent` whether the hop's method is
     /// (RFC 9110 §9.2.2), asked only when its connection turned out stale: a bodiless hop with
     /// an idempotent method is then sent once more rather than answered with a 502, as libcurl
-    /// itself does for HTTP/1.1 (the upstream never processed it: nothing came back).
+    /// itself does for HTTP/1.1 (nothing came back; sending an idempotent request twice is safe).
     mutating func transferCompleted(_ error: UpstreamError?, carriesCredentials: (UpstreamURL) -> Bool,
                                     idempotent: () -> Bool = { false }) -> Action {
         if let error, error.isCancelled { return .none }
