@@ -211,21 +211,20 @@ public final class ProxyHandler: HTTPHandler {
 
     /// An upstream transfer failed; logged with libcurl's reason (which never holds headers).
     func upstreamFailed(_ exchange: HTTPExchange, error: UpstreamError) {
-        log.emit(.warning, "upstream_failed", [("requestID", .string(exchange.info?.requestID ?? "")),
-                                               ("route", .string(exchange.info?.route ?? "")),
-                                               ("upstream", .string(exchange.info?.upstream ?? "")),
-                                               ("error", .string(error.description))])
-        metrics.upstreamError(route: exchange.info?.route ?? "", kind: error.isTimeout ? "timeout" : "unreachable")
+        logUpstream(exchange, error, level: .warning, event: "upstream_failed", kind: error.isTimeout ? "timeout" : "unreachable")
     }
 
     /// A hop's pooled upstream connection turned out closed before anything came back, and the
     /// hop is sent once more (`ForwardStateMachine.transferCompleted`).
     func upstreamResent(_ exchange: HTTPExchange, error: UpstreamError) {
-        log.emit(.info, "upstream_resent", [("requestID", .string(exchange.info?.requestID ?? "")),
-                                            ("route", .string(exchange.info?.route ?? "")),
-                                            ("upstream", .string(exchange.info?.upstream ?? "")),
-                                            ("error", .string(error.description))])
-        metrics.upstreamError(route: exchange.info?.route ?? "", kind: "stale_connection")
+        logUpstream(exchange, error, level: .info, event: "upstream_resent", kind: "stale_connection")
+    }
+
+    private func logUpstream(_ exchange: HTTPExchange, _ error: UpstreamError, level: LogLevel, event: String, kind: String) {
+        let info = exchange.info
+        log.emit(level, event, [("requestID", .string(info?.requestID ?? "")), ("route", .string(info?.route ?? "")),
+                                ("upstream", .string(info?.upstream ?? "")), ("error", .string(error.description))])
+        metrics.upstreamError(route: info?.route ?? "", kind: kind)
     }
 
     /// A redirect left the credential hosts: injected headers, cookies and Authorization were dropped.
