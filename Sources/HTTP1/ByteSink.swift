@@ -35,14 +35,23 @@ extension ByteSink {
 
     /// `value`'s decimal digits (negative values are written as 0).
     @inlinable
-    public mutating func writeDecimal(_ value: Int) {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for any Int's 19 digits
+    public mutating func writeDecimal(_ value: Int) { writeDigits(value, radix: 10) }
+
+    /// `value`'s lowercase hexadecimal digits (negative values are written as 0): a chunk's size.
+    @inlinable
+    public mutating func writeHexadecimal(_ value: Int) { writeDigits(value, radix: 16) }
+
+    /// `value`'s digits in `radix` (2...16), from a stack buffer: no String, no array.
+    @inlinable
+    mutating func writeDigits(_ value: Int, radix: UInt) {
+        var digits: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)  // 64 bytes: any Int in base 2
         withUnsafeMutableBytes(of: &digits) { buffer in
             var rest = UInt(max(0, value)), start = buffer.count
             repeat {
                 start -= 1
-                buffer[start] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
+                let digit = UInt8(rest % radix)
+                buffer[start] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
+                rest /= radix
             } while rest > 0
             write(UnsafeRawBufferPointer(rebasing: buffer[start...]))
         }

@@ -167,9 +167,10 @@ final class BufferPool {
     }
 }
 
-/// A response head written straight into a connection's output buffer (`HTTPExchange.startResponse`).
+/// A response head (`HTTPExchange.startResponse`) or a chunk's size line written straight into a
+/// connection's output buffer.
 public struct ResponseHeadWriter: ByteSink {
-    /// Unretained: a writer lives only inside `HTTPConnection.writeHead`, which holds the buffer.
+    /// Unretained: a writer lives only inside `HTTPConnection.writeHead` and `writeBody`, which hold the buffer.
     /// `Unmanaged`, as an `unowned(unsafe)` reference is retained and released around each call.
     let output: Unmanaged<ByteBuffer>
 

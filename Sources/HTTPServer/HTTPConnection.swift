@@ -258,7 +258,9 @@ final class HTTPConnection: Selectable {
             output.append(bytes)
             exchange.bytesSent += bytes.count
         case .chunked:
-            output.append(Array((String(bytes.count, radix: 16) + "\r\n").utf8))
+            var sizeLine = ResponseHeadWriter(output: output)
+            sizeLine.writeHexadecimal(bytes.count)
+            sizeLine.write(HTTPFieldSyntax.crlf)
             output.append(bytes)
             output.append(HTTPFieldSyntax.crlf)
             exchange.bytesSent += bytes.count

@@ -16,8 +16,10 @@ final class ConfigWatcher {
     /// reading the file.
     private var names: Set<String>
 
-    /// Events that can mean new contents at `path`.
-    private static let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_MODIFY)
+    /// Events that can mean new contents at `path`. Not `IN_MODIFY`: it fires on every `write(2)`
+    /// to any file in the directory (a log appended beside the config would wake the watcher for
+    /// each line), and a writer of the config closes it, which is `IN_CLOSE_WRITE`.
+    static let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB)
 
     /// Watches `path` (absolute); nil when inotify is unavailable (the proxy then reloads on SIGHUP only).
     init?(path: String) {

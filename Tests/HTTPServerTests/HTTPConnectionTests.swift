@@ -57,9 +57,10 @@ struct HTTPConnectionTests {
         let streamed = try #require(h.handler.handled.last)
         streamed.startResponse(status: 200, headers: [], framing: .streamed)
         Array("chunk".utf8).withUnsafeBytes { streamed.writeBody($0) }
+        [UInt8](repeating: UInt8(ascii: "z"), count: 4010).withUnsafeBytes { streamed.writeBody($0) }
         #expect(h.read().isEmpty)
         h.run()
-        #expect(h.read().contains("5\r\nchunk\r\n"))
+        #expect(h.read().contains("5\r\nchunk\r\nfaa\r\nzzz"))
         streamed.endResponse()
         h.run()
         #expect(h.read().hasSuffix("0\r\n\r\n"))
@@ -313,7 +314,7 @@ struct HTTPConnectionTests {
     }
 }
 
-@Suite("writeDecimal")
+@Suite("writeDecimal and writeHexadecimal")
 struct AppendDecimalTests {
     @Test("a Content-Length is written in decimal digits, as String(_:) would",
           arguments: [0, 7, 9, 10, 99, 100, 65_536, 123_456_789, Int.max])
@@ -321,5 +322,13 @@ struct AppendDecimalTests {
         var bytes = Array("x".utf8)
         bytes.writeDecimal(value)
         #expect(bytes == Array("x\(value)".utf8))
+    }
+
+    @Test("a chunk size is written in lowercase hexadecimal, as String(_:radix: 16) would",
+          arguments: [0, 9, 10, 15, 16, 255, 4010, 65_536, 0xabcdef, Int.max])
+    func hexadecimal(value: Int) {
+        var bytes = Array("x".utf8)
+        bytes.writeHexadecimal(value)
+        #expect(bytes == Array("x\(String(value, radix: 16))".utf8))
     }
 }

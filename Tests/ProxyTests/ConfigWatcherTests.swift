@@ -41,4 +41,38 @@ struct ConfigWatcherTests {
         let batch = record("config.json")
         #expect(!ConfigWatcher.concerns(batch[0..<10], names: names))
     }
+
+    @Test("a log written beside the config, line by line, wakes the watcher for none of its writes")
+    func neighbourWritesQueueNothing() throws {
+        var template = Array("/tmp/config-watcher-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        let directory = String(cString: try #require(made))
+        defer { _ = system("rm -rf '\(directory)'") }
+        let config = directory + "/config.json"
+        try write(config, "{}")
+        let watcher = try #require(ConfigWatcher(path: config))
+        var pending = pollfd(fd: watcher.fd, events: Int16(POLLIN), revents: 0)
+
+        // A log kept open and appended to: IN_MODIFY per write, which the watcher does not ask for.
+        let log = open(directory + "/proxy.log", O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        try #require(log >= 0)
+        _ = watcher.drainEvents()  // the log's IN_CREATE
+        for _ in 0..<50 { _ = "line\n".withCString { Glibc.write(log, $0, 5) } }
+        #expect(poll(&pending, 1, 0) == 0)
+        close(log)
+        #expect(!watcher.drainEvents())  // its IN_CLOSE_WRITE names the log, not the config
+
+        // Rewriting the config is noticed, and its bytes are new.
+        try write(config, "{\"workers\": 1}")
+        #expect(poll(&pending, 1, 0) == 1)
+        #expect(watcher.drainEvents())
+        #expect(watcher.contentChanged())
+    }
+
+    private func write(_ path: String, _ text: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        _ = text.withCString { Glibc.write(fd, $0, strlen($0)) }
+    }
 }
