@@ -24,8 +24,7 @@ extension ByteSink {
     /// A string's UTF-8 bytes.
     @inlinable
     public mutating func write(_ string: String) {
-        var string = string
-        string.withUTF8 { write(UnsafeRawBufferPointer($0)) }
+        string.withUTF8Bytes { write(UnsafeRawBufferPointer($0)) }
     }
 
     @inlinable

@@ -71,8 +71,7 @@ public struct HTTPRequestHead: Sendable {
 
     /// Index of the first field called `name` (ASCII case-insensitive).
     public func firstIndex(of name: String) -> Int? {
-        var name = name
-        return name.withUTF8 { wanted in
+        name.withUTF8Bytes { wanted in
             storage.withUnsafeBufferPointer { bytes in
                 fields.firstIndex { asciiCaseInsensitiveEquals(bytes, $0.name, wanted) }
             }

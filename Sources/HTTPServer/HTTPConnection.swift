@@ -143,20 +143,22 @@ final class HTTPConnection: Selectable {
         }
     }
 
-    private func startExchange(_ head: HTTPRequestHead) {
+    /// The head is moved into the exchange, not copied (a copy retains its two arrays).
+    private func startExchange(_ head: consuming HTTPRequestHead) {
         let now = loop.now
-        machine.headReceived(now: now, keepAlive: head.keepAlive, hasBody: head.framing != .none,
+        let framing = head.framing
+        machine.headReceived(now: now, keepAlive: head.keepAlive, hasBody: framing != .none,
                              expectsContinue: head.expectsContinue)
         let exchange = HTTPExchange(head: head, peer: peer, listener: listener, startedAt: now, loop: loop, connection: self)
         self.exchange = exchange
-        decoder = HTTPBodyDecoder(framing: head.framing)
-        if case .length(let n) = head.framing, n > owner.configuration.maxBodyBytes {
+        decoder = HTTPBodyDecoder(framing: framing)
+        if case .length(let n) = framing, n > owner.configuration.maxBodyBytes {
             return refuse(.bodyTooLarge)
         }
         owner.handler.handle(exchange)
         guard self.exchange === exchange, !machine.isClosed else { return }
         perform(machine.handlerReturned())
-        if head.framing == .none && !exchange.isFinished { exchange.delegate?.exchangeBodyEnded(exchange) }
+        if framing == .none && !exchange.isFinished { exchange.delegate?.exchangeBodyEnded(exchange) }
     }
 
     private func decodeBody() {

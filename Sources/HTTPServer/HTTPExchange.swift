@@ -58,7 +58,7 @@ public final class HTTPExchange {
     /// Request body bytes received.
     public internal(set) var bytesReceived = 0
 
-    init(head: HTTPRequestHead, peer: String, listener: Int, startedAt: NanoTime, loop: EventLoop, connection: HTTPConnection) {
+    init(head: consuming HTTPRequestHead, peer: String, listener: Int, startedAt: NanoTime, loop: EventLoop, connection: HTTPConnection) {
         self.head = head
         self.peer = peer
         self.listener = listener

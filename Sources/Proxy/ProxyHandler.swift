@@ -66,15 +66,15 @@ public final class ProxyHandler: HTTPHandler {
     }
 
     public func handle(_ exchange: HTTPExchange) {
-        let head = exchange.head
-        let target = RequestTarget(head.target)
-        let info = ExchangeInfo(requestID: requestID(head), path: target.path)
+        // `exchange.head` is read in place each time: a local copy would retain its arrays.
+        let target = RequestTarget(exchange.head.target)
+        let info = ExchangeInfo(requestID: requestID(exchange.head), path: target.path)
         exchange.delegate = info
 
         if exchange.listener == metricsListener { return handleMetricsListener(exchange, target: target) }
         if target.path.utf8.count == 1 && target.path.utf8.first == UInt8(ascii: "*") { return respondOptions(exchange) }
         let scope = RequestScope(path: target.path, router: runtime.router)
-        let request = GuardedRequest(head: head, target: target, access: runtime.access)
+        let request = GuardedRequest(head: exchange.head, target: target, access: runtime.access)
         if let (check, error) = RequestGuard.firstRefusal(scope.guards, request) {
             if check.isScoped { info.route = scope.routeName }
             // TRACE at one of the proxy's own endpoints: that endpoint's `Allow`, not the routes'.
@@ -270,7 +270,7 @@ public final class ProxyHandler: HTTPHandler {
     }
 
     /// The client's X-Request-ID when it is a sane token (≤ 128 visible ASCII bytes), else a new one.
-    private func requestID(_ head: HTTPRequestHead) -> String {
+    private func requestID(_ head: borrowing HTTPRequestHead) -> String {
         if let given = head.first("X-Request-ID"), !given.isEmpty, given.utf8.count <= 128,
            given.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
             return given

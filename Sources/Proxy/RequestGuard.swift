@@ -2,23 +2,28 @@ import Glibc
 import Config
 import HTTP1
 
-/// What the guards read from one request, found once.
+/// What the guards read from one request, found once. The head is read here and not kept (a
+/// copy of it retains its arrays on every request).
 struct GuardedRequest {
-    let head: HTTPRequestHead
     let target: RequestTarget
     /// `Sec-Fetch-Site` and the method-override fields.
     let screened: RequestScreen.Fields
     let hostHeader: String?
     let origin: String?
+    /// The method is TRACE or TRACK in any spelling.
+    let methodIsTrace: Bool
+    /// `X-Proxy-Key`, read only when the policy has a key.
+    let proxyKey: String?
     let access: AccessPolicy
 
-    init(head: HTTPRequestHead, target: RequestTarget, access: AccessPolicy) {
-        self.head = head
+    init(head: borrowing HTTPRequestHead, target: RequestTarget, access: AccessPolicy) {
         self.target = target
         self.access = access
         screened = RequestScreen.fields(head)
         hostHeader = head.first("Host")
         origin = head.first("Origin")
+        methodIsTrace = head.methodIsIgnoringCase("TRACE") || head.methodIsIgnoringCase("TRACK")
+        proxyKey = access.apiKey == nil ? nil : head.first("X-Proxy-Key")
     }
 }
 
@@ -52,9 +57,7 @@ enum RequestGuard: Int, CaseIterable {
         let target = request.target
         switch self {
         case .noTrace:
-            let head = request.head
-            guard head.methodIsIgnoringCase("TRACE") || head.methodIsIgnoringCase("TRACK")
-                    || request.screened.overridesToTrace else { return nil }
+            guard request.methodIsTrace || request.screened.overridesToTrace else { return nil }
             return .methodNotAllowed("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
         case .noUserinfo:
             guard let authority = target.authority, authority.contains("@") else { return nil }
@@ -69,7 +72,7 @@ enum RequestGuard: Int, CaseIterable {
             return .hostNotAllowed
         case .proxyKey:
             guard request.access.apiKey != nil else { return nil }
-            return request.access.keyAccepted(request.head.first("X-Proxy-Key")) ? nil : .proxyKeyRequired
+            return request.access.keyAccepted(request.proxyKey) ? nil : .proxyKeyRequired
         case .originAllowed:
             guard let origin = request.origin, !request.access.originAllowed(origin) else { return nil }
             return .originNotAllowed
@@ -175,8 +178,7 @@ enum RequestScope {
     /// most are not.
     static func isPlatformPath(_ path: Substring) -> Bool {
         let prefix: StaticString = "/_platform"
-        var path = path
-        return path.withUTF8 { bytes in
+        return path.withUTF8Bytes { bytes in
             guard bytes.count >= prefix.utf8CodeUnitCount, let base = bytes.baseAddress,
                   memcmp(base, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0 else { return false }
             return bytes.count == prefix.utf8CodeUnitCount || bytes[prefix.utf8CodeUnitCount] == UInt8(ascii: "/")

@@ -14,10 +14,9 @@ public struct RequestTarget: Sendable, Equatable {
     /// Works on the UTF-8 bytes (every delimiter is ASCII): no Character is formed, and the
     /// delimiters are found with `memchr` rather than by walking string indexes.
     public init(_ target: String) {
-        var target = target
         let utf8 = target.utf8
         // Byte offsets of the authority, the path and the query mark, found in one borrow.
-        let (authority, pathStart, mark): (Range<Int>?, Int, Int?) = target.withUTF8 { bytes in
+        let (authority, pathStart, mark): (Range<Int>?, Int, Int?) = target.withUTF8Bytes { bytes in
             guard let base = bytes.baseAddress else { return (nil, 0, nil) }
             func find(_ byte: UInt8, from start: Int) -> Int? {
                 guard start < bytes.count, let hit = memchr(base + start, Int32(byte), bytes.count - start) else { return nil }
@@ -65,8 +64,7 @@ enum HostName {
     /// Whether `host` (any case) is in the lowercased `allowed` list (compared byte by byte,
     /// ASCII case ignored, without making a lowercased copy per request).
     static func isAllowed(_ host: Substring, _ allowed: [String]) -> Bool {
-        var host = host
-        return host.withUTF8 { value in
+        host.withUTF8Bytes { value in
             // `hostPart`, on the bytes: every request asks.
             var end = value.count
             if value.first == UInt8(ascii: "[") {
@@ -77,8 +75,7 @@ enum HostName {
             let written = UnsafeBufferPointer(rebasing: value[..<end])
             return allowed.contains { name in
                 guard name.utf8.count == written.count else { return false }
-                var name = name
-                return name.withUTF8 { lowered in
+                return name.withUTF8Bytes { lowered in
                     for i in 0..<lowered.count where lowered[i] != asciiLower(written[i]) { return false }
                     return true
                 }

@@ -78,9 +78,8 @@ public struct HeaderLines: Sendable, Equatable {
     /// request, so it walks the bytes directly.
     public func containsNames(_ first: String, _ second: String) -> (Bool, Bool) {
         var found = (false, false)
-        var first = first, second = second
-        first.withUTF8 { a in
-            second.withUTF8 { b in
+        first.withUTF8Bytes { a in
+            second.withUTF8Bytes { b in
                 bytes.withUnsafeBufferPointer { buffer in
                     var start = 0
                     while start < buffer.count {

@@ -36,8 +36,7 @@ public struct RequestURL: Sendable, Equatable, CustomStringConvertible {
     /// Whether the scheme is https (the origin is lowercased by whoever parsed it; a whole URL
     /// given as one string is compared as given).
     var isHTTPS: Bool {
-        var origin = origin
-        return origin.withUTF8 { $0.count > 6 && memcmp($0.baseAddress!, "https:", 6) == 0 }
+        origin.withUTF8Bytes { $0.count > 6 && memcmp($0.baseAddress!, "https:", 6) == 0 }
     }
 
     /// Runs `body` with the URL as a NUL-terminated C string, joined on the stack (or in a

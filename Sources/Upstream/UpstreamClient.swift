@@ -78,7 +78,7 @@ public final class UpstreamClient {
     }
 
     /// Starts `request`; events go to `delegate` on this loop. `body` streams the request body.
-    public func start(_ request: UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
+    public func start(_ request: borrowing UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
         let handle = idleHandles.popLast() ?? EasyHandle(client: self)
         let transfer = UpstreamTransfer(client: self, handle: handle, request: request, body: body, delegate: delegate)
         transfer.activeIndex = active.count

@@ -42,19 +42,21 @@ public final class UpstreamTransfer {
     private(set) var headDeadline: NanoTime?
     /// Index in the client's in-flight list, -1 when not in it (`UpstreamClient.release`).
     var activeIndex = -1
-    /// The request as sent.
-    public let request: UpstreamRequest
+    /// Seconds allowed until the response head, and for any stall after it (`UpstreamRequest.timeout`).
+    private let timeout: Double
 
-    init(client: UpstreamClient, handle: EasyHandle, request: UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) {
+    /// The request is read, not kept: libcurl copies the URL and the handle the header lines
+    /// (`configure`), so no copy of its strings is retained per transfer.
+    init(client: UpstreamClient, handle: EasyHandle, request: borrowing UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) {
         self.client = client
         self.handle = handle
-        self.request = request
+        timeout = request.timeout
         self.body = body
         self.delegate = delegate
         head = handle.spareHead
         handle.spareHead = UpstreamResponseHead(status: 0)
         handle.running = Unmanaged.passUnretained(self)
-        configure()
+        configure(request)
         body?.onData = { [unowned self] in self.bodyDataArrived() }
         // The wait for the response head starts once the request is sent: a long upload is not
         // a slow upstream. While body bytes flow, libcurl's low-speed check (no byte moved in
@@ -64,7 +66,7 @@ public final class UpstreamTransfer {
 
     private func startHeadTimer() {
         guard headDeadline == nil, phase == .awaitingHead else { return }
-        let deadline = client.loop.now.adding(seconds: request.timeout)
+        let deadline = client.loop.now.adding(seconds: timeout)
         headDeadline = deadline
         client.headAwaited(until: deadline)
     }
@@ -73,7 +75,7 @@ public final class UpstreamTransfer {
     func headDeadlinePassed() {
         guard headDeadline != nil, phase == .awaitingHead else { return }
         headDeadline = nil
-        finish(.timeout("no response head within \(request.timeout) s of the request's last byte"))
+        finish(.timeout("no response head within \(timeout) s of the request's last byte"))
     }
 
     /// Resumes a response paused by the delegate.
@@ -109,7 +111,7 @@ public final class UpstreamTransfer {
 
     /// Sets what differs per request; options common to every request were set once on the
     /// handle (`EasyHandle.init`), so no `curl_easy_reset` and no re-setting them per request.
-    private func configure() {
+    private func configure(_ request: borrowing UpstreamRequest) {
         let easy = handle.easy
         // Joined on the stack: libcurl copies it.
         request.target.withCString { _ = cc_easy_str(easy, CURLOPT_URL, $0) }
