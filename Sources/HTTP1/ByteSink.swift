@@ -40,8 +40,9 @@ extension ByteSink {
     @inlinable
     public mutating func writeHexadecimal(_ value: Int) { writeDigits(value, radix: 16) }
 
-    /// `value`'s digits in `radix` (2...16), from a stack buffer: no String, no array.
-    @inlinable
+    /// `value`'s digits in `radix` (2...16), from a stack buffer: no String, no array. Always
+    /// inlined, so the radix is a constant: a division by a variable is a `div` per digit.
+    @inlinable @inline(__always)
     mutating func writeDigits(_ value: Int, radix: UInt) {
         var digits: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)  // 64 bytes: any Int in base 2
         withUnsafeMutableBytes(of: &digits) { buffer in
