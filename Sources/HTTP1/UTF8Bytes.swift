@@ -2,7 +2,8 @@
 /// native), so calling it on a `let` takes a `var` copy: a retain and a release each time, several
 /// per request on the forwarding path. The UTF-8 view's contiguous storage is read in place; on
 /// Linux every string has it (a small string's bytes are lent from the stack), and the copy is
-/// only the fallback.
+/// only the fallback. One extension per type, not one on `StringProtocol`: through the protocol, a
+/// substring's view was retained for the call (two more retains per request, counted).
 extension String {
     @inlinable @inline(__always)
     public func withUTF8Bytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
