@@ -1,4 +1,5 @@
 import Config
+import HTTP1
 
 /// Building the upstream URL of a request and checking its path.
 enum UpstreamTarget {
@@ -43,43 +44,44 @@ enum UpstreamTarget {
     /// `.reject` no `%2F`/`%5C` (any case). With `.forward` those two still end a segment for
     /// the dot check, because an upstream that decodes them sees `..%2F` as `../`.
     static func isForwardable(_ path: Substring, encodedSlashes: EncodedSlashes) -> Bool {
-        var dots = 0          // dots in the current segment, `.` or `%2e` alike
-        var other = false     // anything else in it
-        var i = path.utf8.startIndex
-        let end = path.utf8.endIndex
-        while i < end {
-            var b = path.utf8[i]
-            var separator = b == UInt8(ascii: "/")
-            if b == UInt8(ascii: "%"), let decoded = encodedByte(path.utf8, at: i) {
-                switch decoded {
-                case 0: return false
-                case UInt8(ascii: "/"), UInt8(ascii: "\\"):
-                    guard encodedSlashes == .forward else { return false }
-                    separator = true
-                default: break
+        // On the bytes with integer offsets: `Substring.UTF8View` indexes are checked and
+        // re-validated at every step (~50 instructions a byte, counted).
+        path.withUTF8Bytes { bytes in
+            var dots = 0          // dots in the current segment, `.` or `%2e` alike
+            var other = false     // anything else in it
+            var i = 0
+            while i < bytes.count {
+                var b = bytes[i]
+                var separator = b == UInt8(ascii: "/")
+                if b == UInt8(ascii: "%"), let decoded = encodedByte(bytes, at: i) {
+                    switch decoded {
+                    case 0: return false
+                    case UInt8(ascii: "/"), UInt8(ascii: "\\"):
+                        guard encodedSlashes == .forward else { return false }
+                        separator = true
+                    default: break
+                    }
+                    b = decoded
+                    i += 2
                 }
-                b = decoded
-                i = path.utf8.index(i, offsetBy: 2)
+                if separator {
+                    if !other && (dots == 1 || dots == 2) { return false }
+                    dots = 0
+                    other = false
+                } else if b == UInt8(ascii: ".") {
+                    dots += 1
+                } else {
+                    other = true
+                }
+                i += 1
             }
-            if separator {
-                if !other && (dots == 1 || dots == 2) { return false }
-                dots = 0
-                other = false
-            } else if b == UInt8(ascii: ".") {
-                dots += 1
-            } else {
-                other = true
-            }
-            i = path.utf8.index(after: i)
+            return other || (dots != 1 && dots != 2)
         }
-        return other || (dots != 1 && dots != 2)
     }
 
     /// The byte a `%XY` starting at `i` stands for, or nil when two hex digits do not follow.
-    private static func encodedByte(_ utf8: Substring.UTF8View, at i: Substring.UTF8View.Index) -> UInt8? {
-        guard let one = utf8.index(i, offsetBy: 1, limitedBy: utf8.endIndex), one < utf8.endIndex,
-              let two = utf8.index(i, offsetBy: 2, limitedBy: utf8.endIndex), two < utf8.endIndex,
-              let high = hexValue(utf8[one]), let low = hexValue(utf8[two]) else { return nil }
+    private static func encodedByte(_ bytes: UnsafeBufferPointer<UInt8>, at i: Int) -> UInt8? {
+        guard i + 2 < bytes.count, let high = hexValue(bytes[i + 1]), let low = hexValue(bytes[i + 2]) else { return nil }
         return high << 4 | low
     }
 

@@ -17,6 +17,13 @@ struct ForwardablePathTests {
     func table(path: String, mode: EncodedSlashes, expected: Bool) {
         #expect(UpstreamTarget.isForwardable(Substring(path), encodedSlashes: mode) == expected)
     }
+
+    @Test("the path is judged as the slice of its request target: the query after it is not read",
+          arguments: [("/a/b?next=/../x", true), ("/a/b?%2e%2e", true), ("/a/..?q=1", false), ("http://h/a/%2e?x", false),
+                      ("/a%2F?x", false)])
+    func sliceOfTarget(target: String, expected: Bool) {
+        #expect(UpstreamTarget.isForwardable(RequestTarget(target).path, encodedSlashes: .reject) == expected)
+    }
 }
 
 @Suite("RequestScreen")
