@@ -11,6 +11,9 @@
 #   bench/cost-profile.sh                       # N1=300 N2=1300, top 30 functions
 #   TOP=60 bench/cost-profile.sh
 #   UPSTREAM=https bench/cost-profile.sh        # the upstream over TLS (h2), as bench/proxy.sh's https case
+#   REQ_PATH='/api/v1/accounts/1234567/profile?include=details' bench/cost-profile.sh
+#                                               # another request target (default /small, as the bench):
+#                                               # what grows with the path (parsing, checks, URL join, libcurl's URL parse)
 #   BASE_BIN=/path/to/older/platform-proxy bench/cost-profile.sh   # the same counts for another build,
 #                                               # and the functions whose cost moved most between them
 #   PLATFORM_PROXY_RELEASE_BIN=/path/to/platform-proxy bench/cost-profile.sh   # skip the build
@@ -20,6 +23,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 N1="${N1:-300}"
 N2="${N2:-1300}"
 TOP="${TOP:-30}"
+REQ_PATH="${REQ_PATH:-/small}"
 
 bench_init
 ensure_tools nginx valgrind strace python3
@@ -45,7 +49,7 @@ callgrind_run() {
     port="$(free_port)"
     config "$port"
     callgrind_proxy "$out" "$port" "$binary"
-    keepalive_gets "$port" /small "$n"
+    keepalive_gets "$port" "$REQ_PATH" "$n"
     kill -TERM "$CALLGRIND_PID"
     wait "$CALLGRIND_PID" || true
 }
@@ -63,7 +67,7 @@ strace_run() {
     strace -f -c -o "$BENCH_DIR/strace.txt" -p "$pid" 2>/dev/null &
     spid=$!
     sleep 1
-    keepalive_gets "$port" /small "$n"
+    keepalive_gets "$port" "$REQ_PATH" "$n"
     kill -INT "$spid"
     wait "$spid" || true
     kill -TERM "$pid"
