@@ -77,4 +77,31 @@ public enum ByteScan {
         while i < count && bytes[i] >= 0x0E { i += 1 }
         return i
     }
+
+    /// The index of the first byte at or after `from` that may not be in a request target
+    /// (`ByteClass.isTarget` false: a control, space, `#`, DEL or above), or `bytes.count`: eight
+    /// bytes per step while all may. The word test is exact: a byte below 0x21 (`hasless`),
+    /// above 0x7E (the high bit, or 0x7F plus one: no byte below 0x80 carries into its
+    /// neighbour), or equal to `#` (a zero byte after XOR) stops the step, and the byte loop
+    /// finds which.
+    @inlinable
+    public static func nextNonTargetByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        var i = from
+        let count = bytes.count
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            while i + 8 <= count {
+                let word = (raw + i).loadUnaligned(as: UInt64.self)
+                let below = (word &- ones &* 0x21) & ~word
+                let above = (word &+ ones) | word
+                let hash = word ^ (ones &* 0x23)
+                let isHash = (hash &- ones) & ~hash
+                if (below | above | isHash) & highs != 0 { break }
+                i += 8
+            }
+        }
+        while i < count && ByteClass.isTarget(bytes[i]) { i += 1 }
+        return i
+    }
 }

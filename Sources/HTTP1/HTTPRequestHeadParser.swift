@@ -161,7 +161,7 @@ public struct HTTPRequestHeadParser: Sendable {
         guard !method.isEmpty, head[i] == .space else { return .failure(head[i] == .cr ? .invalidRequestLine : .invalidMethod) }
         i += 1
         let targetStart = i
-        while i < head.count, ByteClass.isTarget(head[i]) { i += 1 }
+        i = ByteScan.nextNonTargetByte(head, from: i)
         let target = targetStart..<i
         guard i < head.count, !target.isEmpty else { return .failure(.invalidRequestLine) }
         guard head[i] == .space else { return .failure(head[i] == .cr ? .invalidRequestLine : .invalidTarget) }

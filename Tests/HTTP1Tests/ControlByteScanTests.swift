@@ -41,4 +41,30 @@ struct ControlByteScanTests {
         let above = [UInt8](repeating: 0x0E, count: 17) + [0x0F, 0x10]
         #expect(above.withUnsafeBufferPointer { ByteScan.nextControlByte($0, from: 0) } == above.count)
     }
+
+    @Test("the word-at-a-time target scan stops where the byte loop over isTarget stops, for every byte at every offset")
+    func targetScanAgreesWithTheByteClass() {
+        func reference(_ bytes: [UInt8], from: Int) -> Int {
+            var i = from
+            while i < bytes.count && ByteClass.isTarget(bytes[i]) { i += 1 }
+            return i
+        }
+        // Fillers: allowed bytes at both ends of the range and around `#`, so a carry or borrow
+        // from the stopping byte would show in a neighbour.
+        for filler: UInt8 in [0x21, 0x22, 0x24, 0x41, 0x7E] {
+            for length in [0, 1, 7, 8, 9, 16, 17, 23] {
+                for position in 0...length {
+                    for stop in 0...255 where position == length || !ByteClass.isTarget(UInt8(stop)) || stop == 0x7E {
+                        var bytes = [UInt8](repeating: filler, count: length)
+                        if position < length { bytes[position] = UInt8(stop) }
+                        for from in [0, 1, min(length, 8)] where from <= length {
+                            let found = bytes.withUnsafeBufferPointer { ByteScan.nextNonTargetByte($0, from: from) }
+                            #expect(found == reference(bytes, from: from),
+                                    "filler \(filler) length \(length) byte \(stop) at \(position) from \(from)")
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
