@@ -11,6 +11,7 @@
 #   bench/cost-profile.sh                       # N1=300 N2=1300, top 30 functions
 #   TOP=60 bench/cost-profile.sh
 #   UPSTREAM=https bench/cost-profile.sh        # the upstream over TLS (h2), as bench/proxy.sh's https case
+#   ACCESS_LOG=1 bench/cost-profile.sh          # with the access log on, as the default config has it
 #   REQ_PATH='/api/v1/accounts/1234567/profile?include=details' bench/cost-profile.sh
 #                                               # another request target (default /small, as the bench):
 #                                               # what grows with the path (parsing, checks, URL join, libcurl's URL parse)
@@ -24,6 +25,8 @@ N1="${N1:-300}"
 N2="${N2:-1300}"
 TOP="${TOP:-30}"
 REQ_PATH="${REQ_PATH:-/small}"
+ACCESS_LOG="${ACCESS_LOG:-0}"
+if [[ $ACCESS_LOG == 1 ]]; then LOG_ACCESS=true; export CALLGRIND_LOG_LEVEL=info; else LOG_ACCESS=false; fi
 
 bench_init
 ensure_tools nginx valgrind strace python3
@@ -38,7 +41,7 @@ start_bench_upstream "$UPSTREAM"
 config() {
     cat >"$BENCH_DIR/proxy.json" <<JSON
 {"listen": ["127.0.0.1:$1"], "workers": 1,
- "provider": {"grant": "static", "accessToken": "$TOKEN", "idToken": "$TOKEN"}, "log": {"access": false},
+ "provider": {"grant": "static", "accessToken": "$TOKEN", "idToken": "$TOKEN"}, "log": {"access": $LOG_ACCESS},
  "routes": [{"name": "up", "path": "/", "upstream": "$UPSTREAM_URL", "credential": "access_token"}]}
 JSON
 }

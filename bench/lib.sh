@@ -159,7 +159,7 @@ callgrind_proxy() {
     local out="$1" port="$2" binary="$3"
     shift 3
     valgrind --tool=callgrind "$@" --callgrind-out-file="$out" "$binary" serve --config "$BENCH_DIR/proxy.json" \
-        --log-level error 2>"$out.log" &
+        --log-level "${CALLGRIND_LOG_LEVEL:-error}" 2>"$out.log" &
     CALLGRIND_PID=$!
     BENCH_PIDS+=("$CALLGRIND_PID")
     wait_http "http://127.0.0.1:$port/_platform/health" 60 || bench_die "proxy under valgrind did not start"

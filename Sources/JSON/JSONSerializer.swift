@@ -17,11 +17,24 @@ extension JSONValue {
 /// The string's contents escaped for a JSON string literal, without the surrounding quotes.
 public func jsonEscaped(_ s: String) -> String {
     // Most strings (codes, paths, ids) need no escaping: return them untouched.
-    guard s.utf8.contains(where: JSONSerializer.needsEscape) else { return s }
+    let plain = s.utf8.withContiguousStorageIfAvailable { !JSONSerializer.anyNeedsEscape($0) }
+        ?? !s.utf8.contains(where: JSONSerializer.needsEscape)
+    guard !plain else { return s }
     var out: [UInt8] = []
     out.reserveCapacity(s.utf8.count + 8)
     JSONSerializer.appendEscaped(s, into: &out)
     return String(decoding: out, as: UTF8.self)
+}
+
+/// Appends the string's contents escaped for a JSON string literal (no quotes) to `out`: one
+/// scan and one copy when nothing needs escaping, as for nearly every log field.
+public func jsonAppendEscaped(_ s: String, to out: inout [UInt8]) {
+    let copied: Bool? = s.utf8.withContiguousStorageIfAvailable { bytes in
+        guard !JSONSerializer.anyNeedsEscape(bytes) else { return false }
+        out.append(contentsOf: bytes)
+        return true
+    }
+    if copied != true { JSONSerializer.appendEscaped(s, into: &out) }
 }
 
 /// The string as a complete JSON string literal, quotes included.
@@ -67,6 +80,28 @@ enum JSONSerializer {
     @inline(__always)
     static func needsEscape(_ b: UInt8) -> Bool {
         b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\")
+    }
+
+    /// Whether any byte needs escaping, eight bytes per step: a byte below 0x20 (`hasless`) or
+    /// equal to a quote or a backslash (a zero byte after XOR) marks its word, exactly.
+    static func anyNeedsEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            @inline(__always) func hasZeroByte(_ x: UInt64) -> Bool { (x &- ones) & ~x & 0x8080_8080_8080_8080 != 0 }
+            while i + 8 <= bytes.count {
+                let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                if (word &- ones &* 0x20) & ~word & 0x8080_8080_8080_8080 != 0 || hasZeroByte(word ^ (ones &* 0x22))
+                    || hasZeroByte(word ^ (ones &* 0x5C)) { return true }
+                i += 8
+            }
+        }
+        while i < bytes.count {
+            if needsEscape(bytes[i]) { return true }
+            i += 1
+        }
+        return false
     }
 
     /// Escapes quote, backslash and control characters; everything else is copied as UTF-8.
