@@ -51,7 +51,7 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CLinux", "EventLoop", "HTTP1"], swiftSettings: strict),
         .target(name: "Upstream", dependencies: ["CCurl", "EventLoop", "HTTP1"], swiftSettings: strict),
         .target(name: "Credentials", dependencies: ["Config", "EventLoop", "JSON", "Upstream"], swiftSettings: strict),
-        .target(name: "Analytics", dependencies: ["CSQLite", "Config", "EventLoop", "JSON", "Upstream"],
+        .target(name: "Analytics", dependencies: ["CSQLite", "Config", "EventLoop", "HTTP1", "JSON", "Upstream"],
                 swiftSettings: strict),
         .target(name: "Experiments", dependencies: ["Config", "Credentials", "EventLoop", "JSON"], swiftSettings: strict),
         .target(name: "Proxy", dependencies: ["Analytics", "Config", "Credentials", "EventLoop", "Experiments", "HTTP1", "HTTPServer", "JSON", "Upstream"], swiftSettings: strict),

@@ -41,7 +41,8 @@ public enum EventsRequest {
     /// How far past `now` a timestamp may lie, in seconds (clock skew, not milliseconds by mistake).
     public static let maxFutureSeconds: Int64 = 86_400
 
-    private static let fields = ["path", "event", "key", "value", "timestamp"]
+    /// The names an event may have, in the order an error lists them.
+    static let fields = ["path", "event", "key", "value", "timestamp"]
 
     /// The values in request order, or the first problem; `now` is Unix seconds.
     public static func parse(
@@ -76,37 +77,37 @@ public enum EventsRequest {
         guard let object = event.objectValue else {
             throw EventsRequestError(index, "must be an object, got \(event.kindDescription)")
         }
-        let members = try AnalyticsRequestBody.members(object, fields: fields, index: index)
+        let members = try EventMembers(object, index: index)
         let key = try self.key(members, index: index, keys: keys)
         let value: String
-        switch members["value"] {
+        switch members.value {
         case nil: value = "1"
         case .string(let text)?: value = text
         case .number(let number)?: value = number.text
         case let other?:
             throw EventsRequestError(index, "value: must be a string or a number, got \(other.kindDescription)")
         }
-        let timestamp = try members["timestamp"].map { v throws(EventsRequestError) in
+        let timestamp = try members.timestamp.map { v throws(EventsRequestError) in
             try self.timestamp(v, index: index, now: now)
         } ?? now
         return AnalyticsValue(key: key, value: value, timestamp: timestamp)
     }
 
     private static func key(
-        _ members: [String: JSONValue], index: Int, keys: AnalyticsKeys
+        _ members: EventMembers, index: Int, keys: AnalyticsKeys
     ) throws(EventsRequestError) -> String {
         let result: Result<String, AnalyticsKeyError>
-        if let key = members["key"] {
-            if members["path"] != nil || members["event"] != nil {
+        if let key = members.key {
+            if members.path != nil || members.event != nil {
                 throw EventsRequestError(index, "key: the key form cannot also carry path or event")
             }
             result = keys.normalize(try AnalyticsRequestBody.string(key, field: "key", index: index))
         } else {
-            guard let path = members["path"] else {
-                let missing = members["event"] == nil ? "key, or path and event" : "path"
+            guard let path = members.path else {
+                let missing = members.event == nil ? "key, or path and event" : "path"
                 throw EventsRequestError(index, "\(missing): missing")
             }
-            guard let event = members["event"] else { throw EventsRequestError(index, "event: missing") }
+            guard let event = members.event else { throw EventsRequestError(index, "event: missing") }
             result = keys.eventKey(
                 path: try AnalyticsRequestBody.string(path, field: "path", index: index),
                 event: try AnalyticsRequestBody.string(event, field: "event", index: index))
@@ -140,6 +141,32 @@ public enum EventsRequest {
             throw EventsRequestError(index, "timestamp: \(number.text) \(problem)")
         }
         return seconds
+    }
+}
+
+/// One event object's members, nulls dropped, as `AnalyticsRequestBody.members` would give them:
+/// five known names are five fields, so an event costs no dictionary and no hashing of its keys.
+private struct EventMembers {
+    var path: JSONValue?
+    var event: JSONValue?
+    var key: JSONValue?
+    var value: JSONValue?
+    var timestamp: JSONValue?
+
+    init(_ object: JSONObject, index: Int) throws(EventsRequestError) {
+        for (name, member) in object {
+            let present: JSONValue? = member.isNull ? .none : .some(member)
+            switch name {
+            case "path": path = present
+            case "event": event = present
+            case "key": key = present
+            case "value": value = present
+            case "timestamp": timestamp = present
+            default:
+                let expected = EventsRequest.fields.joined(separator: ", ")
+                throw EventsRequestError(index, "\(jsonQuoted(name)): unknown field; expected one of \(expected)")
+            }
+        }
     }
 }
 

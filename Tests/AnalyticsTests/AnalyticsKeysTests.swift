@@ -110,4 +110,37 @@ struct AnalyticsKeysTests {
         #expect(keys.operationSearch(path: "global", operation: "x")
             == .success(["pennmobile.global.operation.x", "pennmobile.operation.x"]))
     }
+
+    @Test("the one-pass event key agrees with the general rules on every input it takes, and leaves the rest to them")
+    func plainEventKeyAgrees() {
+        let keys = AnalyticsKeys(root: "pennmobile", maxKeyBytes: 40)
+        // Pieces that exercise every rule: dots (leading, trailing, doubled), spaces, controls,
+        // DEL, non-ASCII, the root itself and near misses of it, and lengths around the limit.
+        let pieces = ["a", "dining", ".", " ", "\u{1}", "\u{7f}", "é", "pennmobile", "pennmobilex", "pennmobile.",
+                      "kcech", "x", "0123456789abcdef"]
+        var plain = 0
+        func check(_ path: String, _ event: String) {
+            let general = keys.cleanedEventKey(path: path, event: event)
+            if let fast = keys.plainEventKey(path: path, event: event) {
+                plain += 1
+                #expect(general == .success(fast), "path \(path.debugDescription) event \(event.debugDescription)")
+            } else if case .success(let key) = general {
+                // Left to the general rules only when they rewrite something (a space).
+                #expect(path.contains(" ") || event.contains(" "), "path \(path.debugDescription) event \(event.debugDescription) gave \(key)")
+            }
+            #expect(keys.eventKey(path: path, event: event) == general)
+        }
+        // Each rule once, across every event shape.
+        for path in ["a", "a..b", ".a", "a.", ".", "a b", "a\u{1}", "a\u{7f}", "pennmobile", "pennmobile.x", "pennmobilex",
+                     "pennmobile..x", "é.x", String(repeating: "p", count: 24), String(repeating: "p", count: 23)] {
+            for event in ["x", "", "x.y", "x y", "\u{1f}", "é"] { check(path, event) }
+        }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<4000 {
+            let path = (0..<Int.random(in: 0...4, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            let event = (0..<Int.random(in: 0...2, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            check(path, event)
+        }
+        #expect(plain > 200)
+    }
 }
