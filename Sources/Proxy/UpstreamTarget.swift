@@ -41,19 +41,25 @@ enum UpstreamTarget {
     static func hasDotSegment(_ path: Substring) -> Bool { !isForwardable(path, encodedSlashes: .forward) }
 
     /// Whether `path` may go upstream: no `.`/`..` segment (plain or `%2e`), no `%00`, and with
-    /// `.reject` no `%2F`/`%5C` (any case). With `.forward` those two still end a segment for
-    /// the dot check, because an upstream that decodes them sees `..%2F` as `../`.
+    /// `.reject` no `%2F`/`%5C` (any case) and no raw `\` (not a URI character, and a separator
+    /// to WHATWG URL parsers and IIS). With `.forward` those still end a segment for the dot
+    /// check, because an upstream that decodes them sees `..%2F` or `..\` as `../`. A segment's
+    /// name ends at `;` (path parameters), so `..;x` is a `..` segment, as Tomcat reads it.
     static func isForwardable(_ path: Substring, encodedSlashes: EncodedSlashes) -> Bool {
         // On the bytes with integer offsets: `Substring.UTF8View` indexes are checked and
         // re-validated at every step (~50 instructions a byte, counted).
         path.withUTF8Bytes { bytes in
-            var dots = 0          // dots in the current segment, `.` or `%2e` alike
+            var dots = 0          // dots in the current segment's name, `.` or `%2e` alike
             var other = false     // anything else in it
+            var parameters = false  // past a `;` in this segment: not part of its name
             var i = 0
             while i < bytes.count {
                 var b = bytes[i]
                 var separator = b == UInt8(ascii: "/")
-                if b == UInt8(ascii: "%"), let decoded = encodedByte(bytes, at: i) {
+                if b == UInt8(ascii: "\\") {
+                    guard encodedSlashes == .forward else { return false }
+                    separator = true
+                } else if b == UInt8(ascii: "%"), let decoded = encodedByte(bytes, at: i) {
                     switch decoded {
                     case 0: return false
                     case UInt8(ascii: "/"), UInt8(ascii: "\\"):
@@ -68,6 +74,11 @@ enum UpstreamTarget {
                     if !other && (dots == 1 || dots == 2) { return false }
                     dots = 0
                     other = false
+                    parameters = false
+                } else if parameters {
+                    // A parameter's bytes are not the segment's name.
+                } else if b == UInt8(ascii: ";") {
+                    parameters = true
                 } else if b == UInt8(ascii: ".") {
                     dots += 1
                 } else {

@@ -56,6 +56,8 @@ def assert_never_forwarded(server):
 @pytest.mark.parametrize("path", [
     "/files/..%2fsecret.json", "/files/..%2Fsecret.json", "/files/%2e%2e%2fsecret.json", "/files/.%2e%2fsecret.json",
     "/files/x/..%2f..%2fsecret.json", "/files/a%2fb", "/files/a%5cb", "/files/..%5C..%5Csecret", "/files/a%00.json",
+    # A raw backslash is a separator to WHATWG URL parsers and IIS; "..;" is ".." to Tomcat.
+    "/files/..\\secret.json", "/files/x\\..\\..\\secret", "/files/..;/secret.json", "/files/.;x/secret.json",
 ], ids=lambda p: p.replace("/", "_"))
 def test_refuses_encoded_slash_that_would_escape_the_route(boundary, path):
     r = raw(boundary, "GET", path, {"Host": boundary.host_header})
@@ -75,7 +77,8 @@ def test_forwards_encoded_slashes_verbatim_on_a_route_that_opts_in(boundary):
     assert boundary.upstream.records[0].target == "/v1/bucket/a%2Fb%2fc.txt"
 
 
-@pytest.mark.parametrize("path", ["/objects/..%2fsecret", "/objects/x/%2e%2e%2F..%2fsecret", "/objects/a%00b"],
+@pytest.mark.parametrize("path", ["/objects/..%2fsecret", "/objects/x/%2e%2e%2F..%2fsecret", "/objects/a%00b",
+                                  "/objects/..\\secret", "/objects/..;/secret"],
                          ids=lambda p: p.replace("/", "_"))
 def test_opted_in_route_still_refuses_dot_segments_between_encoded_slashes_and_nul(boundary, path):
     r = raw(boundary, "GET", path, {"Host": boundary.host_header})

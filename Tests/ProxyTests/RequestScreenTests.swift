@@ -13,6 +13,12 @@ struct ForwardablePathTests {
               ("/..%2fsecret", .forward, false), ("/x/%2e%2e%2Fy", .forward, false), ("/.%2e%5cy", .forward, false),
               ("/a..%2fb", .forward, true), ("/%2", .reject, true), ("/%zz", .reject, true), ("/a%41b", .reject, true),
               ("/a/%2e/b", .forward, false), ("/a/.../b", .reject, true),
+              // A raw backslash is refused like %5C, and ends a segment where it is forwarded.
+              ("/public/..\\admin", .reject, false), ("/a\\b", .reject, false), ("/a\\b", .forward, true),
+              ("/public/..\\admin", .forward, false), ("/a/x..\\b", .forward, true),
+              // A segment's name ends at ";": "..;" is "..".
+              ("/api/..;/x", .reject, false), ("/api/.;jsessionid=1/x", .reject, false), ("/api/..;", .forward, false),
+              ("/a;p=1/b", .reject, true), ("/a;..", .reject, true), ("/api/;/x", .reject, true), ("/x/...;y", .reject, true),
           ])
     func table(path: String, mode: EncodedSlashes, expected: Bool) {
         #expect(UpstreamTarget.isForwardable(Substring(path), encodedSlashes: mode) == expected)
