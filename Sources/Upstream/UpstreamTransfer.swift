@@ -210,20 +210,21 @@ public final class UpstreamTransfer {
 
     func finish(_ error: UpstreamError?) {
         guard phase != .finished else { return }
-        var headDelivered = phase == .receivingBody
+        let headDelivered = phase == .receivingBody
         phase = .finished
         headDeadline = nil
         body?.onData = nil
         client.release(self)
         let delegate = self.delegate
         self.delegate = nil
-        if error == nil, !headDelivered, head.status >= 200 {
-            headDelivered = true
-            delegate?.transfer(self, receivedHead: head)
-        }
+        // A head is delivered only by its blank line: libcurl 7.88 completes a transfer whose
+        // upstream closed inside the head (`HTTP/1.1 200 OK` and nothing after) without an
+        // error, and relaying that head would turn a dead upstream into an empty 200.
+        let incomplete = headDelivered ? nil : UpstreamError.unreachable(
+            head.status == 0 ? "no response" : "the upstream closed the connection inside its response head")
         head.reset(status: 0)
         handle.spareHead = head
-        delegate?.transfer(self, completedWith: error ?? (headDelivered ? nil : .unreachable("no response")))
+        delegate?.transfer(self, completedWith: error ?? incomplete)
     }
 }
 

@@ -7,6 +7,8 @@ import socket
 import threading
 import time
 
+import pytest
+
 from proxy import base_config, build_request, exchange, read_head, wait_until
 
 
@@ -117,6 +119,26 @@ def test_upstream_closing_right_after_its_head_never_gives_an_empty_reply(start_
             outcomes.append("cut")
     assert all(o in ("502", "cut") for o in outcomes) and len(outcomes) == 20, outcomes
     assert outcomes.count("502") >= 1, outcomes  # the usual case: nothing had left yet
+    upstream.close()
+
+
+@pytest.mark.parametrize("sent", [b"HTTP/1.1 200 OK\r\n", b"HTTP/1.1 200 OK\r\nX-Partial: 1\r\nContent-Le"],
+                         ids=["status-line-only", "inside-a-field"])
+def test_an_upstream_that_closes_inside_its_response_head_is_a_502_not_an_empty_200(start_proxy, sent):
+    """Was: libcurl completes such a transfer without an error, and the head it had was relayed
+    as a complete, empty 200 (found by an attacker review)."""
+    def cut(upstream, conn):
+        conn.sendall(sent)
+        conn.shutdown(socket.SHUT_WR)
+        time.sleep(0.2)
+
+    upstream = RawUpstream(cut)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)]))
+    ex = exchange((server.host, server.port), build_request("GET", "/cut", {"Host": server.host_header}), timeout=5)
+    assert ex.final is not None and ex.final.status == 502, ex.data
+    assert b'"error":"upstream_unreachable"' in ex.final.body, ex.final
+    assert wait_until(lambda: any("inside its response head" in e.get("error", "")
+                                  for e in server.log_events("upstream_failed")), timeout=3), server.stderr_text()
     upstream.close()
 
 
