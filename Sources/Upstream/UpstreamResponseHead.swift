@@ -84,6 +84,30 @@ public struct UpstreamResponseHead: Sendable {
         return digits.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
     }
 
+    /// Whether every `Content-Length` field, and every element of a list in one, says the same
+    /// (RFC 9112 §6.3: a response with differing ones is unrecoverable, and a proxy must not relay
+    /// it: the client would frame the body by one length while libcurl read it by another).
+    public var contentLengthsAgree: Bool {
+        var first: ArraySlice<UInt8>?
+        for i in fields.indices where fields[i].name.count == Self.contentLengthName.count
+            && nameEquals(i, Self.contentLengthName.buffer) {
+            let field = storage[fields[i].value]
+            guard field.contains(UInt8(ascii: ",")) else {
+                // The usual case, one plain value: compared without splitting.
+                if let first, first != field { return false }
+                first = field
+                continue
+            }
+            for element in field.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+                let trimmed = element.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()
+                let value = ArraySlice(trimmed)
+                if let first, first != value { return false }
+                first = value
+            }
+        }
+        return true
+    }
+
     private static let contentLengthName = StaticBytes("content-length")
     private static let transferEncodingName = StaticBytes("transfer-encoding")
 

@@ -35,6 +35,8 @@ public final class UpstreamTransfer {
     private enum Phase { case awaitingHead, receivingBody, cancelled, finished }
     private var phase = Phase.awaitingHead
     private var uploadPaused = false
+    /// Why a response head that arrived whole was not relayed (the transfer fails with it).
+    private var refusedHead: String?
     private var downloadPaused = false
     /// When the response head is due (nil: not awaited, or not yet: a body is still going up).
     /// No loop timer per transfer: the client sweeps its transfers at the earliest deadline
@@ -153,6 +155,11 @@ public final class UpstreamTransfer {
         // The blank line after a final head delivers it; 1xx heads end without one.
         if head.read(line: UnsafeRawBufferPointer(start: data, count: length)) == .end, head.status >= 200,
            phase == .awaitingHead {
+            guard head.contentLengthsAgree else {
+                // Not relayed: libcurl ends the transfer (the short count), `completed` says why.
+                refusedHead = "the response has Content-Length fields that differ"
+                return 0
+            }
             phase = .receivingBody
             headDeadline = nil
             delegate?.transfer(self, receivedHead: head)
@@ -184,6 +191,7 @@ public final class UpstreamTransfer {
     // MARK: completion
 
     func completed(code: CURLcode) {
+        if let refusedHead { return finish(.unreachable(refusedHead)) }
         if code == CURLE_OK { return finish(nil) }
         let message = handle.errorBuffer[0] != 0
             ? String(decoding: UnsafeRawBufferPointer(start: handle.errorBuffer, count: strlen(handle.errorBuffer)), as: UTF8.self)

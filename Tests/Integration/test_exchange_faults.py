@@ -142,6 +142,23 @@ def test_an_upstream_that_closes_inside_its_response_head_is_a_502_not_an_empty_
     upstream.close()
 
 
+def test_an_upstream_response_with_differing_content_lengths_is_a_502_not_relayed(start_proxy):
+    """Was: the first length was relayed and libcurl read the body by the other, so the client got a
+    short body that looked complete (RFC 9112 §6.3: a proxy must not relay such a response)."""
+    def two_lengths(upstream, conn):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nhello")
+        time.sleep(0.2)
+
+    upstream = RawUpstream(two_lengths)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)]))
+    ex = exchange((server.host, server.port), build_request("GET", "/two", {"Host": server.host_header}), timeout=5)
+    assert ex.final is not None and ex.final.status == 502, ex.data
+    assert b'"error":"upstream_unreachable"' in ex.final.body, ex.final
+    assert wait_until(lambda: any("Content-Length fields that differ" in e.get("error", "")
+                                  for e in server.log_events("upstream_failed")), timeout=3), server.stderr_text()
+    upstream.close()
+
+
 def answer_keep_alive(upstream: RawUpstream, conn, idle: float):
     """Answers the request read and every further one on the connection with a 2-byte 200,
     until the client closes or `idle` seconds pass without a request (the upstream then closes)."""

@@ -66,6 +66,14 @@ struct UpstreamResponseHeadTests {
     func contentLength(value: String, expected: Int?) {
         #expect(UpstreamResponseHead(status: 200, headers: [("content-length", value)]).contentLength == expected)
     }
+
+    @Test("Content-Length fields agree only when every field and list element says the same (RFC 9112 §6.3)",
+          arguments: [(["5"], true), ([], true), (["5", "5"], true), (["5, 5"], true), (["5 ,5", "5"], true),
+                      (["2", "5"], false), (["5, 6"], false), (["5", "5, 2"], false), (["5", "05"], false)] as [([String], Bool)])
+    func contentLengthsAgree(values: [String], agree: Bool) {
+        let head = UpstreamResponseHead(status: 200, headers: [("Server", "x")] + values.map { ("Content-Length", $0) })
+        #expect(head.contentLengthsAgree == agree)
+    }
 }
 
 @Suite("EasyHandle header list")
