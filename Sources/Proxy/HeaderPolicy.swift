@@ -164,6 +164,9 @@ enum HeaderPolicy {
         static let requestID = StaticBytes("X-Request-ID")
         static let commaSpace = StaticBytes(", ")
         static let requestIDColon = StaticBytes("X-Request-ID: ")
+        static let connection = StaticBytes("connection")
+        static let keepAlive = StaticBytes("keep-alive")
+        static let close = StaticBytes("close")
     }
 
     /// Drops the fields a Connection header lists (other than the usual close / keep-alive).
@@ -179,8 +182,10 @@ enum HeaderPolicy {
     }
 
     /// Appends the response fields relayed to the client, `Name: value\r\n` each, and the request
-    /// ID. The transfer already dropped fields holding CR, LF or NUL. With a `masker`, values
-    /// echoing the injected token are relayed with it masked.
+    /// ID. The transfer already dropped fields holding CR, LF or NUL. Hop-by-hop fields are
+    /// dropped, and so are those the upstream's `Connection` names (RFC 9110 §7.6.1). With a
+    /// `masker`, names and values echoing the injected token are relayed with it masked (`*` is
+    /// a token character: a masked name is still a name).
     static func appendResponseFields<Sink: ByteSink>(_ head: UpstreamResponseHead, requestID: String, to out: inout Sink,
                                                      masker: inout EchoMasker?) {
         let dropped = responseDropped
@@ -189,16 +194,25 @@ enum HeaderPolicy {
         let shortest = masker?.token.count ?? Int.max
         out.reserve(storage.count + 4 * head.fields.count + requestID.utf8.count + 16)
         storage.withUnsafeBufferPointer { bytes in
+            let listed = connectionListed(head, bytes)
             for field in head.fields {
                 let name = UnsafeBufferPointer(rebasing: bytes[field.name])
                 if name.count < dropped.count, dropped[name.count].contains(where: { asciiEqualsLowercased(name, $0.buffer) }) { continue }
+                if !listed.isEmpty, listed.contains(where: { $0.withUnsafeBufferPointer { asciiEqualsLowercased(name, $0) } }) {
+                    continue
+                }
                 let masked = field.value.count >= shortest ? masker?.masking(storage[field.value]) : nil
-                if masked == nil && field.value.lowerBound == field.name.upperBound + 2
+                let maskedName = field.name.count >= shortest ? masker?.masking(storage[field.name]) : nil
+                if masked == nil && maskedName == nil && field.value.lowerBound == field.name.upperBound + 2
                     && bytes[field.name.upperBound] == UInt8(ascii: ":") && bytes[field.name.upperBound + 1] == UInt8(ascii: " ") {
                     // `Name: value` as received: one copy.
                     out.write(UnsafeBufferPointer(rebasing: bytes[field.name.lowerBound..<field.value.upperBound]))
                 } else {
-                    out.write(name)
+                    if let maskedName {
+                        maskedName.withUnsafeBytes { out.write($0) }
+                    } else {
+                        out.write(name)
+                    }
                     out.write(HTTPFieldSyntax.colonSpace)
                     if let masked {
                         masked.withUnsafeBytes { out.write($0) }
@@ -212,6 +226,30 @@ enum HeaderPolicy {
         out.write(Fixed.requestIDColon)
         out.write(requestID)
         out.write(HTTPFieldSyntax.crlf)
+    }
+
+    /// The field names a response's `Connection` lists, lowercased, other than those always
+    /// dropped (`keep-alive`, `close`): nginx sends one on every response, so this is read on the
+    /// bytes and stays empty, allocating nothing, for it.
+    private static func connectionListed(_ head: UpstreamResponseHead, _ bytes: UnsafeBufferPointer<UInt8>) -> [[UInt8]] {
+        var listed: [[UInt8]] = []
+        for field in head.fields where field.name.count == Fixed.connection.count
+            && asciiEqualsLowercased(UnsafeBufferPointer(rebasing: bytes[field.name]), Fixed.connection.buffer) {
+            var start = field.value.lowerBound
+            while start < field.value.upperBound {
+                var end = start
+                while end < field.value.upperBound && bytes[end] != UInt8(ascii: ",") { end += 1 }
+                var (from, to) = (start, end)
+                while from < to && (bytes[from] == 0x20 || bytes[from] == 0x09) { from += 1 }
+                while to > from && (bytes[to - 1] == 0x20 || bytes[to - 1] == 0x09) { to -= 1 }
+                let name = UnsafeBufferPointer(rebasing: bytes[from..<to])
+                if !name.isEmpty && !asciiEqualsLowercased(name, Fixed.keepAlive.buffer) && !asciiEqualsLowercased(name, Fixed.close.buffer) {
+                    listed.append(name.map(asciiLower))
+                }
+                start = end + 1
+            }
+        }
+        return listed
     }
 }
 

@@ -53,8 +53,12 @@ class ReflectingUpstream:
                          if line.lower().startswith("authorization:")), "")
             token = auth.split(" ", 1)[-1]
             body = json.dumps({"authorization": auth, "token": token, "pad": "x" * 1000, "again": token}).encode()
+            # The token also comes back as part of a field name, and a field the Connection lists
+            # (hop-by-hop, RFC 9110 §7.6.1) must not reach the app either.
             out = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Echo-Authorization: {auth}\r\n"
-                   f"Set-Cookie: debug={token}; Path=/\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode()
+                   f"X-Seen-{token}: 1\r\nX-Hop: must-not-be-relayed\r\n"
+                   f"Set-Cookie: debug={token}; Path=/\r\nTransfer-Encoding: chunked\r\nConnection: close, X-Hop\r\n\r\n"
+                   ).encode()
             for i in range(0, len(body), self.piece):
                 part = body[i:i + self.piece]
                 out += b"%x\r\n" % len(part) + part + b"\r\n"
@@ -110,6 +114,8 @@ def test_echoed_token_is_masked_in_headers_and_chunked_body(start_proxy, tmp_pat
         assert token.encode() not in raw, f"the token came back to the client:\n{raw[:600]!r}"
         mask = "*" * len(token)
         assert r.header("x-echo-authorization") == f"Bearer {mask}", str(r)
+        assert r.header(f"x-seen-{mask}") == "1", str(r)
+        assert r.header("x-hop") is None, str(r)
         body = r.json()
         assert body["token"] == mask and body["again"] == mask and body["authorization"] == f"Bearer {mask}"
     assert masked_metric(server, "api") >= 2 * 4

@@ -162,6 +162,25 @@ struct WireResponseFieldTests {
         #expect(String(decoding: bytes, as: UTF8.self)
                 == "X-Echo: Bearer ****************\r\nX-Plain: fine\r\nX-Tight: ****************\r\nX-Request-ID: r\r\n")
     }
+
+    @Test("a field name echoing the token is masked too, and stays a token")
+    func maskedName() {
+        let head = wireHead(["X-secret-token-123: 1\r\n", "X-Plain: fine\r\n"])
+        var bytes: [UInt8] = []
+        var masker = EchoMasker(token: Array("secret-token-123".utf8))
+        HeaderPolicy.appendResponseFields(head, requestID: "r", to: &bytes, masker: &masker)
+        #expect(String(decoding: bytes, as: UTF8.self) == "X-****************: 1\r\nX-Plain: fine\r\nX-Request-ID: r\r\n")
+    }
+
+    @Test("fields the upstream's Connection lists are not relayed (RFC 9110 §7.6.1), in any case, whatever else it lists")
+    func connectionListedDropped() {
+        let head = wireHead(["Connection: keep-alive, X-Hop , x-other\r\n", "X-Hop: no\r\n", "X-Other: no\r\n",
+                             "connection: close,,Keep-Alive\r\n", "X-Kept: yes\r\n", "Keep-Alive: timeout=5\r\n"])
+        var bytes: [UInt8] = []
+        var masker: EchoMasker?
+        HeaderPolicy.appendResponseFields(head, requestID: "r", to: &bytes, masker: &masker)
+        #expect(String(decoding: bytes, as: UTF8.self) == "X-Kept: yes\r\nX-Request-ID: r\r\n")
+    }
 }
 
 @Suite("UpstreamTarget")
