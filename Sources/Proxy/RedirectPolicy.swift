@@ -58,8 +58,12 @@ enum RedirectPolicy {
     /// `location` resolved against `base` (RFC 3986 §5.2), dot segments removed (§5.2.4) so
     /// `../../x` cannot climb above the root as `/../../x` would on a lenient upstream.
     static func resolve(_ location: String, against base: UpstreamURL) -> UpstreamURL? {
+        // A fragment names a part of the representation for the client: it is never sent.
+        let location = location.utf8.firstIndex(of: UInt8(ascii: "#")).map { String(location[..<$0]) } ?? location
         let parsed: UpstreamURL?
-        if location.contains(text: "://") {
+        if hasScheme(location) {
+            // Absolute by RFC 3986 §3.1, wherever "://" appears (`/next?return_to=https://x` is a
+            // path); one without an authority (`http:/x`, `http:x`) does not parse, and is relayed.
             parsed = UpstreamURL.parse(location)
         } else if location.hasPrefix("//") {
             parsed = UpstreamURL.parse(base.scheme + ":" + location)
@@ -76,6 +80,21 @@ enum RedirectPolicy {
         guard var url = parsed else { return nil }
         url.path = removeDotSegments(url.path)
         return url
+    }
+
+    /// Whether a reference starts with a scheme: a letter, then letters, digits, `+`, `-` or `.`,
+    /// then `:`, before any `/`, `?` or `#` (RFC 3986 §3.1, §4.2).
+    static func hasScheme(_ reference: String) -> Bool {
+        for (i, b) in reference.utf8.enumerated() {
+            switch b {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"): continue
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                if i == 0 { return false }
+            case UInt8(ascii: ":"): return i > 0
+            default: return false
+            }
+        }
+        return false
     }
 
     /// RFC 3986 §5.2.4 on a path beginning with "/": `.` segments vanish, `..` removes the

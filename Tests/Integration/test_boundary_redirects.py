@@ -77,7 +77,20 @@ def test_same_host_307_post_still_replays_method_and_body(fwd):
         ("POST", "/base/redirect", 3), ("POST", "/base/upload", 3)]
 
 
-# --------------------------------------------------------------------------- 8. dot segments in Location
+# --------------------------------------------------------------------------- 8. relative Locations: query, fragment, dot segments
+
+
+def test_relative_location_with_a_url_in_its_query_or_a_fragment_is_followed_on_the_upstream(fwd):
+    """Was: a "://" anywhere made a Location absolute, and any "#" made it unparseable: both were
+    relayed to the app, which could only meet them with a 404 from the proxy."""
+    for location, path, query in (("/base/next?return_to=https://example.com/", "/base/next", "return_to=https://example.com/"),
+                                  ("/base/next#section", "/base/next", "")):
+        fwd.main.clear()
+        r = fwd.get(f"/api/a/redirect?status=302&to={q(location)}")
+        assert r.status == 200, f"{location}: {r}\n{fwd.evidence()}"
+        recs = fwd.main.records
+        assert [(x.path, x.query) for x in recs][1:] == [(path, query)], fwd.evidence()
+        assert "#" not in recs[1].target
 
 
 @pytest.mark.parametrize("location,expected", [

@@ -140,4 +140,26 @@ struct RedirectPolicyRouteTests {
         #expect(decide(302, "../../../../etc", from: "https://api.example/v1/a/b") == to("https://api.example/etc", "GET"))
         #expect(decide(302, "./c/./d/../e?x=1", from: "https://api.example/v1/a/b") == to("https://api.example/v1/a/c/e?x=1", "GET"))
     }
+
+    @Test("a Location is absolute only when it starts with a scheme; a fragment is dropped, never sent")
+    func schemeAndFragment() {
+        let from = "https://api.example/v1/a/b"
+        #expect(decide(302, "/next?return_to=https://example.com/", from: from)
+                == to("https://api.example/next?return_to=https://example.com/", "GET"))
+        #expect(decide(302, "next?u=http://x", from: from) == to("https://api.example/v1/a/next?u=http://x", "GET"))
+        #expect(decide(302, "/next#section", from: from) == to("https://api.example/next", "GET"))
+        #expect(decide(302, "https://api.example/z#top", from: from) == to("https://api.example/z", "GET"))
+        #expect(decide(302, "HTTPS://api.example/y", from: from) == to("https://api.example/y", "GET"))
+        // A scheme without an authority is no URL the proxy can request: relayed, not resolved under the path.
+        #expect(decide(302, "https:/api.example/x", from: from) == .relay)
+        #expect(decide(302, "https:api.example/x", from: from) == .relay)
+        #expect(decide(302, "#only", from: from) == .relay)
+    }
+
+    @Test("a scheme is a letter, then letters, digits, + - or ., then a colon before any / ? or #",
+          arguments: [("http:", true), ("git+ssh:x", true), ("a:", true), ("1a:", false), (":x", false), ("/a:b", false),
+                      ("a/b:c", false), ("?x:y", false), ("", false), ("abc", false), ("a.b-c+d:", true)])
+    func schemes(reference: String, expected: Bool) {
+        #expect(RedirectPolicy.hasScheme(reference) == expected)
+    }
 }
