@@ -239,24 +239,26 @@ public final class UpstreamClient {
     }
 
     /// A transfer awaits its response head until `deadline`: the sweep runs by then.
-    func headAwaited(until deadline: NanoTime) {
+    /// A transfer's `deadline` is `deadline` (or later): the sweep runs by then.
+    func deadlineAwaited(_ deadline: NanoTime) {
         if let headSweepDeadline, headSweepDeadline <= deadline { return }
         if let headSweep { loop.cancel(headSweep) }
         headSweepDeadline = deadline
         headSweep = loop.schedule(at: deadline, headSweepAction)
     }
 
-    /// Ends every transfer whose head is overdue, then re-arms for the earliest still awaited.
-    /// A transfer's deadline only ever goes from nil to a time and back, so the sweep finds each
-    /// overdue one at the latest when the earliest deadline it was armed for passes.
-    private func sweepHeadDeadlines() {
+    /// Ends every transfer whose head is overdue or whose body stalled, then re-arms for the
+    /// earliest deadline left. A transfer's deadline is set with a sweep armed for it, and
+    /// otherwise only moves later (a byte moved), so the sweep finds each overdue one at the
+    /// latest when the earliest deadline it was armed for passes.
+    private func sweepDeadlines() {
         headSweep = nil
         headSweepDeadline = nil
         let now = loop.now
         var overdue: [UpstreamTransfer] = []
         var next: NanoTime?
         for transfer in active {
-            guard let deadline = transfer.headDeadline else { continue }
+            guard let deadline = transfer.deadline else { continue }
             if deadline <= now {
                 overdue.append(transfer)
             } else if next.map({ deadline < $0 }) ?? true {
@@ -266,13 +268,13 @@ public final class UpstreamClient {
         // At most ten sweeps a second: each walks every transfer, so under a crowd of deadlines
         // (a stalled upstream, thousands waiting) one sweep per deadline would cost the square
         // of the crowd per timeout. A deadline in the 0.1 s after a sweep is met up to 0.1 s late.
-        if let next { headAwaited(until: max(next, now.adding(seconds: 0.1))) }
+        if let next { deadlineAwaited(max(next, now.adding(seconds: 0.1))) }
         // Finishing one may start or end others (a retry, a cancelled pair): each is checked again.
-        for transfer in overdue { transfer.headDeadlinePassed() }
+        for transfer in overdue { transfer.deadlinePassed() }
     }
 
     /// Made once, like `timeoutAction`.
-    private lazy var headSweepAction: () -> Void = { [unowned(unsafe) self] in self.sweepHeadDeadlines() }
+    private lazy var headSweepAction: () -> Void = { [unowned(unsafe) self] in self.sweepDeadlines() }
 
     /// Made once, so arming the timer allocates nothing. Unretained, and cancelled in `deinit`
     /// (the client is released on its loop's thread, or after the loop stopped): a weak
@@ -426,7 +428,6 @@ final class EasyHandle {
         if let caBundle = Self.caBundle { cc_easy_str(easy, CURLOPT_CAINFO, caBundle) }
         cc_easy_long(easy, CURLOPT_HTTP_VERSION, CC_HTTP_VERSION_2TLS)
         cc_easy_long(easy, CURLOPT_BUFFERSIZE, 65536)
-        cc_easy_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
         cc_easy_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         let me = Unmanaged.passUnretained(self).toOpaque()
         for option in [CURLOPT_PRIVATE, CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_READDATA] { cc_easy_ptr(easy, option, me) }
@@ -553,8 +554,9 @@ final class EasyHandle {
     func setTimeout(_ seconds: Double) {
         guard seconds != timeout else { return }
         timeout = seconds
+        // The stall timeout is the client's sweep (`UpstreamTransfer.deadline`), not libcurl's
+        // low-speed check.
         cc_easy_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(min(seconds, 10) * 1000))
-        cc_easy_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(seconds.rounded(.up))))
     }
 
     func setMethod(_ next: Method) {

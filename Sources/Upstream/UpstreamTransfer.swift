@@ -40,8 +40,11 @@ public final class UpstreamTransfer {
     private var downloadPaused = false
     /// When the response head is due (nil: not awaited, or not yet: a body is still going up).
     /// No loop timer per transfer: the client sweeps its transfers at the earliest deadline
-    /// (`UpstreamClient.sweepHeadDeadlines`).
+    /// (`UpstreamClient.sweepDeadlines`).
     private(set) var headDeadline: NanoTime?
+    /// When a byte last moved either way (or the transfer was resumed): a stall is `timeout`
+    /// seconds without one, while the body goes up and after the head.
+    private var lastProgress: NanoTime
     /// Index in the client's in-flight list, -1 when not in it (`UpstreamClient.release`).
     var activeIndex = -1
     /// Seconds allowed until the response head, and for any stall after it (`UpstreamRequest.timeout`).
@@ -53,6 +56,7 @@ public final class UpstreamTransfer {
         self.client = client
         self.handle = handle
         timeout = request.timeout
+        lastProgress = client.loop.now
         self.body = body
         self.delegate = delegate
         head = handle.spareHead
@@ -61,29 +65,51 @@ public final class UpstreamTransfer {
         configure(request)
         body?.onData = { [unowned self] in self.bodyDataArrived() }
         // The wait for the response head starts once the request is sent: a long upload is not
-        // a slow upstream. While body bytes flow, libcurl's low-speed check (no byte moved in
-        // `timeout` seconds) is the stall timeout.
-        if body == nil || !request.hasBody { startHeadTimer() }
+        // a slow upstream. While body bytes go up, the stall deadline runs instead.
+        if body == nil || !request.hasBody { startHeadTimer() } else { client.deadlineAwaited(lastProgress.adding(seconds: timeout)) }
     }
 
     private func startHeadTimer() {
         guard headDeadline == nil, phase == .awaitingHead else { return }
         let deadline = client.loop.now.adding(seconds: timeout)
         headDeadline = deadline
-        client.headAwaited(until: deadline)
+        client.deadlineAwaited(deadline)
     }
 
-    /// The client's sweep found the head overdue.
-    func headDeadlinePassed() {
-        guard headDeadline != nil, phase == .awaitingHead else { return }
-        headDeadline = nil
-        finish(.timeout("no response head within \(timeout) s of the request's last byte"))
+    /// When this transfer must next be looked at: its head deadline, or while the body goes up or
+    /// comes down (and neither side is paused by the client), `timeout` after the last byte
+    /// moved. libcurl's own low-speed check is off: it averages bytes per second, so a stream
+    /// that sends a small heartbeat every few seconds fell under its 1 byte/s and was cut.
+    var deadline: NanoTime? {
+        if let headDeadline { return headDeadline }
+        switch phase {
+        case .awaitingHead where body != nil && !uploadPaused, .receivingBody where !downloadPaused:
+            return lastProgress.adding(seconds: timeout)
+        case .awaitingHead, .receivingBody, .cancelled, .finished:
+            return nil
+        }
     }
+
+    /// The client's sweep found `deadline` passed.
+    func deadlinePassed() {
+        guard let deadline, deadline <= client.loop.now, phase == .awaitingHead || phase == .receivingBody else { return }
+        if headDeadline != nil {
+            headDeadline = nil
+            return finish(.timeout("no response head within \(timeout) s of the request's last byte"))
+        }
+        finish(.timeout("no byte moved for \(timeout) s"))
+    }
+
+    /// A byte moved, or a side the client held resumed: the stall deadline starts again.
+    @inline(__always)
+    private func progressed() { lastProgress = client.loop.now }
 
     /// Resumes a response paused by the delegate.
     public func resumeResponse() {
         guard downloadPaused, phase != .finished else { return }
         downloadPaused = false
+        progressed()
+        client.deadlineAwaited(lastProgress.adding(seconds: timeout))
         client.unpause(self, mask: pauseMask)
     }
 
@@ -106,6 +132,8 @@ public final class UpstreamTransfer {
     private func bodyDataArrived() {
         guard uploadPaused, phase != .finished else { return }
         uploadPaused = false
+        progressed()
+        if headDeadline == nil { client.deadlineAwaited(lastProgress.adding(seconds: timeout)) }
         client.unpause(self, mask: pauseMask)
     }
 
@@ -162,6 +190,8 @@ public final class UpstreamTransfer {
             }
             phase = .receivingBody
             headDeadline = nil
+            progressed()
+            client.deadlineAwaited(lastProgress.adding(seconds: timeout))
             delegate?.transfer(self, receivedHead: head)
         }
         return length
@@ -169,6 +199,7 @@ public final class UpstreamTransfer {
 
     func received(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
         guard !aborting, let delegate else { return 0 }
+        progressed()
         if delegate.transfer(self, receivedBody: UnsafeRawBufferPointer(start: data, count: length)) { return length }
         downloadPaused = true
         return CC_WRITEFUNC_PAUSE
@@ -177,7 +208,9 @@ public final class UpstreamTransfer {
     func send(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
         guard !aborting, let body else { return CC_READFUNC_ABORT }
         switch body.read(into: UnsafeMutableRawBufferPointer(start: data, count: length)) {
-        case .bytes(let n): return n
+        case .bytes(let n):
+            progressed()
+            return n
         case .end:
             startHeadTimer()
             delegate?.transferSentRequestBody(self)

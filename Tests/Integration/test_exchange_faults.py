@@ -315,6 +315,59 @@ def test_a_long_upload_is_not_cut_by_the_head_timeout(start_proxy):
     upstream.close()
 
 
+def _stream(upstream_plan, timeout: float, start_proxy, seconds: float):
+    """Starts a proxy on a route with `timeout`, asks for /stream, and reads the relayed response
+    for up to `seconds`: (what came, when the connection closed or None, the proxy)."""
+    upstream = RawUpstream(upstream_plan)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port, timeout=timeout)]))
+    s = socket.create_connection((server.host, server.port))
+    s.sendall(build_request("GET", "/stream", {"Host": server.host_header, "Connection": "close"}))
+    s.settimeout(0.5)
+    started, data, closed = time.monotonic(), b"", None
+    while time.monotonic() - started < seconds:
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            continue
+        if not chunk:
+            closed = time.monotonic() - started
+            break
+        data += chunk
+    s.close()
+    upstream.close()
+    return data, closed, server
+
+
+def test_a_stream_that_sends_a_heartbeat_more_often_than_the_timeout_is_never_cut(start_proxy):
+    """Was: libcurl's low-speed check averaged bytes per second, so a byte every 3 s (under its
+    1 byte/s) was cut after timeoutSeconds although no gap came near it (attacker review)."""
+    def heartbeat(upstream, conn):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        try:
+            for _ in range(4):
+                time.sleep(3)
+                conn.sendall(b"1\r\n\n\r\n")
+            conn.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass
+
+    data, closed, _ = _stream(heartbeat, 5, start_proxy, 16)
+    assert closed is not None and closed > 11, (closed, data[-200:])
+    assert data.count(b"1\r\n\n\r\n") == 4 and data.endswith(b"0\r\n\r\n"), data[-200:]
+
+
+def test_a_response_body_that_stalls_for_the_timeout_is_cut_and_logged(start_proxy):
+    def stall(upstream, conn):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc")
+        time.sleep(8)
+
+    data, closed, server = _stream(stall, 2, start_proxy, 8)
+    assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"abc"), data
+    assert closed is not None and 1.8 < closed < 4, closed
+    assert wait_until(lambda: any("no byte moved for 2" in e.get("error", "")
+                                  for e in server.log_events("upstream_failed")), timeout=3), server.stderr_text()
+
+
 def _loopback_name() -> str | None:
     """A host name other than `localhost` (which libcurl answers itself) that resolves to
     127.0.0.1 only, so libcurl's threaded resolver (and its socketpair) serves it; None if none."""
