@@ -308,13 +308,20 @@ final class HTTPConnection: Selectable {
             head.write(HTTPFieldSyntax.crlf)
         case .chunked: head.write(Self.chunkedField)
         }
-        if machine.closesAfterResponse { head.write(Self.connectionClose) }
+        if machine.closesAfterResponse {
+            head.write(Self.connectionClose)
+        } else if exchange.head.version == .http10 {
+            // HTTP/1.0 closes unless told otherwise (RFC 9112 §9.3): the client asked to keep
+            // the connection, and this says it is kept.
+            head.write(Self.connectionKeepAlive)
+        }
         head.write(HTTPFieldSyntax.crlf)
     }
 
     private static let contentLengthName = StaticBytes("Content-Length: ")
     private static let chunkedField = StaticBytes("Transfer-Encoding: chunked\r\n")
     private static let connectionClose = StaticBytes("Connection: close\r\n")
+    private static let connectionKeepAlive = StaticBytes("Connection: keep-alive\r\n")
 
     /// Performs what the machine decided.
     private func perform(_ action: ConnectionStateMachine.Action) {

@@ -299,6 +299,24 @@ struct HTTPConnectionTests {
         #expect(h.sawEOF)
     }
 
+    @Test("HTTP/1.0 asking to keep the connection is told it is kept, and is served again on it")
+    func http10KeepAlive() throws {
+        let h = try ConnectionHarness()
+        h.handler.onHandle = { exchange in exchange.respond(status: 200, headers: [], body: Array("ok".utf8)) }
+        try h.send("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let first = h.read()
+        #expect(first.contains("Connection: keep-alive\r\n") && first.hasSuffix("\r\n\r\nok"))
+        try h.send("GET /b HTTP/1.0\r\n\r\n")
+        let second = h.read()
+        #expect(second.contains("Connection: close\r\n") && !second.contains("keep-alive"))
+        #expect(h.handler.handled.count == 2)
+        // HTTP/1.1 keeps the connection without saying so.
+        let h11 = try ConnectionHarness()
+        h11.handler.onHandle = { exchange in exchange.respond(status: 200, headers: [], body: []) }
+        try h11.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(!h11.read().contains("Connection:"))
+    }
+
     @Test("more body than the declared Content-Length is cut and reported as truncated")
     func overlongBodyTruncated() throws {
         let h = try ConnectionHarness()
