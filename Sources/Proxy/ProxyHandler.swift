@@ -292,6 +292,11 @@ public final class ProxyHandler: HTTPHandler {
 
     /// The server's own refusals, rendered as the proxy's JSON errors (`Connection: close`).
     public func refusal(_ refusal: HTTPRefusal, exchange: HTTPExchange?, peer: String) -> [UInt8] {
+        if let exchange, exchange.info == nil {
+            // Refused before `handle` saw it (a Content-Length over the limit): the access log
+            // line gets the ID the client is sent, and the path.
+            exchange.delegate = ExchangeInfo(requestID: requestID(exchange.head), path: RequestTarget(exchange.head.target).path)
+        }
         let requestID = exchange?.info?.requestID ?? requestIDs.next()
         let body = Array("{\"error\":\"\(refusal.code)\",\"message\":\"\(refusal.message)\",\"requestID\":\"\(requestID)\"}".utf8)
         let head = HTTPResponseHead(status: refusal.status, headers: [

@@ -10,6 +10,7 @@ client got back.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import secrets
@@ -700,6 +701,11 @@ def test_body_over_max_body_bytes_is_refused_413_without_reaching_the_upstream(f
     assert_error_json(ex.final, 413, "body_too_large")
     time.sleep(0.2)
     assert not [x for x in fwd.main.records if x.complete], fwd.evidence()
+    # Its access log line carries the ID the client was sent, and the path (was: both empty).
+    request_id = ex.final.header("X-Request-ID")
+    assert request_id and json.loads(ex.final.body)["requestID"] == request_id
+    lines = [e for e in fwd.proxy.log_events("request") if e.get("status") == 413]
+    assert lines and lines[-1]["requestID"] == request_id and lines[-1]["path"] == "/api/upload", lines
 
 
 def test_chunked_body_over_max_body_bytes_is_refused_413(fwd):
