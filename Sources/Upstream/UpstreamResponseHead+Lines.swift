@@ -30,10 +30,11 @@ extension UpstreamResponseHead {
                 digits += 1
                 i += 1
             }
-            // Exactly three digits, 100…999; anything else is no status a proxy can relay (curl
-            // lets e.g. "HTTP/2 99999999999999" through on HTTP/1 connections): the transfer
-            // ends without a head, a 502.
-            reset(status: digits == 3 && status >= 100 ? status : 0)
+            // Exactly three digits, 100…599 (RFC 9110 §15: others are invalid, to be handled as a
+            // 5xx); anything else is no status a proxy can relay (curl lets e.g.
+            // "HTTP/2 99999999999999" through on HTTP/1 connections): the transfer ends without a
+            // head, a 502.
+            reset(status: digits == 3 && status >= 100 && status <= 599 ? status : 0)
             return .statusLine
         }
         // Obsolete line folding (a continuation line) is dropped, and so is a field whose name is

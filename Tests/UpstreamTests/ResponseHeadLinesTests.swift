@@ -46,9 +46,9 @@ struct ResponseHeadLinesTests {
         #expect(head.status == 204)
     }
 
-    @Test("a status that is not exactly three digits from 100 gives no head (a 502)",
+    @Test("a status that is not three digits from 100 to 599 gives no head (a 502; RFC 9110 §15)",
           arguments: ["HTTP/1.1 99999999999999 Big\r\n", "HTTP/1.1 20 Short\r\n", "HTTP/1.1 099 Low\r\n", "HTTP/1.1 abc Word\r\n",
-                      "HTTP/1.1 2000 Long\r\n"])
+                      "HTTP/1.1 2000 Long\r\n", "HTTP/1.1 600 Six\r\n", "HTTP/1.1 999 Unknown\r\n", "HTTP/2 700\r\n"])
     func badStatus(line: String) {
         #expect(heads([line, "X: y\r\n", "\r\n"]).isEmpty)
     }
