@@ -235,6 +235,9 @@ enum HeaderPolicy {
         var listed: [[UInt8]] = []
         for field in head.fields where field.name.count == Fixed.connection.count
             && asciiEqualsLowercased(UnsafeBufferPointer(rebasing: bytes[field.name]), Fixed.connection.buffer) {
+            // nginx's `keep-alive` and a `close` list nothing: no pass over the elements.
+            let whole = UnsafeBufferPointer(rebasing: bytes[field.value])
+            if asciiEqualsLowercased(whole, Fixed.keepAlive.buffer) || asciiEqualsLowercased(whole, Fixed.close.buffer) { continue }
             var start = field.value.lowerBound
             while start < field.value.upperBound {
                 var end = start

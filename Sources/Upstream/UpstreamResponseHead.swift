@@ -88,24 +88,30 @@ public struct UpstreamResponseHead: Sendable {
     /// (RFC 9112 §6.3: a response with differing ones is unrecoverable, and a proxy must not relay
     /// it: the client would frame the body by one length while libcurl read it by another).
     public var contentLengthsAgree: Bool {
-        var first: ArraySlice<UInt8>?
-        for i in fields.indices where fields[i].name.count == Self.contentLengthName.count
-            && nameEquals(i, Self.contentLengthName.buffer) {
-            let field = storage[fields[i].value]
-            guard field.contains(UInt8(ascii: ",")) else {
-                // The usual case, one plain value: compared without splitting.
-                if let first, first != field { return false }
-                first = field
-                continue
+        storage.withUnsafeBufferPointer { bytes in
+            var first: UnsafeBufferPointer<UInt8>?
+            for i in fields.indices where fields[i].name.count == Self.contentLengthName.count
+                && asciiEqualsLowercased(UnsafeBufferPointer(rebasing: bytes[fields[i].name]), Self.contentLengthName.buffer) {
+                // Each element of the field's list, blanks trimmed; the usual field is one element.
+                var start = fields[i].value.lowerBound
+                let end = fields[i].value.upperBound
+                while start <= end {
+                    var stop = start
+                    while stop < end && bytes[stop] != UInt8(ascii: ",") { stop += 1 }
+                    var (from, to) = (start, stop)
+                    while from < to && (bytes[from] == 0x20 || bytes[from] == 0x09) { from += 1 }
+                    while to > from && (bytes[to - 1] == 0x20 || bytes[to - 1] == 0x09) { to -= 1 }
+                    let element = UnsafeBufferPointer(rebasing: bytes[from..<to])
+                    if let first {
+                        guard first.count == element.count, first.elementsEqual(element) else { return false }
+                    } else {
+                        first = element
+                    }
+                    start = stop + 1
+                }
             }
-            for element in field.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
-                let trimmed = element.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()
-                let value = ArraySlice(trimmed)
-                if let first, first != value { return false }
-                first = value
-            }
+            return true
         }
-        return true
     }
 
     private static let contentLengthName = StaticBytes("content-length")
