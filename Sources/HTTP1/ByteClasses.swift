@@ -64,18 +64,7 @@ public enum ByteScan {
     /// Twiddling Hacks", `hasless`: exact for any word, so no byte below 0x0E is ever skipped).
     @inlinable
     public static func nextControlByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
-        var i = from
-        let count = bytes.count
-        if let base = bytes.baseAddress {
-            let raw = UnsafeRawPointer(base)
-            while i + 8 <= count {
-                let word = (raw + i).loadUnaligned(as: UInt64.self)
-                if (word &- 0x0E0E_0E0E_0E0E_0E0E) & ~word & 0x8080_8080_8080_8080 != 0 { break }
-                i += 8
-            }
-        }
-        while i < count && bytes[i] >= 0x0E { i += 1 }
-        return i
+        firstStop(bytes, from: from, word: { ($0 &- 0x0E0E_0E0E_0E0E_0E0E) & ~$0 & 0x8080_8080_8080_8080 != 0 }, byte: { $0 < 0x0E })
     }
 
     /// The index of the first byte at or after `from` that may not be in a request target
@@ -86,22 +75,30 @@ public enum ByteScan {
     /// finds which.
     @inlinable
     public static func nextNonTargetByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        // Literals, not globals: a static in another module is read through its accessor.
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        return firstStop(bytes, from: from, word: { word in
+            let below = (word &- ones &* 0x21) & ~word
+            let above = (word &+ ones) | word
+            let hash = word ^ (ones &* 0x23)
+            return (below | above | (hash &- ones) & ~hash) & highs != 0
+        }, byte: { !ByteClass.isTarget($0) })
+    }
+
+    /// The first index at or after `from` where `byte` holds: whole words are skipped while
+    /// `word` says none of their eight bytes can (it must never miss one), then byte by byte.
+    @inlinable @inline(__always)
+    static func firstStop(_ bytes: UnsafeBufferPointer<UInt8>, from: Int, word: (UInt64) -> Bool, byte: (UInt8) -> Bool) -> Int {
         var i = from
         let count = bytes.count
         if let base = bytes.baseAddress {
             let raw = UnsafeRawPointer(base)
-            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
             while i + 8 <= count {
-                let word = (raw + i).loadUnaligned(as: UInt64.self)
-                let below = (word &- ones &* 0x21) & ~word
-                let above = (word &+ ones) | word
-                let hash = word ^ (ones &* 0x23)
-                let isHash = (hash &- ones) & ~hash
-                if (below | above | isHash) & highs != 0 { break }
+                if word((raw + i).loadUnaligned(as: UInt64.self)) { break }
                 i += 8
             }
         }
-        while i < count && ByteClass.isTarget(bytes[i]) { i += 1 }
+        while i < count && !byte(bytes[i]) { i += 1 }
         return i
     }
 }

@@ -122,6 +122,19 @@ def test_upstream_closing_right_after_its_head_never_gives_an_empty_reply(start_
     upstream.close()
 
 
+def assert_upstream_refused_as_502(start_proxy, plan, logged: str):
+    """Through a raw upstream answering with `plan`: the client gets the JSON 502 and the proxy
+    logs `upstream_failed` with `logged` in its error."""
+    upstream = RawUpstream(plan)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)]))
+    ex = exchange((server.host, server.port), build_request("GET", "/x", {"Host": server.host_header}), timeout=5)
+    assert ex.final is not None and ex.final.status == 502, ex.data
+    assert b'"error":"upstream_unreachable"' in ex.final.body, ex.final
+    assert wait_until(lambda: any(logged in e.get("error", "") for e in server.log_events("upstream_failed")),
+                      timeout=3), server.stderr_text()
+    upstream.close()
+
+
 @pytest.mark.parametrize("sent", [b"HTTP/1.1 200 OK\r\n", b"HTTP/1.1 200 OK\r\nX-Partial: 1\r\nContent-Le"],
                          ids=["status-line-only", "inside-a-field"])
 def test_an_upstream_that_closes_inside_its_response_head_is_a_502_not_an_empty_200(start_proxy, sent):
@@ -132,14 +145,7 @@ def test_an_upstream_that_closes_inside_its_response_head_is_a_502_not_an_empty_
         conn.shutdown(socket.SHUT_WR)
         time.sleep(0.2)
 
-    upstream = RawUpstream(cut)
-    server = start_proxy(config=base_config(routes=[route_to(upstream.port)]))
-    ex = exchange((server.host, server.port), build_request("GET", "/cut", {"Host": server.host_header}), timeout=5)
-    assert ex.final is not None and ex.final.status == 502, ex.data
-    assert b'"error":"upstream_unreachable"' in ex.final.body, ex.final
-    assert wait_until(lambda: any("inside its response head" in e.get("error", "")
-                                  for e in server.log_events("upstream_failed")), timeout=3), server.stderr_text()
-    upstream.close()
+    assert_upstream_refused_as_502(start_proxy, cut, "inside its response head")
 
 
 def test_an_upstream_response_with_differing_content_lengths_is_a_502_not_relayed(start_proxy):
@@ -149,14 +155,7 @@ def test_an_upstream_response_with_differing_content_lengths_is_a_502_not_relaye
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nhello")
         time.sleep(0.2)
 
-    upstream = RawUpstream(two_lengths)
-    server = start_proxy(config=base_config(routes=[route_to(upstream.port)]))
-    ex = exchange((server.host, server.port), build_request("GET", "/two", {"Host": server.host_header}), timeout=5)
-    assert ex.final is not None and ex.final.status == 502, ex.data
-    assert b'"error":"upstream_unreachable"' in ex.final.body, ex.final
-    assert wait_until(lambda: any("Content-Length fields that differ" in e.get("error", "")
-                                  for e in server.log_events("upstream_failed")), timeout=3), server.stderr_text()
-    upstream.close()
+    assert_upstream_refused_as_502(start_proxy, two_lengths, "Content-Length fields that differ")
 
 
 def answer_keep_alive(upstream: RawUpstream, conn, idle: float):
