@@ -20,19 +20,22 @@ extension AnalyticsStore {
     /// total is kept by appends, summed only when a delete made it unknown), over it only the
     /// deleted rows are read (a windowed sum over the whole table here stalled ingest for
     /// hundreds of milliseconds each time).
-    public func enforceByteCap(_ maxBytes: Int) throws(AnalyticsStoreError) -> Int {
+    /// With `maxRows`, at most that many go in one call (one shorter transaction; the caller
+    /// calls again while the result is `maxRows`).
+    public func enforceByteCap(_ maxBytes: Int, maxRows: Int = .max) throws(AnalyticsStoreError) -> Int {
         let statements = try live("enforceByteCap")
         let total = try currentStoredBytes(statements)
         let excess = total - max(0, maxBytes)
-        guard excess > 0 else { return 0 }
+        guard excess > 0, maxRows > 0 else { return 0 }
         // The oldest values whose sizes add up to the excess: everything through the last of them goes.
         let sizes = statements.oldestSizes
-        var freed = 0, through: Int64?
+        var freed = 0, rows = 0, through: Int64?
         do {
             defer { sqlite3_reset(sizes.handle) }
-            while freed < excess, try step(sizes) {
+            while freed < excess, rows < maxRows, try step(sizes) {
                 through = sizes.int64(0)
                 freed += Int(sizes.int64(1))
+                rows += 1
             }
         }
         guard let through else { return 0 }

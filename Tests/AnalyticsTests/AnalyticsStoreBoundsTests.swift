@@ -22,6 +22,23 @@ struct AnalyticsStoreBoundsTests {
         #expect(try store.enforceByteCap(5_000) == 0)
     }
 
+    @Test("the byte cap in batches drops the same oldest values as at once, a batch per call")
+    func byteCapInBatches() throws {
+        let dir = AnalyticsTestDirectory(), other = AnalyticsTestDirectory()
+        let batched = try AnalyticsStore(path: dir.database), whole = try AnalyticsStore(path: other.database)
+        for store in [batched, whole] { try store.append((0..<100).map { event($0, valueBytes: 98) }) }
+        let expected = try whole.enforceByteCap(5_000)
+        var calls: [Int] = []
+        while true {
+            let dropped = try batched.enforceByteCap(5_000, maxRows: 16)
+            calls.append(dropped)
+            if dropped < 16 { break }
+        }
+        #expect(calls.dropLast().allSatisfy { $0 == 16 } && calls.reduce(0, +) == expected)
+        #expect(try batched.oldestBatch(limit: 1000).map(\.key) == whole.oldestBatch(limit: 1000).map(\.key))
+        #expect(try batched.enforceByteCap(5_000, maxRows: 16) == 0)
+    }
+
     @Test("the byte cap keeps its running total right across appends, uploads, pruning and caps")
     func byteCapRunningTotal() throws {
         let dir = AnalyticsTestDirectory()
