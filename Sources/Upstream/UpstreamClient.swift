@@ -13,10 +13,11 @@ public final class UpstreamClient {
     /// The loop timer for curl's timeout, and when it fires.
     private var timer: TimerID?
     private var timerDeadline: NanoTime?
-    /// The one loop timer for every transfer's response-head deadline, armed at the earliest
-    /// (a timer per transfer cost a heap insert and removal per request: ~4 % of our instructions).
-    private var headSweep: TimerID?
-    private var headSweepDeadline: NanoTime?
+    /// The one loop timer for every transfer's deadline (response head, or a stalled body),
+    /// armed at the earliest (a timer per transfer cost a heap insert and removal per request:
+    /// ~4 % of our instructions).
+    private var sweep: TimerID?
+    private var sweepDeadline: NanoTime?
     /// curl asked to be called at once, and that call is queued (`EventLoop.runDue`).
     private var kickQueued = false
     private let kick = Kick()
@@ -61,7 +62,7 @@ public final class UpstreamClient {
 
     deinit {
         // The sweep's action is unretained: it must not outlive the client.
-        if let headSweep { loop.cancel(headSweep) }
+        if let sweep { loop.cancel(sweep) }
         // A queued call at once finds no client.
         kick.client = nil
         reaper?.detach(from: multi)
@@ -238,13 +239,12 @@ public final class UpstreamClient {
         timer = loop.schedule(at: deadline, timeoutAction)
     }
 
-    /// A transfer awaits its response head until `deadline`: the sweep runs by then.
     /// A transfer's `deadline` is `deadline` (or later): the sweep runs by then.
     func deadlineAwaited(_ deadline: NanoTime) {
-        if let headSweepDeadline, headSweepDeadline <= deadline { return }
-        if let headSweep { loop.cancel(headSweep) }
-        headSweepDeadline = deadline
-        headSweep = loop.schedule(at: deadline, headSweepAction)
+        if let sweepDeadline, sweepDeadline <= deadline { return }
+        if let sweep { loop.cancel(sweep) }
+        sweepDeadline = deadline
+        sweep = loop.schedule(at: deadline, sweepAction)
     }
 
     /// Ends every transfer whose head is overdue or whose body stalled, then re-arms for the
@@ -252,8 +252,8 @@ public final class UpstreamClient {
     /// otherwise only moves later (a byte moved), so the sweep finds each overdue one at the
     /// latest when the earliest deadline it was armed for passes.
     private func sweepDeadlines() {
-        headSweep = nil
-        headSweepDeadline = nil
+        sweep = nil
+        sweepDeadline = nil
         let now = loop.now
         var overdue: [UpstreamTransfer] = []
         var next: NanoTime?
@@ -274,7 +274,7 @@ public final class UpstreamClient {
     }
 
     /// Made once, like `timeoutAction`.
-    private lazy var headSweepAction: () -> Void = { [unowned(unsafe) self] in self.sweepDeadlines() }
+    private lazy var sweepAction: () -> Void = { [unowned(unsafe) self] in self.sweepDeadlines() }
 
     /// Made once, so arming the timer allocates nothing. Unretained, and cancelled in `deinit`
     /// (the client is released on its loop's thread, or after the loop stopped): a weak
