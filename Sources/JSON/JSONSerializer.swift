@@ -37,6 +37,16 @@ public func jsonAppendEscaped(_ s: String, to out: inout [UInt8]) {
     if copied != true { JSONSerializer.appendEscaped(s, into: &out) }
 }
 
+/// Whether any of `bytes` must be escaped in a JSON string (a control byte, `"` or `\`), eight
+/// bytes per step.
+public func jsonNeedsEscaping(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool { JSONSerializer.anyNeedsEscape(bytes) }
+
+/// `bytes` escaped for a JSON string, one byte at a time to `emit` (the path for the rare
+/// string that needs it).
+public func jsonEscape(_ bytes: UnsafeBufferPointer<UInt8>, _ emit: (UInt8) -> Void) {
+    for b in bytes { JSONSerializer.escape(b, emit) }
+}
+
 /// The string as a complete JSON string literal, quotes included.
 public func jsonQuoted(_ s: String) -> String {
     "\"" + jsonEscaped(s) + "\""
@@ -106,22 +116,23 @@ enum JSONSerializer {
 
     /// Escapes quote, backslash and control characters; everything else is copied as UTF-8.
     static func appendEscaped(_ s: String, into out: inout [UInt8]) {
-        for b in s.utf8 {
-            guard needsEscape(b) else {
-                out.append(b)
-                continue
-            }
-            out.append(UInt8(ascii: "\\"))
-            switch b {
-            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\"))
-            case 0x08: out.append(UInt8(ascii: "b"))
-            case 0x0C: out.append(UInt8(ascii: "f"))
-            case 0x0A: out.append(UInt8(ascii: "n"))
-            case 0x0D: out.append(UInt8(ascii: "r"))
-            case 0x09: out.append(UInt8(ascii: "t"))
-            default: out.append(contentsOf: ("u00" + JSONParser.hex2(b).lowercased()).utf8)
-            }
+        for b in s.utf8 { escape(b) { out.append($0) } }
+    }
+
+    /// `b` as it stands in a JSON string, one byte at a time to `emit`.
+    @inline(__always)
+    static func escape(_ b: UInt8, _ emit: (UInt8) -> Void) {
+        guard needsEscape(b) else { return emit(b) }
+        emit(UInt8(ascii: "\\"))
+        switch b {
+        case UInt8(ascii: "\""): emit(UInt8(ascii: "\""))
+        case UInt8(ascii: "\\"): emit(UInt8(ascii: "\\"))
+        case 0x08: emit(UInt8(ascii: "b"))
+        case 0x0C: emit(UInt8(ascii: "f"))
+        case 0x0A: emit(UInt8(ascii: "n"))
+        case 0x0D: emit(UInt8(ascii: "r"))
+        case 0x09: emit(UInt8(ascii: "t"))
+        default: for c in ("u00" + JSONParser.hex2(b).lowercased()).utf8 { emit(c) }
         }
     }
 }

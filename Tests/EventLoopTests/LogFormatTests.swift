@@ -34,4 +34,16 @@ struct LogFormatTests {
         let shape = time.map { $0.isNumber ? "9" : String($0) }.joined()
         #expect(shape == "9999-99-99T99:99:99.999Z")
     }
+
+    @Test("a line as long as its worst case (every byte escaped as \\u00XX) fits the bound it is built in")
+    func worstCaseFits() {
+        let controls = String(repeating: "\u{1}", count: 5_000)
+        let long = String(repeating: "p", count: 20_000)
+        let text = line([(controls, .string(controls)), ("path", .string(long)), ("n", .int(.min)), ("d", .double(-1e-300))],
+                        event: controls)
+        #expect(text.utf8.count > 6 * 15_000 + 20_000)
+        #expect(text.contains("\"path\":\"\(long)\""))
+        #expect(text.contains("\"\(String(repeating: "\\u0001", count: 5_000))\":\""))
+        #expect(text.hasSuffix(",\"n\":-9223372036854775808,\"d\":-1e-300}\n"))
+    }
 }
