@@ -9,8 +9,11 @@ extension UpstreamResponseHead {
         case statusLine
         /// A field, appended.
         case field
-        /// A line that is no field a proxy may relay (folding, bad name, CR/LF/NUL in the value).
+        /// A line that is no field a proxy may relay (a bad name, CR/LF/NUL in the value).
         case dropped
+        /// A continuation line (obsolete line folding): the field before it is not whole, so the
+        /// response is not relayed (RFC 9112 §5.2 lets a proxy answer 502 instead).
+        case folded
     }
 
     /// Reads one header line as libcurl hands it over (with its CRLF or LF) into the head: a
@@ -37,8 +40,11 @@ extension UpstreamResponseHead {
             reset(status: digits == 3 && status >= 100 && status <= 599 ? status : 0)
             return .statusLine
         }
-        // Obsolete line folding (a continuation line) is dropped, and so is a field whose name is
-        // not a token or that holds a CR, LF or NUL: nothing relayed may bend the client's response.
+        // A continuation line (obsolete line folding) is reported: relaying the field before it
+        // cut short would drop what it continues (a Connection list, a cookie's attributes).
+        if line[0] == 0x20 || line[0] == 0x09 { return .folded }
+        // A field whose name is not a token or that holds a CR, LF or NUL is dropped: nothing
+        // relayed may bend the client's response.
         // One pass each for the name and the value, rather than a `memchr` per byte looked for:
         // the value eight bytes at a time up to each control byte (a tab is one, and allowed).
         var colon = 0

@@ -77,13 +77,14 @@ public final class UpstreamTransfer {
     }
 
     /// When this transfer must next be looked at: its head deadline, or while the body goes up or
-    /// comes down (and neither side is paused by the client), `timeout` after the last byte
-    /// moved. libcurl's own low-speed check is off: it averages bytes per second, so a stream
+    /// comes down (and neither side is held by the client: not reading, or its own body not
+    /// there yet, as for an upstream that answers while the body arrives), `timeout` after the
+    /// last byte moved. libcurl's own low-speed check is off: it averages bytes per second, so a stream
     /// that sends a small heartbeat every few seconds fell under its 1 byte/s and was cut.
     var deadline: NanoTime? {
         if let headDeadline { return headDeadline }
         switch phase {
-        case .awaitingHead where body != nil && !uploadPaused, .receivingBody where !downloadPaused:
+        case .awaitingHead where body != nil && !uploadPaused, .receivingBody where !downloadPaused && !uploadPaused:
             return lastProgress.adding(seconds: timeout)
         case .awaitingHead, .receivingBody, .cancelled, .finished:
             return nil
@@ -181,8 +182,12 @@ public final class UpstreamTransfer {
     func receivedHeader(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
         guard !aborting else { return 0 }
         // The blank line after a final head delivers it; 1xx heads end without one.
-        if head.read(line: UnsafeRawBufferPointer(start: data, count: length)) == .end, head.status >= 200,
-           phase == .awaitingHead {
+        let line = head.read(line: UnsafeRawBufferPointer(start: data, count: length))
+        if line == .folded, phase == .awaitingHead {
+            refusedHead = "the response folds a header line (obsolete line folding)"
+            return 0
+        }
+        if line == .end, head.status >= 200, phase == .awaitingHead {
             guard head.contentLengthsAgree else {
                 // Not relayed: libcurl ends the transfer (the short count), `completed` says why.
                 refusedHead = "the response has Content-Length fields that differ"

@@ -367,6 +367,55 @@ def test_a_response_body_that_stalls_for_the_timeout_is_cut_and_logged(start_pro
                                   for e in server.log_events("upstream_failed")), timeout=3), server.stderr_text()
 
 
+def test_a_client_sending_its_body_slowly_to_an_upstream_that_answers_as_it_arrives_is_not_a_stall(start_proxy):
+    """The upstream sends its head at once and echoes each body byte it reads; the client sends a
+    byte every 3 s against a 2 s timeout. Was: cut at 2 s as "no byte moved" (a fault injector
+    found the client's held side counted once the head had come)."""
+    def echo(upstream, conn):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        data, got = upstream.leftover, len(upstream.leftover)
+        conn.settimeout(20)
+        while True:
+            if data:
+                conn.sendall(b"%x\r\n%s\r\n" % (len(data), data))
+            if got >= 4:
+                break
+            data = conn.recv(65536)
+            if not data:
+                return
+            got += len(data)
+        conn.sendall(b"0\r\n\r\n")
+
+    upstream = RawUpstream(echo)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port, timeout=2)]))
+    s = socket.create_connection((server.host, server.port))
+    s.sendall(build_request("POST", "/duplex", {"Host": server.host_header, "Content-Length": "4",
+                                                 "Connection": "close"}) + b"a")
+    for byte in b"bcd":
+        time.sleep(3)
+        s.sendall(bytes([byte]))
+    s.settimeout(10)
+    reply = b""
+    while chunk := s.recv(65536):
+        reply += chunk
+    s.close()
+    upstream.close()
+    assert reply.startswith(b"HTTP/1.1 200") and reply.endswith(b"0\r\n\r\n"), reply
+    assert reply.split(b"\r\n\r\n", 1)[1].replace(b"1\r\n", b"").replace(b"\r\n", b"").startswith(b"abcd"), reply
+
+
+def test_an_upstream_head_with_a_folded_line_is_a_502_not_relayed_without_what_it_continues(start_proxy):
+    """Was: the continuation line was dropped, so `Connection: keep-alive,\\r\\n X-Hop` let X-Hop
+    through and a folded Set-Cookie lost HttpOnly and Secure (RFC 9112 §5.2: a proxy answers 502
+    or unfolds; found by a fault injector)."""
+    def folded(upstream, conn):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: keep-alive,\r\n X-Hop\r\nX-Hop: internal\r\n"
+                     b"Set-Cookie: sid=abc; Path=/;\r\n HttpOnly; Secure\r\nContent-Length: 2\r\n\r\nok")
+        time.sleep(0.2)
+
+    assert_upstream_refused_as_502(start_proxy, folded, "obsolete line folding")
+
+
 def _loopback_name() -> str | None:
     """A host name other than `localhost` (which libcurl answers itself) that resolves to
     127.0.0.1 only, so libcurl's threaded resolver (and its socketpair) serves it; None if none."""
