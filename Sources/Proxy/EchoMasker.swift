@@ -1,4 +1,5 @@
 import Glibc
+import HTTP1
 
 /// Masks an injected token where a response echoes it (debug and echo endpoints reflect request
 /// headers): each occurrence becomes as many `*`, so lengths, and `Content-Length`, stay true.
@@ -66,6 +67,29 @@ struct EchoMasker {
             masked += 1
             from = at + token.count
         }
+    }
+
+    /// `bytes` with every occurrence masked in any ASCII case, or nil when there is none: a
+    /// field name, which frameworks re-case (Go's `X-Echo-At-5ecret…`) and HTTP/2 lowercases.
+    /// Only names as long as the token get here, so the plain scan costs nothing in practice.
+    mutating func maskingIgnoringCase(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
+        guard bytes.count >= token.count else { return nil }
+        var copy = Array(bytes)
+        var found = false
+        var at = 0
+        while at + token.count <= copy.count {
+            var i = 0
+            while i < token.count && asciiLower(copy[at + i]) == asciiLower(token[i]) { i += 1 }
+            guard i == token.count else {
+                at += 1
+                continue
+            }
+            for j in at..<(at + token.count) { copy[j] = Self.maskByte }
+            masked += 1
+            found = true
+            at += token.count
+        }
+        return found ? copy : nil
     }
 
     /// `bytes` with every occurrence masked, or nil when there is none (a header value).

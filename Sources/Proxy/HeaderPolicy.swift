@@ -202,7 +202,7 @@ enum HeaderPolicy {
                     continue
                 }
                 let masked = field.value.count >= shortest ? masker?.masking(storage[field.value]) : nil
-                let maskedName = field.name.count >= shortest ? masker?.masking(storage[field.name]) : nil
+                let maskedName = field.name.count >= shortest ? masker?.maskingIgnoringCase(storage[field.name]) : nil
                 if masked == nil && maskedName == nil && field.value.lowerBound == field.name.upperBound + 2
                     && bytes[field.name.upperBound] == UInt8(ascii: ":") && bytes[field.name.upperBound + 1] == UInt8(ascii: " ") {
                     // `Name: value` as received: one copy.

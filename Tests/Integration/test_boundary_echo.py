@@ -56,7 +56,7 @@ class ReflectingUpstream:
             # The token also comes back as part of a field name, and a field the Connection lists
             # (hop-by-hop, RFC 9110 §7.6.1) must not reach the app either.
             out = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Echo-Authorization: {auth}\r\n"
-                   f"X-Seen-{token}: 1\r\nX-Hop: must-not-be-relayed\r\n"
+                   f"X-Seen-{token}: 1\r\nX-Upper-{token.upper()}: 2\r\nX-Hop: must-not-be-relayed\r\n"
                    f"Set-Cookie: debug={token}; Path=/\r\nTransfer-Encoding: chunked\r\nConnection: close, X-Hop\r\n\r\n"
                    ).encode()
             for i in range(0, len(body), self.piece):
@@ -115,6 +115,8 @@ def test_echoed_token_is_masked_in_headers_and_chunked_body(start_proxy, tmp_pat
         mask = "*" * len(token)
         assert r.header("x-echo-authorization") == f"Bearer {mask}", str(r)
         assert r.header(f"x-seen-{mask}") == "1", str(r)
+        assert r.header(f"x-upper-{mask}") == "2", str(r)  # a re-cased echo in a name is masked too
+        assert token.upper().encode() not in raw, raw[:600]
         assert r.header("x-hop") is None, str(r)
         body = r.json()
         assert body["token"] == mask and body["again"] == mask and body["authorization"] == f"Bearer {mask}"

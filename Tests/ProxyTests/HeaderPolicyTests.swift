@@ -163,13 +163,16 @@ struct WireResponseFieldTests {
                 == "X-Echo: Bearer ****************\r\nX-Plain: fine\r\nX-Tight: ****************\r\nX-Request-ID: r\r\n")
     }
 
-    @Test("a field name echoing the token is masked too, and stays a token")
+    @Test("a field name echoing the token is masked too, in any case (frameworks re-case names), and stays a token")
     func maskedName() {
-        let head = wireHead(["X-secret-token-123: 1\r\n", "X-Plain: fine\r\n"])
+        let head = wireHead(["X-secret-token-123: 1\r\n", "X-Plain: fine\r\n", "X-Echo-Secret-Token-123: go\r\n",
+                             "x-echo-secret-token-123x-secret-token-123: h2\r\n"])
         var bytes: [UInt8] = []
         var masker = EchoMasker(token: Array("secret-token-123".utf8))
         HeaderPolicy.appendResponseFields(head, requestID: "r", to: &bytes, masker: &masker)
-        #expect(String(decoding: bytes, as: UTF8.self) == "X-****************: 1\r\nX-Plain: fine\r\nX-Request-ID: r\r\n")
+        #expect(String(decoding: bytes, as: UTF8.self) == "X-****************: 1\r\nX-Plain: fine\r\n"
+                + "X-Echo-****************: go\r\nx-echo-****************x-****************: h2\r\nX-Request-ID: r\r\n")
+        #expect(masker?.masked == 4)
     }
 
     @Test("fields the upstream's Connection lists are not relayed (RFC 9110 §7.6.1), in any case, whatever else it lists")
