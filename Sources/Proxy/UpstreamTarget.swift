@@ -45,6 +45,12 @@ enum UpstreamTarget {
     /// to WHATWG URL parsers and IIS). With `.forward` those still end a segment for the dot
     /// check, because an upstream that decodes them sees `..%2F` or `..\` as `../`. A segment's
     /// name ends at `;` (path parameters), so `..;x` is a `..` segment, as Tomcat reads it.
+    ///
+    /// What lenient upstreams decode further is read the same way: a dot, separator or NUL
+    /// encoded twice (`%252e`), an overlong UTF-8 form (`%c0%ae`; never valid UTF-8) or IIS's
+    /// `%u002e` is refused or read as what it decodes to; a fullwidth dot (`%ef%bc%8e`, a dot
+    /// after Unicode normalisation) is a dot, a fullwidth solidus a separator; and spaces do not
+    /// make a name (Windows drops a trailing one: `..%20` is `..`).
     static func isForwardable(_ path: Substring, encodedSlashes: EncodedSlashes) -> Bool {
         // On the bytes with integer offsets: `Substring.UTF8View` indexes are checked and
         // re-validated at every step (~50 instructions a byte, counted).
@@ -55,28 +61,26 @@ enum UpstreamTarget {
             var i = 0
             while i < bytes.count {
                 var b = bytes[i]
-                var separator = b == UInt8(ascii: "/")
-                if b == UInt8(ascii: "\\") {
-                    guard encodedSlashes == .forward else { return false }
-                    separator = true
-                } else if b == UInt8(ascii: "%"), let decoded = encodedByte(bytes, at: i) {
-                    switch decoded {
-                    case 0: return false
-                    case UInt8(ascii: "/"), UInt8(ascii: "\\"):
-                        guard encodedSlashes == .forward else { return false }
-                        separator = true
-                    default: break
-                    }
+                if b == UInt8(ascii: "%") {
+                    guard let (decoded, length) = decodedAt(bytes, i) else { return false }
                     b = decoded
-                    i += 2
+                    i += length - 1
+                    if b == UInt8(ascii: "/") || b == UInt8(ascii: "\\") {
+                        // An encoded separator.
+                        guard encodedSlashes == .forward else { return false }
+                        b = UInt8(ascii: "/")
+                    }
+                } else if b == UInt8(ascii: "\\") {
+                    guard encodedSlashes == .forward else { return false }
+                    b = UInt8(ascii: "/")
                 }
-                if separator {
+                if b == UInt8(ascii: "/") {
                     if !other && (dots == 1 || dots == 2) { return false }
                     dots = 0
                     other = false
                     parameters = false
-                } else if parameters {
-                    // A parameter's bytes are not the segment's name.
+                } else if parameters || b == UInt8(ascii: " ") {
+                    // A parameter's bytes, and spaces, are not the segment's name.
                 } else if b == UInt8(ascii: ";") {
                     parameters = true
                 } else if b == UInt8(ascii: ".") {
@@ -88,6 +92,46 @@ enum UpstreamTarget {
             }
             return other || (dots != 1 && dots != 2)
         }
+    }
+
+    /// What the escape at `i` (a `%`) stands for as the dot check reads it, and how many bytes it
+    /// takes; nil when it must be refused (a NUL, or a dot, separator or NUL encoded twice, or an
+    /// overlong UTF-8 form). An escape that is not one (`%zz`) is a plain `%`.
+    private static func decodedAt(_ bytes: UnsafeBufferPointer<UInt8>, _ i: Int) -> (byte: UInt8, length: Int)? {
+        if i + 5 < bytes.count, bytes[i + 1] | 0x20 == UInt8(ascii: "u"), let high = encodedByte(bytes, at: i + 1),
+           let low = encodedByte(bytes, at: i + 3) {
+            // IIS's %uXXXX: a code point below 0x80 is that byte.
+            let point = UInt16(high) << 8 | UInt16(low)
+            if point == 0 { return nil }
+            return (point < 0x80 ? UInt8(point) : UInt8(ascii: "x"), 6)
+        }
+        guard let decoded = encodedByte(bytes, at: i) else { return (UInt8(ascii: "%"), 1) }
+        switch decoded {
+        case 0: return nil
+        case UInt8(ascii: "%"):
+            // `%25XY`: decoded again by some upstreams.
+            if let twice = encodedByte(bytes, at: i + 2),
+               twice == 0 || twice == UInt8(ascii: ".") || twice == UInt8(ascii: "/") || twice == UInt8(ascii: "\\") { return nil }
+        case 0xC0, 0xC1:
+            return nil  // an overlong two-byte form (`%c0%ae` is `.`): never valid UTF-8
+        case 0xE0:
+            // An overlong three-byte form: E0 followed by 80…9F.
+            if bytes.count > i + 5, bytes[i + 3] == UInt8(ascii: "%"), let next = encodedByte(bytes, at: i + 3), next < 0xA0 { return nil }
+        case 0xEF:
+            // Fullwidth full stop, solidus and reverse solidus (U+FF0E, FF0F, FF3C): `.`, `/` and `\`
+            // after Unicode normalisation (NFKC).
+            if bytes.count > i + 8, bytes[i + 3] == UInt8(ascii: "%"), bytes[i + 6] == UInt8(ascii: "%"),
+               let second = encodedByte(bytes, at: i + 3), let third = encodedByte(bytes, at: i + 6) {
+                switch (second, third) {
+                case (0xBC, 0x8E): return (UInt8(ascii: "."), 9)
+                case (0xBC, 0x8F): return (UInt8(ascii: "/"), 9)
+                case (0xBC, 0xBC): return (UInt8(ascii: "\\"), 9)
+                default: break
+                }
+            }
+        default: break
+        }
+        return (decoded, 3)
     }
 
     /// The byte a `%XY` starting at `i` stands for, or nil when two hex digits do not follow.

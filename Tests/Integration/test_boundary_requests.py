@@ -58,6 +58,9 @@ def assert_never_forwarded(server):
     "/files/x/..%2f..%2fsecret.json", "/files/a%2fb", "/files/a%5cb", "/files/..%5C..%5Csecret", "/files/a%00.json",
     # A raw backslash is a separator to WHATWG URL parsers and IIS; "..;" is ".." to Tomcat.
     "/files/..\\secret.json", "/files/x\\..\\..\\secret", "/files/..;/secret.json", "/files/.;x/secret.json",
+    # What lenient upstreams decode further: twice-encoded, overlong UTF-8, IIS %u, fullwidth dots, a trailing space.
+    "/files/%252e%252e/secret.json", "/files/..%252fsecret.json", "/files/%c0%ae%c0%ae/secret.json",
+    "/files/%u002e%u002e/secret.json", "/files/%ef%bc%8e%ef%bc%8e/secret.json", "/files/..%20/secret.json",
 ], ids=lambda p: p.replace("/", "_"))
 def test_refuses_encoded_slash_that_would_escape_the_route(boundary, path):
     r = raw(boundary, "GET", path, {"Host": boundary.host_header})

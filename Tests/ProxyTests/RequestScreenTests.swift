@@ -19,6 +19,17 @@ struct ForwardablePathTests {
               // A segment's name ends at ";": "..;" is "..".
               ("/api/..;/x", .reject, false), ("/api/.;jsessionid=1/x", .reject, false), ("/api/..;", .forward, false),
               ("/a;p=1/b", .reject, true), ("/a;..", .reject, true), ("/api/;/x", .reject, true), ("/x/...;y", .reject, true),
+              // What lenient upstreams decode further: twice-encoded, overlong, IIS %u, fullwidth, trailing spaces.
+              ("/p/%252e%252e/admin", .forward, false), ("/p/..%252fadmin", .reject, false), ("/p/..%255Cadmin", .forward, false),
+              ("/p/%2500", .reject, false), ("/p/%2525/x", .reject, true), ("/p/50%25off", .reject, true),
+              ("/p/%c0%ae%c0%ae/admin", .forward, false), ("/p/%C1%9c", .forward, false), ("/p/%e0%80%ae/x", .forward, false),
+              ("/p/caf%c3%a9/x", .reject, true), ("/p/%e2%82%ac", .reject, true),
+              ("/p/%u002e%u002e/admin", .forward, false), ("/p/%U002F", .reject, false), ("/p/%u0000", .forward, false),
+              ("/p/%u0041b", .reject, true), ("/p/%u4e2d", .reject, true),
+              ("/p/%ef%bc%8e%ef%bc%8e/admin", .forward, false), ("/p/a%ef%bc%8eb", .reject, true),
+              ("/p/%EF%BC%8Fx", .reject, false), ("/p/%ef%bc%8fx", .forward, true), ("/p/%ef%bc%a1", .reject, true),
+              ("/p/..%20/admin", .reject, false), ("/p/.%20%20/x", .reject, false), ("/p/a%20b", .reject, true),
+              ("/p/%20/x", .reject, true),
           ])
     func table(path: String, mode: EncodedSlashes, expected: Bool) {
         #expect(UpstreamTarget.isForwardable(Substring(path), encodedSlashes: mode) == expected)
