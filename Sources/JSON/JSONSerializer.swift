@@ -26,17 +26,6 @@ public func jsonEscaped(_ s: String) -> String {
     return String(decoding: out, as: UTF8.self)
 }
 
-/// Appends the string's contents escaped for a JSON string literal (no quotes) to `out`: one
-/// scan and one copy when nothing needs escaping, as for nearly every log field.
-public func jsonAppendEscaped(_ s: String, to out: inout [UInt8]) {
-    let copied: Bool? = s.utf8.withContiguousStorageIfAvailable { bytes in
-        guard !JSONSerializer.anyNeedsEscape(bytes) else { return false }
-        out.append(contentsOf: bytes)
-        return true
-    }
-    if copied != true { JSONSerializer.appendEscaped(s, into: &out) }
-}
-
 /// Whether any of `bytes` must be escaped in a JSON string (a control byte, `"` or `\`), eight
 /// bytes per step.
 public func jsonNeedsEscaping(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool { JSONSerializer.anyNeedsEscape(bytes) }

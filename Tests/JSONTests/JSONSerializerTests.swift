@@ -21,7 +21,7 @@ struct JSONSerializerTests {
         #expect(value.serialized() == "{\"k\\\"ey\":\"a/b\\u0001\\b\\f\\n\\r\\t\\\\é\"}")
     }
 
-    @Test("the word-at-a-time escape check agrees with the byte test for every byte at every offset, and jsonAppendEscaped with jsonEscaped")
+    @Test("the word-at-a-time escape check agrees with the byte test for every byte at every offset, and jsonEscape with jsonEscaped")
     func escapeScanAgrees() {
         for length in [1, 7, 8, 9, 15, 16, 17, 24] {
             for position in 0..<length {
@@ -37,8 +37,9 @@ struct JSONSerializerTests {
         for text in ["", "plain-ascii-path/with/slashes", "quote\"inside a long enough string", "tab\there", "back\\slash",
                      "ünïcødé stays as UTF-8 bytes", "\u{7f} DEL is not escaped", "12345678\n"] {
             var out: [UInt8] = []
-            jsonAppendEscaped(text, to: &out)
+            Array(text.utf8).withUnsafeBufferPointer { bytes in jsonEscape(bytes) { out.append($0) } }
             #expect(String(decoding: out, as: UTF8.self) == jsonEscaped(text))
+            #expect(Array(text.utf8).withUnsafeBufferPointer { jsonNeedsEscaping($0) } == (jsonEscaped(text) != text))
         }
     }
 
