@@ -50,7 +50,7 @@ enum HTTPHeadSemantics {
             case 17 where equals(head, name, transferEncoding):
                 sawTransferEncoding = true
                 var ok = true
-                forEachListElement(head, field.value) { element in
+                FieldList.forEachElement(head, field.value) { element in
                     guard !element.isEmpty else { ok = false; return }
                     if equals(head, element, chunked) {
                         chunkedCount += 1
@@ -62,7 +62,7 @@ enum HTTPHeadSemantics {
                 }
                 guard ok else { return .failure(.transferEncodingNotChunked) }
             case 10 where equals(head, name, connection):
-                forEachListElement(head, field.value) { element in
+                FieldList.forEachElement(head, field.value) { element in
                     if equals(head, element, close) { sawClose = true }
                     else if equals(head, element, keepAliveToken), parts.version == .http10 { closeAfter = false }
                 }
@@ -152,22 +152,6 @@ enum HTTPHeadSemantics {
         return true
     }
 
-    /// Calls `body` with each comma-separated element of a list value, trimmed of whitespace.
-    private static func forEachListElement(_ head: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ body: (Range<Int>) -> Void) {
-        var start = range.lowerBound
-        var i = start
-        while i <= range.upperBound {
-            if i == range.upperBound || head[i] == .comma {
-                var lo = start, hi = i
-                while lo < hi, head[lo] == .space || head[lo] == .tab { lo += 1 }
-                while hi > lo, head[hi - 1] == .space || head[hi - 1] == .tab { hi -= 1 }
-                body(lo..<hi)
-                start = i + 1
-            }
-            i += 1
-        }
-    }
-
     private static func equals(_ head: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ wanted: StaticBytes, caseSensitive: Bool = false) -> Bool {
         guard range.count == wanted.count else { return false }
         var j = 0
@@ -177,5 +161,27 @@ enum HTTPHeadSemantics {
             j += 1
         }
         return true
+    }
+}
+
+/// Field values that are comma-separated lists (RFC 9110 §5.6.1): `Connection`,
+/// `Transfer-Encoding`, a `Content-Length` sent as a list.
+public enum FieldList {
+    /// Calls `body` with the range of each element of the list value at `range` in `bytes`, in
+    /// order, blanks trimmed; empty elements (`a,,b`, a trailing comma, an empty value) included.
+    @inlinable
+    public static func forEachElement(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ body: (Range<Int>) -> Void) {
+        var start = range.lowerBound
+        var i = start
+        while i <= range.upperBound {
+            if i == range.upperBound || bytes[i] == UInt8(ascii: ",") {
+                var lo = start, hi = i
+                while lo < hi, bytes[lo] == 0x20 || bytes[lo] == 0x09 { lo += 1 }
+                while hi > lo, bytes[hi - 1] == 0x20 || bytes[hi - 1] == 0x09 { hi -= 1 }
+                body(lo..<hi)
+                start = i + 1
+            }
+            i += 1
+        }
     }
 }

@@ -238,18 +238,11 @@ enum HeaderPolicy {
             // nginx's `keep-alive` and a `close` list nothing: no pass over the elements.
             let whole = UnsafeBufferPointer(rebasing: bytes[field.value])
             if asciiEqualsLowercased(whole, Fixed.keepAlive.buffer) || asciiEqualsLowercased(whole, Fixed.close.buffer) { continue }
-            var start = field.value.lowerBound
-            while start < field.value.upperBound {
-                var end = start
-                while end < field.value.upperBound && bytes[end] != UInt8(ascii: ",") { end += 1 }
-                var (from, to) = (start, end)
-                while from < to && (bytes[from] == 0x20 || bytes[from] == 0x09) { from += 1 }
-                while to > from && (bytes[to - 1] == 0x20 || bytes[to - 1] == 0x09) { to -= 1 }
-                let name = UnsafeBufferPointer(rebasing: bytes[from..<to])
+            FieldList.forEachElement(bytes, field.value) { range in
+                let name = UnsafeBufferPointer(rebasing: bytes[range])
                 if !name.isEmpty && !asciiEqualsLowercased(name, Fixed.keepAlive.buffer) && !asciiEqualsLowercased(name, Fixed.close.buffer) {
                     listed.append(name.map(asciiLower))
                 }
-                start = end + 1
             }
         }
         return listed

@@ -90,25 +90,19 @@ public struct UpstreamResponseHead: Sendable {
     public var contentLengthsAgree: Bool {
         storage.withUnsafeBufferPointer { bytes in
             var first: UnsafeBufferPointer<UInt8>?
+            var agree = true
             for i in fields.indices where fields[i].name.count == Self.contentLengthName.count
                 && asciiEqualsLowercased(UnsafeBufferPointer(rebasing: bytes[fields[i].name]), Self.contentLengthName.buffer) {
-                // Each element of the field's list, blanks trimmed; the usual field is one element.
-                var start = fields[i].value.lowerBound
-                let end = fields[i].value.upperBound
-                while start <= end {
-                    var stop = start
-                    while stop < end && bytes[stop] != UInt8(ascii: ",") { stop += 1 }
-                    var (from, to) = (start, stop)
-                    while from < to && (bytes[from] == 0x20 || bytes[from] == 0x09) { from += 1 }
-                    while to > from && (bytes[to - 1] == 0x20 || bytes[to - 1] == 0x09) { to -= 1 }
-                    let element = UnsafeBufferPointer(rebasing: bytes[from..<to])
+                // Each element of the field's list; the usual field is one element.
+                FieldList.forEachElement(bytes, fields[i].value) { range in
+                    let element = UnsafeBufferPointer(rebasing: bytes[range])
                     if let first {
-                        guard first.count == element.count, first.elementsEqual(element) else { return false }
+                        if first.count != element.count || !first.elementsEqual(element) { agree = false }
                     } else {
                         first = element
                     }
-                    start = stop + 1
                 }
+                if !agree { return false }
             }
             return true
         }
