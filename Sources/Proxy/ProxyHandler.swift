@@ -66,19 +66,20 @@ public final class ProxyHandler: HTTPHandler {
     }
 
     public func handle(_ exchange: HTTPExchange) {
-        // `exchange.head` is read in place each time: a local copy would retain its arrays.
-        let target = RequestTarget(exchange.head.target)
-        let info = ExchangeInfo(requestID: requestID(exchange.head), path: target.path)
+        // `exchange.head` is read in place each time: a local copy would retain its arrays. The
+        // target lives in the guarded request and is read from there (a copy of it retains its
+        // substrings).
+        let request = GuardedRequest(head: exchange.head, target: RequestTarget(exchange.head.target), access: runtime.access)
+        let info = ExchangeInfo(requestID: requestID(exchange.head), path: request.target.path)
         exchange.delegate = info
 
-        if exchange.listener == metricsListener { return handleMetricsListener(exchange, target: target) }
-        if target.path.utf8.count == 1 && target.path.utf8.first == UInt8(ascii: "*") { return respondOptions(exchange) }
-        let scope = RequestScope(path: target.path, router: runtime.router)
-        let request = GuardedRequest(head: exchange.head, target: target, access: runtime.access)
+        if exchange.listener == metricsListener { return handleMetricsListener(exchange, target: request.target) }
+        if request.target.path.utf8.count == 1 && request.target.path.utf8.first == UInt8(ascii: "*") { return respondOptions(exchange) }
+        let scope = RequestScope(path: request.target.path, router: runtime.router)
         if let (check, error) = RequestGuard.firstRefusal(scope.guards, request) {
             if check.isScoped { info.route = scope.routeName }
             // TRACE at one of the proxy's own endpoints: that endpoint's `Allow`, not the routes'.
-            if check == .noTrace, scope.isPlatform, let endpoint = Self.platformEndpoints.endpoint(for: target.path) {
+            if check == .noTrace, scope.isPlatform, let endpoint = Self.platformEndpoints.endpoint(for: request.target.path) {
                 return fail(exchange, .methodNotAllowed(endpoint.allow))
             }
             return fail(exchange, error)
@@ -87,9 +88,9 @@ public final class ProxyHandler: HTTPHandler {
         let compiled: CompiledRoute, rest: Substring
         switch scope {
         case .probe, .platform:
-            return Self.platformEndpoints.dispatch(exchange, target: target, on: self)
+            return Self.platformEndpoints.dispatch(exchange, target: request.target, on: self)
         case .unrouted:
-            return fail(exchange, .noRoute(String(target.path)))
+            return fail(exchange, .noRoute(String(request.target.path)))
         case .route(let route, let routeRest):
             (compiled, rest) = (route, routeRest)
         }
@@ -103,12 +104,12 @@ public final class ProxyHandler: HTTPHandler {
         if mockMode == .replay, let mock = compiled.config.mock {
             return replayMock(exchange, directory: mock.directory, rest: rest)
         }
-        guard let upstreamBase = routeSlot.upstream else { return fail(exchange, .noRoute(String(target.path))) }
-        guard UpstreamTarget.isForwardable(target.path, encodedSlashes: compiled.config.encodedSlashes) else {
+        guard let upstreamBase = routeSlot.upstream else { return fail(exchange, .noRoute(String(request.target.path))) }
+        guard UpstreamTarget.isForwardable(request.target.path, encodedSlashes: compiled.config.encodedSlashes) else {
             return fail(exchange, .invalidPath)
         }
         let plan = ForwardPlan(slot: routeSlot, rest: rest,
-                               url: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query), mockMode: mockMode)
+                               url: UpstreamTarget.url(upstreamBase, rest: rest, query: request.target.query), mockMode: mockMode)
         forward(exchange, plan, refreshed: false)
     }
 

@@ -54,21 +54,23 @@ enum RequestGuard: Int, CaseIterable {
 
     /// The error this guard refuses `request` with, or nil when it passes.
     func refusal(_ request: GuardedRequest) -> ProxyError? {
-        let target = request.target
+        // The target is read in place: a local copy retains its three substrings, per guard.
         switch self {
         case .noTrace:
             guard request.methodIsTrace || request.screened.overridesToTrace else { return nil }
             return .methodNotAllowed("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
         case .noUserinfo:
-            guard let authority = target.authority, authority.contains("@") else { return nil }
+            guard let authority = request.target.authority, authority.utf8.contains(UInt8(ascii: "@")) else { return nil }
             return .userinfoInTarget
         case .hostsAgree:
-            guard let authority = target.authority, let host = request.hostHeader,
+            guard let authority = request.target.authority, let host = request.hostHeader,
                   authority.lowercased() != host.lowercased() else { return nil }
             return .hostMismatch
         case .hostAllowed:
-            guard let host = target.authority ?? request.hostHeader.map({ Substring($0) }),
-                  !request.access.hostAllowed(host) else { return nil }
+            if let authority = request.target.authority {
+                return request.access.hostAllowed(authority) ? nil : .hostNotAllowed
+            }
+            guard let host = request.hostHeader, !request.access.hostAllowed(host[...]) else { return nil }
             return .hostNotAllowed
         case .proxyKey:
             guard request.access.apiKey != nil else { return nil }
@@ -77,13 +79,13 @@ enum RequestGuard: Int, CaseIterable {
             guard let origin = request.origin, !request.access.originAllowed(origin) else { return nil }
             return .originNotAllowed
         case .sameSite, .sameSiteOrNavigation:
-            if self == .sameSiteOrNavigation && RequestScreen.navigationTargets.contains(target.path)
+            if self == .sameSiteOrNavigation && RequestScreen.navigationTargets.contains(request.target.path)
                 && RequestScreen.isNavigation(fetchMode: request.screened.fetchMode) { return nil }
             let crossSite = RequestScreen.refusesCrossSite(fetchSite: request.screened.fetchSite, origin: request.origin,
                                                            access: request.access)
             return crossSite ? .crossSiteRequest : nil
         case .hostPresent:
-            return request.hostHeader == nil && target.authority == nil ? .hostRequired : nil
+            return request.hostHeader == nil && request.target.authority == nil ? .hostRequired : nil
         }
     }
 
