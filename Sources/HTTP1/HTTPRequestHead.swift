@@ -160,9 +160,35 @@ public func asciiLower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }
 
 /// Whether `name` equals `lowercased` (given in lowercase), ignoring ASCII case: how every
 /// module compares a field name with one it knows.
+/// From eight bytes on, eight are compared at a time (the last word overlapping the one before).
 @inlinable
 public func asciiEqualsLowercased(_ name: UnsafeBufferPointer<UInt8>, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool {
-    guard name.count == lowercased.count else { return false }
-    for i in 0..<name.count where asciiLower(name[i]) != lowercased[i] { return false }
-    return true
+    let count = name.count
+    guard count == lowercased.count else { return false }
+    guard count >= 8, let a = name.baseAddress.map(UnsafeRawPointer.init), let b = lowercased.baseAddress.map(UnsafeRawPointer.init) else {
+        for i in 0..<count where asciiLower(name[i]) != lowercased[i] { return false }
+        return true
+    }
+    var i = 0
+    while true {
+        let at = min(i, count - 8)
+        if asciiLowerWord(a.loadUnaligned(fromByteOffset: at, as: UInt64.self)) != b.loadUnaligned(fromByteOffset: at, as: UInt64.self) {
+            return false
+        }
+        i += 8
+        if i >= count { return true }
+    }
+}
+
+/// `asciiLower` of each of eight bytes at once: 0x20 is set in every byte from `A` to `Z` and
+/// in no other (bytes of 0x80 and above included).
+@inlinable @inline(__always)
+public func asciiLowerWord(_ word: UInt64) -> UInt64 {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let low = word & (0x7F * ones)
+    // Each byte's top bit: set when its low seven bits are at least `A`, and when above `Z`.
+    let atLeastA = low &+ (0x80 - 0x41) * ones
+    let aboveZ = low &+ (0x80 - 0x5B) * ones
+    let upper = atLeastA & ~aboveZ & ~word & (0x80 * ones)
+    return word | (upper >> 2)
 }

@@ -20,12 +20,6 @@ enum HeaderPolicy {
         return byLength(entries.map { (StaticBytes($0.0), $0.1) }, name: \.0)
     }()
 
-    /// Hop-by-hop fields not relayed from an upstream response; the framing is ours. By length.
-    private static let responseDropped: [[StaticBytes]] = byLength(([
-        "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
-        "content-length", "x-request-id",
-    ] as [StaticString]).map(StaticBytes.init), name: \.self)
-
     /// `entries` grouped by the length of their name: entry `n` holds those `n` bytes long.
     private static func byLength<Entry>(_ entries: [Entry], name: (Entry) -> StaticBytes) -> [[Entry]] {
         var table = [[Entry]](repeating: [], count: (entries.map { name($0).count }.max() ?? 0) + 1)
@@ -161,10 +155,9 @@ enum HeaderPolicy {
         static let forwardedHost = StaticBytes("X-Forwarded-Host")
         static let via = StaticBytes("Via: ")
         static let viaSelf = StaticBytes("1.1 platform-proxy")
-        static let requestID = StaticBytes("X-Request-ID")
         static let commaSpace = StaticBytes(", ")
         static let requestIDColon = StaticBytes("X-Request-ID: ")
-        static let connection = StaticBytes("connection")
+        static let requestIDLower = StaticBytes("x-request-id")
         static let keepAlive = StaticBytes("keep-alive")
         static let close = StaticBytes("close")
     }
@@ -182,46 +175,55 @@ enum HeaderPolicy {
     }
 
     /// Appends the response fields relayed to the client, `Name: value\r\n` each, and the request
-    /// ID. The transfer already dropped fields holding CR, LF or NUL. Hop-by-hop fields are
-    /// dropped, and so are those the upstream's `Connection` names (RFC 9110 §7.6.1). With a
-    /// `masker`, names and values echoing the injected token are relayed with it masked (`*` is
-    /// a token character: a masked name is still a name).
+    /// ID. The transfer already dropped fields holding CR, LF or NUL. Hop-by-hop fields and the
+    /// framing are not relayed (the head told them apart as they arrived), nor the upstream's
+    /// `X-Request-ID` (the proxy sends its own) or the fields the upstream's `Connection` names
+    /// (RFC 9110 §7.6.1). With a `masker`, names and values echoing the injected token are relayed
+    /// with it masked (`*` is a token character: a masked name is still a name). Fields stored
+    /// as relayed, one after another, are written in one copy.
     static func appendResponseFields<Sink: ByteSink>(_ head: UpstreamResponseHead, requestID: String, to out: inout Sink,
                                                      masker: inout EchoMasker?) {
-        let dropped = responseDropped
         let storage = head.storage
         // A value shorter than the token cannot hold it: most values skip the masker.
         let shortest = masker?.token.count ?? Int.max
         out.reserve(storage.count + 4 * head.fields.count + requestID.utf8.count + 16)
         storage.withUnsafeBufferPointer { bytes in
-            let listed = connectionListed(head, bytes)
-            for field in head.fields {
+            let listed = head.connectionNamesFields ? connectionListed(head, bytes) : []
+            // Bytes of `storage` relayed as they are, not yet written.
+            var run = 0..<0
+            for field in head.fields where field.kind == .endToEnd {
                 let name = UnsafeBufferPointer(rebasing: bytes[field.name])
-                if name.count < dropped.count, dropped[name.count].contains(where: { asciiEqualsLowercased(name, $0.buffer) }) { continue }
+                if name.count == Fixed.requestIDLower.count && asciiEqualsLowercased(name, Fixed.requestIDLower.buffer) { continue }
                 if !listed.isEmpty, listed.contains(where: { $0.withUnsafeBufferPointer { asciiEqualsLowercased(name, $0) } }) {
                     continue
                 }
                 let masked = field.value.count >= shortest ? masker?.masking(storage[field.value]) : nil
                 let maskedName = field.name.count >= shortest ? masker?.maskingIgnoringCase(storage[field.name]) : nil
-                if masked == nil && maskedName == nil && field.value.lowerBound == field.name.upperBound + 2
-                    && bytes[field.name.upperBound] == UInt8(ascii: ":") && bytes[field.name.upperBound + 1] == UInt8(ascii: " ") {
-                    // `Name: value` as received: one copy.
-                    out.write(UnsafeBufferPointer(rebasing: bytes[field.name.lowerBound..<field.value.upperBound]))
+                if masked == nil && maskedName == nil && field.isCanonical {
+                    if run.upperBound == field.line.lowerBound && !run.isEmpty {
+                        run = run.lowerBound..<field.line.upperBound
+                    } else {
+                        if !run.isEmpty { out.write(UnsafeBufferPointer(rebasing: bytes[run])) }
+                        run = field.line
+                    }
+                    continue
+                }
+                if !run.isEmpty { out.write(UnsafeBufferPointer(rebasing: bytes[run])) }
+                run = 0..<0
+                if let maskedName {
+                    maskedName.withUnsafeBytes { out.write($0) }
                 } else {
-                    if let maskedName {
-                        maskedName.withUnsafeBytes { out.write($0) }
-                    } else {
-                        out.write(name)
-                    }
-                    out.write(HTTPFieldSyntax.colonSpace)
-                    if let masked {
-                        masked.withUnsafeBytes { out.write($0) }
-                    } else {
-                        out.write(UnsafeBufferPointer(rebasing: bytes[field.value]))
-                    }
+                    out.write(name)
+                }
+                out.write(HTTPFieldSyntax.colonSpace)
+                if let masked {
+                    masked.withUnsafeBytes { out.write($0) }
+                } else {
+                    out.write(UnsafeBufferPointer(rebasing: bytes[field.value]))
                 }
                 out.write(HTTPFieldSyntax.crlf)
             }
+            if !run.isEmpty { out.write(UnsafeBufferPointer(rebasing: bytes[run])) }
         }
         out.write(Fixed.requestIDColon)
         out.write(requestID)
@@ -229,15 +231,10 @@ enum HeaderPolicy {
     }
 
     /// The field names a response's `Connection` lists, lowercased, other than those always
-    /// dropped (`keep-alive`, `close`): nginx sends one on every response, so this is read on the
-    /// bytes and stays empty, allocating nothing, for it.
+    /// dropped (`keep-alive`, `close`); read only when the head saw such a name.
     private static func connectionListed(_ head: UpstreamResponseHead, _ bytes: UnsafeBufferPointer<UInt8>) -> [[UInt8]] {
         var listed: [[UInt8]] = []
-        for field in head.fields where field.name.count == Fixed.connection.count
-            && asciiEqualsLowercased(UnsafeBufferPointer(rebasing: bytes[field.name]), Fixed.connection.buffer) {
-            // nginx's `keep-alive` and a `close` list nothing: no pass over the elements.
-            let whole = UnsafeBufferPointer(rebasing: bytes[field.value])
-            if asciiEqualsLowercased(whole, Fixed.keepAlive.buffer) || asciiEqualsLowercased(whole, Fixed.close.buffer) { continue }
+        for field in head.fields where field.kind == .connection {
             FieldList.forEachElement(bytes, field.value) { range in
                 let name = UnsafeBufferPointer(rebasing: bytes[range])
                 if !name.isEmpty && !asciiEqualsLowercased(name, Fixed.keepAlive.buffer) && !asciiEqualsLowercased(name, Fixed.close.buffer) {

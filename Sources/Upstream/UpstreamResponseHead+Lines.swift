@@ -62,7 +62,7 @@ extension UpstreamResponseHead {
         while valueStart < end && (line[valueStart] == 0x20 || line[valueStart] == 0x09) { valueStart += 1 }
         var valueEnd = end
         while valueEnd > valueStart && (line[valueEnd - 1] == 0x20 || line[valueEnd - 1] == 0x09) { valueEnd -= 1 }
-        append(line: UnsafeRawBufferPointer(rebasing: line[0..<valueEnd]), nameEnd: colon, valueStart: valueStart)
+        append(line: line, nameEnd: colon, valueStart: valueStart, valueEnd: valueEnd)
         return .field
     }
 }

@@ -1,14 +1,55 @@
 import HTTP1
 
 /// The final (non-1xx) response head from the upstream: the field bytes as received and their
-/// ranges, so relaying a response makes no String per field.
+/// ranges, so relaying a response makes no String per field. The fields a relay must understand
+/// itself (the framing, the hop-by-hop fields) are recognised once, as each arrives, so neither
+/// the framing nor the relay looks at a field's name again.
 public struct UpstreamResponseHead: Sendable {
+    /// What a field is to a relay, told from its name when it is added.
+    public enum Kind: UInt8, Sendable {
+        /// An end-to-end field.
+        case endToEnd
+        /// `Content-Length`: a relay frames the body itself.
+        case contentLength
+        /// `Transfer-Encoding`: hop-by-hop, and it voids `Content-Length` (RFC 9112 §6.3).
+        case transferEncoding
+        /// `Connection`: hop-by-hop, and it may name more hop-by-hop fields (RFC 9110 §7.6.1).
+        case connection
+        /// `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer` or `Upgrade`: hop-by-hop.
+        case hopByHop
+    }
+
+    /// One field: its name and value ranges in `storage`, and what it is.
+    public struct Field: Sendable {
+        /// The name's bytes in `storage`.
+        public let name: Range<Int>
+        /// The value's bytes in `storage`, blanks around it trimmed.
+        public let value: Range<Int>
+        /// What the name says the field is.
+        public let kind: Kind
+        /// Whether `storage` holds the field as `Name: value\r\n` (one space after the colon), so
+        /// that `line` relays it as is.
+        public let isCanonical: Bool
+
+        /// The name through the CRLF that follows the value in `storage`.
+        public var line: Range<Int> { name.lowerBound..<value.upperBound + 2 }
+    }
+
     /// Status code.
     public var status: Int
-    /// Names and values back to back; `fields` holds their ranges.
+    /// Each field's name, the bytes between name and value (`: ` usually), its value and a CRLF,
+    /// back to back; `fields` holds the ranges.
     public private(set) var storage: [UInt8] = []
-    /// Each field's name and value range in `storage`, in arrival order.
-    public private(set) var fields: [(name: Range<Int>, value: Range<Int>)] = []
+    /// The fields in arrival order.
+    public private(set) var fields: [Field] = []
+    /// Index of the first `Content-Length` field.
+    private var firstContentLength: Int?
+    /// The first element of the first `Content-Length` field, which every other must equal.
+    private var firstLengthElement: Range<Int>?
+    private var contentLengthsDiffer = false
+    private var hasTransferEncoding = false
+    /// Whether a `Connection` field names a field (anything but `keep-alive` and `close`).
+    public private(set) var connectionNamesFields = false
 
     /// An empty head with `status`.
     public init(status: Int) { self.status = status }
@@ -23,18 +64,57 @@ public struct UpstreamResponseHead: Sendable {
     public mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
         let nameStart = storage.count
         storage.append(contentsOf: name)
+        let nameEnd = storage.count
+        storage.append(contentsOf: HTTPFieldSyntax.colonSpace.buffer)
         let valueStart = storage.count
         storage.append(contentsOf: value)
-        fields.append((nameStart..<valueStart, valueStart..<storage.count))
+        let valueEnd = storage.count
+        storage.append(contentsOf: HTTPFieldSyntax.crlf.buffer)
+        added(name: nameStart..<nameEnd, value: valueStart..<valueEnd, canonical: true)
     }
 
     /// Adds a field from a raw header line (libcurl's buffer) in one copy: the name is
-    /// `line[..<nameEnd]`, the value `line[valueStart..<line.count]`, and what lies between
-    /// (the colon and any blanks) is kept, so relaying it is one copy too when that is `": "`.
-    mutating func append(line: UnsafeRawBufferPointer, nameEnd: Int, valueStart: Int) {
+    /// `line[..<nameEnd]`, the value `line[valueStart..<valueEnd]`, and what lies between (the
+    /// colon and any blanks) is kept, so relaying it is one copy too when that is `": "`. When the
+    /// line ends right after the value with its CRLF, that is copied with it.
+    mutating func append(line: UnsafeRawBufferPointer, nameEnd: Int, valueStart: Int, valueEnd: Int) {
         let start = storage.count
-        storage.append(contentsOf: line.bindMemory(to: UInt8.self))
-        fields.append((start..<start + nameEnd, start + valueStart..<storage.count))
+        let bytes = line.bindMemory(to: UInt8.self)
+        if bytes.count == valueEnd + 2 && bytes[valueEnd] == 0x0D && bytes[valueEnd + 1] == 0x0A {
+            storage.append(contentsOf: bytes)
+        } else {
+            storage.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<valueEnd]))
+            storage.append(contentsOf: HTTPFieldSyntax.crlf.buffer)
+        }
+        let canonical = valueStart == nameEnd + 2 && bytes[nameEnd] == UInt8(ascii: ":") && bytes[nameEnd + 1] == UInt8(ascii: " ")
+        added(name: start..<start + nameEnd, value: start + valueStart..<start + valueEnd, canonical: canonical)
+    }
+
+    /// Records a field just stored, and what its name makes it.
+    private mutating func added(name: Range<Int>, value: Range<Int>, canonical: Bool) {
+        let index = fields.count
+        let kind = storage.withUnsafeBufferPointer { bytes in
+            let kind = Self.kind(of: UnsafeBufferPointer(rebasing: bytes[name]))
+            switch kind {
+            case .endToEnd, .hopByHop: break
+            case .transferEncoding: hasTransferEncoding = true
+            case .contentLength:
+                if firstContentLength == nil { firstContentLength = index }
+                noteContentLength(bytes, value)
+            case .connection:
+                if !connectionNamesFields { connectionNamesFields = Self.namesFields(bytes, connection: value) }
+            }
+            return kind
+        }
+        fields.append(Field(name: name, value: value, kind: kind, isCanonical: canonical))
+    }
+
+    /// Compares each element of a `Content-Length` value with the first one seen (RFC 9112 §6.3).
+    private mutating func noteContentLength(_ bytes: UnsafeBufferPointer<UInt8>, _ value: Range<Int>) {
+        FieldList.forEachElement(bytes, value) { element in
+            guard let first = firstLengthElement else { firstLengthElement = element; return }
+            if first.count != element.count || !bytes[first].elementsEqual(bytes[element]) { contentLengthsDiffer = true }
+        }
     }
 
     /// Forgets every field (a new head begins), keeping the capacity (reserving some at first).
@@ -46,6 +126,11 @@ public struct UpstreamResponseHead: Sendable {
         self.status = status
         storage.removeAll(keepingCapacity: true)
         fields.removeAll(keepingCapacity: true)
+        firstContentLength = nil
+        firstLengthElement = nil
+        contentLengthsDiffer = false
+        hasTransferEncoding = false
+        connectionNamesFields = false
     }
 
     /// Header fields as strings, in order.
@@ -69,16 +154,7 @@ public struct UpstreamResponseHead: Sendable {
     /// The first `Content-Length` as a number, when it is one and no `Transfer-Encoding` overrides
     /// it (RFC 9112 §6.3: curl then decodes the chunks and the length means nothing).
     public var contentLength: Int? {
-        // One pass, the names told apart by length first.
-        var found: Int?
-        for i in fields.indices {
-            switch fields[i].name.count {
-            case Self.transferEncodingName.count where nameEquals(i, Self.transferEncodingName.buffer): return nil
-            case Self.contentLengthName.count where found == nil && nameEquals(i, Self.contentLengthName.buffer): found = i
-            default: continue
-            }
-        }
-        guard let index = found else { return nil }
+        guard !hasTransferEncoding, let index = firstContentLength else { return nil }
         let digits = storage[fields[index].value]
         guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 &- 0x30 < 10 }) else { return nil }
         return digits.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
@@ -87,29 +163,51 @@ public struct UpstreamResponseHead: Sendable {
     /// Whether every `Content-Length` field, and every element of a list in one, says the same
     /// (RFC 9112 §6.3: a response with differing ones is unrecoverable, and a proxy must not relay
     /// it: the client would frame the body by one length while libcurl read it by another).
-    public var contentLengthsAgree: Bool {
-        storage.withUnsafeBufferPointer { bytes in
-            var first: UnsafeBufferPointer<UInt8>?
-            var agree = true
-            for i in fields.indices where fields[i].name.count == Self.contentLengthName.count
-                && asciiEqualsLowercased(UnsafeBufferPointer(rebasing: bytes[fields[i].name]), Self.contentLengthName.buffer) {
-                // Each element of the field's list; the usual field is one element.
-                FieldList.forEachElement(bytes, fields[i].value) { range in
-                    let element = UnsafeBufferPointer(rebasing: bytes[range])
-                    if let first {
-                        if first.count != element.count || !first.elementsEqual(element) { agree = false }
-                    } else {
-                        first = element
-                    }
-                }
-                if !agree { return false }
-            }
-            return true
+    public var contentLengthsAgree: Bool { !contentLengthsDiffer }
+
+    /// What a field called `name` is: told apart by length and first letter, so most fields are
+    /// `endToEnd` without a comparison of bytes.
+    static func kind(of name: UnsafeBufferPointer<UInt8>) -> Kind {
+        guard let first = name.first else { return .endToEnd }
+        func isName(_ lowercased: StaticBytes) -> Bool { asciiEqualsLowercased(name, lowercased.buffer) }
+        switch (name.count, first | 0x20) {
+        case (2, UInt8(ascii: "t")): return isName(Names.te) ? .hopByHop : .endToEnd
+        case (7, UInt8(ascii: "t")): return isName(Names.trailer) ? .hopByHop : .endToEnd
+        case (7, UInt8(ascii: "u")): return isName(Names.upgrade) ? .hopByHop : .endToEnd
+        case (10, UInt8(ascii: "c")): return isName(Names.connection) ? .connection : .endToEnd
+        case (10, UInt8(ascii: "k")): return isName(Names.keepAlive) ? .hopByHop : .endToEnd
+        case (14, UInt8(ascii: "c")): return isName(Names.contentLength) ? .contentLength : .endToEnd
+        case (16, UInt8(ascii: "p")): return isName(Names.proxyConnection) ? .hopByHop : .endToEnd
+        case (17, UInt8(ascii: "t")): return isName(Names.transferEncoding) ? .transferEncoding : .endToEnd
+        default: return .endToEnd
         }
     }
 
-    private static let contentLengthName = StaticBytes("content-length")
-    private static let transferEncodingName = StaticBytes("transfer-encoding")
+    /// Whether a `Connection` value names any field: an element other than `keep-alive` and
+    /// `close` (nginx sends one of those on every response, read here without a pass over elements).
+    private static func namesFields(_ bytes: UnsafeBufferPointer<UInt8>, connection value: Range<Int>) -> Bool {
+        let whole = UnsafeBufferPointer(rebasing: bytes[value])
+        if asciiEqualsLowercased(whole, Names.keepAlive.buffer) || asciiEqualsLowercased(whole, Names.close.buffer) { return false }
+        var names = false
+        FieldList.forEachElement(bytes, value) { range in
+            let element = UnsafeBufferPointer(rebasing: bytes[range])
+            if !element.isEmpty && !asciiEqualsLowercased(element, Names.keepAlive.buffer)
+                && !asciiEqualsLowercased(element, Names.close.buffer) { names = true }
+        }
+        return names
+    }
+
+    private enum Names {
+        static let te = StaticBytes("te")
+        static let trailer = StaticBytes("trailer")
+        static let upgrade = StaticBytes("upgrade")
+        static let connection = StaticBytes("connection")
+        static let keepAlive = StaticBytes("keep-alive")
+        static let close = StaticBytes("close")
+        static let contentLength = StaticBytes("content-length")
+        static let proxyConnection = StaticBytes("proxy-connection")
+        static let transferEncoding = StaticBytes("transfer-encoding")
+    }
 
     private func string(_ range: Range<Int>) -> String { String(decoding: storage[range], as: UTF8.self) }
 }

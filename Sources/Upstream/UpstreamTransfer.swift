@@ -59,8 +59,9 @@ public final class UpstreamTransfer {
         lastProgress = client.loop.now
         self.body = body
         self.delegate = delegate
-        head = handle.spareHead
-        handle.spareHead = UpstreamResponseHead(status: 0)
+        // The handle's head (and its capacity) is taken, and an empty one left: swapped, not
+        // copied (a copy retains both of its arrays).
+        swap(&head, &handle.spareHead)
         handle.running = Unmanaged.passUnretained(self)
         configure(request)
         body?.onData = { [unowned self] in self.bodyDataArrived() }
@@ -197,7 +198,12 @@ public final class UpstreamTransfer {
             headDeadline = nil
             progressed()
             client.deadlineAwaited(lastProgress.adding(seconds: timeout))
-            delegate?.transfer(self, receivedHead: head)
+            // Lent to the delegate by a swap: passing the property would copy it (retaining both
+            // of its arrays), as the delegate could reach it through `self` while it runs.
+            var delivered = UpstreamResponseHead(status: 0)
+            swap(&delivered, &head)
+            delegate?.transfer(self, receivedHead: delivered)
+            swap(&delivered, &head)
         }
         return length
     }
@@ -269,7 +275,7 @@ public final class UpstreamTransfer {
         let incomplete = headDelivered ? nil : UpstreamError.unreachable(
             head.status == 0 ? "no response" : "the upstream closed the connection inside its response head")
         head.reset(status: 0)
-        handle.spareHead = head
+        swap(&head, &handle.spareHead)
         delegate?.transfer(self, completedWith: error ?? incomplete)
     }
 }

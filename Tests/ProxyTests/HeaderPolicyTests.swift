@@ -175,6 +175,18 @@ struct WireResponseFieldTests {
         #expect(masker?.masked == 4)
     }
 
+    @Test("relayed fields keep their order around dropped, re-spaced and LF-ended ones; hop-by-hop names drop in any case")
+    func runsKeepOrder() {
+        let head = wireHead(["A: 1\r\n", "B:2\n", "Content-Length: 5\r\n", "C: 3\r\n", "D: 4\n", "X-Request-Id: up\r\n",
+                             "E: 5  \r\n", "TE: x\r\n", "UPGRADE: h2c\r\n", "proxy-connection: close\r\n", "Trailer: T\r\n",
+                             "Trailers: kept\r\n", "Connectiox: kept\r\n", "F: 6\r\n"])
+        var bytes: [UInt8] = []
+        var masker: EchoMasker?
+        HeaderPolicy.appendResponseFields(head, requestID: "r", to: &bytes, masker: &masker)
+        #expect(String(decoding: bytes, as: UTF8.self) == "A: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\nE: 5\r\n"
+                + "Trailers: kept\r\nConnectiox: kept\r\nF: 6\r\nX-Request-ID: r\r\n")
+    }
+
     @Test("fields the upstream's Connection lists are not relayed (RFC 9110 §7.6.1), in any case, whatever else it lists")
     func connectionListedDropped() {
         let head = wireHead(["Connection: keep-alive, X-Hop , x-other\r\n", "X-Hop: no\r\n", "X-Other: no\r\n",

@@ -76,6 +76,41 @@ struct UpstreamResponseHeadTests {
     }
 }
 
+@Suite("UpstreamResponseHead field kinds")
+struct ResponseHeadKindTests {
+    @Test("framing and hop-by-hop names are told apart in any case; names that only look like them are end to end",
+          arguments: [("Content-Length", UpstreamResponseHead.Kind.contentLength), ("CONTENT-LENGTH", .contentLength),
+                      ("transfer-encoding", .transferEncoding), ("Connection", .connection), ("cOnNeCtIoN", .connection),
+                      ("Keep-Alive", .hopByHop), ("Proxy-Connection", .hopByHop), ("TE", .hopByHop), ("Trailer", .hopByHop),
+                      ("Upgrade", .hopByHop), ("Content-Lengtx", .endToEnd), ("Connectiox", .endToEnd), ("Keep-Alivf", .endToEnd),
+                      ("Proxy-Connectiox", .endToEnd), ("Transfer-Encodinx", .endToEnd), ("Tf", .endToEnd), ("Trailers", .endToEnd),
+                      ("Upgradx", .endToEnd), ("Content-Type", .endToEnd), ("X-Request-ID", .endToEnd), ("", .endToEnd),
+                      ("Content\u{0D}Length", .endToEnd), ("Connection\u{80}", .endToEnd)])
+    func kinds(name: String, kind: UpstreamResponseHead.Kind) {
+        #expect(UpstreamResponseHead(status: 200, headers: [(name, "v")]).fields.first?.kind == kind)
+    }
+
+    @Test("a Connection field names fields unless it says only keep-alive or close",
+          arguments: [("keep-alive", false), ("Close", false), (" keep-alive , close,", false), ("", false),
+                      ("close, X-Hop", true), ("x-other", true), ("keep-alive,,Upgrade", true)])
+    func connectionNames(value: String, names: Bool) {
+        #expect(UpstreamResponseHead(status: 200, headers: [("Connection", value)]).connectionNamesFields == names)
+        #expect(UpstreamResponseHead(status: 200, headers: [("Connection", "keep-alive"), ("connection", value)])
+                .connectionNamesFields == names)
+    }
+
+    @Test("each field is stored as its line through the CRLF, whatever line ending the upstream used")
+    func storedLines() {
+        var head = UpstreamResponseHead(status: 0)
+        for line in ["HTTP/1.1 200 OK\r\n", "A: 1\r\n", "B:2\n", "C:  3 \t\r\n", "D: 4", "\r\n"] {
+            _ = Array(line.utf8).withUnsafeBytes { head.read(line: $0) }
+        }
+        let lines = head.fields.map { String(decoding: head.storage[$0.line], as: UTF8.self) }
+        #expect(lines == ["A: 1\r\n", "B:2\r\n", "C:  3\r\n", "D: 4\r\n"])
+        #expect(head.fields.map(\.isCanonical) == [true, false, false, true])
+    }
+}
+
 @Suite("EasyHandle header list")
 struct EasyHandleHeaderListTests {
     /// The strings of the list curl was given, in order.
