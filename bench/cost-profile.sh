@@ -15,6 +15,9 @@
 #   REQ_PATH='/api/v1/accounts/1234567/profile?include=details' bench/cost-profile.sh
 #                                               # another request target (default /small, as the bench):
 #                                               # what grows with the path (parsing, checks, URL join, libcurl's URL parse)
+#   TOKEN_BYTES=1000 bench/cost-profile.sh     # a token of that many bytes (a JWT-sized one; default the
+#                                               # bench's 28): libcurl formats each header byte it sends
+#                                               # one at a time, so the token's length is paid per request
 #   BASE_BIN=/path/to/older/platform-proxy bench/cost-profile.sh   # the same counts for another build,
 #                                               # and the functions whose cost moved most between them
 #   PLATFORM_PROXY_RELEASE_BIN=/path/to/platform-proxy bench/cost-profile.sh   # skip the build
@@ -32,6 +35,14 @@ bench_init
 ensure_tools nginx valgrind strace python3
 PROXY_BIN="$(build_release)"
 TOKEN="bench-token-0123456789abcdef"
+if [[ -n ${TOKEN_BYTES:-} ]]; then
+    # JWT-like: base64url segments joined by dots.
+    TOKEN="$(python3 -c 'import random, string, sys
+random.seed(1); n = int(sys.argv[1]); alphabet = string.ascii_letters + string.digits + "-_"
+t = "".join(random.choice(alphabet) for _ in range(n))
+print("eyJ" + t[3:n // 3] + "." + t[n // 3 + 1:2 * n // 3] + "." + t[2 * n // 3 + 1:])' "$TOKEN_BYTES")"
+    (( ${#TOKEN} == TOKEN_BYTES )) || bench_die "a $TOKEN_BYTES-byte token came out ${#TOKEN} bytes"
+fi
 
 # UPSTREAM=https: the upstream is nginx over TLS (h2 by ALPN, a private CA made here) instead.
 UPSTREAM="${UPSTREAM:-http}"
