@@ -1,3 +1,4 @@
+import Glibc
 import Analytics
 import Config
 import Credentials
@@ -323,9 +324,12 @@ public final class ProxyHandler: HTTPHandler {
 
     /// The path as logged: a journey step id is a bearer capability for that step, so it is
     /// never written to the access log.
-    static func loggedPath(_ path: Substring) -> String {
-        let steps = "/_platform/login/journey/"
-        return path.hasPrefix(steps) && path.count > steps.count ? steps + "<step>" : String(path)
+    static func loggedPath(_ path: Substring) -> Substring {
+        let steps: StaticString = "/_platform/login/journey/"
+        let masked = path.withUTF8Bytes { bytes in
+            bytes.count > steps.utf8CodeUnitCount && memcmp(bytes.baseAddress!, steps.utf8Start, steps.utf8CodeUnitCount) == 0
+        }
+        return masked ? "/_platform/login/journey/<step>" : path
     }
 
     private func logExchange(_ exchange: HTTPExchange, _ result: ExchangeOutcome, level: LogLevel, reason outcome: String?) {
@@ -344,21 +348,22 @@ public final class ProxyHandler: HTTPHandler {
         } else {
             metrics.request(route: info?.route ?? "_unrouted", status: status, seconds: seconds)
         }
-        guard Log.enabled(level), level > .info || runtime.configuration.accessLog else { return }
-        var fields: [(String, LogValue)] = [
-            ("requestID", .string(info?.requestID ?? "")),
-            ("method", .string(exchange.head.method)),
-            ("path", .string(Self.loggedPath(info?.path ?? ""))),
-            ("route", .string(info?.route ?? "")),
-            ("status", .int(status)),
-            ("durationMs", .double((seconds * 1e6).rounded() / 1e3)),
-            ("bytesIn", .int(result.bytesIn)),
-            ("bytesOut", .int(result.bytesOut)),
-            ("peer", .string(exchange.peer)),
-        ]
-        if let provider = info?.provider { fields.append(("provider", .string(provider))) }
-        if let upstream = info?.upstream { fields.append(("upstream", .string(upstream))) }
-        if let outcome { fields.append(("outcome", .string(outcome))) }
-        log.emit(level, "request", fields)
+        guard level > .info || runtime.configuration.accessLog else { return }
+        // Written straight into the loop's log buffer: no array of fields, no String per value.
+        let micros = Int((seconds * 1e6).rounded())
+        log.emit(level, "request") { line in
+            line.field("requestID", info?.requestID ?? "")
+            exchange.head.storage.withUnsafeBufferPointer { line.field("method", bytes: UnsafeBufferPointer(rebasing: $0[exchange.head.methodRange])) }
+            line.field("path", Self.loggedPath(info?.path ?? ""))
+            line.field("route", info?.route ?? "")
+            line.field("status", status)
+            line.field("durationMs", thousandths: micros)
+            line.field("bytesIn", result.bytesIn)
+            line.field("bytesOut", result.bytesOut)
+            line.field("peer", exchange.peer)
+            if let provider = info?.provider { line.field("provider", provider) }
+            if let upstream = info?.upstreamURL { line.field("upstream", joining: upstream.origin, upstream.path) }
+            if let outcome { line.field("outcome", outcome) }
+        }
     }
 }

@@ -47,3 +47,64 @@ struct LogFormatTests {
         #expect(text.hasSuffix(",\"n\":-9223372036854775808,\"d\":-1e-300}\n"))
     }
 }
+
+@Suite("Log lines written field by field")
+struct LogLineFieldTests {
+    /// The line `fields` writes, without its time.
+    private func line(_ fields: (inout LogLine) -> Void) -> String {
+        var text = LogLine(capacity: 8)
+        text.begin(.info, "request")
+        fields(&text)
+        text.end()
+        return text.withBytes { String(decoding: $0, as: UTF8.self) }
+    }
+
+    @Test("thousandths are written as Swift writes that Double", arguments: [0, 1, 7, 10, 12, 100, 120, 125, 999, 1000, 1001, 1010,
+                                                                            1100, 12345, 999_999, 1_000_000, 86_400_000, 123_456_789_012])
+    func thousandths(value: Int) {
+        #expect(line { $0.field("d", thousandths: value) }.hasSuffix(",\"d\":\(String(Double(value) / 1000))}\n"))
+        #expect(line { $0.field("d", thousandths: -value) }.hasSuffix(",\"d\":\(String(Double(-value) / 1000))}\n"))
+    }
+
+    @Test("every duration from 0 to 20 s in microseconds reads as the Double the access log used to write")
+    func everyDuration() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<5_000 {
+            let micros = Int.random(in: 0...20_000_000, using: &generator)
+            let written = line { $0.field("durationMs", thousandths: micros) }
+            #expect(written.hasSuffix(",\"durationMs\":\(String(Double(micros) / 1e3))}\n"), "\(micros)")
+        }
+    }
+
+    @Test("a line written field by field is the line the fields array makes, escaping included")
+    func sameAsFieldsArray() {
+        let path: Substring = "/a\"b\\c\u{1}/é"[...]
+        let method = Array("GET".utf8)
+        let byFields = line { line in
+            line.field("requestID", "k3F9xZ-0-1a")
+            method.withUnsafeBufferPointer { line.field("method", bytes: $0) }
+            line.field("path", path)
+            line.field("status", 200)
+            line.field("durationMs", thousandths: 1250)
+            line.field("upstream", joining: "http://127.0.0.1:8081", "/x\"y")
+        }
+        var array: [UInt8] = []
+        Log.format(.info, "request", [("requestID", .string("k3F9xZ-0-1a")), ("method", .string("GET")), ("path", .string(String(path))),
+                                      ("status", .int(200)), ("durationMs", .double(1.25)),
+                                      ("upstream", .string("http://127.0.0.1:8081/x\"y"))], into: &array)
+        let fromArray = String(decoding: array, as: UTF8.self)
+        // The time differs (and may cross a millisecond): compare from the level on.
+        #expect(byFields.drop { $0 != "," } == fromArray.drop { $0 != "," })
+    }
+
+    @Test("a line longer than the memory it started with grows it, and many lines queue whole")
+    func grows() {
+        let long = String(repeating: "p", count: 100_000)
+        let text = line { line in
+            for i in 0..<100 { line.field("n", i) }
+            line.field("path", long)
+        }
+        #expect(text.hasSuffix(",\"path\":\"\(long)\"}\n"))
+        #expect(text.contains(",\"n\":0,\"n\":1,") && text.contains(",\"n\":99,"))
+    }
+}
