@@ -124,8 +124,10 @@ public struct UpstreamResponseHead: Sendable {
             fields.reserveCapacity(16)
         }
         self.status = status
-        storage.removeAll(keepingCapacity: true)
-        fields.removeAll(keepingCapacity: true)
+        // Emptied only when not already (the transfer empties its head when it ends): removing
+        // nothing still costs a generic replaceSubrange each.
+        if !storage.isEmpty { storage.removeAll(keepingCapacity: true) }
+        if !fields.isEmpty { fields.removeAll(keepingCapacity: true) }
         firstContentLength = nil
         firstLengthElement = nil
         contentLengthsDiffer = false
