@@ -14,10 +14,6 @@ final class ExchangeInfo: HTTPExchangeDelegate {
     var counters: RouteCounters?
     /// The provider whose tokens the route carries, for the log line.
     var provider: String?
-    /// The upstream URL of the latest hop.
-    var upstreamURL: UpstreamURL?
-    /// `origin + path` of that hop, for logs (never the query: it may carry secrets).
-    var upstream: String? { upstreamURL.map { $0.origin + $0.path } }
     /// For answers that wait for the request body (control endpoints, mock replays): run once it ended.
     var afterBody: (() -> Void)?
     /// The body collected for `afterBody`, when the endpoint reads one.
@@ -68,6 +64,14 @@ extension HTTPExchange {
         case let info as ExchangeInfo: info
         default: nil
         }
+    }
+
+    /// `origin + path` of the latest hop upstream, for logs (never the query: it may carry
+    /// secrets); nil for a request that was not forwarded. Read from the forwarding delegate
+    /// rather than copied into the log record per hop.
+    var upstream: String? {
+        guard let forwarded = delegate as? ForwardedExchange else { return nil }
+        return forwarded.url.origin + forwarded.url.path
     }
 
     /// Runs `action` once the request body has ended (at once after `handle` for a bodiless request).

@@ -223,7 +223,7 @@ public final class ProxyHandler: HTTPHandler {
     private func logUpstream(_ exchange: HTTPExchange, _ error: UpstreamError, level: LogLevel, event: String, kind: String) {
         let info = exchange.info
         log.emit(level, event, [("requestID", .string(info?.requestID ?? "")), ("route", .string(info?.route ?? "")),
-                                ("upstream", .string(info?.upstream ?? "")), ("error", .string(error.description))])
+                                ("upstream", .string(exchange.upstream ?? "")), ("error", .string(error.description))])
         metrics.upstreamError(route: info?.route ?? "", kind: kind)
     }
 
@@ -356,7 +356,7 @@ public final class ProxyHandler: HTTPHandler {
             ("peer", .string(exchange.peer)),
         ]
         if let provider = info?.provider { fields.append(("provider", .string(provider))) }
-        if let upstream = info?.upstream { fields.append(("upstream", .string(upstream))) }
+        if let upstream = exchange.upstream { fields.append(("upstream", .string(upstream))) }
         if let outcome { fields.append(("outcome", .string(outcome))) }
         log.emit(level, "request", fields)
     }
