@@ -68,6 +68,8 @@ public final class ProxyHandler: HTTPHandler {
     public func handle(_ exchange: HTTPExchange) {
         // `exchange.head` is read in place each time: a local copy would retain its arrays.
         let target = RequestTarget(exchange.head.target)
+        // Read once: each read of the stored `var` is a retain and a release of its own.
+        let runtime = self.runtime
         let info = ExchangeInfo(requestID: requestID(exchange.head), path: target.path)
         exchange.delegate = info
 
