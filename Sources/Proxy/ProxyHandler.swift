@@ -105,13 +105,12 @@ public final class ProxyHandler: HTTPHandler {
         if mockMode == .replay, let mock = compiled.config.mock {
             return replayMock(exchange, directory: mock.directory, rest: rest)
         }
-        guard let upstreamBase = routeSlot.upstream else { return fail(exchange, .noRoute(String(target.path))) }
+        // Matched in place: `!= nil` copies the URL to compare it (a retain and release of each part).
+        guard case .some = routeSlot.upstream else { return fail(exchange, .noRoute(String(target.path))) }
         guard UpstreamTarget.isForwardable(target.path, encodedSlashes: compiled.config.encodedSlashes) else {
             return fail(exchange, .invalidPath)
         }
-        let plan = ForwardPlan(slot: routeSlot, rest: rest,
-                               url: UpstreamTarget.url(upstreamBase, rest: rest, query: target.query), mockMode: mockMode)
-        forward(exchange, plan, refreshed: false)
+        forward(exchange, ForwardPlan(slot: routeSlot, rest: rest, query: target.query, mockMode: mockMode), refreshed: false)
     }
 
     /// Sends a routed request upstream once its credentials are usable: gated while there is no
@@ -152,7 +151,7 @@ public final class ProxyHandler: HTTPHandler {
             experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,
                                                 now: UnixTime.now())
         }
-        let forwarded = ForwardedExchange(exchange: exchange, slot: plan.slot, upstream: plan.url, handler: self,
+        let forwarded = ForwardedExchange(exchange: exchange, slot: plan.slot, upstream: plan.url(), handler: self,
                                           info: exchange.info ?? ExchangeInfo(requestID: "", path: ""),
                                           credentialLines: injected.lines, credentialSupplies: injected.supplies,
                                           generation: credentials.generation, experimentLines: experiments)
