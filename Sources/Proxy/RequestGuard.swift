@@ -2,10 +2,10 @@ import Glibc
 import Config
 import HTTP1
 
-/// What the guards read from one request, found once. The head is read here and not kept (a
-/// copy of it retains its arrays on every request).
+/// What the guards read from one request's head, found once. The head is read here and not kept
+/// (a copy of it retains its arrays on every request); nor are the split target and the access
+/// policy, which the guards are given beside it (a copy of each retains its parts).
 struct GuardedRequest {
-    let target: RequestTarget
     /// `Sec-Fetch-Site` and the method-override fields.
     let screened: RequestScreen.Fields
     let hostHeader: String?
@@ -14,11 +14,9 @@ struct GuardedRequest {
     let methodIsTrace: Bool
     /// `X-Proxy-Key`, read only when the policy has a key.
     let proxyKey: String?
-    let access: AccessPolicy
 
-    init(head: borrowing HTTPRequestHead, target: RequestTarget, access: AccessPolicy) {
-        self.target = target
-        self.access = access
+    /// What the guards read from `head`; `access` says whether the key is read.
+    init(head: borrowing HTTPRequestHead, access: borrowing AccessPolicy) {
         screened = RequestScreen.fields(head)
         hostHeader = head.first("Host")
         origin = head.first("Origin")
@@ -52,9 +50,9 @@ enum RequestGuard: Int, CaseIterable {
     /// HTTP/1.0 may omit Host, which would skip the allowed-hosts check.
     case hostPresent
 
-    /// The error this guard refuses `request` with, or nil when it passes.
-    func refusal(_ request: GuardedRequest) -> ProxyError? {
-        let target = request.target
+    /// The error this guard refuses `request` (whose target is `target`) with under `access`, or
+    /// nil when it passes.
+    func refusal(_ request: borrowing GuardedRequest, target: borrowing RequestTarget, access: borrowing AccessPolicy) -> ProxyError? {
         switch self {
         case .noTrace:
             guard request.methodIsTrace || request.screened.overridesToTrace else { return nil }
@@ -68,19 +66,19 @@ enum RequestGuard: Int, CaseIterable {
             return .hostMismatch
         case .hostAllowed:
             guard let host = target.authority ?? request.hostHeader.map({ Substring($0) }),
-                  !request.access.hostAllowed(host) else { return nil }
+                  !access.hostAllowed(host) else { return nil }
             return .hostNotAllowed
         case .proxyKey:
-            guard request.access.apiKey != nil else { return nil }
-            return request.access.keyAccepted(request.proxyKey) ? nil : .proxyKeyRequired
+            guard access.apiKey != nil else { return nil }
+            return access.keyAccepted(request.proxyKey) ? nil : .proxyKeyRequired
         case .originAllowed:
-            guard let origin = request.origin, !request.access.originAllowed(origin) else { return nil }
+            guard let origin = request.origin, !access.originAllowed(origin) else { return nil }
             return .originNotAllowed
         case .sameSite, .sameSiteOrNavigation:
             if self == .sameSiteOrNavigation && RequestScreen.navigationTargets.contains(target.path)
                 && RequestScreen.isNavigation(fetchMode: request.screened.fetchMode) { return nil }
             let crossSite = RequestScreen.refusesCrossSite(fetchSite: request.screened.fetchSite, origin: request.origin,
-                                                           access: request.access)
+                                                           access: access)
             return crossSite ? .crossSiteRequest : nil
         case .hostPresent:
             return request.hostHeader == nil && target.authority == nil ? .hostRequired : nil
@@ -97,9 +95,10 @@ enum RequestGuard: Int, CaseIterable {
     }
 
     /// The first guard of `guards` that refuses `request`, in order.
-    static func firstRefusal(_ guards: GuardList, _ request: GuardedRequest) -> (RequestGuard, ProxyError)? {
+    static func firstRefusal(_ guards: GuardList, _ request: borrowing GuardedRequest, target: borrowing RequestTarget,
+                             access: borrowing AccessPolicy) -> (RequestGuard, ProxyError)? {
         for check in guards {
-            if let error = check.refusal(request) { return (check, error) }
+            if let error = check.refusal(request, target: target, access: access) { return (check, error) }
         }
         return nil
     }
