@@ -60,15 +60,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     init(exchange: HTTPExchange, slot: RouteSlot, upstream: UpstreamURL, handler: ProxyHandler,
          info: ExchangeInfo, credentialLines: HeaderLines, credentialSupplies: SuppliedFields? = nil, generation: UInt64,
          experimentLines: HeaderLines? = nil) {
-        self.generation = generation
-        self.exchange = exchange
-        self.slot = slot
-        route = slot.route
-        self.handler = handler
-        self.info = info
-        url = upstream
-        let framing = exchange.head.framing
-        machine = ForwardStateMachine(hasBody: framing != .none)
+        // The lines first, from the parameters: read after they were stored, the fields passed
+        // were retained and released around the call.
         // A route that carries assignments replaces the client's X-Experiments, never merges with it.
         let removing = experimentLines == nil ? slot.replacedNames : slot.replacedNamesWithExperiments
         var supplies: SuppliedFields?
@@ -78,6 +71,15 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             lines.append(contentsOf: experimentLines)
             supplies = nil
         }
+        self.generation = generation
+        self.exchange = exchange
+        self.slot = slot
+        route = slot.route
+        self.handler = handler
+        self.info = info
+        url = upstream
+        let framing = exchange.head.framing
+        machine = ForwardStateMachine(hasBody: framing != .none)
         // The first hop's body framing: `start` makes a body exactly when the head frames one,
         // and none of it has arrived yet (`send` checks).
         var length: Int?
