@@ -65,8 +65,9 @@ enum RequestGuard: Int, CaseIterable {
                   authority.lowercased() != host.lowercased() else { return nil }
             return .hostMismatch
         case .hostAllowed:
-            guard let host = target.authority ?? request.hostHeader.map({ Substring($0) }),
-                  !access.hostAllowed(host) else { return nil }
+            // The target's authority, else the Host value (as it is: a Substring made of it retains it).
+            if let authority = target.authority { return access.hostAllowed(authority) ? nil : .hostNotAllowed }
+            guard let host = request.hostHeader, !access.hostAllowed(host) else { return nil }
             return .hostNotAllowed
         case .proxyKey:
             guard access.apiKey != nil else { return nil }

@@ -66,21 +66,28 @@ enum HostName {
     /// Whether `host` (any case) is in the lowercased `allowed` list (compared byte by byte,
     /// ASCII case ignored, without making a lowercased copy per request).
     static func isAllowed(_ host: Substring, _ allowed: [String]) -> Bool {
-        host.withUTF8Bytes { value in
-            // `hostPart`, on the bytes: every request asks.
-            var end = value.count
-            if value.first == UInt8(ascii: "[") {
-                if let close = value.firstIndex(of: UInt8(ascii: "]")) { end = close + 1 }
-            } else if let colon = value.firstIndex(of: UInt8(ascii: ":")) {
-                end = colon
-            }
-            let written = UnsafeBufferPointer(rebasing: value[..<end])
-            return allowed.contains { name in
-                guard name.utf8.count == written.count else { return false }
-                return name.withUTF8Bytes { lowered in
-                    for i in 0..<lowered.count where lowered[i] != asciiLower(written[i]) { return false }
-                    return true
-                }
+        host.withUTF8Bytes { isAllowed(bytes: $0, allowed) }
+    }
+
+    /// `isAllowed` for a whole field value (a Substring made of it would retain it).
+    static func isAllowed(_ host: String, _ allowed: [String]) -> Bool {
+        host.withUTF8Bytes { isAllowed(bytes: $0, allowed) }
+    }
+
+    private static func isAllowed(bytes value: UnsafeBufferPointer<UInt8>, _ allowed: [String]) -> Bool {
+        // `hostPart`, on the bytes: every request asks.
+        var end = value.count
+        if value.first == UInt8(ascii: "[") {
+            if let close = value.firstIndex(of: UInt8(ascii: "]")) { end = close + 1 }
+        } else if let colon = value.firstIndex(of: UInt8(ascii: ":")) {
+            end = colon
+        }
+        let written = UnsafeBufferPointer(rebasing: value[..<end])
+        return allowed.contains { name in
+            guard name.utf8.count == written.count else { return false }
+            return name.withUTF8Bytes { lowered in
+                for i in 0..<lowered.count where lowered[i] != asciiLower(written[i]) { return false }
+                return true
             }
         }
     }
