@@ -164,9 +164,11 @@ enum RequestScope {
     /// No route matches.
     case unrouted
 
-    init(path: Substring, router: Router) {
+    /// Both are lent (an initializer's parameters are otherwise its own: the router's arrays and
+    /// the path were retained for the call).
+    init(path: borrowing Substring, router: borrowing Router) {
         if Self.isPlatformPath(path) {
-            self = Probe(path: path).map { .probe($0) } ?? .platform
+            self = Probe(path: copy path).map { .probe($0) } ?? .platform
         } else if let (route, rest) = router.match(path) {
             self = .route(route, rest: rest)
         } else {
