@@ -59,8 +59,9 @@ public final class UpstreamTransfer {
         lastProgress = client.loop.now
         self.body = body
         self.delegate = delegate
-        head = handle.spareHead
-        handle.spareHead = UpstreamResponseHead(status: 0)
+        // The handle's head storage is taken, not copied (a copy retains its arrays); the handle
+        // is left the empty head this one started as, until `finish` swaps them back.
+        swap(&head, &handle.spareHead)
         handle.running = Unmanaged.passUnretained(self)
         configure(request)
         body?.onData = { [unowned self] in self.bodyDataArrived() }
@@ -269,7 +270,7 @@ public final class UpstreamTransfer {
         let incomplete = headDelivered ? nil : UpstreamError.unreachable(
             head.status == 0 ? "no response" : "the upstream closed the connection inside its response head")
         head.reset(status: 0)
-        handle.spareHead = head
+        swap(&head, &handle.spareHead)
         delegate?.transfer(self, completedWith: error ?? incomplete)
     }
 }
