@@ -124,16 +124,16 @@ public final class ProxyHandler: HTTPHandler {
         unowned(unsafe) let compiled = plan.compiled
         // Each provider has its own tokens, gate and refresher: one's outage never holds another's routes.
         let slot = plan.slot.provider
+        let credentials = slot.snapshot
         if compiled.config.credential != .none {
-            let snapshot = slot.snapshot
             // The gate is for logins; a static token that cannot be read is a 503 below.
-            if !snapshot.status.loggedIn && slot.manager != nil {
+            if !credentials.status.loggedIn && slot.manager != nil {
                 return gate(exchange, slot: slot) { [weak self] in self?.forward(exchange, plan, refreshed: refreshed) }
             }
-            if !refreshed, let manager = slot.manager, snapshot.isExpired(now: UnixTime.now()) {
+            if !refreshed, let manager = slot.manager, credentials.isExpired(now: UnixTime.now()) {
                 // The body waits in the socket until the refresh answers.
                 exchange.pauseBody()
-                return manager.refresh(seen: snapshot.generation, replyOn: loop) { [weak self, weak exchange] outcome in
+                return manager.refresh(seen: credentials.generation, replyOn: loop) { [weak self, weak exchange] outcome in
                     guard let self, let exchange else { return }
                     switch outcome {
                     case .ready: self.forward(exchange, plan, refreshed: true)
@@ -143,7 +143,6 @@ public final class ProxyHandler: HTTPHandler {
                 }
             }
         }
-        let credentials = slot.snapshot
         guard let injected = slot.injectedLines.lines(plan, snapshot: credentials) else {
             return fail(exchange, .credentialsUnavailable(compiled.config.credential.rawValue))
         }
