@@ -75,11 +75,8 @@ public final class ProxyHandler: HTTPHandler {
 
         if exchange.listener == metricsListener { return handleMetricsListener(exchange, target: target) }
         if target.path.utf8.count == 1 && target.path.utf8.first == UInt8(ascii: "*") { return respondOptions(exchange) }
-        let scope = RequestScope(path: target.path, router: runtime.router)
-        // Bound once: a stored struct passed from its class is retained (each of its arrays) per call.
-        let access = runtime.access
-        let request = GuardedRequest(head: exchange.head, access: access)
-        if let (check, error) = RequestGuard.firstRefusal(scope.guards, request, target: target, access: access) {
+        let scope = runtime.scope(of: target.path)
+        if let (check, error) = runtime.firstRefusal(scope.guards, head: exchange.head, target: target) {
             if check.isScoped { info.route = scope.routeName }
             // TRACE at one of the proxy's own endpoints: that endpoint's `Allow`, not the routes'.
             if check == .noTrace, scope.isPlatform, let endpoint = Self.platformEndpoints.endpoint(for: target.path) {

@@ -215,3 +215,16 @@ enum RequestScope {
         }
     }
 }
+
+/// The runtime's router and access policy, read where they are: passed from a runtime the
+/// caller holds, each of their arrays was retained and released around the call.
+extension ProxyRuntime {
+    /// What a request for `path` is for.
+    func scope(of path: borrowing Substring) -> RequestScope { RequestScope(path: path, router: router) }
+
+    /// The first guard of `guards` that refuses the request of `head` and `target`, in order.
+    func firstRefusal(_ guards: GuardList, head: borrowing HTTPRequestHead,
+                      target: borrowing RequestTarget) -> (RequestGuard, ProxyError)? {
+        RequestGuard.firstRefusal(guards, GuardedRequest(head: head, access: access), target: target, access: access)
+    }
+}
