@@ -8,12 +8,22 @@ import HTTPServer
 final class ExchangeInfo: HTTPExchangeDelegate {
     let requestID: String
     let path: Substring
-    var route: String?
+    /// The route's slot on this loop, once the request was routed: the log line's route, its
+    /// counters and provider are read from it, not copied into the record per request.
+    var slot: RouteSlot?
+    /// What the request is logged under when no route slot answers for it (a probe, `_platform`,
+    /// a route's request refused by its guards).
+    private var namedRoute: String?
+    /// The route (or `_platform`, a probe's) the request is logged under, nil while unrouted.
+    var route: String? {
+        get { slot?.route.config.name ?? namedRoute }
+        set { namedRoute = newValue }
+    }
     /// The counters of that route on this loop, when the request was routed (else they are
     /// found by the name).
-    var counters: RouteCounters?
+    var counters: RouteCounters? { slot?.counters }
     /// The provider whose tokens the route carries, for the log line.
-    var provider: String?
+    var provider: String? { slot?.route.provider }
     /// For answers that wait for the request body (control endpoints, mock replays): run once it ended.
     var afterBody: (() -> Void)?
     /// The body collected for `afterBody`, when the endpoint reads one.

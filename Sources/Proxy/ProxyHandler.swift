@@ -84,10 +84,10 @@ public final class ProxyHandler: HTTPHandler {
             }
             return fail(exchange, error)
         }
-        info.route = scope.routeName
         let compiled: CompiledRoute, rest: Substring
         switch scope {
         case .probe, .platform:
+            info.route = scope.routeName
             return Self.platformEndpoints.dispatch(exchange, target: target, on: self)
         case .unrouted:
             return fail(exchange, .noRoute(String(target.path)))
@@ -98,8 +98,8 @@ public final class ProxyHandler: HTTPHandler {
             RouteSlot(route: compiled, runtime: runtime, provider: slot(compiled.config.provider),
                       counters: metrics.counters(route: compiled.config.name))
         }
-        info.counters = routeSlot.counters
-        info.provider = compiled.provider
+        // The log line's route, counters and provider are the slot's.
+        info.slot = routeSlot
         let mockMode = runtime.mockMode(compiled)
         if mockMode == .replay, let mock = compiled.config.mock {
             return replayMock(exchange, directory: mock.directory, rest: rest)
