@@ -109,7 +109,9 @@ public final class ProxyHandler: HTTPHandler {
         guard UpstreamTarget.isForwardable(target.path, encodedSlashes: compiled.config.encodedSlashes) else {
             return fail(exchange, .invalidPath)
         }
-        forward(exchange, ForwardPlan(slot: routeSlot, rest: rest, query: target.query, mockMode: mockMode), refreshed: false)
+        // Their last use: moved into the plan, not copied.
+        forward(exchange, ForwardPlan(slot: consume routeSlot, rest: consume rest, query: target.query, mockMode: mockMode),
+                refreshed: false)
     }
 
     /// Sends a routed request upstream once its credentials are usable: gated while there is no
