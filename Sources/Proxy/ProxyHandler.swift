@@ -74,7 +74,9 @@ public final class ProxyHandler: HTTPHandler {
         exchange.delegate = info
 
         if exchange.listener == metricsListener { return handleMetricsListener(exchange, target: target) }
-        if target.path.utf8.count == 1 && target.path.utf8.first == UInt8(ascii: "*") { return respondOptions(exchange) }
+        // `OPTIONS *`: the path is "*" exactly when the target is (the parser takes no other target
+        // that starts with "*"), compared on the head's bytes (a substring's UTF-8 view retains it).
+        if exchange.head.targetIs("*") { return respondOptions(exchange) }
         let scope = runtime.scope(of: target.path)
         if let (check, error) = runtime.firstRefusal(scope.guards, head: exchange.head, target: target) {
             if check.isScoped { info.route = scope.routeName }
