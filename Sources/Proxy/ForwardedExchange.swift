@@ -58,7 +58,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private var masker: EchoMasker?
 
     init(exchange: HTTPExchange, slot: RouteSlot, upstream: UpstreamURL, handler: ProxyHandler,
-         info: ExchangeInfo, credentialLines: HeaderLines, credentialSupplies: SuppliedFields? = nil, generation: UInt64,
+         info: ExchangeInfo, credentials: InjectedLines, generation: UInt64,
          experimentLines: HeaderLines? = nil) {
         // The lines first, from the parameters: read after they were stored, the fields passed
         // were retained and released around the call.
@@ -86,8 +86,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         if case .length(let n) = framing { length = n }
         request = UpstreamRequest(method: exchange.head.method,
                                   target: RequestURL(origin: upstream.origin, path: upstream.path, query: upstream.query),
-                                  headers: lines, supplies: supplies, extraHeaders: credentialLines,
-                                  extraSupplies: credentialSupplies, hasBody: framing != .none, bodyLength: length,
+                                  headers: lines, supplies: supplies, extraHeaders: credentials.lines,
+                                  extraSupplies: credentials.supplies, hasBody: framing != .none, bodyLength: length,
                                   timeout: slot.route.config.timeoutSeconds)
     }
 

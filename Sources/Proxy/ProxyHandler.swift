@@ -155,7 +155,7 @@ public final class ProxyHandler: HTTPHandler {
         }
         let forwarded = ForwardedExchange(exchange: exchange, slot: plan.slot, upstream: plan.url(), handler: self,
                                           info: exchange.info ?? ExchangeInfo(requestID: "", path: ""),
-                                          credentialLines: injected.lines, credentialSupplies: injected.supplies,
+                                          credentials: consume injected,
                                           generation: credentials.generation, experimentLines: experiments)
         if plan.runtime.configuration.maskEchoedCredentials {
             forwarded.masksEchoes = true
