@@ -62,11 +62,9 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
          experimentLines: HeaderLines? = nil) {
         // The lines first, from the parameters: read after they were stored, the fields passed
         // were retained and released around the call.
-        // A route that carries assignments replaces the client's X-Experiments, never merges with it.
-        let removing = experimentLines == nil ? slot.replacedNames : slot.replacedNamesWithExperiments
         var supplies: SuppliedFields?
-        var lines = HeaderPolicy.upstreamLines(exchange.head, peer: exchange.peer, requestID: info.requestID, removing: removing,
-                                               supplies: &supplies)
+        var lines = slot.upstreamLines(exchange.head, peer: exchange.peer, requestID: info.requestID,
+                                       withExperiments: experimentLines != nil, supplies: &supplies)
         if let experimentLines {
             lines.append(contentsOf: experimentLines)
             supplies = nil
