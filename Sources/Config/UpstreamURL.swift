@@ -42,6 +42,18 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
         self.query = query
     }
 
+    /// The same scheme, host and port with another path and query: the origin's object is shared,
+    /// and no part of this URL is copied to be replaced.
+    public func replacing(path: String, query: String?) -> UpstreamURL {
+        UpstreamURL(authority: authority, path: path, query: query)
+    }
+
+    private init(authority: Authority, path: String, query: String?) {
+        self.authority = authority
+        self.path = path
+        self.query = query
+    }
+
     /// The same URL with its own copy of every part. An event loop forwards with its own copy of a
     /// route's URL, so the reference counts its requests write are not the ones another loop's
     /// requests write (docs/ARCHITECTURE.md §13, "Nothing shared is written").

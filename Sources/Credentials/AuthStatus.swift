@@ -29,6 +29,8 @@ public struct AuthStatus: Sendable, Equatable {
         self.lastError = lastError
     }
 
-    /// Whether requests can carry credentials.
+    /// Whether requests can carry credentials. Inlinable: every forwarded request asks, and
+    /// called from another module a snapshot's status was copied for it (its strings retained).
+    @inlinable
     public var loggedIn: Bool { state == .loggedIn || state == .refreshing }
 }

@@ -91,22 +91,20 @@ public struct HTTPRequestHeadParser: Sendable {
     /// Parses a head whose line endings are known to be CRLF; `end` is just past the blank line.
     private static func parseHead(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int, limits: HTTPHeadLimits) -> HeadParseResult {
         let storage = Array(bytes[start..<end])
-        return storage.withUnsafeBufferPointer { head in
-            switch parseLines(head, limits: limits) {
-            case .failure(let error):
-                return .invalid(error)
-            case .success(let parts):
-                switch HTTPHeadSemantics.check(head, parts) {
-                case .failure(let error):
-                    return .invalid(error)
-                case .success(let meaning):
-                    let result = HTTPRequestHead(
-                        storage: storage, methodRange: parts.method, targetRange: parts.target,
-                        version: parts.version, fields: parts.fields, framing: meaning.framing,
-                        expectsContinue: meaning.expectsContinue, keepAlive: meaning.keepAlive)
-                    return .complete(result, consumed: end)
-                }
-            }
+        let checked = storage.withUnsafeBufferPointer { head in
+            parseLines(head, limits: limits).flatMap { parts in HTTPHeadSemantics.check(head, parts).map { (parts, $0) } }
+        }
+        switch checked {
+        case .failure(let error):
+            return .invalid(error)
+        case .success(let (parts, meaning)):
+            // Made outside the storage's borrow: the storage and the fields move into the head
+            // rather than being copied into it.
+            let result = HTTPRequestHead(
+                storage: storage, methodRange: parts.method, targetRange: parts.target,
+                version: parts.version, fields: parts.fields, framing: meaning.framing,
+                expectsContinue: meaning.expectsContinue, keepAlive: meaning.keepAlive)
+            return .complete(result, consumed: end)
         }
     }
 

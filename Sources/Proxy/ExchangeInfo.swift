@@ -8,16 +8,22 @@ import HTTPServer
 final class ExchangeInfo: HTTPExchangeDelegate {
     let requestID: String
     let path: Substring
-    var route: String?
+    /// The route's slot on this loop, once the request was routed: the log line's route, its
+    /// counters and provider are read from it, not copied into the record per request.
+    var slot: RouteSlot?
+    /// What the request is logged under when no route slot answers for it (a probe, `_platform`,
+    /// a route's request refused by its guards).
+    private var namedRoute: String?
+    /// The route (or `_platform`, a probe's) the request is logged under, nil while unrouted.
+    var route: String? {
+        get { slot?.route.config.name ?? namedRoute }
+        set { namedRoute = newValue }
+    }
     /// The counters of that route on this loop, when the request was routed (else they are
     /// found by the name).
-    var counters: RouteCounters?
+    var counters: RouteCounters? { slot?.counters }
     /// The provider whose tokens the route carries, for the log line.
-    var provider: String?
-    /// The upstream URL of the latest hop.
-    var upstreamURL: UpstreamURL?
-    /// `origin + path` of that hop, for logs (never the query: it may carry secrets).
-    var upstream: String? { upstreamURL.map { $0.origin + $0.path } }
+    var provider: String? { slot?.route.provider }
     /// For answers that wait for the request body (control endpoints, mock replays): run once it ended.
     var afterBody: (() -> Void)?
     /// The body collected for `afterBody`, when the endpoint reads one.
@@ -69,6 +75,14 @@ extension HTTPExchange {
         default: nil
         }
     }
+
+    /// `origin + path` of the latest hop upstream, for logs (never the query: it may carry
+    /// secrets); nil for a request that was not forwarded. Read from the forwarding delegate
+    /// rather than copied into the log record per hop.
+    var upstream: String? { upstreamURL.map { $0.origin + $0.path } }
+
+    /// The URL of the latest hop upstream; nil for a request that was not forwarded.
+    var upstreamURL: UpstreamURL? { (delegate as? ForwardedExchange)?.url }
 
     /// Runs `action` once the request body has ended (at once after `handle` for a bodiless request).
     func afterBody(_ action: @escaping () -> Void) { info?.afterBody = action }

@@ -13,17 +13,29 @@ struct ForwardPlan {
     unowned(unsafe) let runtime: ProxyRuntime
     /// The route's index in its configuration.
     var routeIndex: Int { compiled.index }
+    /// The path after the route's prefix.
     let rest: Substring
-    let url: UpstreamURL
+    /// The client's query (without "?"), if any.
+    let query: Substring?
     let mockMode: MockConfiguration.Mode?
 
-    init(slot: RouteSlot, rest: Substring, url: UpstreamURL, mockMode: MockConfiguration.Mode?) {
+    /// `slot`'s route must have an upstream (`ProxyHandler.handle` answers the others; `url`
+    /// traps without one).
+    init(slot: RouteSlot, rest: Substring, query: Substring?, mockMode: MockConfiguration.Mode?) {
         self.slot = slot
         compiled = slot.route
         runtime = slot.runtime
         self.rest = rest
-        self.url = url
+        self.query = query
         self.mockMode = mockMode
+    }
+
+    /// The upstream URL: the route's, with `rest` and `query` joined on. Made where the request
+    /// is sent, and moved into its exchange: a URL kept in the plan was copied (each of its parts
+    /// retained) on its way there.
+    func url() -> UpstreamURL {
+        // Unwrapped in place: a bound copy would retain each of its parts.
+        UpstreamTarget.url(slot.upstream!, rest: rest, query: query)
     }
 }
 

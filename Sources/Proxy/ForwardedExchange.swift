@@ -20,24 +20,30 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     /// Unchecked: a loop's handler lives as long as the process (a reload replaces its runtime,
     /// never the handler), so the atomic check of `unowned` buys nothing here.
     private unowned(unsafe) let handler: ProxyHandler
-    /// The exchange's log record (request ID, route, upstream).
+    /// The exchange's log record (request ID, route); the upstream it names is `url`'s
+    /// (`HTTPExchange.upstream`).
     let info: ExchangeInfo
     private var requestID: String { info.requestID }
-    /// Client headers minus hop-by-hop and credential fields, plus the forwarding fields.
-    private let baseLines: HeaderLines
-    /// Whether `baseLines` hold an `Accept` and a `Content-Type` (nil: unknown, curl's side scans).
-    private let baseSupplies: SuppliedFields?
-    /// The injected `Name: <type> <token>` lines (empty on `none` routes).
-    private var credentialLines: HeaderLines
-    /// Whether `credentialLines` name Accept or Content-Type, when known (nil: the transfer scans).
-    private var credentialSupplies: SuppliedFields?
-    /// The token generation those lines came from.
+    /// What the first hop sends, made once: the method and URL, the client's headers minus
+    /// hop-by-hop and credential fields plus the forwarding fields (`headers`; `supplies` says
+    /// whether they hold an `Accept` and a `Content-Type`, nil when unknown), the injected
+    /// `Name: <type> <token>` lines (`extraHeaders`, empty on `none` routes; `extraSupplies`
+    /// likewise) and the body's framing. A `let`, so a hop lends it to the client in place; a
+    /// stored `var` is copied for the call, which retains and releases each of its strings and
+    /// line arrays.
+    private let request: UpstreamRequest
+    /// What a redirect or a refreshed token made of `request` for the hops after it; nil while
+    /// `request` stands.
+    private var revised: UpstreamRequest?
+    /// The token generation the injected lines came from.
     private var generation: UInt64
     /// The lifecycle: which hop, retry or redirect is under way, and how the exchange ended.
     private var machine: ForwardStateMachine
     private var body: RequestBody?
-    private var url: UpstreamURL
-    private var method: String
+    /// The URL of the latest hop (the request's `target` is the same URL, as its parts).
+    private(set) var url: UpstreamURL
+    /// The method of the latest hop.
+    private var method: String { revised?.method ?? request.method }
     /// The handle of the hop under way, for `cancel` and `resumeResponse`; whether one is under
     /// way is the machine's state.
     private var transfer: UpstreamTransfer?
@@ -52,30 +58,35 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private var masker: EchoMasker?
 
     init(exchange: HTTPExchange, slot: RouteSlot, upstream: UpstreamURL, handler: ProxyHandler,
-         info: ExchangeInfo, credentialLines: HeaderLines, credentialSupplies: SuppliedFields? = nil, generation: UInt64,
+         info: ExchangeInfo, credentials: InjectedLines, generation: UInt64,
          experimentLines: HeaderLines? = nil) {
+        // The lines first, from the parameters: read after they were stored, the fields passed
+        // were retained and released around the call.
+        var supplies: SuppliedFields?
+        var lines = slot.upstreamLines(exchange.head, peer: exchange.peer, requestID: info.requestID,
+                                       withExperiments: experimentLines != nil, supplies: &supplies)
+        if let experimentLines {
+            lines.append(contentsOf: experimentLines)
+            supplies = nil
+        }
         self.generation = generation
         self.exchange = exchange
         self.slot = slot
         route = slot.route
         self.handler = handler
         self.info = info
-        self.credentialLines = credentialLines
-        self.credentialSupplies = credentialSupplies
         url = upstream
-        method = exchange.head.method
-        machine = ForwardStateMachine(hasBody: exchange.head.framing != .none)
-        // A route that carries assignments replaces the client's X-Experiments, never merges with it.
-        let removing = experimentLines == nil ? slot.replacedNames : slot.replacedNamesWithExperiments
-        var supplies: SuppliedFields?
-        var lines = HeaderPolicy.upstreamLines(exchange.head, peer: exchange.peer, requestID: info.requestID, removing: removing,
-                                               supplies: &supplies)
-        if let experimentLines {
-            lines.append(contentsOf: experimentLines)
-            supplies = nil
-        }
-        baseLines = lines
-        baseSupplies = supplies
+        let framing = exchange.head.framing
+        machine = ForwardStateMachine(hasBody: framing != .none)
+        // The first hop's body framing: `start` makes a body exactly when the head frames one,
+        // and none of it has arrived yet (`send` checks).
+        var length: Int?
+        if case .length(let n) = framing { length = n }
+        request = UpstreamRequest(method: exchange.head.method,
+                                  target: RequestURL(origin: upstream.origin, path: upstream.path, query: upstream.query),
+                                  headers: lines, supplies: supplies, extraHeaders: credentials.lines,
+                                  extraSupplies: credentials.supplies, hasBody: framing != .none, bodyLength: length,
+                                  timeout: slot.route.config.timeoutSeconds)
     }
 
     /// Wires the client body into a `RequestBody` and sends the first hop.
@@ -122,21 +133,38 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         }
     }
 
-    /// Sends a hop: `credentials` are the injected lines, `credentialSupplies` what they say
-    /// about Accept and Content-Type (nil: the transfer scans them).
-    private func send(lines: HeaderLines, supplies: SuppliedFields?, credentials: HeaderLines,
-                      credentialSupplies: SuppliedFields?) {
-        var length: Int?
-        if case .length(let n) = exchange.head.framing { length = n }
-        if let body, body.ended { length = body.totalBytes }
-        info.upstreamURL = url
-        var request = UpstreamRequest(method: method, target: RequestURL(origin: url.origin, path: url.path, query: url.query),
-                                      headers: lines, hasBody: body != nil,
-                                      bodyLength: length, timeout: route.config.timeoutSeconds)
-        request.extraHeaders = credentials
-        request.extraSupplies = credentialSupplies
-        request.supplies = supplies
-        transfer = handler.upstream.start(request, body: body, delegate: self)
+    /// Sends a hop: `request`, or what a redirect or a refreshed token made of it, with the
+    /// body as it stands (a replayed body has its length once it ended; a redirect may drop it).
+    private func send() {
+        let length = bodyLength
+        if revised == nil && request.hasBody == (body != nil) && request.bodyLength == length {
+            // The first hop, as it usually is the only one: lent in place.
+            transfer = handler.upstream.start(request, body: body, delegate: self)
+        } else {
+            send(revised ?? request, length: length)
+        }
+    }
+
+    /// The length of the body a hop sends, when known: from the head, or once the body ended.
+    private var bodyLength: Int? {
+        if let body, body.ended { return body.totalBytes }
+        if case .length(let n) = exchange.head.framing { return n }
+        return nil
+    }
+
+    /// Sends `hop` with the body as it stands, `length` long when known.
+    private func send(_ hop: UpstreamRequest, length: Int?) {
+        var hop = hop
+        hop.hasBody = body != nil
+        hop.bodyLength = length
+        transfer = handler.upstream.start(hop, body: body, delegate: self)
+    }
+
+    /// Changes what the hops after this one send.
+    private func revise(_ change: (inout UpstreamRequest) -> Void) {
+        var next = revised ?? request
+        change(&next)
+        revised = next
     }
 
     // MARK: transfer events
@@ -206,8 +234,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         case .none:
             return
         case .send:
-            send(lines: baseLines, supplies: baseSupplies, credentials: credentialLines,
-                 credentialSupplies: credentialSupplies)
+            send()
         case .cancelTransfer:
             transfer?.cancel()
             transfer = nil
@@ -285,21 +312,25 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             guard let lines = injector.lines(snapshot, names: route.config.headers) else {
                 return execute(machine.couldNotSend(.credentialsUnavailable(route.config.credential.rawValue)))
             }
-            credentialLines = lines
-            credentialSupplies = nil
+            revise {
+                $0.extraHeaders = lines
+                $0.extraSupplies = nil
+            }
             generation = snapshot.generation
             if masksEchoes { echoMasker = snapshot.tokenBytes(for: route.config.credential).flatMap { EchoMasker(token: $0) } }
             handler.metrics.retriedAfter401(route: route.config.name)
         }
         body = body?.replay()
-        send(lines: baseLines, supplies: baseSupplies, credentials: credentialLines,
-             credentialSupplies: credentialSupplies)
+        send()
     }
 
     private func follow(to target: UpstreamURL, method nextMethod: String, keepsBody: Bool,
                         credentials: ForwardStateMachine.CredentialScope) {
         url = target
-        method = nextMethod
+        revise {
+            $0.method = nextMethod
+            $0.target = RequestURL(origin: target.origin, path: target.path, query: target.query)
+        }
         if keepsBody {
             body = body?.replay()
         } else {
@@ -317,12 +348,16 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private func sendHop(_ credentials: ForwardStateMachine.CredentialScope) {
         switch credentials {
         case .carried:
-            send(lines: baseLines, supplies: baseSupplies, credentials: credentialLines,
-                 credentialSupplies: credentialSupplies)
+            send()
         case .stripped:
+            // A copy without them: a later hop back on the credential hosts carries them again.
             // No lines injected on this hop: nor is Accept or Content-Type among them.
-            send(lines: baseLines.removing(Set(injector.strippedOnForeignHosts)), supplies: nil, credentials: HeaderLines(),
-                 credentialSupplies: SuppliedFields(accept: false, contentType: false))
+            var stripped = revised ?? request
+            stripped.headers = stripped.headers.removing(Set(injector.strippedOnForeignHosts))
+            stripped.supplies = nil
+            stripped.extraHeaders = HeaderLines()
+            stripped.extraSupplies = SuppliedFields(accept: false, contentType: false)
+            send(stripped, length: bodyLength)
         }
     }
 

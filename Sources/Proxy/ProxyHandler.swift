@@ -67,31 +67,33 @@ public final class ProxyHandler: HTTPHandler {
     }
 
     public func handle(_ exchange: HTTPExchange) {
-        // `exchange.head` is read in place each time: a local copy would retain its arrays. The
-        // target lives in the guarded request and is read from there (a copy of it retains its
-        // substrings).
-        let request = GuardedRequest(head: exchange.head, target: RequestTarget(exchange.head.target), access: runtime.access)
-        let info = ExchangeInfo(requestID: requestID(exchange.head), path: request.target.path)
+        // `exchange.head` is read in place each time: a local copy would retain its arrays.
+        let target = RequestTarget(exchange.head.target)
+        // Read once: each read of the stored `var` is a retain and a release of its own.
+        let runtime = self.runtime
+        let info = ExchangeInfo(requestID: requestID(exchange.head), path: target.path)
         exchange.delegate = info
 
-        if exchange.listener == metricsListener { return handleMetricsListener(exchange, target: request.target) }
-        if request.target.path.utf8.count == 1 && request.target.path.utf8.first == UInt8(ascii: "*") { return respondOptions(exchange) }
-        let scope = RequestScope(path: request.target.path, router: runtime.router)
-        if let (check, error) = RequestGuard.firstRefusal(scope.guards, request) {
+        if exchange.listener == metricsListener { return handleMetricsListener(exchange, target: target) }
+        // `OPTIONS *`: the path is "*" exactly when the target is (the parser takes no other target
+        // that starts with "*"), compared on the head's bytes (a substring's UTF-8 view retains it).
+        if exchange.head.targetIs("*") { return respondOptions(exchange) }
+        let scope = runtime.scope(of: target.path)
+        if let (check, error) = runtime.firstRefusal(scope.guards, head: exchange.head, target: target) {
             if check.isScoped { info.route = scope.routeName }
             // TRACE at one of the proxy's own endpoints: that endpoint's `Allow`, not the routes'.
-            if check == .noTrace, scope.isPlatform, let endpoint = Self.platformEndpoints.endpoint(for: request.target.path) {
+            if check == .noTrace, scope.isPlatform, let endpoint = Self.platformEndpoints.endpoint(for: target.path) {
                 return fail(exchange, .methodNotAllowed(endpoint.allow))
             }
             return fail(exchange, error)
         }
-        info.route = scope.routeName
         let compiled: CompiledRoute, rest: Substring
         switch scope {
         case .probe, .platform:
-            return Self.platformEndpoints.dispatch(exchange, target: request.target, on: self)
+            info.route = scope.routeName
+            return Self.platformEndpoints.dispatch(exchange, target: target, on: self)
         case .unrouted:
-            return fail(exchange, .noRoute(String(request.target.path)))
+            return fail(exchange, .noRoute(String(target.path)))
         case .route(let route, let routeRest):
             (compiled, rest) = (route, routeRest)
         }
@@ -99,19 +101,20 @@ public final class ProxyHandler: HTTPHandler {
             RouteSlot(route: compiled, runtime: runtime, provider: slot(compiled.config.provider),
                       counters: metrics.counters(route: compiled.config.name))
         }
-        info.counters = routeSlot.counters
-        info.provider = compiled.provider
+        // The log line's route, counters and provider are the slot's.
+        info.slot = routeSlot
         let mockMode = runtime.mockMode(compiled)
         if mockMode == .replay, let mock = compiled.config.mock {
             return replayMock(exchange, directory: mock.directory, rest: rest)
         }
-        guard let upstreamBase = routeSlot.upstream else { return fail(exchange, .noRoute(String(request.target.path))) }
-        guard UpstreamTarget.isForwardable(request.target.path, encodedSlashes: compiled.config.encodedSlashes) else {
+        // Matched in place: `!= nil` copies the URL to compare it (a retain and release of each part).
+        guard case .some = routeSlot.upstream else { return fail(exchange, .noRoute(String(target.path))) }
+        guard UpstreamTarget.isForwardable(target.path, encodedSlashes: compiled.config.encodedSlashes) else {
             return fail(exchange, .invalidPath)
         }
-        let plan = ForwardPlan(slot: routeSlot, rest: rest,
-                               url: UpstreamTarget.url(upstreamBase, rest: rest, query: request.target.query), mockMode: mockMode)
-        forward(exchange, plan, refreshed: false)
+        // Their last use: moved into the plan, not copied.
+        forward(exchange, ForwardPlan(slot: consume routeSlot, rest: consume rest, query: target.query, mockMode: mockMode),
+                refreshed: false)
     }
 
     /// Sends a routed request upstream once its credentials are usable: gated while there is no
@@ -123,16 +126,16 @@ public final class ProxyHandler: HTTPHandler {
         unowned(unsafe) let compiled = plan.compiled
         // Each provider has its own tokens, gate and refresher: one's outage never holds another's routes.
         let slot = plan.slot.provider
+        let credentials = slot.snapshot
         if compiled.config.credential != .none {
-            let snapshot = slot.snapshot
             // The gate is for logins; a static token that cannot be read is a 503 below.
-            if !snapshot.status.loggedIn && slot.manager != nil {
+            if !credentials.status.loggedIn && slot.manager != nil {
                 return gate(exchange, slot: slot) { [weak self] in self?.forward(exchange, plan, refreshed: refreshed) }
             }
-            if !refreshed, let manager = slot.manager, snapshot.isExpired(now: UnixTime.now()) {
+            if !refreshed, let manager = slot.manager, credentials.isExpired(now: UnixTime.now()) {
                 // The body waits in the socket until the refresh answers.
                 exchange.pauseBody()
-                return manager.refresh(seen: snapshot.generation, replyOn: loop) { [weak self, weak exchange] outcome in
+                return manager.refresh(seen: credentials.generation, replyOn: loop) { [weak self, weak exchange] outcome in
                     guard let self, let exchange else { return }
                     switch outcome {
                     case .ready: self.forward(exchange, plan, refreshed: true)
@@ -142,7 +145,6 @@ public final class ProxyHandler: HTTPHandler {
                 }
             }
         }
-        let credentials = slot.snapshot
         guard let injected = slot.injectedLines.lines(plan, snapshot: credentials) else {
             return fail(exchange, .credentialsUnavailable(compiled.config.credential.rawValue))
         }
@@ -152,9 +154,9 @@ public final class ProxyHandler: HTTPHandler {
             experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,
                                                 now: UnixTime.now())
         }
-        let forwarded = ForwardedExchange(exchange: exchange, slot: plan.slot, upstream: plan.url, handler: self,
+        let forwarded = ForwardedExchange(exchange: exchange, slot: plan.slot, upstream: plan.url(), handler: self,
                                           info: exchange.info ?? ExchangeInfo(requestID: "", path: ""),
-                                          credentialLines: injected.lines, credentialSupplies: injected.supplies,
+                                          credentials: consume injected,
                                           generation: credentials.generation, experimentLines: experiments)
         if plan.runtime.configuration.maskEchoedCredentials {
             forwarded.masksEchoes = true
@@ -225,7 +227,7 @@ public final class ProxyHandler: HTTPHandler {
     private func logUpstream(_ exchange: HTTPExchange, _ error: UpstreamError, level: LogLevel, event: String, kind: String) {
         let info = exchange.info
         log.emit(level, event, [("requestID", .string(info?.requestID ?? "")), ("route", .string(info?.route ?? "")),
-                                ("upstream", .string(info?.upstream ?? "")), ("error", .string(error.description))])
+                                ("upstream", .string(exchange.upstream ?? "")), ("error", .string(error.description))])
         metrics.upstreamError(route: info?.route ?? "", kind: kind)
     }
 
@@ -362,7 +364,7 @@ public final class ProxyHandler: HTTPHandler {
             line.field("bytesOut", result.bytesOut)
             line.field("peer", exchange.peer)
             if let provider = info?.provider { line.field("provider", provider) }
-            if let upstream = info?.upstreamURL { line.field("upstream", joining: upstream.origin, upstream.path) }
+            if let upstream = exchange.upstreamURL { line.field("upstream", joining: upstream.origin, upstream.path) }
             if let outcome { line.field("outcome", outcome) }
         }
     }

@@ -2,10 +2,10 @@ import Glibc
 import Config
 import HTTP1
 
-/// What the guards read from one request, found once. The head is read here and not kept (a
-/// copy of it retains its arrays on every request).
+/// What the guards read from one request's head, found once. The head is read here and not kept
+/// (a copy of it retains its arrays on every request); nor are the split target and the access
+/// policy, which the guards are given beside it (a copy of each retains its parts).
 struct GuardedRequest {
-    let target: RequestTarget
     /// `Sec-Fetch-Site` and the method-override fields.
     let screened: RequestScreen.Fields
     let hostHeader: String?
@@ -14,11 +14,9 @@ struct GuardedRequest {
     let methodIsTrace: Bool
     /// `X-Proxy-Key`, read only when the policy has a key.
     let proxyKey: String?
-    let access: AccessPolicy
 
-    init(head: borrowing HTTPRequestHead, target: RequestTarget, access: AccessPolicy) {
-        self.target = target
-        self.access = access
+    /// What the guards read from `head`; `access` says whether the key is read.
+    init(head: borrowing HTTPRequestHead, access: borrowing AccessPolicy) {
         screened = RequestScreen.fields(head)
         hostHeader = head.first("Host")
         origin = head.first("Origin")
@@ -52,40 +50,39 @@ enum RequestGuard: Int, CaseIterable {
     /// HTTP/1.0 may omit Host, which would skip the allowed-hosts check.
     case hostPresent
 
-    /// The error this guard refuses `request` with, or nil when it passes.
-    func refusal(_ request: GuardedRequest) -> ProxyError? {
-        // The target is read in place: a local copy retains its three substrings, per guard.
+    /// The error this guard refuses `request` (whose target is `target`) with under `access`, or
+    /// nil when it passes.
+    func refusal(_ request: borrowing GuardedRequest, target: borrowing RequestTarget, access: borrowing AccessPolicy) -> ProxyError? {
         switch self {
         case .noTrace:
             guard request.methodIsTrace || request.screened.overridesToTrace else { return nil }
             return .methodNotAllowed("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
         case .noUserinfo:
-            guard let authority = request.target.authority, authority.utf8.contains(UInt8(ascii: "@")) else { return nil }
+            guard let authority = target.authority, authority.contains("@") else { return nil }
             return .userinfoInTarget
         case .hostsAgree:
-            guard let authority = request.target.authority, let host = request.hostHeader,
+            guard let authority = target.authority, let host = request.hostHeader,
                   authority.lowercased() != host.lowercased() else { return nil }
             return .hostMismatch
         case .hostAllowed:
-            if let authority = request.target.authority {
-                return request.access.hostAllowed(authority) ? nil : .hostNotAllowed
-            }
-            guard let host = request.hostHeader, !request.access.hostAllowed(host[...]) else { return nil }
+            // The target's authority, else the Host value (as it is: a Substring made of it retains it).
+            if let authority = target.authority { return access.hostAllowed(authority) ? nil : .hostNotAllowed }
+            guard let host = request.hostHeader, !access.hostAllowed(host) else { return nil }
             return .hostNotAllowed
         case .proxyKey:
-            guard request.access.apiKey != nil else { return nil }
-            return request.access.keyAccepted(request.proxyKey) ? nil : .proxyKeyRequired
+            guard access.apiKey != nil else { return nil }
+            return access.keyAccepted(request.proxyKey) ? nil : .proxyKeyRequired
         case .originAllowed:
-            guard let origin = request.origin, !request.access.originAllowed(origin) else { return nil }
+            guard let origin = request.origin, !access.originAllowed(origin) else { return nil }
             return .originNotAllowed
         case .sameSite, .sameSiteOrNavigation:
-            if self == .sameSiteOrNavigation && RequestScreen.navigationTargets.contains(request.target.path)
+            if self == .sameSiteOrNavigation && RequestScreen.navigationTargets.contains(target.path)
                 && RequestScreen.isNavigation(fetchMode: request.screened.fetchMode) { return nil }
             let crossSite = RequestScreen.refusesCrossSite(fetchSite: request.screened.fetchSite, origin: request.origin,
-                                                           access: request.access)
+                                                           access: access)
             return crossSite ? .crossSiteRequest : nil
         case .hostPresent:
-            return request.hostHeader == nil && request.target.authority == nil ? .hostRequired : nil
+            return request.hostHeader == nil && target.authority == nil ? .hostRequired : nil
         }
     }
 
@@ -99,9 +96,10 @@ enum RequestGuard: Int, CaseIterable {
     }
 
     /// The first guard of `guards` that refuses `request`, in order.
-    static func firstRefusal(_ guards: GuardList, _ request: GuardedRequest) -> (RequestGuard, ProxyError)? {
+    static func firstRefusal(_ guards: GuardList, _ request: borrowing GuardedRequest, target: borrowing RequestTarget,
+                             access: borrowing AccessPolicy) -> (RequestGuard, ProxyError)? {
         for check in guards {
-            if let error = check.refusal(request) { return (check, error) }
+            if let error = check.refusal(request, target: target, access: access) { return (check, error) }
         }
         return nil
     }
@@ -166,9 +164,11 @@ enum RequestScope {
     /// No route matches.
     case unrouted
 
-    init(path: Substring, router: Router) {
+    /// Both are lent (an initializer's parameters are otherwise its own: the router's arrays and
+    /// the path were retained for the call).
+    init(path: borrowing Substring, router: borrowing Router) {
         if Self.isPlatformPath(path) {
-            self = Probe(path: path).map { .probe($0) } ?? .platform
+            self = Probe(path: copy path).map { .probe($0) } ?? .platform
         } else if let (route, rest) = router.match(path) {
             self = .route(route, rest: rest)
         } else {
@@ -213,5 +213,18 @@ enum RequestScope {
         case .route(let route, _): route.config.name
         case .unrouted: nil
         }
+    }
+}
+
+/// The runtime's router and access policy, read where they are: passed from a runtime the
+/// caller holds, each of their arrays was retained and released around the call.
+extension ProxyRuntime {
+    /// What a request for `path` is for.
+    func scope(of path: borrowing Substring) -> RequestScope { RequestScope(path: path, router: router) }
+
+    /// The first guard of `guards` that refuses the request of `head` and `target`, in order.
+    func firstRefusal(_ guards: GuardList, head: borrowing HTTPRequestHead,
+                      target: borrowing RequestTarget) -> (RequestGuard, ProxyError)? {
+        RequestGuard.firstRefusal(guards, GuardedRequest(head: head, access: access), target: target, access: access)
     }
 }

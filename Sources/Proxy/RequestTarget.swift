@@ -4,15 +4,17 @@ import HTTP1
 /// A request target split into the parts routing needs.
 public struct RequestTarget: Sendable, Equatable {
     /// The path, beginning with "/" ("*" for `OPTIONS *`).
-    public var path: Substring
+    public let path: Substring
     /// The query without "?", if any.
-    public var query: Substring?
+    public let query: Substring?
     /// The authority of an absolute-form target, which replaces Host (RFC 9112 §3.2.2).
-    public var authority: Substring?
+    public let authority: Substring?
 
     /// Splits origin-form, absolute-form (`http://host/path?q`) and asterisk-form targets.
     /// Works on the UTF-8 bytes (every delimiter is ASCII): no Character is formed, and the
-    /// delimiters are found with `memchr` rather than by walking string indexes.
+    /// delimiters are found with `memchr` rather than by walking string indexes. (The parts are
+    /// `let`s: an optional `var` starts as nil, and the value was then built aside and copied out,
+    /// a retain and a release of each part.)
     public init(_ target: String) {
         let utf8 = target.utf8
         // Byte offsets of the authority, the path and the query mark, found in one borrow.
@@ -64,21 +66,28 @@ enum HostName {
     /// Whether `host` (any case) is in the lowercased `allowed` list (compared byte by byte,
     /// ASCII case ignored, without making a lowercased copy per request).
     static func isAllowed(_ host: Substring, _ allowed: [String]) -> Bool {
-        host.withUTF8Bytes { value in
-            // `hostPart`, on the bytes: every request asks.
-            var end = value.count
-            if value.first == UInt8(ascii: "[") {
-                if let close = value.firstIndex(of: UInt8(ascii: "]")) { end = close + 1 }
-            } else if let colon = value.firstIndex(of: UInt8(ascii: ":")) {
-                end = colon
-            }
-            let written = UnsafeBufferPointer(rebasing: value[..<end])
-            return allowed.contains { name in
-                guard name.utf8.count == written.count else { return false }
-                return name.withUTF8Bytes { lowered in
-                    for i in 0..<lowered.count where lowered[i] != asciiLower(written[i]) { return false }
-                    return true
-                }
+        host.withUTF8Bytes { isAllowed(bytes: $0, allowed) }
+    }
+
+    /// `isAllowed` for a whole field value (a Substring made of it would retain it).
+    static func isAllowed(_ host: String, _ allowed: [String]) -> Bool {
+        host.withUTF8Bytes { isAllowed(bytes: $0, allowed) }
+    }
+
+    private static func isAllowed(bytes value: UnsafeBufferPointer<UInt8>, _ allowed: [String]) -> Bool {
+        // `hostPart`, on the bytes: every request asks.
+        var end = value.count
+        if value.first == UInt8(ascii: "[") {
+            if let close = value.firstIndex(of: UInt8(ascii: "]")) { end = close + 1 }
+        } else if let colon = value.firstIndex(of: UInt8(ascii: ":")) {
+            end = colon
+        }
+        let written = UnsafeBufferPointer(rebasing: value[..<end])
+        return allowed.contains { name in
+            guard name.utf8.count == written.count else { return false }
+            return name.withUTF8Bytes { lowered in
+                for i in 0..<lowered.count where lowered[i] != asciiLower(written[i]) { return false }
+                return true
             }
         }
     }

@@ -1,4 +1,6 @@
 import Config
+import HTTP1
+import Upstream
 
 /// What a loop keeps per route of the runtime in force: the route's provider slot, its request
 /// counters and its own copy of the upstream URL, found by name once per route and runtime rather
@@ -31,6 +33,21 @@ final class RouteSlot {
         upstream = route.config.upstream?.privateCopy()
         replacedNames = route.config.credential == .none ? [] : route.injector.headerNames.map { Array($0.utf8) }
         replacedNamesWithExperiments = replacedNames + [Array("x-experiments".utf8)]
+    }
+}
+
+extension RouteSlot {
+    /// `HeaderPolicy.upstreamLines` for a request on this route: the client fields it replaces
+    /// are left out, and `x-experiments` too when the request carries the proxy's assignments
+    /// (a route that carries them replaces the client's, never merges with it). The names are
+    /// read here, in place (chosen by the caller, they were retained for the call).
+    func upstreamLines(_ head: borrowing HTTPRequestHead, peer: String, requestID: String, withExperiments: Bool,
+                       supplies: inout SuppliedFields?) -> HeaderLines {
+        if withExperiments {
+            return HeaderPolicy.upstreamLines(head, peer: peer, requestID: requestID, removing: replacedNamesWithExperiments,
+                                              supplies: &supplies)
+        }
+        return HeaderPolicy.upstreamLines(head, peer: peer, requestID: requestID, removing: replacedNames, supplies: &supplies)
     }
 }
 

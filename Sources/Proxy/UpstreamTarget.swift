@@ -5,16 +5,13 @@ import HTTP1
 enum UpstreamTarget {
     /// `upstream` with the rest of the client's path appended and the client's query kept.
     static func url(_ upstream: UpstreamURL, rest: Substring, query: Substring?) -> UpstreamURL {
-        var path = upstream.path
-        if !rest.isEmpty {
+        let path = rest.isEmpty ? upstream.path : upstream.path.withUTF8Bytes { base in
             // The route's path without its trailing "/", then the rest (which begins with one);
             // on the bytes, as String's own `last` and `dropLast` walk Unicode indexes.
-            path = path.withUTF8 { base in
-                let kept = base.last == UInt8(ascii: "/") ? base.count - 1 : base.count
-                return String.build(capacity: kept + rest.utf8.count) {
-                    $0.put(utf8: UnsafeBufferPointer(rebasing: base[..<kept]))
-                    $0.put(rest)
-                }
+            let kept = base.last == UInt8(ascii: "/") ? base.count - 1 : base.count
+            return String.build(capacity: kept + rest.utf8.count) {
+                $0.put(utf8: UnsafeBufferPointer(rebasing: base[..<kept]))
+                $0.put(rest)
             }
         }
         let joined: String?
@@ -29,11 +26,8 @@ enum UpstreamTarget {
                 $0.put(client)
             }
         }
-        // A copy with the new path and query keeps the route's origin text.
-        var url = upstream
-        url.path = path
-        url.query = joined
-        return url
+        // The route's origin text is kept.
+        return upstream.replacing(path: path, query: joined)
     }
 
     /// Whether `path` has a `.` or `..` segment, written plainly or percent-encoded. Such paths

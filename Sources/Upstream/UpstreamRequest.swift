@@ -10,7 +10,7 @@ public struct UpstreamRequest: Sendable {
     public var headers: HeaderLines
     /// More lines sent after `headers` (the proxy's injected credentials), kept apart so neither
     /// list is copied to join them.
-    public var extraHeaders = HeaderLines()
+    public var extraHeaders: HeaderLines
     /// Body length when known; nil with a body means chunked.
     public var bodyLength: Int?
     /// Whether a body follows (streamed through the transfer's `RequestBody`).
@@ -30,11 +30,17 @@ public struct UpstreamRequest: Sendable {
                   timeout: timeout)
     }
 
-    /// Creates a request for a URL given as its parts.
-    public init(method: String, target: RequestURL, headers: HeaderLines, hasBody: Bool, bodyLength: Int?, timeout: Double) {
+    /// Creates a request for a URL given as its parts; `supplies`, `extraHeaders` and
+    /// `extraSupplies` as the properties of those names.
+    public init(method: String, target: RequestURL, headers: HeaderLines, supplies: SuppliedFields? = nil,
+                extraHeaders: HeaderLines = HeaderLines(), extraSupplies: SuppliedFields? = nil, hasBody: Bool,
+                bodyLength: Int?, timeout: Double) {
         self.method = method
         self.target = target
         self.headers = headers
+        self.supplies = supplies
+        self.extraHeaders = extraHeaders
+        self.extraSupplies = extraSupplies
         self.hasBody = hasBody
         self.bodyLength = bodyLength
         self.timeout = timeout

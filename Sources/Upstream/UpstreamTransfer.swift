@@ -59,8 +59,8 @@ public final class UpstreamTransfer {
         lastProgress = client.loop.now
         self.body = body
         self.delegate = delegate
-        // The handle's head (and its capacity) is taken, and an empty one left: swapped, not
-        // copied (a copy retains both of its arrays).
+        // The handle's head storage is taken, not copied (a copy retains its arrays); the handle
+        // is left the empty head this one started as, until `finish` swaps them back.
         swap(&head, &handle.spareHead)
         handle.running = Unmanaged.passUnretained(self)
         configure(request)

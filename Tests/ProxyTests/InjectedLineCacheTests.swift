@@ -15,7 +15,7 @@ private func runtime(_ routes: String) -> ProxyRuntime {
 private func plan(_ runtime: ProxyRuntime, _ index: Int) -> ForwardPlan {
     let compiled = runtime.router.routes[index]
     let slot = RouteSlot(route: compiled, runtime: runtime, provider: ProviderSlot(name: "default"), counters: RouteCounters())
-    return ForwardPlan(slot: slot, rest: "", url: compiled.config.upstream!, mockMode: nil)
+    return ForwardPlan(slot: slot, rest: "", query: nil, mockMode: nil)
 }
 
 private func snapshot(_ generation: UInt64, access: String, id: String?) -> CredentialSnapshot {

@@ -5,15 +5,29 @@ import Testing
 
 private let access = AccessPolicy(allowedHosts: ["localhost", "127.0.0.1"], apiKey: "k3y")
 
+/// A request as the handler checks it: what the guards read from its head, and its target split.
+private struct Checked {
+    let request: GuardedRequest
+    let target: RequestTarget
+}
+
+fileprivate extension RequestGuard {
+    func refusal(_ checked: Checked) -> ProxyError? { refusal(checked.request, target: checked.target, access: access) }
+
+    static func firstRefusal(_ guards: GuardList, _ checked: Checked) -> (RequestGuard, ProxyError)? {
+        firstRefusal(guards, checked.request, target: checked.target, access: access)
+    }
+}
+
 private func request(_ method: String = "GET", _ target: String = "/api/x", _ fields: [String] = ["Host: localhost", "X-Proxy-Key: k3y"],
-                     http10: Bool = false) -> GuardedRequest {
+                     http10: Bool = false) -> Checked {
     let text = "\(method) \(target) HTTP/1.\(http10 ? 0 : 1)\r\n" + fields.map { $0 + "\r\n" }.joined() + "\r\n"
     var parser = HTTPRequestHeadParser()
     let bytes = Array(text.utf8)
     guard case .complete(let head, _) = bytes.withUnsafeBytes({ parser.parse($0) }) else {
         fatalError("test head did not parse: \(text)")
     }
-    return GuardedRequest(head: head, target: RequestTarget(head.target), access: access)
+    return Checked(request: GuardedRequest(head: head, access: access), target: RequestTarget(head.target))
 }
 
 private let routes = [
@@ -58,7 +72,7 @@ struct RequestGuardTests {
               (.sameSiteOrNavigation, request("GET", "/_platform/auth", ["Host: localhost", "Sec-Fetch-Site: cross-site"]), 403, "cross_site_request"),
               (.hostPresent, request("GET", "/api", [], http10: true), 400, "host_required"),
           ])
-    func refusals(check: RequestGuard, refused: GuardedRequest, status: Int, code: String) {
+    fileprivate func refusals(check: RequestGuard, refused: Checked, status: Int, code: String) {
         let error = check.refusal(refused)
         #expect(error?.status == status)
         #expect(error?.errorCode == code)
