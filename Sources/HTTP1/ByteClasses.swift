@@ -85,6 +85,20 @@ public enum ByteScan {
         }, byte: { !ByteClass.isTarget($0) })
     }
 
+    /// The index of the first byte at or after `from` that may not be in a field value
+    /// (`ByteClass.isFieldValue` false: a control other than HTAB, or DEL), or `bytes.count`:
+    /// eight bytes per step while none is below 0x20 or DEL (`hasless`, and a zero byte after
+    /// XOR with 0x7F; both exact for the first such byte of a word); a tab is taken by the byte loop.
+    @inlinable
+    public static func nextNonFieldValueByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        return firstStop(bytes, from: from, word: { word in
+            let control = (word &- ones &* 0x20) & ~word
+            let del = word ^ (ones &* 0x7F)
+            return (control | (del &- ones) & ~del) & highs != 0
+        }, byte: { !ByteClass.isFieldValue($0) })
+    }
+
     /// The first index at or after `from` where `byte` holds: whole words are skipped while
     /// `word` says none of their eight bytes can (it must never miss one), then byte by byte.
     @inlinable @inline(__always)

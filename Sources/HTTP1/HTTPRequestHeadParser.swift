@@ -137,13 +137,11 @@ public struct HTTPRequestHeadParser: Sendable {
             i += 1
             while head[i] == .space || head[i] == .tab { i += 1 }
             let valueStart = i
+            // Eight bytes a step to the CR (the head ends in CRLF CRLF), then back over trailing blanks.
+            i = ByteScan.nextNonFieldValueByte(head, from: i)
+            guard head[i] == .cr else { return .failure(.invalidHeaderValue) }
             var valueEnd = i
-            while head[i] != .cr {
-                let b = head[i]
-                guard ByteClass.isFieldValue(b) else { return .failure(.invalidHeaderValue) }
-                i += 1
-                if b != .space && b != .tab { valueEnd = i }
-            }
+            while valueEnd > valueStart && (head[valueEnd - 1] == .space || head[valueEnd - 1] == .tab) { valueEnd -= 1 }
             fields.append(HTTPFieldRange(name: name, value: valueStart..<valueEnd))
             i += 2
         }

@@ -47,10 +47,10 @@ extension UpstreamResponseHead {
         // relayed may bend the client's response.
         // One pass each for the name and the value, rather than a `memchr` per byte looked for:
         // the value eight bytes at a time up to each control byte (a tab is one, and allowed).
-        var colon = 0
-        while colon < end && ByteClass.isToken(line[colon]) { colon += 1 }
-        guard colon > 0, colon < end, line[colon] == 0x3A else { return .dropped }
         let bytes = UnsafeBufferPointer(start: line.baseAddress?.assumingMemoryBound(to: UInt8.self), count: end)
+        var colon = 0
+        while colon < end && ByteClass.isToken(bytes[colon]) { colon += 1 }
+        guard colon > 0, colon < end, bytes[colon] == 0x3A else { return .dropped }
         var i = colon + 1
         while true {
             i = ByteScan.nextControlByte(bytes, from: i)

@@ -67,4 +67,32 @@ struct ControlByteScanTests {
             }
         }
     }
+
+    /// The byte loop a word-at-a-time scan must agree with.
+    private func firstIndex(_ bytes: [UInt8], from: Int, where stops: (UInt8) -> Bool) -> Int {
+        var i = from
+        while i < bytes.count && !stops(bytes[i]) { i += 1 }
+        return i
+    }
+
+    @Test("the word-at-a-time value scan stops where the byte loop over isFieldValue stops, for every byte at every offset")
+    func fieldValueScanAgreesWithTheByteClass() {
+        // Fillers: just above the controls, a tab (valid, but it stops the word test), just
+        // below DEL, and obs-text.
+        for filler: UInt8 in [0x20, 0x21, 0x09, 0x7E, 0x80, 0xFF, 0x41] {
+            for length in [0, 1, 7, 8, 9, 15, 16, 17, 23] {
+                for position in 0...length {
+                    for byte in 0...255 {
+                        var bytes = [UInt8](repeating: filler, count: length)
+                        if position < length { bytes[position] = UInt8(byte) }
+                        for from in [0, 1, min(length, 8)] where from <= length {
+                            let found = bytes.withUnsafeBufferPointer { ByteScan.nextNonFieldValueByte($0, from: from) }
+                            #expect(found == firstIndex(bytes, from: from) { !ByteClass.isFieldValue($0) },
+                                    "filler \(filler) length \(length) byte \(byte) at \(position) from \(from)")
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
