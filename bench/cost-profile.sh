@@ -15,6 +15,8 @@
 #   REQ_PATH='/api/v1/accounts/1234567/profile?include=details' bench/cost-profile.sh
 #                                               # another request target (default /small, as the bench):
 #                                               # what grows with the path (parsing, checks, URL join, libcurl's URL parse)
+#   BROWSER_HEADERS=1 bench/cost-profile.sh     # the client sends a browser's fields (User-Agent,
+#                                               # Accept*, a cookie: ~900 bytes) instead of Python's two
 #   TOKEN_BYTES=1000 bench/cost-profile.sh     # a token of that many bytes (a JWT-sized one; default the
 #                                               # bench's 28): libcurl formats each header byte it sends
 #                                               # one at a time, so the token's length is paid per request
@@ -30,6 +32,15 @@ TOP="${TOP:-30}"
 REQ_PATH="${REQ_PATH:-/small}"
 ACCESS_LOG="${ACCESS_LOG:-0}"
 if [[ $ACCESS_LOG == 1 ]]; then LOG_ACCESS=true; export CALLGRIND_LOG_LEVEL=info; else LOG_ACCESS=false; fi
+
+if [[ ${BROWSER_HEADERS:-0} == 1 ]]; then
+    export KEEPALIVE_HEADERS='{"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+ "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8",
+ "Accept-Language": "en-GB,en-US;q=0.9,en;q=0.8", "Accept-Encoding": "gzip, deflate, br, zstd",
+ "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty",
+ "Referer": "http://127.0.0.1/app/dashboard?tab=overview",
+ "Cookie": "session=3f9a1c2e7b4d8f0a6e5c1b9d2a7f4e3c8b6d0a1f5e9c2b7d4a8f3e6c1b0d9a2f7e; theme=dark; consent=analytics%3Dtrue%26ads%3Dfalse; _ga=GA1.1.123456789.1700000000; _ga_ABCDEF=GS1.1.1700000000.5.1.1700000500.0.0.0; locale=en-GB; last_seen=2026-11-24T03%3A00%3A00Z; ab_bucket=7; feature_flags=new-nav%2Cbeta-search%2Cdark-mode; csrf=9c1d7e3a5b8f2c4e6a0d1b9f7e3c5a2d"}'
+fi
 
 bench_init
 ensure_tools nginx valgrind strace python3

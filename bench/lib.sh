@@ -166,15 +166,16 @@ callgrind_proxy() {
 }
 
 # keepalive_gets PORT PATH COUNT [PATH COUNT...]: COUNT keep-alive GETs of each PATH in turn, on
-# one connection, each answered 200.
+# one connection, each answered 200. KEEPALIVE_HEADERS (a JSON object) adds request fields.
 keepalive_gets() {
     python3 - "$@" <<'PY'
-import http.client, sys
+import http.client, json, os, sys
 port, plan = int(sys.argv[1]), sys.argv[2:]
+headers = json.loads(os.environ.get("KEEPALIVE_HEADERS") or "{}")
 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 for path, count in zip(plan[::2], plan[1::2]):
     for _ in range(int(count)):
-        conn.request("GET", path)
+        conn.request("GET", path, headers=headers)
         r = conn.getresponse()
         r.read()
         assert r.status == 200, (path, r.status)
