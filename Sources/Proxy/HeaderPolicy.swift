@@ -158,8 +158,6 @@ enum HeaderPolicy {
         static let commaSpace = StaticBytes(", ")
         static let requestIDColon = StaticBytes("X-Request-ID: ")
         static let requestIDLower = StaticBytes("x-request-id")
-        static let keepAlive = StaticBytes("keep-alive")
-        static let close = StaticBytes("close")
     }
 
     /// Drops the fields a Connection header lists (other than the usual close / keep-alive).
@@ -188,7 +186,7 @@ enum HeaderPolicy {
         let shortest = masker?.token.count ?? Int.max
         out.reserve(storage.count + 4 * head.fields.count + requestID.utf8.count + 16)
         storage.withUnsafeBufferPointer { bytes in
-            let listed = head.connectionNamesFields ? connectionListed(head, bytes) : []
+            let listed = head.connectionNames
             // Bytes of `storage` relayed as they are, not yet written.
             var run = 0..<0
             for field in head.fields where field.kind == .endToEnd {
@@ -228,21 +226,6 @@ enum HeaderPolicy {
         out.write(Fixed.requestIDColon)
         out.write(requestID)
         out.write(HTTPFieldSyntax.crlf)
-    }
-
-    /// The field names a response's `Connection` lists, lowercased, other than those always
-    /// dropped (`keep-alive`, `close`); read only when the head saw such a name.
-    private static func connectionListed(_ head: UpstreamResponseHead, _ bytes: UnsafeBufferPointer<UInt8>) -> [[UInt8]] {
-        var listed: [[UInt8]] = []
-        for field in head.fields where field.kind == .connection {
-            FieldList.forEachElement(bytes, field.value) { range in
-                let name = UnsafeBufferPointer(rebasing: bytes[range])
-                if !name.isEmpty && !asciiEqualsLowercased(name, Fixed.keepAlive.buffer) && !asciiEqualsLowercased(name, Fixed.close.buffer) {
-                    listed.append(name.map(asciiLower))
-                }
-            }
-        }
-        return listed
     }
 }
 

@@ -191,12 +191,31 @@ public struct UpstreamResponseHead: Sendable {
         let whole = UnsafeBufferPointer(rebasing: bytes[value])
         if asciiEqualsLowercased(whole, Names.keepAlive.buffer) || asciiEqualsLowercased(whole, Names.close.buffer) { return false }
         var names = false
+        forEachNamedField(bytes, connection: value) { _ in names = true }
+        return names
+    }
+
+    /// The field names the `Connection` fields list, lowercased, other than `keep-alive` and
+    /// `close` (RFC 9110 §7.6.1: a relay drops them); empty unless `connectionNamesFields`.
+    public var connectionNames: [[UInt8]] {
+        guard connectionNamesFields else { return [] }
+        var names: [[UInt8]] = []
+        storage.withUnsafeBufferPointer { bytes in
+            for field in fields where field.kind == .connection {
+                Self.forEachNamedField(bytes, connection: field.value) { names.append($0.map(asciiLower)) }
+            }
+        }
+        return names
+    }
+
+    /// Calls `body` with each element of a `Connection` value that names a field.
+    private static func forEachNamedField(_ bytes: UnsafeBufferPointer<UInt8>, connection value: Range<Int>,
+                                          _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         FieldList.forEachElement(bytes, value) { range in
             let element = UnsafeBufferPointer(rebasing: bytes[range])
             if !element.isEmpty && !asciiEqualsLowercased(element, Names.keepAlive.buffer)
-                && !asciiEqualsLowercased(element, Names.close.buffer) { names = true }
+                && !asciiEqualsLowercased(element, Names.close.buffer) { body(element) }
         }
-        return names
     }
 
     private enum Names {

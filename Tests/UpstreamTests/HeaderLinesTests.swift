@@ -99,6 +99,14 @@ struct ResponseHeadKindTests {
                 .connectionNamesFields == names)
     }
 
+    @Test("the names Connection fields list are lowercased, without keep-alive, close and empty elements")
+    func connectionNameList() {
+        let head = UpstreamResponseHead(status: 200, headers: [("Connection", "keep-alive, X-Hop , x-other"),
+                                                               ("connection", "close,,Keep-Alive"), ("Connection", "Upgrade")])
+        #expect(head.connectionNames.map { String(decoding: $0, as: UTF8.self) } == ["x-hop", "x-other", "upgrade"])
+        #expect(UpstreamResponseHead(status: 200, headers: [("Connection", "keep-alive")]).connectionNames.isEmpty)
+    }
+
     @Test("each field is stored as its line through the CRLF, whatever line ending the upstream used")
     func storedLines() {
         var head = UpstreamResponseHead(status: 0)
