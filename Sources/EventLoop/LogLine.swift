@@ -6,7 +6,9 @@ import JSON
 /// composes each line at the end of the ones it holds; `Log.format` one line alone.
 public struct LogLine: ~Copyable {
     private var base: UnsafeMutableRawPointer
-    private var capacity: Int
+    private(set) var capacity: Int
+    /// The capacity it was made with, which `removeAll` goes back to after a burst.
+    private let initialCapacity: Int
     /// Bytes written.
     private(set) var count = 0
     /// The second `secondText` ("YYYY-MM-DDTHH:MM:SS") was made for: a line's time is formatted
@@ -16,6 +18,7 @@ public struct LogLine: ~Copyable {
 
     init(capacity: Int) {
         self.capacity = max(capacity, 64)
+        initialCapacity = self.capacity
         base = malloc(self.capacity)!
     }
 
@@ -26,11 +29,12 @@ public struct LogLine: ~Copyable {
         body(UnsafeRawBufferPointer(start: base, count: count))
     }
 
-    /// Forgets what was written; memory grown past `limit` is given back.
+    /// Forgets what was written; memory grown past `limit` is given back (down to what it was
+    /// made with).
     mutating func removeAll(shrinkingAbove limit: Int) {
         count = 0
         guard capacity > limit else { return }
-        capacity = limit
+        capacity = initialCapacity
         base = realloc(base, capacity)!
     }
 

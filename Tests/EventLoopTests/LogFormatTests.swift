@@ -108,3 +108,22 @@ struct LogLineFieldTests {
         #expect(text.contains(",\"n\":0,\"n\":1,") && text.contains(",\"n\":99,"))
     }
 }
+
+@Suite("Log line memory")
+struct LogLineMemoryTests {
+    @Test("after a burst past the limit the memory goes back to what it was made with, and lines still write")
+    func shrinksAfterBurst() {
+        var line = LogLine(capacity: 128)
+        line.begin(.info, "request")
+        line.field("path", String(repeating: "p", count: 4_000))
+        line.end()
+        #expect(line.count > 4_000)
+        #expect(line.capacity > 4_000)
+        line.removeAll(shrinkingAbove: 1_024)
+        #expect(line.count == 0 && line.capacity == 128)
+        line.begin(.info, "request")
+        line.field("n", 7)
+        line.end()
+        #expect(line.withBytes { String(decoding: $0, as: UTF8.self) }.hasSuffix(",\"n\":7}\n"))
+    }
+}
