@@ -65,12 +65,21 @@ public enum Log {
 
     static func write(_ bytes: [UInt8]) { bytes.withUnsafeBytes { write($0) } }
 
-    static func write(_ raw: UnsafeRawBufferPointer) {
-        var offset = 0
-        while offset < raw.count {
-            let n = Glibc.write(2, raw.baseAddress! + offset, raw.count - offset)
-            if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
-            offset += n
+    static func write(_ raw: UnsafeRawBufferPointer) { write(raw, to: 2) }
+
+    /// One writer at a time: a loop's flush (up to 64 KiB, more than a pipe takes in one
+    /// write) and a line written at once from another thread (a reload, a refresh) would
+    /// otherwise interleave, splicing one line into the middle of another.
+    private static let writing = Mutex(())
+
+    static func write(_ raw: UnsafeRawBufferPointer, to fd: CInt) {
+        writing.withLock { _ in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
+                offset += n
+            }
         }
     }
 }

@@ -1,3 +1,5 @@
+import Glibc
+import Synchronization
 import Testing
 @testable import EventLoop
 
@@ -125,5 +127,51 @@ struct LogLineMemoryTests {
         line.field("n", 7)
         line.end()
         #expect(line.withBytes { String(decoding: $0, as: UTF8.self) }.hasSuffix(",\"n\":7}\n"))
+    }
+}
+
+@Suite("Log writes from several threads")
+struct LogWriteInterleavingTests {
+    @Test("a 64 KiB flush and lines written at once from other threads never splice into each other (a pipe takes 4 KiB whole)")
+    func linesStayWhole() throws {
+        var fds: [CInt] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        // A flush: about 64 KiB of 100-byte lines of "a" (not a divisor of the pipe's 4 KiB
+        // pages, so a write cut at a page ends mid-line); a line at once: 40 bytes of "b".
+        let flush = Array((String(repeating: "a", count: 99) + "\n").utf8)
+        let block = Array([[UInt8]](repeating: flush, count: 655).joined())
+        let single = Array((String(repeating: "b", count: 39) + "\n").utf8)
+        let received = Mutex<[UInt8]>([])
+        // A slow reader: the pipe fills, so a large write waits part way through, when another
+        // writer's bytes could be taken in between.
+        let reader = try Threads.spawn {
+            var buffer = [UInt8](repeating: 0, count: 4_096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress!, $0.count) }
+                if n <= 0 { break }
+                received.withLock { $0.append(contentsOf: buffer[..<n]) }
+                usleep(500)
+            }
+        }
+        var writers: [pthread_t] = []
+        for index in 0..<4 {
+            writers.append(try Threads.spawn {
+                for _ in 0..<(index < 2 ? 10 : 4_000) {
+                    (index < 2 ? block : single).withUnsafeBytes { Log.write($0, to: writeEnd) }
+                }
+            })
+        }
+        for writer in writers { pthread_join(writer, nil) }
+        close(writeEnd)
+        pthread_join(reader, nil)
+        close(readEnd)
+        let lines = received.withLock { $0 }.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast()
+        let whole = lines.allSatisfy { line in
+            (line.count == 99 && line.allSatisfy { $0 == UInt8(ascii: "a") })
+                || (line.count == 39 && line.allSatisfy { $0 == UInt8(ascii: "b") })
+        }
+        #expect(whole)
+        #expect(lines.count == 2 * 10 * 655 + 2 * 4_000)
     }
 }
