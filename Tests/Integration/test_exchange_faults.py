@@ -158,10 +158,12 @@ def test_an_upstream_response_with_differing_content_lengths_is_a_502_not_relaye
     assert_upstream_refused_as_502(start_proxy, two_lengths, "Content-Length fields that differ")
 
 
-def answer_keep_alive(upstream: RawUpstream, conn, idle: float):
-    """Answers the request read and every further one on the connection with a 2-byte 200,
-    until the client closes or `idle` seconds pass without a request (the upstream then closes)."""
+def answer_keep_alive(upstream: RawUpstream, conn, idle: float, delay: float = 0.0):
+    """Answers the request read (after `delay` seconds) and every further one on the connection
+    with a 2-byte 200, until the client closes or `idle` seconds pass without a request (the
+    upstream then closes)."""
     ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    time.sleep(delay)
     conn.sendall(ok)
     conn.settimeout(idle)
     data = upstream.leftover
@@ -192,7 +194,10 @@ def socket_fds(pid: int) -> int:
 
 def test_pooled_upstream_connections_the_upstream_closed_are_reaped_while_idle(start_proxy):
     """Was: each stayed in CLOSE-WAIT, holding a descriptor, until the next upstream request."""
-    upstream = RawUpstream(lambda up, conn: answer_keep_alive(up, conn, idle=1.5))  # the upstream's keep-alive timeout
+    # The upstream's keep-alive timeout is 1.5 s. Its first answers wait 0.3 s, so the 16 requests
+    # overlap and need connections of their own: answered at once, a fast proxy served them one
+    # after another on one pooled connection, and the test found nothing to reap.
+    upstream = RawUpstream(lambda up, conn: answer_keep_alive(up, conn, idle=1.5, delay=0.3))
     server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
     time.sleep(0.3)
     baseline = socket_fds(server.pid)
