@@ -6,14 +6,12 @@ enum HeaderPolicy {
     /// What the policy does with a request field (`accept` and `contentType` are kept, and noted).
     private enum Action { case drop, forwardedFor, via, host, connection, keep, accept, contentType }
 
-    /// Hop-by-hop fields (RFC 9110 §7.6.1), the framing fields curl sets itself, the proxy's own
-    /// key, and the fields the proxy sets: by length (the array index), then bytes, so no String
-    /// and no hashing per field.
+    /// The end-to-end fields the policy acts on (hop-by-hop and framing fields are `FieldRole`'s):
+    /// the proxy's own key, credentials for a proxy, curl's `Expect`, and the fields the proxy
+    /// sets; by length (the array index), then bytes, so no String and no hashing per field.
     private static let table: [[(StaticBytes, Action)]] = {
         let entries: [(StaticString, Action)] = [
-            ("connection", .connection), ("keep-alive", .drop), ("proxy-connection", .drop), ("te", .drop),
-            ("trailer", .drop), ("transfer-encoding", .drop), ("upgrade", .drop), ("proxy-authorization", .drop),
-            ("host", .host), ("content-length", .drop), ("expect", .drop), ("x-proxy-key", .drop),
+            ("proxy-authorization", .drop), ("host", .host), ("expect", .drop), ("x-proxy-key", .drop),
             ("x-forwarded-for", .forwardedFor), ("x-forwarded-proto", .drop), ("x-forwarded-host", .drop),
             ("via", .via), ("x-request-id", .drop), ("accept", .accept), ("content-type", .contentType),
         ]
@@ -89,8 +87,14 @@ enum HeaderPolicy {
                 let field = head.fields[i]
                 let length = field.name.count
                 var action = Action.keep
-                if length < table.count, let hit = table[length].first(where: { head.nameEquals(i, $0.0) }) {
-                    action = hit.1
+                switch FieldRole(name: UnsafeBufferPointer(rebasing: bytes[field.name])) {
+                case .connection: action = .connection
+                // Hop-by-hop, and the framing curl sets itself.
+                case .hopByHop, .transferEncoding, .contentLength: action = .drop
+                case .endToEnd:
+                    if length < table.count, let hit = table[length].first(where: { head.nameEquals(i, $0.0) }) {
+                        action = hit.1
+                    }
                 }
                 if action == .keep || action == .accept || action == .contentType,
                    removing.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {

@@ -6,18 +6,7 @@ import HTTP1
 /// the framing nor the relay looks at a field's name again.
 public struct UpstreamResponseHead: Sendable {
     /// What a field is to a relay, told from its name when it is added.
-    public enum Kind: UInt8, Sendable {
-        /// An end-to-end field.
-        case endToEnd
-        /// `Content-Length`: a relay frames the body itself.
-        case contentLength
-        /// `Transfer-Encoding`: hop-by-hop, and it voids `Content-Length` (RFC 9112 §6.3).
-        case transferEncoding
-        /// `Connection`: hop-by-hop, and it may name more hop-by-hop fields (RFC 9110 §7.6.1).
-        case connection
-        /// `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer` or `Upgrade`: hop-by-hop.
-        case hopByHop
-    }
+    public typealias Kind = FieldRole
 
     /// One field: its name and value ranges in `storage`, and what it is.
     public struct Field: Sendable {
@@ -94,7 +83,7 @@ public struct UpstreamResponseHead: Sendable {
     private mutating func added(name: Range<Int>, value: Range<Int>, canonical: Bool) {
         let index = fields.count
         let kind = storage.withUnsafeBufferPointer { bytes in
-            let kind = Self.kind(of: UnsafeBufferPointer(rebasing: bytes[name]))
+            let kind = Kind(name: UnsafeBufferPointer(rebasing: bytes[name]))
             switch kind {
             case .endToEnd, .hopByHop: break
             case .transferEncoding: hasTransferEncoding = true
@@ -167,24 +156,6 @@ public struct UpstreamResponseHead: Sendable {
     /// it: the client would frame the body by one length while libcurl read it by another).
     public var contentLengthsAgree: Bool { !contentLengthsDiffer }
 
-    /// What a field called `name` is: told apart by length and first letter, so most fields are
-    /// `endToEnd` without a comparison of bytes.
-    static func kind(of name: UnsafeBufferPointer<UInt8>) -> Kind {
-        guard let first = name.first else { return .endToEnd }
-        func isName(_ lowercased: StaticBytes) -> Bool { asciiEqualsLowercased(name, lowercased.buffer) }
-        switch (name.count, first | 0x20) {
-        case (2, UInt8(ascii: "t")): return isName(Names.te) ? .hopByHop : .endToEnd
-        case (7, UInt8(ascii: "t")): return isName(Names.trailer) ? .hopByHop : .endToEnd
-        case (7, UInt8(ascii: "u")): return isName(Names.upgrade) ? .hopByHop : .endToEnd
-        case (10, UInt8(ascii: "c")): return isName(Names.connection) ? .connection : .endToEnd
-        case (10, UInt8(ascii: "k")): return isName(Names.keepAlive) ? .hopByHop : .endToEnd
-        case (14, UInt8(ascii: "c")): return isName(Names.contentLength) ? .contentLength : .endToEnd
-        case (16, UInt8(ascii: "p")): return isName(Names.proxyConnection) ? .hopByHop : .endToEnd
-        case (17, UInt8(ascii: "t")): return isName(Names.transferEncoding) ? .transferEncoding : .endToEnd
-        default: return .endToEnd
-        }
-    }
-
     /// Whether a `Connection` value names any field: an element other than `keep-alive` and
     /// `close` (nginx sends one of those on every response, read here without a pass over elements).
     private static func namesFields(_ bytes: UnsafeBufferPointer<UInt8>, connection value: Range<Int>) -> Bool {
@@ -219,15 +190,8 @@ public struct UpstreamResponseHead: Sendable {
     }
 
     private enum Names {
-        static let te = StaticBytes("te")
-        static let trailer = StaticBytes("trailer")
-        static let upgrade = StaticBytes("upgrade")
-        static let connection = StaticBytes("connection")
         static let keepAlive = StaticBytes("keep-alive")
         static let close = StaticBytes("close")
-        static let contentLength = StaticBytes("content-length")
-        static let proxyConnection = StaticBytes("proxy-connection")
-        static let transferEncoding = StaticBytes("transfer-encoding")
     }
 
     private func string(_ range: Range<Int>) -> String { String(decoding: storage[range], as: UTF8.self) }

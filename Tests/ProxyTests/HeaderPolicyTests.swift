@@ -26,6 +26,15 @@ struct HeaderPolicyTests {
                           "X-Forwarded-Host: app.local", "Via: 1.1 platform-proxy", "X-Request-ID: r-1"])
     }
 
+    @Test("every hop-by-hop and framing name is dropped in any case, names that only look like them are kept")
+    func hopByHopInAnyCase() {
+        let request = head(["Host: h", "TRAILER: x", "upgrade: h2c", "Proxy-Connection: keep-alive", "te: trailers",
+                            "KEEP-ALIVE: 5", "Content-Length: 0", "Trailers: kept", "Upgradx: kept", "Connectiox: kept"])
+        let lines = HeaderPolicy.upstreamLines(request, peer: "p", requestID: "r", removing: []).lines
+        #expect(lines.prefix(3) == ["Trailers: kept", "Upgradx: kept", "Connectiox: kept"])
+        #expect(lines.count == 3 + 5)
+    }
+
     @Test("the lines say whether they carry Accept and Content-Type, as a scan of them would",
           arguments: [
             ["Host: h"], ["Host: h", "accept: */*"], ["Host: h", "Content-Type: text/plain"],
