@@ -32,11 +32,13 @@ struct EchoMasker {
     }
 
     /// Takes the next body bytes; `emit` receives what may be written now (nothing, or one buffer).
-    mutating func process(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeRawBufferPointer) -> Void) {
+    /// `final`: these bytes end the body (its length was known), so nothing is held back for a
+    /// next chunk that will not come.
+    mutating func process(_ bytes: UnsafeRawBufferPointer, final: Bool = false, emit: (UnsafeRawBufferPointer) -> Void) {
         guard !bytes.isEmpty else { return }
         if carry.isEmpty && find(in: bytes, from: 0) == nil {
             // The common case: no occurrence, nothing held; only a partial one at the end waits.
-            let held = heldSuffix(bytes)
+            let held = final ? 0 : heldSuffix(bytes)
             if held < bytes.count { emit(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - held)])) }
             if held > 0 { carry.append(contentsOf: bytes[(bytes.count - held)...]) }
             return
@@ -46,7 +48,7 @@ struct EchoMasker {
         carry.removeAll(keepingCapacity: true)
         work.withUnsafeMutableBytes { buffer in
             maskAll(buffer)
-            let held = heldSuffix(UnsafeRawBufferPointer(buffer))
+            let held = final ? 0 : heldSuffix(UnsafeRawBufferPointer(buffer))
             if held < buffer.count { emit(UnsafeRawBufferPointer(rebasing: buffer[..<(buffer.count - held)])) }
             if held > 0 { carry.append(contentsOf: buffer[(buffer.count - held)...]) }
         }

@@ -157,3 +157,75 @@ def test_recording_never_holds_the_token_and_is_private(start_proxy, tmp_path, r
         assert server.tokens.access not in content, f"the token was written into {path}"
         assert "*" * len(server.tokens.access) in content
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, oct(os.stat(path).st_mode)
+
+
+class LengthUpstream:
+    """Answers every request with a Content-Length body made from the request's token by
+    `shape(token)`, echoing the Authorization value in a header too; the body goes out in
+    pieces of `piece` bytes with a pause between them, so they reach the proxy as separate
+    chunks (one connection per request)."""
+
+    def __init__(self, shape, piece: int = 7):
+        self.shape = shape
+        self.piece = piece
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, path: str = "/") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        with conn:
+            got = read_head(conn)
+            if got is None:
+                return
+            head = got[0].decode("latin-1")
+            auth = next((line.split(":", 1)[1].strip() for line in head.split("\r\n")[1:]
+                         if line.lower().startswith("authorization:")), "")
+            body = self.shape(auth.split(" ", 1)[-1]).encode()
+            conn.sendall((f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Echo-Authorization: {auth}\r\n"
+                          f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode())
+            for i in range(0, len(body), self.piece):
+                conn.sendall(body[i:i + self.piece])
+                threading.Event().wait(0.01)
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.mark.parametrize("shape, masked_in_body", [
+    # The chunk that completes the body ends with the token: masked, nothing left held back.
+    (lambda token: "value=" + token, 1),
+    # It ends with a proper prefix of the token: relayed as it is.
+    (lambda token: "value=" + token[:-1], 0),
+    # A body shorter than the token cannot hold it: relayed unscanned, the header still masked.
+    (lambda token: token[:5], 0),
+    (lambda token: "", 0),
+], ids=["ends-with-token", "ends-with-prefix", "shorter-than-token", "empty"])
+def test_echo_masking_of_content_length_bodies_ending_at_or_before_a_token(start_proxy, tmp_path, shape, masked_in_body):
+    up = LengthUpstream(shape)
+    try:
+        server = echo_proxy(start_proxy, tmp_path, up.url("/"))
+        token = server.tokens.access
+        r = server.get("/api/x")
+        assert r.status == 200, str(r)
+        expected = shape(token).replace(token, "*" * len(token))
+        assert r.body.decode() == expected
+        assert int(r.header("content-length")) == len(r.body)
+        assert r.header("x-echo-authorization") == "Bearer " + "*" * len(token), str(r)
+        assert token.encode() not in r.raw_head + r.body
+        # The header's mask counts whether or not the body was scanned.
+        assert masked_metric(server, "api") == 1 + masked_in_body
+    finally:
+        up.close()
