@@ -6,6 +6,8 @@ enum HTTPHeadSemantics {
         var framing: BodyFraming
         var expectsContinue: Bool
         var keepAlive: Bool
+        /// The value of the Host field (a request has at most one).
+        var host: Range<Int>?
     }
 
     private static let host = StaticBytes("host")
@@ -33,6 +35,7 @@ enum HTTPHeadSemantics {
         var closeAfter = parts.version == .http10
         var sawClose = false  // "close" wins over any keep-alive, in any order (RFC 9112 §9.3)
         var expectsContinue = false
+        var hostValue: Range<Int>?
 
         for field in parts.fields {
             let name = field.name
@@ -41,6 +44,7 @@ enum HTTPHeadSemantics {
                 hostCount += 1
                 guard hostCount == 1 else { return .failure(.duplicateHost) }
                 guard validHost(head, field.value) else { return .failure(.invalidHost) }
+                hostValue = field.value
             case 14 where equals(head, name, contentLength):
                 guard length == nil else { return .failure(.differingContentLengths) }
                 switch parseContentLength(head, field.value) {
@@ -87,7 +91,7 @@ enum HTTPHeadSemantics {
             framing = .length(length)
         }
         if framing == .none { expectsContinue = false }
-        return .success(Meaning(framing: framing, expectsContinue: expectsContinue, keepAlive: !closeAfter && !sawClose))
+        return .success(Meaning(framing: framing, expectsContinue: expectsContinue, keepAlive: !closeAfter && !sawClose, host: hostValue))
     }
 
     /// origin-form for all methods, absolute-form (http/https) too, asterisk-form for OPTIONS only; no CONNECT.

@@ -50,6 +50,9 @@ public struct HTTPRequestHead: Sendable {
     public let expectsContinue: Bool
     /// Whether the connection may be kept open after this exchange.
     public let keepAlive: Bool
+    /// The range of the Host field's value, found while the head was checked (there is at most
+    /// one: a second is refused), so no one searches the fields for it again.
+    public let hostValue: Range<Int>?
 
     /// The method, e.g. `GET`.
     public var method: String { string(methodRange) }
@@ -76,6 +79,11 @@ public struct HTTPRequestHead: Sendable {
                 fields.firstIndex { asciiCaseInsensitiveEquals(bytes, $0.name, wanted) }
             }
         }
+    }
+
+    /// Calls `body` with the bytes of `range` (a field's name or value) in place.
+    public func withBytes<R>(of range: Range<Int>, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        storage.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[range])) }
     }
 
     /// Whether the method bytes equal `method` exactly (methods are case-sensitive).

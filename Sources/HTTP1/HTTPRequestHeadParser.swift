@@ -103,7 +103,7 @@ public struct HTTPRequestHeadParser: Sendable {
             let result = HTTPRequestHead(
                 storage: storage, methodRange: parts.method, targetRange: parts.target,
                 version: parts.version, fields: parts.fields, framing: meaning.framing,
-                expectsContinue: meaning.expectsContinue, keepAlive: meaning.keepAlive)
+                expectsContinue: meaning.expectsContinue, keepAlive: meaning.keepAlive, hostValue: meaning.host)
             return .complete(result, consumed: end)
         }
     }

@@ -28,8 +28,8 @@ struct AccessPolicy: Sendable {
     /// Whether a Host value (or an absolute-form authority) names an allowed host; the port is ignored.
     func hostAllowed(_ host: Substring) -> Bool { HostName.isAllowed(host, allowedHosts) }
 
-    /// `hostAllowed` for a whole Host value.
-    func hostAllowed(_ host: String) -> Bool { HostName.isAllowed(host, allowedHosts) }
+    /// `hostAllowed` for a Host value's bytes in the head.
+    func hostAllowed(bytes host: UnsafeBufferPointer<UInt8>) -> Bool { HostName.isAllowed(bytes: host, allowedHosts) }
 
     /// Whether an `Origin` (`scheme://host[:port]`) names an allowed host; `null` and garbage never do.
     func originAllowed(_ origin: String) -> Bool {

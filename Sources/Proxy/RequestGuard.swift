@@ -2,26 +2,34 @@ import Glibc
 import Config
 import HTTP1
 
-/// What the guards read from one request's head, found once. The head is read here and not kept
-/// (a copy of it retains its arrays on every request); nor are the split target and the access
-/// policy, which the guards are given beside it (a copy of each retains its parts).
+/// What the guards read from one request's head, found once: the fields in one pass, the Host
+/// where the parser found it, its host checked on the head's bytes. The head is read here and not
+/// kept (a copy of it retains its arrays on every request); nor are the split target and the
+/// access policy, which the guards are given beside it (a copy of each retains its parts).
 struct GuardedRequest {
-    /// `Sec-Fetch-Site` and the method-override fields.
+    /// `Sec-Fetch-*`, `Origin`, `X-Proxy-Key` and the method-override fields.
     let screened: RequestScreen.Fields
+    /// Whether the head has a Host field.
+    let hasHost: Bool
+    /// Whether that Host names an allowed host (false without one).
+    let hostIsAllowed: Bool
+    /// The Host value as a string, made only when the target names an authority too (absolute
+    /// form): `hostsAgree` compares the two.
     let hostHeader: String?
-    let origin: String?
     /// The method is TRACE or TRACK in any spelling.
     let methodIsTrace: Bool
-    /// `X-Proxy-Key`, read only when the policy has a key.
-    let proxyKey: String?
 
-    /// What the guards read from `head`; `access` says whether the key is read.
-    init(head: borrowing HTTPRequestHead, access: borrowing AccessPolicy) {
+    /// What the guards read from `head` (whose target is `target`) under `access`.
+    init(head: borrowing HTTPRequestHead, target: borrowing RequestTarget, access: borrowing AccessPolicy) {
         screened = RequestScreen.fields(head)
-        hostHeader = head.first("Host")
-        origin = head.first("Origin")
+        if let host = head.hostValue {
+            hasHost = true
+            hostIsAllowed = head.withBytes(of: host) { access.hostAllowed(bytes: $0) }
+            hostHeader = target.authority == nil ? nil : head.withBytes(of: host) { String(decoding: $0, as: UTF8.self) }
+        } else {
+            (hasHost, hostIsAllowed, hostHeader) = (false, false, nil)
+        }
         methodIsTrace = head.methodIsIgnoringCase("TRACE") || head.methodIsIgnoringCase("TRACK")
-        proxyKey = access.apiKey == nil ? nil : head.first("X-Proxy-Key")
     }
 }
 
@@ -67,22 +75,21 @@ enum RequestGuard: Int, CaseIterable {
         case .hostAllowed:
             // The target's authority, else the Host value (as it is: a Substring made of it retains it).
             if let authority = target.authority { return access.hostAllowed(authority) ? nil : .hostNotAllowed }
-            guard let host = request.hostHeader, !access.hostAllowed(host) else { return nil }
-            return .hostNotAllowed
+            return request.hasHost && !request.hostIsAllowed ? .hostNotAllowed : nil
         case .proxyKey:
             guard access.apiKey != nil else { return nil }
-            return access.keyAccepted(request.proxyKey) ? nil : .proxyKeyRequired
+            return access.keyAccepted(request.screened.proxyKey) ? nil : .proxyKeyRequired
         case .originAllowed:
-            guard let origin = request.origin, !access.originAllowed(origin) else { return nil }
+            guard let origin = request.screened.origin, !access.originAllowed(origin) else { return nil }
             return .originNotAllowed
         case .sameSite, .sameSiteOrNavigation:
             if self == .sameSiteOrNavigation && RequestScreen.navigationTargets.contains(target.path)
                 && RequestScreen.isNavigation(fetchMode: request.screened.fetchMode) { return nil }
-            let crossSite = RequestScreen.refusesCrossSite(fetchSite: request.screened.fetchSite, origin: request.origin,
+            let crossSite = RequestScreen.refusesCrossSite(fetchSite: request.screened.fetchSite, origin: request.screened.origin,
                                                            access: access)
             return crossSite ? .crossSiteRequest : nil
         case .hostPresent:
-            return request.hostHeader == nil && target.authority == nil ? .hostRequired : nil
+            return !request.hasHost && target.authority == nil ? .hostRequired : nil
         }
     }
 
@@ -225,6 +232,6 @@ extension ProxyRuntime {
     /// The first guard of `guards` that refuses the request of `head` and `target`, in order.
     func firstRefusal(_ guards: GuardList, head: borrowing HTTPRequestHead,
                       target: borrowing RequestTarget) -> (RequestGuard, ProxyError)? {
-        RequestGuard.firstRefusal(guards, GuardedRequest(head: head, access: access), target: target, access: access)
+        RequestGuard.firstRefusal(guards, GuardedRequest(head: head, target: target, access: access), target: target, access: access)
     }
 }

@@ -11,6 +11,10 @@ enum RequestScreen {
         var fetchMode: String?
         /// Whether a method-override field names TRACE or TRACK.
         var overridesToTrace = false
+        /// The first `Origin` value, if any.
+        var origin: String?
+        /// The first `X-Proxy-Key` value, if any.
+        var proxyKey: String?
     }
 
     /// Endpoints a browser is sent to from other sites, exempt from the `Sec-Fetch-Site` check:
@@ -26,6 +30,8 @@ enum RequestScreen {
         fetchMode.map { $0.trimmingCharacters().lowercased() == "navigate" } ?? true
     }
 
+    private static let origin = StaticBytes("origin")
+    private static let proxyKey = StaticBytes("x-proxy-key")
     private static let fetchSite = StaticBytes("sec-fetch-site")
     private static let fetchMode = StaticBytes("sec-fetch-mode")
     /// Fields frameworks read as "treat this request as that method".
@@ -33,18 +39,25 @@ enum RequestScreen {
 
     /// One pass over the head; names are compared only when their length fits.
     static func fields(_ head: HTTPRequestHead) -> Fields {
-        var found = Fields()
+        // Indexes first, strings after: only fields that are there become strings.
+        var origin: Int?, key: Int?, site: Int?, mode: Int?
+        var overridesToTrace = false
         for i in 0..<head.fieldCount {
             let length = head.fields[i].name.count
-            if length == fetchSite.count, head.nameEquals(i, fetchSite) {
-                if found.fetchSite == nil { found.fetchSite = head.value(at: i) }
+            if length == Self.origin.count, head.nameEquals(i, Self.origin) {
+                origin = origin ?? i
+            } else if length == proxyKey.count, head.nameEquals(i, proxyKey) {
+                key = key ?? i
+            } else if length == fetchSite.count, head.nameEquals(i, fetchSite) {
+                site = site ?? i
             } else if length == fetchMode.count, head.nameEquals(i, fetchMode) {
-                if found.fetchMode == nil { found.fetchMode = head.value(at: i) }
+                mode = mode ?? i
             } else if length >= 13 && length <= 22, overrides.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
-                found.overridesToTrace = found.overridesToTrace || namesTrace(head.value(at: i))
+                overridesToTrace = overridesToTrace || namesTrace(head.value(at: i))
             }
         }
-        return found
+        return Fields(fetchSite: site.map(head.value(at:)), fetchMode: mode.map(head.value(at:)), overridesToTrace: overridesToTrace,
+                      origin: origin.map(head.value(at:)), proxyKey: key.map(head.value(at:)))
     }
 
     /// Whether an override value (a method, or a list of them) names TRACE or TRACK in any case.

@@ -69,12 +69,9 @@ enum HostName {
         host.withUTF8Bytes { isAllowed(bytes: $0, allowed) }
     }
 
-    /// `isAllowed` for a whole field value (a Substring made of it would retain it).
-    static func isAllowed(_ host: String, _ allowed: [String]) -> Bool {
-        host.withUTF8Bytes { isAllowed(bytes: $0, allowed) }
-    }
-
-    private static func isAllowed(bytes value: UnsafeBufferPointer<UInt8>, _ allowed: [String]) -> Bool {
+    /// `isAllowed` for a field value's bytes in the head (a String or Substring made of it would
+    /// be made, or retained, per request).
+    static func isAllowed(bytes value: UnsafeBufferPointer<UInt8>, _ allowed: [String]) -> Bool {
         // `hostPart`, on the bytes: every request asks.
         var end = value.count
         if value.first == UInt8(ascii: "[") {

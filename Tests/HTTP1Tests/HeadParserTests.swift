@@ -118,6 +118,24 @@ struct HeadParserTests {
         checkHeadCase(c)
     }
 
+    @Test("the Host value is found while the head is checked: the same bytes as a search for it, nil without one",
+          arguments: [
+              ("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", "example.com"),
+              ("GET / HTTP/1.1\r\nhOsT:\t  [::1]:8080 \t\r\nAccept: */*\r\n\r\n", "[::1]:8080"),
+              ("GET / HTTP/1.1\r\nX-Host: a\r\nHosts: b\r\nHOST: c.example\r\n\r\n", "c.example"),
+              ("GET / HTTP/1.0\r\nAccept: */*\r\n\r\n", nil),
+          ] as [(String, String?)])
+    func hostValue(text: String, host: String?) throws {
+        var parser = HTTPRequestHeadParser()
+        let bytes = Array(text.utf8)
+        guard case .complete(let head, _) = bytes.withUnsafeBytes({ parser.parse($0) }) else {
+            Issue.record("did not parse: \(text)")
+            return
+        }
+        #expect(head.hostValue.map { head.withBytes(of: $0) { String(decoding: $0, as: UTF8.self) } } == host)
+        #expect(head.first("Host") == host)
+    }
+
     @Test("an empty buffer and a partial head are incomplete")
     func incompleteHead() {
         #expect(parseWhole([]) == .incomplete)

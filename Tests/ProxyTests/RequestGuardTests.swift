@@ -27,7 +27,8 @@ private func request(_ method: String = "GET", _ target: String = "/api/x", _ fi
     guard case .complete(let head, _) = bytes.withUnsafeBytes({ parser.parse($0) }) else {
         fatalError("test head did not parse: \(text)")
     }
-    return Checked(request: GuardedRequest(head: head, access: access), target: RequestTarget(head.target))
+    let target = RequestTarget(head.target)
+    return Checked(request: GuardedRequest(head: head, target: target, access: access), target: target)
 }
 
 private let routes = [
@@ -102,6 +103,23 @@ struct RequestGuardTests {
     func hostPresent() {
         #expect(RequestGuard.hostPresent.refusal(request("GET", "http://localhost/api", [], http10: true)) == nil)
         #expect(RequestGuard.hostPresent.refusal(request("GET", "/api", ["Host: localhost"], http10: true)) == nil)
+    }
+
+    @Test("the Host the parser found is checked in any case of name and value, port ignored; the first Origin and X-Proxy-Key decide")
+    func fieldsFoundInOnePass() {
+        #expect(RequestGuard.hostAllowed.refusal(request("GET", "/api", ["HOST: LocalHost:8080", "X-Proxy-Key: k3y"])) == nil)
+        #expect(RequestGuard.hostAllowed.refusal(request("GET", "/api", ["host: evil.example:80"])) == .hostNotAllowed)
+        #expect(RequestGuard.hostAllowed.refusal(request("GET", "/api", ["Host:   localhost   "])) == nil)
+        #expect(RequestGuard.hostsAgree.refusal(request("GET", "http://LOCALHOST/api", ["Host: localhost"])) == nil)
+        #expect(RequestGuard.hostsAgree.refusal(request("GET", "http://localhost/api", ["Host: localhost:81"])) == .hostMismatch)
+        let origins = request("GET", "/api", ["Host: localhost", "origin: http://evil.example", "Origin: http://localhost"])
+        #expect(RequestGuard.originAllowed.refusal(origins) == .originNotAllowed)
+        let originsSwapped = request("GET", "/api", ["Host: localhost", "ORIGIN: http://localhost", "Origin: http://evil.example"])
+        #expect(RequestGuard.originAllowed.refusal(originsSwapped) == nil)
+        let keys = request("GET", "/api", ["Host: localhost", "x-proxy-KEY: k3y", "X-Proxy-Key: wrong"])
+        #expect(RequestGuard.proxyKey.refusal(keys) == nil)
+        let keysSwapped = request("GET", "/api", ["Host: localhost", "X-Proxy-Key: wrong", "X-Proxy-Key: k3y"])
+        #expect(RequestGuard.proxyKey.refusal(keysSwapped) == .proxyKeyRequired)
     }
 
     @Test("the first failing guard in order decides: TRACE before the host, the host before the key, the key before Origin")
