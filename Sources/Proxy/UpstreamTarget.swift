@@ -5,14 +5,19 @@ import HTTP1
 enum UpstreamTarget {
     /// `upstream` with the rest of the client's path appended and the client's query kept.
     static func url(_ upstream: UpstreamURL, rest: Substring, query: Substring?) -> UpstreamURL {
-        let path = rest.isEmpty ? upstream.path : upstream.path.withUTF8Bytes { base in
-            // The route's path without its trailing "/", then the rest (which begins with one);
-            // on the bytes, as String's own `last` and `dropLast` walk Unicode indexes.
-            let kept = base.last == UInt8(ascii: "/") ? base.count - 1 : base.count
-            return String.build(capacity: kept + rest.utf8.count) {
-                $0.put(utf8: UnsafeBufferPointer(rebasing: base[..<kept]))
-                $0.put(rest)
-            }
+        // The route's path without its trailing "/", then the rest (which begins with one).
+        // Both are valid UTF-8 already: copied as strings, not revalidated as bytes. The
+        // common route ("/api/" to an upstream's "/") keeps none of its path.
+        let (kept, count) = upstream.path.withUTF8Bytes { ($0.last == UInt8(ascii: "/") ? $0.count - 1 : $0.count, $0.count) }
+        let path: String
+        if rest.isEmpty {
+            path = upstream.path
+        } else if kept == 0 {
+            path = String(rest)
+        } else if kept < count {
+            path = String(upstream.path.utf8.dropLast())! + rest
+        } else {
+            path = upstream.path + rest
         }
         let joined: String?
         switch (upstream.query.flatMap { $0.isEmpty ? nil : $0 }, query.flatMap { $0.isEmpty ? nil : $0 }) {
