@@ -54,8 +54,23 @@ public struct HTTPRequestHead: Sendable {
     /// one: a second is refused), so no one searches the fields for it again.
     public let hostValue: Range<Int>?
 
-    /// The method, e.g. `GET`.
-    public var method: String { string(methodRange) }
+    /// The method, e.g. `GET`: the usual ones as constant strings (nothing made or checked per
+    /// request), any other from the head's bytes.
+    public var method: String {
+        switch methodRange.count {
+        case 3:
+            if methodIs("GET") { return "GET" }
+            if methodIs("PUT") { return "PUT" }
+        case 4:
+            if methodIs("POST") { return "POST" }
+            if methodIs("HEAD") { return "HEAD" }
+        case 5 where methodIs("PATCH"): return "PATCH"
+        case 6 where methodIs("DELETE"): return "DELETE"
+        case 7 where methodIs("OPTIONS"): return "OPTIONS"
+        default: break
+        }
+        return string(methodRange)
+    }
     /// The request target as sent, e.g. `/accounts/me?x=1`.
     public var target: String { string(targetRange) }
     /// Number of header fields.

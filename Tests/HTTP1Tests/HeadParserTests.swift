@@ -136,6 +136,18 @@ struct HeadParserTests {
         #expect(head.first("Host") == host)
     }
 
+    @Test("the method reads as sent, the usual ones and any other, case kept",
+          arguments: ["GET", "PUT", "POST", "HEAD", "PATCH", "DELETE", "OPTIONS", "get", "Post", "PROPFIND", "GETS", "PUTS", "M", "HEADER"])
+    func methodAsSent(method: String) {
+        var parser = HTTPRequestHeadParser()
+        let bytes = Array("\(method) /x HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+        guard case .complete(let head, _) = bytes.withUnsafeBytes({ parser.parse($0) }) else {
+            Issue.record("did not parse: \(method)")
+            return
+        }
+        #expect(head.method == method)
+    }
+
     @Test("an empty buffer and a partial head are incomplete")
     func incompleteHead() {
         #expect(parseWhole([]) == .incomplete)
