@@ -37,6 +37,12 @@ public struct RequestTarget: Sendable, Equatable {
             }
             return (authority, pathStart, find(UInt8(ascii: "?"), from: pathStart))
         }
+        if authority == nil && mark == nil {
+            // Origin form without a query, the usual target: the path is all of it (a substring
+            // of the whole needs no index checked against the string's scalars).
+            (self.authority, path, query) = (nil, target[...], nil)
+            return
+        }
         func index(_ offset: Int) -> String.Index { utf8.index(utf8.startIndex, offsetBy: offset) }
         self.authority = authority.map { target[index($0.lowerBound)..<index($0.upperBound)] }
         let end = mark ?? utf8.count
