@@ -60,6 +60,7 @@ enum RequestGuard: Int, CaseIterable {
 
     /// The error this guard refuses `request` (whose target is `target`) with under `access`, or
     /// nil when it passes.
+    @inline(__always)
     func refusal(_ request: borrowing GuardedRequest, target: borrowing RequestTarget, access: borrowing AccessPolicy) -> ProxyError? {
         switch self {
         case .noTrace:
