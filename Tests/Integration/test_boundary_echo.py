@@ -19,12 +19,11 @@ from proxy import base_config, build_request, read_head
 from test_forwarding import make_tokens, static_provider
 
 
-class ReflectingUpstream:
-    """Answers every request with its Authorization value in a header and, chunked in tiny
-    pieces, in the body (one connection per request)."""
+class EchoingUpstream:
+    """An upstream on loopback that answers each request (one connection per request) with
+    `respond(conn, auth)`, given the request's Authorization value."""
 
-    def __init__(self, piece: int = 3):
-        self.piece = piece
+    def __init__(self):
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
@@ -51,22 +50,37 @@ class ReflectingUpstream:
             head = got[0].decode("latin-1")
             auth = next((line.split(":", 1)[1].strip() for line in head.split("\r\n")[1:]
                          if line.lower().startswith("authorization:")), "")
-            token = auth.split(" ", 1)[-1]
-            body = json.dumps({"authorization": auth, "token": token, "pad": "x" * 1000, "again": token}).encode()
-            # The token also comes back as part of a field name, and a field the Connection lists
-            # (hop-by-hop, RFC 9110 §7.6.1) must not reach the app either.
-            out = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Echo-Authorization: {auth}\r\n"
-                   f"X-Seen-{token}: 1\r\nX-Upper-{token.upper()}: 2\r\nX-Hop: must-not-be-relayed\r\n"
-                   f"Set-Cookie: debug={token}; Path=/\r\nTransfer-Encoding: chunked\r\nConnection: close, X-Hop\r\n\r\n"
-                   ).encode()
-            for i in range(0, len(body), self.piece):
-                part = body[i:i + self.piece]
-                out += b"%x\r\n" % len(part) + part + b"\r\n"
-            conn.sendall(out + b"0\r\n\r\n")
+            self.respond(conn, auth)
+
+    def respond(self, conn, auth: str):
+        raise NotImplementedError
 
     def close(self):
         self.stopping = True
         self.sock.close()
+
+
+class ReflectingUpstream(EchoingUpstream):
+    """Answers every request with its Authorization value in a header and, chunked in tiny
+    pieces, in the body."""
+
+    def __init__(self, piece: int = 3):
+        self.piece = piece
+        super().__init__()
+
+    def respond(self, conn, auth: str):
+        token = auth.split(" ", 1)[-1]
+        body = json.dumps({"authorization": auth, "token": token, "pad": "x" * 1000, "again": token}).encode()
+        # The token also comes back as part of a field name, and a field the Connection lists
+        # (hop-by-hop, RFC 9110 §7.6.1) must not reach the app either.
+        out = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Echo-Authorization: {auth}\r\n"
+               f"X-Seen-{token}: 1\r\nX-Upper-{token.upper()}: 2\r\nX-Hop: must-not-be-relayed\r\n"
+               f"Set-Cookie: debug={token}; Path=/\r\nTransfer-Encoding: chunked\r\nConnection: close, X-Hop\r\n\r\n"
+               ).encode()
+        for i in range(0, len(body), self.piece):
+            part = body[i:i + self.piece]
+            out += b"%x\r\n" % len(part) + part + b"\r\n"
+        conn.sendall(out + b"0\r\n\r\n")
 
 
 @pytest.fixture
@@ -159,49 +173,24 @@ def test_recording_never_holds_the_token_and_is_private(start_proxy, tmp_path, r
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, oct(os.stat(path).st_mode)
 
 
-class LengthUpstream:
+class LengthUpstream(EchoingUpstream):
     """Answers every request with a Content-Length body made from the request's token by
     `shape(token)`, echoing the Authorization value in a header too; the body goes out in
     pieces of `piece` bytes with a pause between them, so they reach the proxy as separate
-    chunks (one connection per request)."""
+    chunks."""
 
     def __init__(self, shape, piece: int = 7):
         self.shape = shape
         self.piece = piece
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn):
-        with conn:
-            got = read_head(conn)
-            if got is None:
-                return
-            head = got[0].decode("latin-1")
-            auth = next((line.split(":", 1)[1].strip() for line in head.split("\r\n")[1:]
-                         if line.lower().startswith("authorization:")), "")
-            body = self.shape(auth.split(" ", 1)[-1]).encode()
-            conn.sendall((f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Echo-Authorization: {auth}\r\n"
-                          f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode())
-            for i in range(0, len(body), self.piece):
-                conn.sendall(body[i:i + self.piece])
-                threading.Event().wait(0.01)
-
-    def close(self):
-        self.sock.close()
+    def respond(self, conn, auth: str):
+        body = self.shape(auth.split(" ", 1)[-1]).encode()
+        conn.sendall((f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Echo-Authorization: {auth}\r\n"
+                      f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode())
+        for i in range(0, len(body), self.piece):
+            conn.sendall(body[i:i + self.piece])
+            threading.Event().wait(0.01)
 
 
 @pytest.mark.parametrize("shape, masked_in_body", [
