@@ -32,13 +32,11 @@ struct EchoMasker {
     }
 
     /// Takes the next body bytes; `emit` receives what may be written now (nothing, or one buffer).
-    /// `final`: these bytes end the body (its length was known), so nothing is held back for a
-    /// next chunk that will not come.
-    mutating func process(_ bytes: UnsafeRawBufferPointer, final: Bool = false, emit: (UnsafeRawBufferPointer) -> Void) {
+    mutating func process(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeRawBufferPointer) -> Void) {
         guard !bytes.isEmpty else { return }
         if carry.isEmpty && find(in: bytes, from: 0) == nil {
             // The common case: no occurrence, nothing held; only a partial one at the end waits.
-            let held = final ? 0 : heldSuffix(bytes)
+            let held = heldSuffix(bytes)
             if held < bytes.count { emit(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - held)])) }
             if held > 0 { carry.append(contentsOf: bytes[(bytes.count - held)...]) }
             return
@@ -48,7 +46,7 @@ struct EchoMasker {
         carry.removeAll(keepingCapacity: true)
         work.withUnsafeMutableBytes { buffer in
             maskAll(buffer)
-            let held = final ? 0 : heldSuffix(UnsafeRawBufferPointer(buffer))
+            let held = heldSuffix(UnsafeRawBufferPointer(buffer))
             if held < buffer.count { emit(UnsafeRawBufferPointer(rebasing: buffer[..<(buffer.count - held)])) }
             if held > 0 { carry.append(contentsOf: buffer[(buffer.count - held)...]) }
         }

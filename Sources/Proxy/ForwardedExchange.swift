@@ -56,9 +56,6 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     var echoMasker: EchoMasker?
     /// Masks the token in the response being relayed.
     private var masker: EchoMasker?
-    /// The body bytes of the relayed response still to come, when its length is known: the
-    /// masker holds nothing back from the chunk that completes it.
-    private var bodyRemaining = Int.max
 
     init(exchange: HTTPExchange, slot: RouteSlot, upstream: UpstreamURL, handler: ProxyHandler,
          info: ExchangeInfo, credentials: InjectedLines, generation: UInt64,
@@ -206,11 +203,6 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         exchange.startResponse(status: head.status, framing: framing) { bytes in
             HeaderPolicy.appendResponseFields(head, requestID: requestID, to: &bytes, masker: &masker)
         }
-        guard let token = masker?.token.count, case .length(let length) = framing else { return }
-        // A body shorter than the token cannot echo it (an API's small JSON against a JWT): its
-        // fields were masked above, its bytes are relayed unscanned.
-        if length < token { return finishMasking() }
-        bodyRemaining = length
     }
 
     func transfer(_ transfer: UpstreamTransfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
@@ -218,8 +210,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         // A refusal is remembered: `exchangeWritable` follows once the client caught up.
         guard exchange.canWrite else { return false }
         if masker != nil {
-            bodyRemaining -= bytes.count
-            masker!.process(bytes, final: bodyRemaining <= 0) { part in
+            masker!.process(bytes) { part in
                 recorder?.append(part)
                 exchange.writeBody(part)
             }
