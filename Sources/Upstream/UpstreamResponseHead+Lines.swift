@@ -14,6 +14,11 @@ extension UpstreamResponseHead {
         /// A continuation line (obsolete line folding): the field before it is not whole, so the
         /// response is not relayed (RFC 9112 §5.2 lets a proxy answer 502 instead).
         case folded
+        /// A `Content-Length` or `Transfer-Encoding` field whose value holds a CR, LF or NUL: it
+        /// cannot be dropped like another field, since libcurl still frames the body by it (it
+        /// reads a length up to the first byte that is no digit), and the client would get the
+        /// body framed by another length than the one libcurl read. The response is not relayed.
+        case unreadableFraming
     }
 
     /// Reads one header line as libcurl hands it over (with its CRLF or LF) into the head: a
@@ -55,7 +60,12 @@ extension UpstreamResponseHead {
         while true {
             i = ByteScan.nextControlByte(bytes, from: i)
             guard i < end else { break }
-            if bytes[i] == 0x0D || bytes[i] == 0x0A || bytes[i] == 0 { return .dropped }
+            if bytes[i] == 0x0D || bytes[i] == 0x0A || bytes[i] == 0 {
+                switch FieldRole(name: UnsafeBufferPointer(rebasing: bytes[..<colon])) {
+                case .contentLength, .transferEncoding: return .unreadableFraming
+                case .endToEnd, .connection, .hopByHop: return .dropped
+                }
+            }
             i += 1
         }
         var valueStart = colon + 1

@@ -188,6 +188,10 @@ public final class UpstreamTransfer {
             refusedHead = "the response folds a header line (obsolete line folding)"
             return 0
         }
+        if line == .unreadableFraming, phase == .awaitingHead {
+            refusedHead = "the response has a Content-Length or Transfer-Encoding field with a CR, LF or NUL in its value"
+            return 0
+        }
         if line == .end, head.status >= 200, phase == .awaitingHead {
             guard head.contentLengthsAgree else {
                 // Not relayed: libcurl ends the transfer (the short count), `completed` says why.

@@ -194,11 +194,11 @@ class LengthUpstream(EchoingUpstream):
 
 
 @pytest.mark.parametrize("shape, masked_in_body", [
-    # The chunk that completes the body ends with the token: masked, nothing left held back.
+    # The chunk that completes the body ends with the token: masked.
     (lambda token: "value=" + token, 1),
     # It ends with a proper prefix of the token: relayed as it is.
     (lambda token: "value=" + token[:-1], 0),
-    # A body shorter than the token cannot hold it: relayed unscanned, the header still masked.
+    # A body shorter than the token cannot hold it: relayed as it is, the header still masked.
     (lambda token: token[:5], 0),
     (lambda token: "", 0),
 ], ids=["ends-with-token", "ends-with-prefix", "shorter-than-token", "empty"])
@@ -216,5 +216,39 @@ def test_echo_masking_of_content_length_bodies_ending_at_or_before_a_token(start
         assert token.encode() not in r.raw_head + r.body
         # The header's mask counts whether or not the body was scanned.
         assert masked_metric(server, "api") == 1 + masked_in_body
+    finally:
+        up.close()
+
+
+class UnreadableFramingUpstream(EchoingUpstream):
+    """Echoes the token in a body framed by a second framing field whose value holds a bare CR
+    (`Content-Length: 41` then `Content-Length: <real>\\rX`): libcurl reads the body by the
+    second field, which a relay that drops the line would not see."""
+
+    def __init__(self, first_length: int, field: str):
+        self.first_length = first_length
+        self.field = field
+        super().__init__()
+
+    def respond(self, conn, auth: str):
+        body = (auth.split(" ", 1)[-1] + "-tail-" + "." * 10).encode()
+        second = self.field.replace("{real}", str(len(body)))
+        conn.sendall((f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {self.first_length}\r\n"
+                      f"{second}\r\nConnection: close\r\n\r\n").encode() + body)
+
+
+@pytest.mark.parametrize("first_length", [5, 41])
+@pytest.mark.parametrize("field", ["Content-Length: {real}\rX", "content-length: {real}\x00", "Transfer-Encoding: chunked\rX"],
+                         ids=["cl-cr", "cl-nul", "te-cr"])
+def test_a_framing_field_with_a_cr_or_nul_in_its_value_refuses_the_response(start_proxy, tmp_path, first_length, field):
+    # Dropping such a line as another field would leave the client's framing (the first length)
+    # and libcurl's (the second) apart: the response is not relayed, and no byte of the token is.
+    up = UnreadableFramingUpstream(first_length, field)
+    try:
+        server = echo_proxy(start_proxy, tmp_path, up.url("/"))
+        raw = fetch(server, "/api/x")
+        assert raw.startswith(b"HTTP/1.1 502 "), raw[:200]
+        token = server.tokens.access.encode()
+        assert token[:4] not in raw, raw
     finally:
         up.close()

@@ -86,6 +86,21 @@ struct ResponseHeadLinesTests {
         #expect(head.fields.isEmpty)
     }
 
+    @Test("a Content-Length or Transfer-Encoding value with a CR, LF or NUL is told apart, so the transfer refuses the head: libcurl frames the body by it",
+          arguments: ["Content-Length: 58\rX\r\n", "content-length: 5\u{0}\r\n", "CONTENT-LENGTH:\t7\n8\r\n",
+                      "Transfer-Encoding: chunked\rX\r\n", "transfer-encoding: chun\u{0}ked\r\n"])
+    func unreadableFraming(line: String) {
+        var head = UpstreamResponseHead(status: 0)
+        _ = read("HTTP/1.1 200 OK\r\n", into: &head)
+        _ = read("Content-Length: 41\r\n", into: &head)
+        #expect(read(line, into: &head) == .unreadableFraming)
+        #expect(head.fields.count == 1)
+        // Other fields with such values are dropped, as before; near-miss names too.
+        for bad in ["Content-Lengths: 5\rx\r\n", "X-Content-Length: 5\rx\r\n", "Content-Type: a\rb\r\n", "Transfer-Encodings: a\u{0}\r\n"] {
+            #expect(read(bad, into: &head) == .dropped, "\(bad)")
+        }
+    }
+
     @Test("odd but valid names keep their bytes and case; a colon in the value stays")
     func oddNames() {
         var head = UpstreamResponseHead(status: 0)
