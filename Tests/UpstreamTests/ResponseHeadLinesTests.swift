@@ -18,6 +18,13 @@ private func read(_ line: String, into head: inout UpstreamResponseHead) -> Upst
     Array(line.utf8).withUnsafeBytes { head.read(line: $0) }
 }
 
+/// A head that has read a 200 status line and then `lines`.
+private func headAfterStatus(_ lines: String...) -> UpstreamResponseHead {
+    var head = UpstreamResponseHead(status: 0)
+    for line in ["HTTP/1.1 200 OK\r\n"] + lines { _ = read(line, into: &head) }
+    return head
+}
+
 @Suite("UpstreamResponseHead.read(line:)")
 struct ResponseHeadLinesTests {
     @Test("a status line and fields make the head; the blank line ends it")
@@ -68,9 +75,7 @@ struct ResponseHeadLinesTests {
     @Test("a continuation line (obsolete folding) is told apart, so the transfer refuses the head (RFC 9112 §5.2)",
           arguments: [" folded continuation\r\n", "\tfolded: too\r\n", " HttpOnly; Secure\r\n"])
     func foldedLines(line: String) {
-        var head = UpstreamResponseHead(status: 0)
-        _ = read("HTTP/1.1 200 OK\r\n", into: &head)
-        _ = read("Connection: keep-alive,\r\n", into: &head)
+        var head = headAfterStatus("Connection: keep-alive,\r\n")
         #expect(read(line, into: &head) == .folded)
         #expect(head.fields.count == 1)
     }
@@ -80,8 +85,7 @@ struct ResponseHeadLinesTests {
                       "no colon at all\r\n", "X-Nul: a\u{0}b\r\n", "X-CR: a\rb\r\n", "Név: x\r\n",
                       "Tokenonly\r\n", "X-LF: a\nb\r\n", "X-End-Nul: ab\u{0}\r\n", "X-\u{0}Name: x\r\n"])
     func droppedLines(line: String) {
-        var head = UpstreamResponseHead(status: 0)
-        _ = read("HTTP/1.1 200 OK\r\n", into: &head)
+        var head = headAfterStatus()
         #expect(read(line, into: &head) == .dropped)
         #expect(head.fields.isEmpty)
     }
@@ -90,9 +94,7 @@ struct ResponseHeadLinesTests {
           arguments: ["Content-Length: 58\rX\r\n", "content-length: 5\u{0}\r\n", "CONTENT-LENGTH:\t7\n8\r\n",
                       "Transfer-Encoding: chunked\rX\r\n", "transfer-encoding: chun\u{0}ked\r\n"])
     func unreadableFraming(line: String) {
-        var head = UpstreamResponseHead(status: 0)
-        _ = read("HTTP/1.1 200 OK\r\n", into: &head)
-        _ = read("Content-Length: 41\r\n", into: &head)
+        var head = headAfterStatus("Content-Length: 41\r\n")
         #expect(read(line, into: &head) == .unreadableFraming)
         #expect(head.fields.count == 1)
         // Other fields with such values are dropped, as before; near-miss names too.
