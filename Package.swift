@@ -32,6 +32,11 @@ let releaseLink: [LinkerSetting] = [
                  .when(configuration: .release)),
 ]
 
+// libcurl's zero-timeout readiness checks of the loops' upstream sockets are answered from what
+// the loops know (Sources/Upstream/QuietSockets.swift): the executable defines poll(3) and puts it
+// in its dynamic symbol table, so libcurl's calls bind to it rather than to glibc's. Its only export.
+let interposedPoll: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=poll"])]
+
 let package = Package(
     name: "platform-proxy",
     platforms: [.macOS(.v15)],
@@ -56,7 +61,7 @@ let package = Package(
         .target(name: "Experiments", dependencies: ["Config", "Credentials", "EventLoop", "JSON"], swiftSettings: strict),
         .target(name: "Proxy", dependencies: ["Analytics", "Config", "Credentials", "EventLoop", "Experiments", "HTTP1", "HTTPServer", "JSON", "Upstream"], swiftSettings: strict),
         .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "EventLoop"],
-                          exclude: ["link-order.txt"], swiftSettings: strict, linkerSettings: releaseLink),
+                          exclude: ["link-order.txt"], swiftSettings: strict, linkerSettings: interposedPoll + releaseLink),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "JSON"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),

@@ -3,10 +3,11 @@
 #
 #   scripts/setup.sh build   the C libraries the build links (libcurl, SQLite) — what `make run` needs
 #   scripts/setup.sh test    the above, the real test peers (nginx, HAProxy, wrk, slowhttptest, openssl
-#                            for a test CA) and a project virtual environment .venv/ with pytest,
-#                            Flask and Authlib — what `make test` needs
+#                            for a test CA), strace (a test counts system calls) and a project
+#                            virtual environment .venv/ with pytest, Flask and Authlib — what
+#                            `make test` needs
 #   scripts/setup.sh bench   the above, and what the benchmark scripts measure with (valgrind,
-#                            strace, perf, gdb, a C compiler for bench/curl-floor.c)
+#                            perf, gdb, a C compiler for bench/curl-floor.c)
 #
 # Idempotent and quiet when everything is already there. It never stops, disables or kills any
 # process: services that Debian would start while installing a package (nginx, HAProxy) are kept
@@ -17,8 +18,8 @@ cd "$(dirname "$0")/.."
 
 mode=${1:-test}
 build_packages=(pkg-config libcurl4-openssl-dev libsqlite3-dev)
-test_packages=(nginx-light haproxy wrk slowhttptest curl ca-certificates openssl python3 python3-venv)
-bench_packages=(valgrind strace linux-perf gcc libc6-dev gdb)
+test_packages=(nginx-light haproxy wrk slowhttptest curl ca-certificates openssl python3 python3-venv strace)
+bench_packages=(valgrind linux-perf gcc libc6-dev gdb)
 case "$mode" in
   build) packages=("${build_packages[@]}") ;;
   test) packages=("${build_packages[@]}" "${test_packages[@]}") ;;

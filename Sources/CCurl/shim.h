@@ -53,4 +53,16 @@ static const int CC_PAUSE_CONT = CURLPAUSE_CONT;
 static const long CC_HTTP_VERSION_2TLS = CURL_HTTP_VERSION_2TLS;
 static const long CC_PIPE_MULTIPLEX = CURLPIPE_MULTIPLEX;
 
+/* The process defines poll(3) itself, so that libcurl's zero-timeout readiness checks of the
+   event loop's upstream sockets are answered from what the loop knows (Upstream/QuietSockets.swift);
+   every other call goes to glibc's own, which it also exports as __poll. */
+#include <poll.h>
+extern int __poll(struct pollfd *fds, nfds_t nfds, int timeout);
+static inline int cc_kernel_poll(struct pollfd *fds, nfds_t nfds, int timeout) { return __poll(fds, nfds, timeout); }
+
+/* One byte per descriptor, written by the loop that owns the socket and read by whichever thread
+   polls that descriptor: relaxed atomics, so the compiler neither tears nor caches them. */
+static inline unsigned char cc_load_byte(const unsigned char *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static inline void cc_store_byte(unsigned char *p, unsigned char v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+
 #endif

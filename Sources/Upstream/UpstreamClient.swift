@@ -155,6 +155,7 @@ public final class UpstreamClient {
     }
 
     private func drop(_ socket: CurlSocket) {
+        socket.state = .unregistered
         if sockets[socket.fd] === socket { sockets[socket.fd] = nil }
     }
 
@@ -164,6 +165,7 @@ public final class UpstreamClient {
     fileprivate func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let fd = Glibc.socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
         guard fd >= 0 else { return CC_SOCKET_BAD }
+        QuietSockets.mark(fd, known: false)
         let socket = CurlSocket(fd: fd, client: self, opened: true)
         let stale = sockets[fd]
         sockets[fd] = socket
@@ -181,6 +183,8 @@ public final class UpstreamClient {
     /// epoll set (the descriptor is not shared: `SOCK_CLOEXEC`, never duplicated), so the loop
     /// forgets it with no `epoll_ctl`.
     fileprivate func closeSocket(_ fd: curl_socket_t) -> Int32 {
+        // Before the number can name another socket, perhaps another thread's.
+        QuietSockets.mark(fd, known: false)
         if sockets[fd] != nil {
             loop.forget(fd: fd)
             sockets[fd] = nil
@@ -343,7 +347,7 @@ final class CurlSocket: Selectable {
     let opened: Bool
     /// Opened through `openSocket` and since watched for reading, so connected: libcurl closes
     /// such a socket through `closeSocket`, and a parked registration of it is known to be current.
-    var established = false
+    var established = false { didSet { publishReadiness() } }
 
     /// Where it is: curl's watch and the loop's registration move together, except between
     /// transfers, when curl watches nothing and the registration stays.
@@ -356,13 +360,25 @@ final class CurlSocket: Selectable {
         case parked(Interest)
     }
 
-    var state = State.unregistered
+    var state = State.unregistered { didSet { publishReadiness() } }
 
     init(fd: CInt, client: UpstreamClient, opened: Bool) {
         self.fd = fd
         self.client = client
         self.opened = opened
     }
+
+    /// Whether libcurl's zero-timeout checks of this socket are answered without the kernel
+    /// (`QuietSockets`): a connected socket parked between transfers and still registered for
+    /// reading, so nothing came on it as of the loop's last `epoll_wait` (it is taken out when
+    /// something does). Not while curl watches it: curl reads on while data is pending, and its
+    /// check for that is left to the kernel.
+    var readinessKnown: Bool {
+        guard established, case .parked(let interest) = state else { return false }
+        return interest.contains(.read)
+    }
+
+    private func publishReadiness() { QuietSockets.mark(fd, known: readinessKnown) }
 
     func ready(_ events: UInt32) {
         if case .parked = state {

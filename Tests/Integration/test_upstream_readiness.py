@@ -1,0 +1,124 @@
+"""libcurl's zero-timeout readiness checks of pooled upstream connections, answered from what the
+event loop knows (Sources/Upstream/QuietSockets.swift), through the real binary on loopback: no
+poll(2) per forwarded request, and a connection the upstream drops under a reuse is recovered the
+way libcurl recovers the race it always had."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+from proxy import IncompleteResponse, base_config, build_request, exchange, parse_response, wait_until
+from test_exchange_faults import RawUpstream, answer_keep_alive, route_to
+
+
+def keep_alive_gets(addr, host: str, count: int) -> list[int]:
+    """`count` GETs one after another on one client connection; their statuses."""
+    statuses = []
+    with socket.create_connection(addr, timeout=5) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for i in range(count):
+            sock.sendall(build_request("GET", f"/r/{i}", {"Host": host}))
+            buf = b""
+            while True:
+                try:
+                    response, used = parse_response(buf, "GET")
+                    statuses.append(response.status)
+                    break
+                except IncompleteResponse:
+                    chunk = sock.recv(65536)
+                    assert chunk, f"the proxy closed the connection after {i} responses"
+                    buf += chunk
+    return statuses
+
+
+def test_a_request_on_a_pooled_upstream_connection_makes_no_poll_call(start_proxy, tmp_path):
+    """Was: two poll(2) per request, each with a zero timeout, libcurl asking whether the pooled
+    connection was still alive and, after sending, whether the response had come: about 0.7 µs
+    of CPU each at full load."""
+    strace = shutil.which("strace")
+    assert strace, "strace is a test package (scripts/setup.sh test)"
+    upstream = RawUpstream(lambda up, conn: answer_keep_alive(up, conn, idle=30))
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
+    addr = (server.host, server.port)
+    # The pooled connection exists before counting: the first request on a new connection still
+    # asks the kernel once (it is not known to be connected until curl watches it for reading).
+    assert keep_alive_gets(addr, server.host_header, 3) == [200] * 3
+    trace = tmp_path / "poll.trace"
+    tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=poll", "-o", str(trace), "-p", str(server.pid)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        # attached once the main thread's one-second poll shows up in the trace
+        assert wait_until(lambda: trace.exists() and "poll(" in trace.read_text(), 5), "strace did not attach"
+        assert keep_alive_gets(addr, server.host_header, 200) == [200] * 200
+    finally:
+        tracer.terminate()
+        tracer.wait(5)
+    calls = [line for line in trace.read_text().splitlines() if "poll(" in line]
+    zero_timeout = [line for line in calls if re.search(r"\], \d+, 0\)", line)]
+    assert len(zero_timeout) == 0, f"{len(zero_timeout)} zero-timeout polls for 200 requests:\n" + "\n".join(zero_timeout[:5])
+    assert upstream.count("request") == 1, "the requests did not share one pooled connection"
+    upstream.close()
+
+
+def drop_second_request(upstream: RawUpstream, conn):
+    """The first connection answers its first request and drops the next one unanswered, once it
+    has read it; later connections answer everything."""
+    with upstream.lock:
+        upstream.connections = getattr(upstream, "connections", 0) + 1
+        first = upstream.connections == 1
+    if not first:
+        return answer_keep_alive(upstream, conn, idle=30)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    conn.settimeout(10)
+    data = upstream.leftover
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        data += chunk
+    upstream.note("dropped")
+    time.sleep(0.05)  # the body, if any, has arrived; closing with it unread would send a reset
+    conn.setblocking(False)
+    try:
+        conn.recv(65536)
+    except OSError:
+        pass
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD", "DELETE"])
+def test_a_bodiless_request_on_a_pooled_connection_the_upstream_drops_is_sent_again_on_a_new_one(start_proxy, method):
+    """What follows when a pooled connection is taken for alive and the upstream closed it:
+    libcurl finds no byte of a response and sends the request again on a new connection."""
+    upstream = RawUpstream(drop_second_request)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
+    addr = (server.host, server.port)
+    first = exchange(addr, build_request("GET", "/one", {"Host": server.host_header}))
+    assert first.responses[0].status == 200
+    again = exchange(addr, build_request(method, "/two", {"Host": server.host_header}), method=method)
+    assert again.responses and again.responses[0].status == 200, again
+    assert upstream.count("dropped") == 1
+    assert upstream.count("request") == 2, "the retry came on a second connection"
+    upstream.close()
+
+
+def test_a_request_whose_body_was_sent_on_a_connection_the_upstream_drops_is_a_502(start_proxy):
+    """The body streamed to the dropped connection cannot be sent again (the upstream may have
+    acted on it): a 502 with a JSON error, as nginx answers a request it does not retry."""
+    upstream = RawUpstream(drop_second_request)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
+    addr = (server.host, server.port)
+    assert exchange(addr, build_request("GET", "/one", {"Host": server.host_header})).responses[0].status == 200
+    body = b'{"n": 1}'
+    posted = exchange(addr, build_request("POST", "/two", {"Host": server.host_header, "Content-Type": "application/json",
+                                                           "Content-Length": str(len(body))}, body))
+    assert posted.responses and posted.responses[0].status == 502, posted
+    assert (posted.responses[0].header("content-type") or "").startswith("application/json")
+    assert upstream.count("dropped") == 1
+    assert upstream.count("request") == 1, "the body was not sent again"
+    upstream.close()
