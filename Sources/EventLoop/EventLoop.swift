@@ -47,6 +47,10 @@ public final class EventLoop: @unchecked Sendable {
     public private(set) var eventsInBatch = 0
     /// Iterations run so far: tests check that a loop waiting for a timer sleeps, not spins.
     package private(set) var iterations = 0
+    /// Iterations whose batch of events has been dispatched: once this passes the iteration in
+    /// which something happened, a wait begun after it has been seen through, every readiness
+    /// it reported handled (`UpstreamClient` tells quiet parked connections by it).
+    package private(set) var batchesDispatched = 0
     /// A name for logs, e.g. `loop-0`.
     public let name: String
 
@@ -206,6 +210,7 @@ public final class EventLoop: @unchecked Sendable {
         now = NanoTime.now()
         eventsInBatch = count
         for i in 0..<count { dispatch(selector.event(at: i)) }
+        batchesDispatched = iterations
         if !dueNow.isEmpty {
             swap(&dueNow, &runningDue)
             for i in runningDue.indices { runningDue[i].run() }

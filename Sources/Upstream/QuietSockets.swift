@@ -4,60 +4,132 @@ import Glibc
 /// The upstream sockets whose readiness the event loop already knows, so that libcurl's
 /// zero-timeout readiness checks of them need no system call.
 ///
-/// libcurl 7.88 asks the kernel about a pooled connection twice per request, each a `poll(2)`
-/// with a zero timeout: before reusing it (`extract_if_dead`: did the server close it while it
-/// was idle?) and right after sending the request (`Curl_readwrite`: has the response come
-/// already?). Each costs about 0.7 µs of a forwarded request's CPU at full load (measured: both
-/// answered here, 1.5 µs less per request and 4 % more requests a second). Both come while the
-/// connection is parked, as the loop sees it: curl says which sockets it watches only after its
-/// state machine ran, so between transfers until the request was sent. And for a parked socket
-/// the loop knows both answers. It stays in the epoll set, level-triggered, registered for
-/// reading; when it turns readable (an EOF, stray bytes) it is taken out and reported dead
-/// (`CurlSocket.ready`). So nothing came on it as of the loop's last `epoll_wait`:
+/// libcurl 7.88 asks the kernel about a pooled plain-HTTP connection twice per request, each a
+/// `poll(2)` with a zero timeout: before reusing it (`extract_if_dead`: did the server close it
+/// while it was idle?) and right after sending a bodiless request (`Curl_readwrite`: has the
+/// response come already?). Each costs about 0.7 µs of a forwarded request's CPU at full load
+/// (measured: both answered, 1.5 µs less per request and 4 % more requests a second). Both come
+/// while the connection is parked, as the loop sees it: curl says which sockets it watches only
+/// after its state machine ran, so between transfers until the request was sent. A parked
+/// socket stays in the epoll set, level-triggered, registered for reading; when it turns
+/// readable (an EOF, stray bytes) it is taken out and reported dead (`CurlSocket.ready`). Once a
+/// wait begun after the parking has been dispatched (`ParkedSockets`), nothing came on it as of
+/// that wait, and that answers both:
 /// - before reuse, "alive", which is how nginx and HAProxy judge the connections they keep (one
 ///   is reused unless its idle watch fired);
 /// - after the send, "nothing yet", true a moment late: libcurl then watches the socket through
 ///   its socket callback, and the registration reports at once whatever came meanwhile.
 ///
-/// Nothing else is answered. A connecting socket is asked whether the connect completed, at each
-/// event, so "not yet" would never end; it is not marked until it carried a transfer. While curl
-/// watches a socket it reads on as long as the kernel says data is pending, and that check stays
-/// the kernel's (answered "nothing", a response cut short after its head reached the client
-/// before the cut was seen, where it was a clean 502). A socket closed without the closing
-/// callback never connected, so never had a mark that could outlive it.
+/// Until that wait, the kernel answers (a connection parked and reused within one loop turn: an
+/// EOF that came with the last response is in the kernel but no wait has seen it), and its
+/// "nothing" stands in for the wait: one poll per such reuse instead of two. Nothing else is
+/// answered:
+/// - a connecting socket (asked whether the connect completed, at each event: "not yet" would
+///   never end); it is not marked until it carried a transfer;
+/// - a socket curl watches: curl reads on while the kernel says data is pending;
+/// - a check for writing (a request body to send): "not yet" would cost a loop turn and two
+///   `epoll_ctl`, more than the poll;
+/// - TLS connections' liveness check, which libcurl makes with `recv(MSG_PEEK)`, not `poll`.
+/// A socket closed without the closing callback never connected, so never had a mark that
+/// could outlive it.
 ///
-/// What the answer changes: a server's close that lands between the loop's last `epoll_wait`
-/// and the reuse (up to a loop turn, instead of the microseconds between libcurl's poll and its
-/// send) is found by the send instead, and libcurl retries the request on a new connection as it
-/// does when that race happens anyway (`Curl_retry_request`); a request body that was sent cannot
-/// be sent again, so such a request is answered 502, as nginx answers one it does not retry.
+/// What the answer changes: a server's close that lands after the wait that made the connection
+/// quiet and before the reuse (up to a loop turn, instead of the microseconds between libcurl's
+/// poll and its send) is found by the send instead, and libcurl retries the request on a new
+/// connection as it does when that race happens anyway (`Curl_retry_request`); a request body
+/// that was sent cannot be sent again, so such a request is answered 502, as nginx answers one
+/// it does not retry.
 public enum QuietSockets {
-    /// One byte per descriptor number below `capacity`, 1 while the socket's readiness is known.
+    /// What is known of a socket's readiness, one byte per descriptor number.
+    enum Mark: UInt8 {
+        /// Nothing: every check is the kernel's.
+        case unknown = 0
+        /// Parked, and nothing came on it as of a wait (or a check) since: a check for reading is
+        /// answered "nothing ready".
+        case quiet = 1
+        /// Parked, connected, registered for reading, not yet through a wait: the kernel answers
+        /// a check, and an answer of "nothing ready" makes it quiet (an EOF that came after it is
+        /// the next wait's to report). So a connection parked and reused in one loop turn costs
+        /// one poll (before the reuse), not two.
+        case parked = 2
+    }
+
     /// `calloc`'d: pages no descriptor number reaches are never touched (descriptors are small).
     static let capacity = 1 << 20
     nonisolated(unsafe) static let marks: UnsafeMutablePointer<UInt8> =
         calloc(capacity, 1)!.assumingMemoryBound(to: UInt8.self)
 
-    /// Records whether `fd`'s readiness is known to its loop (see the type's comment for when).
-    static func mark(_ fd: CInt, known: Bool) {
+    /// Records what the loop knows of `fd`'s readiness (see the type's comment for when).
+    static func mark(_ fd: CInt, _ mark: Mark) {
         guard fd >= 0 && Int(fd) < capacity else { return }
-        cc_store_byte(marks + Int(fd), known ? 1 : 0)
+        cc_store_byte(marks + Int(fd), mark.rawValue)
     }
 
-    static func isKnown(_ fd: CInt) -> Bool {
-        fd >= 0 && Int(fd) < capacity && cc_load_byte(marks + Int(fd)) == 1
+    static func mark(of fd: CInt) -> Mark {
+        guard fd >= 0 && Int(fd) < capacity else { return .unknown }
+        return Mark(rawValue: cc_load_byte(marks + Int(fd))) ?? .unknown
     }
 
-    /// Answers a `poll` call without the kernel when it is a zero-timeout check of known sockets
-    /// only (libcurl passes one entry, or two naming one socket for reading and writing):
-    /// nothing ready, every `revents` cleared. False: the kernel must answer it.
+    /// `poll`: a zero-timeout check for reading of one marked socket is answered from its mark
+    /// (quiet: nothing ready, no system call) or by the kernel, whose "nothing" is remembered
+    /// (parked); everything else is the kernel's.
     @inline(__always)
-    static func answer(_ fds: UnsafeMutablePointer<pollfd>?, _ count: nfds_t, _ timeout: CInt) -> Bool {
-        guard timeout == 0, count > 0, count <= 2, let fds else { return false }
-        for i in 0..<Int(count) where !isKnown(fds[i].fd) { return false }
-        for i in 0..<Int(count) { fds[i].revents = 0 }
-        return true
+    static func poll(_ fds: UnsafeMutablePointer<pollfd>?, _ count: nfds_t, _ timeout: CInt) -> CInt {
+        guard timeout == 0, count == 1, let fds, fds[0].events & ~readEvents == 0 else {
+            return cc_kernel_poll(fds, count, timeout)
+        }
+        let fd = fds[0].fd
+        switch mark(of: fd) {
+        case .quiet:
+            fds[0].revents = 0
+            return 0
+        case .parked:
+            let ready = cc_kernel_poll(fds, 1, 0)
+            if ready == 0 { mark(fd, .quiet) }
+            return ready
+        case .unknown:
+            return cc_kernel_poll(fds, 1, 0)
+        }
     }
+
+    /// What libcurl asks about a socket it wants to read (`Curl_socket_check`, one entry). A check
+    /// for writing (a request body to send) is the kernel's: "not yet" would cost a loop turn and
+    /// two `epoll_ctl` to watch for writing and back, more than the poll.
+    static let readEvents = Int16(POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND)
+}
+
+/// Connections parked between transfers, waiting to be known quiet. One parked while the loop
+/// ran iteration `p` is known quiet once the batch of a later iteration has been dispatched: that
+/// wait began after the parking, so it reported whatever had come on the socket by then (an EOF
+/// that came with the last response, as from a server that closes without saying so), and the
+/// socket was taken out before anything could ask. Until then libcurl's checks reach the kernel:
+/// a connection parked and reused in one loop turn, as with pipelined requests, is asked as before.
+struct ParkedSockets {
+    private var waiting: [(socket: CurlSocket, parking: UInt32, iteration: Int)] = []
+
+    /// `socket` was parked during iteration `iteration`.
+    mutating func add(_ socket: CurlSocket, iteration: Int) {
+        waiting.append((socket, socket.parkings, iteration))
+    }
+
+    /// Marks quiet the sockets parked before the last dispatched batch's iteration and parked
+    /// still (not watched again, closed or reported readable meanwhile).
+    mutating func promote(dispatched: Int) {
+        guard let first = waiting.first, first.iteration < dispatched else { return }
+        var kept = 0
+        for i in waiting.indices {
+            let entry = waiting[i]
+            if entry.iteration < dispatched {
+                if entry.socket.parkings == entry.parking, case .parked = entry.socket.state { entry.socket.becameQuiet() }
+            } else {
+                waiting[kept] = entry
+                kept += 1
+            }
+        }
+        waiting.removeLast(waiting.count - kept)
+    }
+
+    var count: Int { waiting.count }
 }
 
 /// `poll(3)` for the whole process (the executable exports it, so libcurl's calls bind here):
@@ -65,6 +137,5 @@ public enum QuietSockets {
 /// (`QuietSockets`); every other call is glibc's.
 @_cdecl("poll")
 public func pollAnsweringKnownSockets(_ fds: UnsafeMutablePointer<pollfd>?, _ count: nfds_t, _ timeout: CInt) -> CInt {
-    if QuietSockets.answer(fds, count, timeout) { return 0 }
-    return cc_kernel_poll(fds, count, timeout)
+    QuietSockets.poll(fds, count, timeout)
 }

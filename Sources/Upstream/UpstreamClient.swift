@@ -34,6 +34,8 @@ public final class UpstreamClient {
     /// Makes libcurl close pooled connections their servers closed, while no request comes;
     /// made when the first such connection is seen.
     private var reaper: ConnectionReaper?
+    /// Connections parked since the loop's last wait, not yet known quiet (`QuietSockets`).
+    private var parked = ParkedSockets()
 
     /// Initialises libcurl once per process; call before any loop thread starts.
     public static func globalInit() { _ = initialised }
@@ -115,7 +117,10 @@ public final class UpstreamClient {
         if what == CC_POLL_REMOVE {
             // A pooled connection between transfers: keep its registration (the next transfer
             // usually watches it the same way) and drop it only if it turns ready while parked.
-            if let socket = sockets[fd], case .watched(let interest) = socket.state { socket.state = .parked(interest) }
+            if let socket = sockets[fd], case .watched(let interest) = socket.state {
+                socket.park(interest)
+                parked.add(socket, iteration: loop.iterations)
+            }
             return
         }
         var interest: Interest = []
@@ -165,7 +170,7 @@ public final class UpstreamClient {
     fileprivate func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let fd = Glibc.socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
         guard fd >= 0 else { return CC_SOCKET_BAD }
-        QuietSockets.mark(fd, known: false)
+        QuietSockets.mark(fd, .unknown)
         let socket = CurlSocket(fd: fd, client: self, opened: true)
         let stale = sockets[fd]
         sockets[fd] = socket
@@ -184,8 +189,9 @@ public final class UpstreamClient {
     /// forgets it with no `epoll_ctl`.
     fileprivate func closeSocket(_ fd: curl_socket_t) -> Int32 {
         // Before the number can name another socket, perhaps another thread's.
-        QuietSockets.mark(fd, known: false)
-        if sockets[fd] != nil {
+        QuietSockets.mark(fd, .unknown)
+        if let socket = sockets[fd] {
+            socket.state = .unregistered
             loop.forget(fd: fd)
             sockets[fd] = nil
         }
@@ -293,6 +299,7 @@ public final class UpstreamClient {
     // MARK: driving
 
     func socketAction(fd: CInt, events: Int32) {
+        parked.promote(dispatched: loop.batchesDispatched)
         var running: Int32 = 0
         callbackDepth += 1
         curl_multi_socket_action(multi, fd, events, &running)
@@ -302,6 +309,7 @@ public final class UpstreamClient {
 
     /// Resumes a paused direction of a transfer; libcurl may call back synchronously.
     func unpause(_ transfer: UpstreamTransfer, mask: Int32) {
+        parked.promote(dispatched: loop.batchesDispatched)
         callbackDepth += 1
         curl_easy_pause(transfer.handle.easy, mask)
         callbackDepth -= 1
@@ -360,7 +368,17 @@ final class CurlSocket: Selectable {
         case parked(Interest)
     }
 
-    var state = State.unregistered { didSet { publishReadiness() } }
+    var state = State.unregistered {
+        didSet {
+            quiet = false
+            publishReadiness()
+        }
+    }
+    /// Parked, and a loop wait begun after that has been dispatched since (`ParkedSockets`):
+    /// nothing came on it as of that wait.
+    private(set) var quiet = false
+    /// Times parked, to tell the parking a `ParkedSockets` entry was made for from a later one.
+    private(set) var parkings: UInt32 = 0
 
     init(fd: CInt, client: UpstreamClient, opened: Bool) {
         self.fd = fd
@@ -368,17 +386,29 @@ final class CurlSocket: Selectable {
         self.opened = opened
     }
 
-    /// Whether libcurl's zero-timeout checks of this socket are answered without the kernel
-    /// (`QuietSockets`): a connected socket parked between transfers and still registered for
-    /// reading, so nothing came on it as of the loop's last `epoll_wait` (it is taken out when
-    /// something does). Not while curl watches it: curl reads on while data is pending, and its
-    /// check for that is left to the kernel.
-    var readinessKnown: Bool {
-        guard established, case .parked(let interest) = state else { return false }
-        return interest.contains(.read)
+    /// curl stopped watching it between transfers: it stays registered for `interest`.
+    func park(_ interest: Interest) {
+        state = .parked(interest)
+        parkings &+= 1
     }
 
-    private func publishReadiness() { QuietSockets.mark(fd, known: readinessKnown) }
+    /// A wait begun after the parking has been seen through, and the socket is still parked.
+    func becameQuiet() {
+        quiet = true
+        publishReadiness()
+    }
+
+    /// What libcurl's zero-timeout checks of this socket get (`QuietSockets`): for a connected
+    /// socket parked between transfers and still registered for reading, the kernel's answer
+    /// until a wait saw it quiet, then "nothing" without the kernel (it is taken out when
+    /// something comes). Otherwise always the kernel's: while curl watches a socket it reads on
+    /// as long as the kernel says data is pending.
+    var readiness: QuietSockets.Mark {
+        guard established, case .parked(let interest) = state, interest.contains(.read) else { return .unknown }
+        return quiet ? .quiet : .parked
+    }
+
+    private func publishReadiness() { QuietSockets.mark(fd, readiness) }
 
     func ready(_ events: UInt32) {
         if case .parked = state {

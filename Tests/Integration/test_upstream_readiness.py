@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from proxy import IncompleteResponse, base_config, build_request, exchange, parse_response, wait_until
+from proxy import IncompleteResponse, base_config, build_request, exchange, parse_response, read_head, wait_until
 from test_exchange_faults import RawUpstream, answer_keep_alive, route_to
 
 
@@ -121,4 +121,65 @@ def test_a_request_whose_body_was_sent_on_a_connection_the_upstream_drops_is_a_5
     assert (posted.responses[0].header("content-type") or "").startswith("application/json")
     assert upstream.count("dropped") == 1
     assert upstream.count("request") == 1, "the body was not sent again"
+    upstream.close()
+
+
+def answer_once_and_close_with_it(upstream: RawUpstream, conn):
+    """Reads the request's body, answers, and closes the connection with the FIN in the response's
+    own segment (TCP_CORK), saying nothing of it: a server dropping keep-alive silently (a request
+    limit, a restart). The EOF is in the proxy's kernel the moment the response is."""
+    head, rest = upstream.last_head, upstream.leftover
+    length = int(re.search(rb"(?im)^content-length:\s*(\d+)", head).group(1)) if b"content-length" in head.lower() else 0
+    while len(rest) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        rest += chunk
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    # closing (RawUpstream) sends the corked response and the FIN together
+
+
+class HeadKeepingUpstream(RawUpstream):
+    def _serve(self, conn):
+        with conn:
+            got = read_head(conn)
+            if got is None:
+                return
+            self.note("request")
+            self.last_head, self.leftover = got
+            self.behave(self, conn)
+
+
+@pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "one-after-another"])
+def test_a_request_with_a_body_after_a_response_that_came_with_the_upstreams_close_goes_on_a_new_connection(
+        start_proxy, pipelined):
+    """Was (found by a review): the connection was parked with its EOF already in the kernel,
+    reused in the same loop turn as "alive", and the request's body, sent into it, could not be
+    sent again: a 502 every time. A parked connection is taken for quiet only after a wait."""
+    upstream = HeadKeepingUpstream(answer_once_and_close_with_it)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
+    body = b"hello"
+    first = build_request("GET", "/a", {"Host": server.host_header})
+    second = build_request("POST", "/b", {"Host": server.host_header, "Content-Length": str(len(body))}, body)
+    for i in range(20):
+        with socket.create_connection((server.host, server.port), timeout=5) as sock:
+            statuses = []
+            buf = b""
+            sock.sendall(first + second if pipelined else first)
+            for method in ("GET", "POST"):
+                while True:
+                    try:
+                        response, used = parse_response(buf, method)
+                        break
+                    except IncompleteResponse:
+                        chunk = sock.recv(65536)
+                        assert chunk, f"round {i}: the proxy closed after {statuses}"
+                        buf += chunk
+                buf = buf[used:]
+                statuses.append(response.status)
+                if not pipelined and method == "GET":
+                    sock.sendall(second)
+            assert statuses == [200, 200], f"round {i}: {statuses}"
+    assert upstream.count("request") == 40, "each request came once, each on a connection of its own"
     upstream.close()

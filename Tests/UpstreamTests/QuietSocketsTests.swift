@@ -21,64 +21,89 @@ private let readEvents = Int16(POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND)
 
 @Suite("QuietSockets: libcurl's zero-timeout readiness checks")
 struct QuietSocketsTests {
-    @Test("a zero-timeout check of a known socket is answered with nothing ready, without the kernel")
-    func knownSocketIsAnswered() {
+    @Test("a zero-timeout check for reading of a quiet socket is answered with nothing ready, without the kernel")
+    func quietSocketIsAnswered() {
         let (fd, peer) = readablePair()
-        defer { QuietSockets.mark(fd, known: false); close(fd); close(peer) }
-        QuietSockets.mark(fd, known: true)
+        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer) }
+        QuietSockets.mark(fd, .quiet)
         // The kernel would say readable: the answer came from the mark.
         #expect(pollOnce([(fd, readEvents)], timeout: 0) == (0, [0]))
-        // libcurl's check for reading and writing passes the socket twice.
-        #expect(pollOnce([(fd, readEvents), (fd, Int16(POLLOUT | POLLWRNORM))], timeout: 0) == (0, [0, 0]))
+        #expect(pollOnce([(fd, Int16(POLLIN))], timeout: 0) == (0, [0]))
+    }
+
+    @Test("a parked socket's check is the kernel's, and its answer of nothing ready makes the socket quiet",
+          arguments: [(1, false), (0, true)])
+    func parkedSocketAsksTheKernelOnce(pending: Int, becomesQuiet: Bool) {
+        let (fd, peer) = readablePair(pending: pending)
+        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer) }
+        QuietSockets.mark(fd, .parked)
+        let answer = pollOnce([(fd, readEvents)], timeout: 0)
+        #expect(answer.result == CInt(pending))
+        #expect((answer.revents[0] & Int16(POLLIN) != 0) == (pending > 0))
+        #expect(QuietSockets.mark(of: fd) == (becomesQuiet ? .quiet : .parked))
     }
 
     @Test("every other call is the kernel's",
           arguments: [
-            // (mark the first socket, include an unknown second socket, timeout)
-            (false, false, CInt(0)),   // not known
-            (true, true, CInt(0)),     // one of two not known
-            (true, false, CInt(1)),    // a timeout: a wait, not a check
-            (true, false, CInt(-1)),   // waits until ready
+            // (the first socket's mark, include a second socket, timeout)
+            (QuietSockets.Mark.unknown, false, CInt(0)),
+            (.quiet, true, CInt(0)),       // two sockets: no check libcurl makes for reading
+            (.quiet, false, CInt(1)),      // a timeout: a wait, not a check
+            (.quiet, false, CInt(-1)),     // waits until ready
+            (.parked, false, CInt(1)),
           ])
-    func otherCallsGoToTheKernel(mark: Bool, withUnknown: Bool, timeout: CInt) {
+    func otherCallsGoToTheKernel(mark: QuietSockets.Mark, withSecond: Bool, timeout: CInt) {
         let (fd, peer) = readablePair()
         let (other, otherPeer) = readablePair()
         defer {
-            QuietSockets.mark(fd, known: false)
+            QuietSockets.mark(fd, .unknown)
+            QuietSockets.mark(other, .unknown)
             for descriptor in [fd, peer, other, otherPeer] { close(descriptor) }
         }
-        QuietSockets.mark(fd, known: mark)
+        QuietSockets.mark(fd, mark)
+        QuietSockets.mark(other, mark)
         var entries = [(fd, readEvents)]
-        if withUnknown { entries.append((other, readEvents)) }
+        if withSecond { entries.append((other, readEvents)) }
         let answer = pollOnce(entries, timeout: timeout)
         #expect(answer.result == CInt(entries.count))
         #expect(answer.revents.allSatisfy { $0 & Int16(POLLIN) != 0 })
+        #expect(QuietSockets.mark(of: fd) == mark)
+    }
+
+    @Test("a check for writing is the kernel's, whatever is known of the socket")
+    func writeChecksGoToTheKernel() {
+        let (fd, peer) = readablePair()
+        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer) }
+        QuietSockets.mark(fd, .quiet)
+        let both = pollOnce([(fd, readEvents), (fd, Int16(POLLOUT | POLLWRNORM))], timeout: 0)
+        #expect(both.result == 2 && both.revents[0] & Int16(POLLIN) != 0 && both.revents[1] & Int16(POLLOUT) != 0)
+        #expect(pollOnce([(fd, Int16(POLLOUT))], timeout: 0).result == 1)
+        #expect(pollOnce([(fd, readEvents | Int16(POLLOUT))], timeout: 0).result == 1)
     }
 
     @Test("marks outside the table and negative descriptors are never known")
     func outOfRange() {
-        QuietSockets.mark(-1, known: true)
-        QuietSockets.mark(CInt(QuietSockets.capacity), known: true)
-        #expect(!QuietSockets.isKnown(-1))
-        #expect(!QuietSockets.isKnown(CInt(QuietSockets.capacity)))
+        QuietSockets.mark(-1, .quiet)
+        QuietSockets.mark(CInt(QuietSockets.capacity), .quiet)
+        #expect(QuietSockets.mark(of: -1) == .unknown)
+        #expect(QuietSockets.mark(of: CInt(QuietSockets.capacity)) == .unknown)
     }
 
-    @Test("a socket is known once it connected and while it is parked for reading",
+    @Test("a connected socket parked for reading is marked parked, and quiet once through a wait",
           arguments: [
-            // (descriptor offset, established, state, known)
-            (0, false, CurlSocket.State.unregistered, false),
-            (1, false, .watched(.write), false),              // connecting: "connected yet?" must reach the kernel
-            (2, false, .watched(.read), false),
-            (3, false, .parked(.read), false),
-            (4, true, .watched(.read), false),                // curl reads on while the kernel says data is pending
-            (5, true, .watched(.write), false),
-            (6, true, .watched([.read, .write]), false),
-            (7, true, .parked(.read), true),                  // idle: its EOF would have been reported
-            (8, true, .parked([.read, .write]), true),
-            (9, true, .parked(.write), false),                // parked unable to see an EOF
-            (10, true, .unregistered, false),                 // readable while parked, or dropped
+            // (descriptor offset, established, state, quiet, mark)
+            (0, false, CurlSocket.State.unregistered, false, QuietSockets.Mark.unknown),
+            (1, false, .watched(.write), false, .unknown),    // connecting: "connected yet?" must reach the kernel
+            (2, false, .parked(.read), true, .unknown),
+            (3, true, .watched(.read), false, .unknown),      // curl reads on while the kernel says data is pending
+            (4, true, .watched(.read), true, .unknown),
+            (5, true, .parked(.read), false, .parked),        // no wait seen through yet: the kernel answers
+            (6, true, .parked(.read), true, .quiet),          // idle through a wait: an EOF would have been reported
+            (7, true, .parked([.read, .write]), true, .quiet),
+            (8, true, .parked(.write), true, .unknown),       // parked unable to see an EOF
+            (9, true, .unregistered, true, .unknown),         // readable while parked, closed, or dropped
           ])
-    func socketStates(offset: Int, established: Bool, state: CurlSocket.State, known: Bool) throws {
+    func socketStates(offset: Int, established: Bool, state: CurlSocket.State, quiet: Bool, mark: QuietSockets.Mark) throws {
         let loop = try EventLoop(name: "quiet")
         let client = UpstreamClient(loop: loop)
         // A number no real descriptor has (each case its own): only the mark is looked at.
@@ -86,9 +111,60 @@ struct QuietSocketsTests {
         let socket = CurlSocket(fd: fd, client: client, opened: true)
         socket.established = established
         socket.state = state
-        #expect(socket.readinessKnown == known)
-        #expect(QuietSockets.isKnown(fd) == known)
+        if quiet { socket.becameQuiet() }
+        #expect(socket.readiness == mark)
+        #expect(QuietSockets.mark(of: fd) == mark)
+        // Any change of state forgets the quiet wait.
+        socket.state = state
+        #expect(QuietSockets.mark(of: fd) != .quiet)
         socket.state = .unregistered
-        #expect(!QuietSockets.isKnown(fd))
+    }
+}
+
+@Suite("ParkedSockets: quiet once a later wait was dispatched")
+struct ParkedSocketsTests {
+    enum Then { case nothing, watchedAgain, parkedAgain, closed }
+
+    @Test("a parking becomes quiet when a batch after its iteration was dispatched, if the socket is parked still",
+          arguments: [
+            // (descriptor offset, parked in iteration, batches dispatched, then, quiet)
+            (20, 5, 4, Then.nothing, false),     // parked before this iteration's batch was dispatched
+            (21, 5, 5, .nothing, false),         // parked while iteration 5 ran: its wait came before
+            (22, 5, 6, .nothing, true),          // iteration 6's wait came after the parking
+            (23, 5, 9, .nothing, true),
+            (24, 5, 6, .watchedAgain, false),    // a transfer took it meanwhile
+            (25, 5, 6, .parkedAgain, false),     // parked again in iteration 6: that parking waits on
+            (26, 5, 6, .closed, false),
+          ])
+    func promotion(offset: Int, parkedIn: Int, dispatched: Int, then: Then, quiet: Bool) throws {
+        let loop = try EventLoop(name: "parked")
+        let client = UpstreamClient(loop: loop)
+        let fd = CInt(QuietSockets.capacity - 100 + offset)
+        let socket = CurlSocket(fd: fd, client: client, opened: true)
+        socket.established = true
+        socket.state = .watched(.read)
+        var parked = ParkedSockets()
+        socket.park(.read)
+        parked.add(socket, iteration: parkedIn)
+        switch then {
+        case .nothing: break
+        case .watchedAgain: socket.state = .watched(.read)
+        case .parkedAgain:
+            socket.state = .watched(.read)
+            socket.park(.read)
+            parked.add(socket, iteration: dispatched)
+        case .closed: socket.state = .unregistered
+        }
+        parked.promote(dispatched: dispatched)
+        #expect(socket.quiet == quiet)
+        let mark: QuietSockets.Mark = switch then {
+        case .nothing: quiet ? .quiet : .parked
+        case .parkedAgain: .parked
+        case .watchedAgain, .closed: .unknown
+        }
+        #expect(QuietSockets.mark(of: fd) == mark)
+        // Promoted entries leave the list; later parkings stay.
+        #expect(parked.count == (parkedIn < dispatched ? (then == .parkedAgain ? 1 : 0) : 1))
+        socket.state = .unregistered
     }
 }
