@@ -10,6 +10,7 @@ static inline CURLcode cc_easy_off(CURL *h, CURLoption o, curl_off_t v) { return
 static inline CURLcode cc_easy_str(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode cc_easy_ptr(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode cc_easy_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode cc_easy_curlu(CURL *h, CURLU *u) { return curl_easy_setopt(h, CURLOPT_CURLU, u); }
 
 typedef size_t (*cc_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
 static inline CURLcode cc_easy_write_function(CURL *h, cc_data_callback f) { return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, f); }

@@ -39,6 +39,32 @@ public struct RequestURL: Sendable, Equatable, CustomStringConvertible {
         origin.withUTF8Bytes { $0.count > 6 && memcmp($0.baseAddress!, "https:", 6) == 0 }
     }
 
+    /// Whether libcurl sends `part` (a path, or a query without its `?`) byte for byte both when
+    /// it parses it out of a URL string and when it is set as a part (`EasyHandle.setURL`): no
+    /// byte the parse refuses (control bytes, space, DEL), none it splits at (`#`, and `?` in a
+    /// path), and no percent-encoding with an upper-case hex digit, which setting a part
+    /// lowercases.
+    static func partIsVerbatim(_ part: String, query: Bool) -> Bool {
+        var part = part
+        return part.withUTF8 { bytes in
+            var i = 0
+            while i < bytes.count {
+                let byte = bytes[i]
+                if byte <= 0x20 || byte == 0x7F || byte == UInt8(ascii: "#") || (byte == UInt8(ascii: "?") && !query) { return false }
+                if byte == UInt8(ascii: "%"), i + 2 < bytes.count, isHexDigit(bytes[i + 1]), isHexDigit(bytes[i + 2]),
+                   isUpperHex(bytes[i + 1]) || isUpperHex(bytes[i + 2]) { return false }
+                i += 1
+            }
+            return true
+        }
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        byte &- 0x30 < 10 || (byte | 0x20) &- 0x61 < 6
+    }
+
+    private static func isUpperHex(_ byte: UInt8) -> Bool { byte &- 0x41 < 6 }
+
     /// Runs `body` with the URL as a NUL-terminated C string, joined on the stack (or in a
     /// temporary allocation when long).
     func withCString<Result>(_ body: (UnsafePointer<CChar>) -> Result) -> Result {

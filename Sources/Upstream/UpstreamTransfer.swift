@@ -144,9 +144,7 @@ public final class UpstreamTransfer {
     /// Sets what differs per request; options common to every request were set once on the
     /// handle (`EasyHandle.init`), so no `curl_easy_reset` and no re-setting them per request.
     private func configure(_ request: borrowing UpstreamRequest) {
-        let easy = handle.easy
-        // Joined on the stack: libcurl copies it.
-        request.target.withCString { _ = cc_easy_str(easy, CURLOPT_URL, $0) }
+        handle.setURL(request.target)
         // https: wait for a connection being set up to say whether it multiplexes (h2 by ALPN)
         // rather than opening one per concurrent request: 64 requests then share one connection
         // instead of 33+. Plain http is HTTP/1.1 here, where there is nothing to wait for.
