@@ -28,11 +28,13 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -66,6 +68,8 @@ typedef struct slot { /* one transfer: an easy handle and what it owns while in 
     size_t head_len, body_len, body_cap, rid_len;
     char *body, *rid;
     struct curl_slist lines[MAX_LINES];
+    CURLU *url;        /* the upstream origin, parsed once; each request sets its path and query */
+    int url_parts;     /* CURLOPT_CURLU is set (else CURLOPT_URL) */
     char extra[1024];   /* our per-request lines: X-Forwarded-For, X-Forwarded-Host, X-Request-ID */
     char head[HEAD_CAP];
 } slot;
@@ -81,6 +85,7 @@ struct conn {
 struct loop {
     int id, ep, lfd; CURLM *multi; long long deadline; unsigned long long requests;
     unsigned char *cs; slot *idle; conn *dead; char *url;
+    unsigned iteration, dispatched, *parked_in, n_parked, *parked_fd; /* quiet parked sockets, below */
 };
 
 static const char *base_url, *ca_bundle;
@@ -88,6 +93,43 @@ static size_t base_len;
 static long pipewait;
 static int proxy_env_set;
 static unsigned max_fd, rid_prefix;
+
+/* libcurl's zero-timeout checks for reading of a pooled connection (before reuse, after sending a
+ * bodiless request) are answered from what the loop knows, as platform-proxy does
+ * (Sources/Upstream/QuietSockets.swift): a parked socket stays registered for reading and is taken
+ * out when it turns readable, so once a wait begun after its parking has been dispatched, nothing
+ * came on it (1, quiet: "nothing ready", no system call). Until then (2, parked) the kernel
+ * answers, and its "nothing" makes it quiet. The executable defines poll; libcurl binds to it. */
+static unsigned char *marks;
+extern int __poll(struct pollfd *fds, nfds_t n, int timeout);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized" /* glibc declares poll's array write-only */
+int poll(struct pollfd *f, nfds_t n, int timeout) {
+    if (timeout == 0 && n == 1 && f[0].fd >= 0 && (unsigned)f[0].fd < max_fd
+        && !(f[0].events & ~(POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND))) {
+        unsigned char m = __atomic_load_n(&marks[f[0].fd], __ATOMIC_RELAXED);
+        if (m == 1) { f[0].revents = 0; return 0; }
+        if (m == 2) {
+            int r = __poll(f, 1, 0);
+            if (r == 0) __atomic_store_n(&marks[f[0].fd], 1, __ATOMIC_RELAXED);
+            return r;
+        }
+    }
+    return __poll(f, n, timeout);
+}
+#pragma GCC diagnostic pop
+static void mark(int fd, unsigned char m) { __atomic_store_n(&marks[fd], m, __ATOMIC_RELAXED); }
+/* Sockets parked before the last dispatched batch's iteration, and parked still, become quiet. */
+static void promote(loop *L) {
+    if (!L->n_parked || L->parked_in[L->parked_fd[0]] >= L->dispatched) return;
+    unsigned kept = 0;
+    for (unsigned i = 0; i < L->n_parked; i++) {
+        int fd = (int)L->parked_fd[i];
+        if (L->parked_in[fd] >= L->dispatched) { L->parked_fd[kept++] = fd; continue; }
+        if ((L->cs[fd] & (S_PARKED | S_IN)) == (S_PARKED | S_IN) && marks[fd] == 2) mark(fd, 1);
+    }
+    L->n_parked = kept;
+}
 
 static const char *const static_lines[] = {
     "Authorization: Bearer bench-token-0123456789abcdef", "X-Authorization: Bearer bench-token-0123456789abcdef",
@@ -142,7 +184,15 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *sock
     uint32_t events = (want & S_IN ? EPOLLIN : 0) | (want & S_OUT ? EPOLLOUT : 0);
     if (what == CURL_POLL_REMOVE) {
         if (!(st & S_REG)) return 0;
-        if (st & S_OWN) { L->cs[s] = st | S_PARKED; return 0; } /* pooled: stays registered */
+        if (st & S_OWN) { /* pooled: stays registered */
+            L->cs[s] = st | S_PARKED;
+            if (st & S_IN && L->n_parked < max_fd) {
+                mark(s, 2);
+                L->parked_in[s] = L->iteration;
+                L->parked_fd[L->n_parked++] = s;
+            }
+            return 0;
+        }
         ctl(L, EPOLL_CTL_DEL, s, 0, 0);
         L->cs[s] = 0;
         return 0;
@@ -151,6 +201,7 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *sock
     else if ((st & (S_IN | S_OUT)) != want && ctl(L, EPOLL_CTL_MOD, s, events, tag) < 0 && errno == ENOENT)
         ctl(L, EPOLL_CTL_ADD, s, events, tag);
     L->cs[s] = (st & S_OWN) | S_REG | want;
+    mark(s, 0);
     return 0;
 }
 static int on_timer(CURLM *m, long ms, void *userp) {
@@ -167,6 +218,7 @@ static curl_socket_t on_open(void *userp, curlsocktype purpose, struct curl_sock
 }
 static int on_close(void *userp, curl_socket_t s) {
     ((loop *)userp)->cs[s] = 0; /* closing removes it from epoll */
+    mark(s, 0);
     return close(s);
 }
 
@@ -246,7 +298,51 @@ static slot *slot_get(loop *L) {
     curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, L);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_close);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, L);
+    s->url = curl_url();
+    const char *authority = strstr(base_url, "://");
+    if (!authority || memchr(authority + 3, '/', base_len - (size_t)(authority + 3 - base_url))
+        || curl_url_set(s->url, CURLUPART_URL, base_url, CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME | CURLU_PATH_AS_IS)) {
+        curl_url_cleanup(s->url);
+        s->url = NULL;
+    }
     return s;
+}
+
+/* Whether libcurl sends p[0..n) byte for byte both parsed out of a URL string and set as a URL part
+ * (platform-proxy's RequestURL.partIsVerbatim): nothing the parse refuses or splits at, and no
+ * percent-encoding with an upper-case hex digit, which setting a part lowercases. */
+static int verbatim(const char *p, size_t n, int query) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char b = (unsigned char)p[i];
+        if (b <= 0x20 || b == 0x7f || b == '#' || (b == '?' && !query)) return 0;
+        if (b == '%' && i + 2 < n && isxdigit((unsigned char)p[i + 1]) && isxdigit((unsigned char)p[i + 2])
+            && (isupper((unsigned char)p[i + 1]) || isupper((unsigned char)p[i + 2]))) return 0;
+    }
+    return 1;
+}
+
+/* The request's URL: libcurl parses a URL string anew per transfer (~10k instructions); given a
+ * URL handle it copies the parts. The path and query are set when they go through unchanged. */
+static void set_url(loop *L, slot *s, char *target, size_t len) {
+    char *q = memchr(target, '?', len);
+    size_t path_len = q ? (size_t)(q - target) : len;
+    if (s->url && len && target[0] == '/' && verbatim(target, path_len, 0) && (!q || verbatim(q + 1, len - path_len - 1, 1))) {
+        char save = target[len];
+        target[len] = 0;
+        if (q) *q = 0;
+        curl_url_set(s->url, CURLUPART_PATH, target, 0);
+        curl_url_set(s->url, CURLUPART_QUERY, q ? q + 1 : NULL, 0);
+        if (q) *q = '?';
+        target[len] = save;
+        if (!s->url_parts) curl_easy_setopt(s->easy, CURLOPT_CURLU, s->url);
+        s->url_parts = 1;
+        return;
+    }
+    if (s->url_parts) curl_easy_setopt(s->easy, CURLOPT_CURLU, NULL);
+    s->url_parts = 0;
+    memcpy(L->url + base_len, target, len);
+    L->url[base_len + len] = 0;
+    curl_easy_setopt(s->easy, CURLOPT_URL, L->url);
 }
 static void slot_put(loop *L, slot *s) { s->c = NULL; s->next = L->idle; L->idle = s; }
 
@@ -381,9 +477,7 @@ static void start_request(conn *c) {
     s->rid_len = x - s->rid;
     *x = 0;
     for (int i = 0; i < n; i++) s->lines[i].next = i + 1 < n ? &s->lines[i + 1] : NULL;
-    memcpy(L->url + base_len, sp1 + 1, sp2 - sp1 - 1);
-    L->url[base_len + (sp2 - sp1 - 1)] = 0;
-    curl_easy_setopt(s->easy, CURLOPT_URL, L->url);
+    set_url(L, s, sp1 + 1, sp2 - sp1 - 1);
     if (s->nobody != head) curl_easy_setopt(s->easy, CURLOPT_NOBODY, (long)(s->nobody = head));
     s->c = c;
     c->s = s;
@@ -453,6 +547,7 @@ static void *run(void *arg) {
             timeout = d < 0 ? 0 : d > INT_MAX ? INT_MAX : (int)d;
         }
         int n = epoll_wait(L->ep, ev, 256, timeout);
+        L->iteration++;
         for (int i = 0; i < n; i++) {
             uint64_t d = ev[i].data.u64;
             if (d == TAG_LISTEN) { on_accept(L); continue; }
@@ -461,12 +556,16 @@ static void *run(void *arg) {
             if (L->cs[fd] & S_PARKED) { /* a pooled connection woke between transfers: closed by its server */
                 ctl(L, EPOLL_CTL_DEL, fd, 0, 0);
                 L->cs[fd] &= S_OWN;
+                mark(fd, 0);
                 continue;
             }
+            promote(L);
             uint32_t e = ev[i].events;
             curl_multi_socket_action(L->multi, fd, (e & EPOLLIN ? CURL_CSELECT_IN : 0) | (e & EPOLLOUT ? CURL_CSELECT_OUT : 0)
                                      | (e & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0), &running);
         }
+        L->dispatched = L->iteration;
+        promote(L);
         /* New transfers set a timeout of 0: run them now rather than after another epoll_wait. */
         for (int k = 0; k < 64; k++) {
             int due = L->deadline >= 0 && L->deadline <= now_ms();
@@ -497,6 +596,7 @@ int main(int argc, char **argv) {
     setrlimit(RLIMIT_NOFILE, &rl);
     getrlimit(RLIMIT_NOFILE, &rl);
     max_fd = rl.rlim_cur > (1u << 20) ? (1u << 20) : (unsigned)rl.rlim_cur;
+    marks = calloc(max_fd, 1);
     rid_prefix = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
     if (port <= 0 || threads <= 0 || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return 2;
     signal(SIGPIPE, SIG_IGN);
@@ -512,6 +612,8 @@ int main(int argc, char **argv) {
         L->id = i;
         L->deadline = -1;
         L->cs = calloc(max_fd, 1);
+        L->parked_in = calloc(max_fd, sizeof *L->parked_in);
+        L->parked_fd = calloc(max_fd, sizeof *L->parked_fd);
         L->url = malloc(base_len + IN_CAP + 1);
         memcpy(L->url, base_url, base_len);
         L->ep = epoll_create1(EPOLL_CLOEXEC);
