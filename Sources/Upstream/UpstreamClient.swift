@@ -610,13 +610,12 @@ final class EasyHandle {
     func setURL(_ target: RequestURL) {
         if !target.path.isEmpty, originParsed(target.origin),
            RequestURL.partIsVerbatim(target.path, query: false),
-           target.query.map({ RequestURL.partIsVerbatim($0, query: true) }) ?? true {
-            _ = target.path.withCString { curl_url_set(urlParts, CURLUPART_PATH, $0, 0) }
-            if let query = target.query {
-                _ = query.withCString { curl_url_set(urlParts, CURLUPART_QUERY, $0, 0) }
-            } else {
-                curl_url_set(urlParts, CURLUPART_QUERY, nil, 0)
-            }
+           target.query.map({ RequestURL.partIsVerbatim($0, query: true) }) ?? true,
+           // A part libcurl refuses (over 8,000,000 bytes) leaves the last request's in place:
+           // the string then, which libcurl refuses as before.
+           target.path.withCString({ curl_url_set(urlParts, CURLUPART_PATH, $0, 0) }) == CURLUE_OK,
+           (target.query.map { query in query.withCString { curl_url_set(urlParts, CURLUPART_QUERY, $0, 0) } }
+               ?? curl_url_set(urlParts, CURLUPART_QUERY, nil, 0)) == CURLUE_OK {
             if !readsURLParts {
                 readsURLParts = true
                 cc_easy_curlu(easy, urlParts)

@@ -42,7 +42,7 @@ class RawUpstream:
             if got is None:
                 return
             self.note("request")
-            self.leftover = got[1]  # body bytes read with the head
+            self.last_head, self.leftover = got  # the head, and body bytes read with it
             self.behave(self, conn)
 
     def note(self, what: str):

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from proxy import IncompleteResponse, base_config, build_request, exchange, parse_response, read_head, wait_until
+from proxy import IncompleteResponse, base_config, build_request, exchange, parse_response, wait_until
 from test_exchange_faults import RawUpstream, answer_keep_alive, route_to
 
 
@@ -140,24 +140,13 @@ def answer_once_and_close_with_it(upstream: RawUpstream, conn):
     # closing (RawUpstream) sends the corked response and the FIN together
 
 
-class HeadKeepingUpstream(RawUpstream):
-    def _serve(self, conn):
-        with conn:
-            got = read_head(conn)
-            if got is None:
-                return
-            self.note("request")
-            self.last_head, self.leftover = got
-            self.behave(self, conn)
-
-
 @pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "one-after-another"])
 def test_a_request_with_a_body_after_a_response_that_came_with_the_upstreams_close_goes_on_a_new_connection(
         start_proxy, pipelined):
     """Was (found by a review): the connection was parked with its EOF already in the kernel,
     reused in the same loop turn as "alive", and the request's body, sent into it, could not be
     sent again: a 502 every time. A parked connection is taken for quiet only after a wait."""
-    upstream = HeadKeepingUpstream(answer_once_and_close_with_it)
+    upstream = RawUpstream(answer_once_and_close_with_it)
     server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
     body = b"hello"
     first = build_request("GET", "/a", {"Host": server.host_header})
@@ -182,4 +171,26 @@ def test_a_request_with_a_body_after_a_response_that_came_with_the_upstreams_clo
                     sock.sendall(second)
             assert statuses == [200, 200], f"round {i}: {statuses}"
     assert upstream.count("request") == 40, "each request came once, each on a connection of its own"
+    upstream.close()
+
+
+@pytest.mark.parametrize("part", ["path", "query"])
+def test_a_part_longer_than_libcurl_takes_is_refused_never_sent_as_the_previous_requests(start_proxy, part):
+    """Was (found by a review): libcurl refuses a URL part over 8,000,000 bytes, and the request went
+    out with the previous request's path or query still in the URL handle, credentials attached.
+    The URL goes as a string then, which libcurl refuses: a 502, nothing sent."""
+    upstream = RawUpstream(lambda up, conn: answer_keep_alive(up, conn, idle=30))
+    seen = []
+    answer = upstream.behave
+    upstream.behave = lambda up, conn: (seen.append(up.last_head.split(b"\r\n", 1)[0]), answer(up, conn))
+    config = base_config(routes=[route_to(upstream.port)], workers=1)
+    config["limits"] = {**config.get("limits", {}), "maxHeaderBytes": 16 * 1024 * 1024}
+    server = start_proxy(config=config)
+    addr = (server.host, server.port)
+    first = exchange(addr, build_request("GET", "/previous?prev=1", {"Host": server.host_header}))
+    assert first.responses[0].status == 200
+    target = "/" + "p" * 8_000_001 + "?now=2" if part == "path" else "/now?" + "q" * 8_000_001
+    huge = exchange(addr, build_request("GET", target, {"Host": server.host_header}), timeout=20)
+    assert huge.responses and huge.responses[0].status == 502, huge
+    assert [line[:40] for line in seen] == [b"GET /previous?prev=1 HTTP/1.1"], seen
     upstream.close()
