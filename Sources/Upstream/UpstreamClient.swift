@@ -606,7 +606,9 @@ final class EasyHandle {
     /// and checks nothing; parsed from a string, the same part is checked (control bytes, spaces)
     /// and split at `?` and `#`. A part that either would change (`RequestURL.partIsVerbatim`), a
     /// URL given whole, or an origin libcurl refuses, goes as a string, as before: what libcurl
-    /// sends is the same either way.
+    /// sends is the same either way. (libcurl 7.88 then keeps the first transfer's URL as its
+    /// "current" one, `CURLINFO_EFFECTIVE_URL`, which nothing here reads; its own resends take
+    /// the URL from the handle's parts again.)
     func setURL(_ target: RequestURL) {
         if !target.path.isEmpty, originParsed(target.origin),
            RequestURL.partIsVerbatim(target.path, query: false),
