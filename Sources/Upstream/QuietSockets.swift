@@ -35,10 +35,10 @@ import Glibc
 ///
 /// What the answer changes: a server's close that lands after the wait that made the connection
 /// quiet and before the reuse (up to a loop turn, instead of the microseconds between libcurl's
-/// poll and its send) is found by the send instead, and libcurl retries the request on a new
-/// connection as it does when that race happens anyway (`Curl_retry_request`); a request body
-/// that was sent cannot be sent again, so such a request is answered 502, as nginx answers one
-/// it does not retry.
+/// poll and its send) is found by the send instead, and libcurl sends the request again on a new
+/// connection, as it does when that race happens anyway (`Curl_retry_request`). It cannot send a
+/// request body again, so while a request with a body may be choosing a connection, every check
+/// is the kernel's (`strictKey`): such a request meets only the race it always met.
 public enum QuietSockets {
     /// What is known of a socket's readiness, one byte per descriptor number.
     enum Mark: UInt8 {
@@ -81,6 +81,7 @@ public enum QuietSockets {
         let fd = fds[0].fd
         switch mark(of: fd) {
         case .quiet:
+            if pthread_getspecific(strictKey) != nil { return cc_kernel_poll(fds, 1, 0) }
             fds[0].revents = 0
             return 0
         case .parked:
@@ -90,6 +91,26 @@ public enum QuietSockets {
         case .unknown:
             return cc_kernel_poll(fds, 1, 0)
         }
+    }
+
+    /// Set on a loop's thread while libcurl may be choosing a pooled connection for a request
+    /// with a body (`UpstreamClient.socketAction`): its checks are all the kernel's then. A
+    /// connection taken for alive that the server closed after the wait is found by the send;
+    /// libcurl sends a bodiless request again on a new connection, but a body that went out
+    /// cannot be sent again, so for such a request the kernel is asked, as before (one poll).
+    static let strictKey: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create")
+        return key
+    }()
+
+    /// Runs `body` with this thread's checks all the kernel's when `strict`.
+    @inline(__always)
+    static func asking(strictly strict: Bool, _ body: () -> Void) {
+        guard strict else { return body() }
+        pthread_setspecific(strictKey, UnsafeRawPointer(bitPattern: 1))
+        body()
+        pthread_setspecific(strictKey, nil)
     }
 
     /// What libcurl asks about a socket it wants to read (`Curl_socket_check`, one entry). A check

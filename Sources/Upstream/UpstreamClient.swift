@@ -36,6 +36,9 @@ public final class UpstreamClient {
     private var reaper: ConnectionReaper?
     /// Connections parked since the loop's last wait, not yet known quiet (`QuietSockets`).
     private var parked = ParkedSockets()
+    /// Transfers with a request body started since curl's last timeout call, which runs their
+    /// connect step: until then a pooled connection is checked by the kernel (`QuietSockets.strictKey`).
+    private var bodiesStarting = 0
 
     /// Initialises libcurl once per process; call before any loop thread starts.
     public static func globalInit() { _ = initialised }
@@ -84,6 +87,7 @@ public final class UpstreamClient {
     public func start(_ request: borrowing UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
         let handle = idleHandles.popLast() ?? EasyHandle(client: self)
         let transfer = UpstreamTransfer(client: self, handle: handle, request: request, body: body, delegate: delegate)
+        if request.hasBody { bodiesStarting += 1 }
         transfer.activeIndex = active.count
         active.append(transfer)
         let result = curl_multi_add_handle(multi, handle.easy)
@@ -302,7 +306,13 @@ public final class UpstreamClient {
         parked.promote(dispatched: loop.batchesDispatched)
         var running: Int32 = 0
         callbackDepth += 1
-        curl_multi_socket_action(multi, fd, events, &running)
+        // Any call may run a new transfer's connect step (curl runs due timeouts with socket
+        // events too); the timeout call runs every one started before it.
+        let starting = bodiesStarting
+        QuietSockets.asking(strictly: starting > 0) {
+            curl_multi_socket_action(multi, fd, events, &running)
+        }
+        if fd == CC_SOCKET_TIMEOUT { bodiesStarting -= starting }
         callbackDepth -= 1
         drainCompleted()
     }

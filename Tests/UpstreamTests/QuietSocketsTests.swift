@@ -31,6 +31,20 @@ struct QuietSocketsTests {
         #expect(pollOnce([(fd, Int16(POLLIN))], timeout: 0) == (0, [0]))
     }
 
+    @Test("while a request with a body may take a connection, a quiet socket's check is the kernel's")
+    func strictChecksGoToTheKernel() {
+        let (fd, peer) = readablePair()
+        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer) }
+        QuietSockets.mark(fd, .quiet)
+        var strict: (result: CInt, revents: [Int16]) = (0, [])
+        QuietSockets.asking(strictly: true) { strict = pollOnce([(fd, readEvents)], timeout: 0) }
+        #expect(strict.result == 1 && strict.revents[0] & Int16(POLLIN) != 0)
+        // Only while asked: afterwards, and when not strict, the mark answers.
+        #expect(pollOnce([(fd, readEvents)], timeout: 0) == (0, [0]))
+        QuietSockets.asking(strictly: false) { strict = pollOnce([(fd, readEvents)], timeout: 0) }
+        #expect(strict == (0, [0]))
+    }
+
     @Test("a parked socket's check is the kernel's, and its answer of nothing ready makes the socket quiet",
           arguments: [(1, false), (0, true)])
     func parkedSocketAsksTheKernelOnce(pending: Int, becomesQuiet: Bool) {
