@@ -606,7 +606,6 @@ final class EasyHandle {
     /// The list last handed to curl (nil: no header lines).
     private(set) var headerList: UnsafeMutablePointer<curl_slist>?
 
-    /// Whether a transfer waits for a connection being set up to say if it multiplexes.
     /// The request's URL. libcurl parses a URL string anew for every transfer (`CURLOPT_URL`:
     /// its scheme, host, port, a junk scan of every part), about 10k instructions of a forwarded
     /// request's 119k (measured with bench/floor-proxy.c). Given a URL handle (`CURLOPT_CURLU`) it
@@ -651,6 +650,7 @@ final class EasyHandle {
         return true
     }
 
+    /// Whether a transfer waits for a connection being set up to say if it multiplexes.
     func setPipeWait(_ wait: Bool) {
         guard pipeWait != (wait ? 1 : 0) else { return }
         pipeWait = wait ? 1 : 0
