@@ -30,6 +30,10 @@ import Glibc
 /// - a check for writing (a request body to send): "not yet" would cost a loop turn and two
 ///   `epoll_ctl`, more than the poll;
 /// - TLS connections' liveness check, which libcurl makes with `recv(MSG_PEEK)`, not `poll`.
+///
+/// A parked connection that turns readable (reported by a wait, or by the kernel at the check
+/// after its parking) is spoiled: whatever came, EOF or bytes no request asked for, every check
+/// for reading answers an error, so libcurl drops it.
 /// A socket closed without the closing callback never connected, so never had a mark that
 /// could outlive it.
 ///
@@ -52,6 +56,11 @@ public enum QuietSockets {
         /// the next wait's to report). So a connection parked and reused in one loop turn costs
         /// one poll (before the reuse), not two.
         case parked = 2
+        /// Parked and turned readable: an EOF, or bytes no request asked for. A check for reading
+        /// answers an error, so libcurl drops the connection: libcurl 7.88 counts pending bytes
+        /// as alive and would read them as the next request's response, which may be another
+        /// client's.
+        case spoiled = 3
     }
 
     /// `calloc`'d: pages no descriptor number reaches are never touched (descriptors are small).
@@ -85,9 +94,18 @@ public enum QuietSockets {
             fds[0].revents = 0
             return 0
         case .parked:
+            // The first check after the parking: libcurl's, before it reuses the connection.
             let ready = cc_kernel_poll(fds, 1, 0)
-            if ready == 0 { mark(fd, .quiet) }
+            if ready == 0 {
+                mark(fd, .quiet)
+            } else if fds[0].revents & readEvents != 0 {
+                mark(fd, .spoiled)
+                fds[0].revents = spoiledEvents
+            }
             return ready
+        case .spoiled:
+            fds[0].revents = spoiledEvents
+            return 1
         case .unknown:
             return cc_kernel_poll(fds, 1, 0)
         }
@@ -112,6 +130,11 @@ public enum QuietSockets {
         body()
         pthread_setspecific(strictKey, nil)
     }
+
+    /// A spoiled socket's answer: libcurl's `Curl_socket_check` takes `POLLNVAL` (or `POLLPRI`)
+    /// for its error bit, which its liveness check calls dead; `POLLERR` alone it takes for
+    /// readable, and then peeks a byte, which counts as alive.
+    static let spoiledEvents = Int16(POLLERR | POLLNVAL)
 
     /// What libcurl asks about a socket it wants to read (`Curl_socket_check`, one entry). A check
     /// for writing (a request body to send) is the kernel's: "not yet" would cost a loop turn and

@@ -192,13 +192,13 @@ public final class UpstreamClient {
     /// epoll set (the descriptor is not shared: `SOCK_CLOEXEC`, never duplicated), so the loop
     /// forgets it with no `epoll_ctl`.
     fileprivate func closeSocket(_ fd: curl_socket_t) -> Int32 {
-        // Before the number can name another socket, perhaps another thread's.
-        QuietSockets.mark(fd, .unknown)
         if let socket = sockets[fd] {
             socket.state = .unregistered
             loop.forget(fd: fd)
             sockets[fd] = nil
         }
+        // Last, before the number can name another socket, perhaps another thread's.
+        QuietSockets.mark(fd, .unknown)
         return Glibc.close(fd)
     }
 
@@ -389,6 +389,8 @@ final class CurlSocket: Selectable {
     private(set) var quiet = false
     /// Times parked, to tell the parking a `ParkedSockets` entry was made for from a later one.
     private(set) var parkings: UInt32 = 0
+    /// Turned readable while parked (`ready`): never to be reused (`QuietSockets.Mark.spoiled`).
+    private(set) var spoiled = false
 
     init(fd: CInt, client: UpstreamClient, opened: Bool) {
         self.fd = fd
@@ -414,6 +416,7 @@ final class CurlSocket: Selectable {
     /// something comes). Otherwise always the kernel's: while curl watches a socket it reads on
     /// as long as the kernel says data is pending.
     var readiness: QuietSockets.Mark {
+        if spoiled && established { return .spoiled }
         guard established, case .parked(let interest) = state, interest.contains(.read) else { return .unknown }
         return quiet ? .quiet : .parked
     }
@@ -422,9 +425,12 @@ final class CurlSocket: Selectable {
 
     func ready(_ events: UInt32) {
         if case .parked = state {
-            // Activity on an idle pooled connection (the server closed it): stop watching, and
-            // have curl close it soon rather than hold the descriptor until the next request.
+            // Activity on an idle pooled connection (the server closed it, or sent bytes no
+            // request asked for): stop watching, answer libcurl's next check of it with an error
+            // so it is never reused, and have curl close it soon rather than hold the descriptor
+            // until the next request.
             client.loop.deregister(fd: fd)
+            spoiled = true
             state = .unregistered
             client.deadConnectionSeen()
             return

@@ -223,3 +223,55 @@ def test_a_part_longer_than_libcurl_takes_is_refused_never_sent_as_the_previous_
     assert huge.responses and huge.responses[0].status == 502, huge
     assert [line[:40] for line in seen] == [b"GET /previous?prev=1 HTTP/1.1"], seen
     upstream.close()
+
+
+@pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "after-a-pause"])
+def test_bytes_an_upstream_sends_between_requests_never_reach_the_next_request(start_proxy, pipelined):
+    """Was (found by a review, older than the polls' answers): an upstream's bytes past its
+    response, on a keep-alive connection, were read as the next request's response, which may be
+    another client's: libcurl 7.88 counts pending bytes as alive when it checks a pooled
+    connection. A parked connection that turns readable is spoiled: libcurl's check answers an
+    error, and the next request goes on a new connection."""
+    big = 200_000  # libcurl reads the body to its end, and the stray response after it apart
+
+    def answer(upstream: RawUpstream, conn):
+        with upstream.lock:
+            upstream.connections = getattr(upstream, "connections", 0) + 1
+            first = upstream.connections == 1
+        if not first:
+            return conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nGOOD")
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % big + b"a" * big)
+        if not pipelined:
+            time.sleep(0.1)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL")
+        conn.settimeout(3)
+        try:
+            while conn.recv(65536):  # a request reusing this connection gets the stray response
+                upstream.note("reused")
+        except OSError:
+            pass
+
+    upstream = RawUpstream(answer)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
+    first = build_request("GET", "/a", {"Host": server.host_header})
+    second = build_request("GET", "/b", {"Host": server.host_header})
+    with socket.create_connection((server.host, server.port), timeout=5) as sock:
+        sock.sendall(first + second if pipelined else first)
+        buf, bodies = b"", []
+        while len(bodies) < 2:
+            try:
+                response, used = parse_response(buf, "GET")
+            except IncompleteResponse:
+                chunk = sock.recv(1 << 20)
+                assert chunk, f"the proxy closed after {len(bodies)} responses"
+                buf += chunk
+                continue
+            buf = buf[used:]
+            bodies.append(response.body)
+            if not pipelined and len(bodies) == 1:
+                time.sleep(0.4)
+                sock.sendall(second)
+    assert len(bodies[0]) == big
+    assert bodies[1] == b"GOOD", f"the second request got {bodies[1][:20]!r}"
+    assert upstream.count("reused") == 0
+    upstream.close()

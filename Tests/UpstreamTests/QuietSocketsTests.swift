@@ -45,16 +45,30 @@ struct QuietSocketsTests {
         #expect(strict == (0, [0]))
     }
 
-    @Test("a parked socket's check is the kernel's, and its answer of nothing ready makes the socket quiet",
-          arguments: [(1, false), (0, true)])
-    func parkedSocketAsksTheKernelOnce(pending: Int, becomesQuiet: Bool) {
+    @Test("a parked socket's check is the kernel's: nothing ready makes it quiet, anything to read spoils it",
+          arguments: [(0, QuietSockets.Mark.quiet), (1, .spoiled)])
+    func parkedSocketAsksTheKernelOnce(pending: Int, becomes: QuietSockets.Mark) {
         let (fd, peer) = readablePair(pending: pending)
         defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer) }
         QuietSockets.mark(fd, .parked)
         let answer = pollOnce([(fd, readEvents)], timeout: 0)
         #expect(answer.result == CInt(pending))
-        #expect((answer.revents[0] & Int16(POLLIN) != 0) == (pending > 0))
-        #expect(QuietSockets.mark(of: fd) == (becomesQuiet ? .quiet : .parked))
+        // Bytes on a connection between requests are no response to anything: an error, so
+        // libcurl drops it (it would count them as alive, and read them as the next response).
+        #expect(answer.revents == [pending > 0 ? QuietSockets.spoiledEvents : 0])
+        #expect(QuietSockets.mark(of: fd) == becomes)
+    }
+
+    @Test("a spoiled socket's check answers an error without the kernel, readable or not", arguments: [0, 1])
+    func spoiledSocketIsAnError(pending: Int) {
+        let (fd, peer) = readablePair(pending: pending)
+        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer) }
+        QuietSockets.mark(fd, .spoiled)
+        #expect(pollOnce([(fd, readEvents)], timeout: 0) == (1, [QuietSockets.spoiledEvents]))
+        QuietSockets.asking(strictly: true) {
+            #expect(pollOnce([(fd, readEvents)], timeout: 0) == (1, [QuietSockets.spoiledEvents]))
+        }
+        #expect(QuietSockets.mark(of: fd) == .spoiled)
     }
 
     @Test("every other call is the kernel's",
@@ -115,7 +129,7 @@ struct QuietSocketsTests {
             (6, true, .parked(.read), true, .quiet),          // idle through a wait: an EOF would have been reported
             (7, true, .parked([.read, .write]), true, .quiet),
             (8, true, .parked(.write), true, .unknown),       // parked unable to see an EOF
-            (9, true, .unregistered, true, .unknown),         // readable while parked, closed, or dropped
+            (9, true, .unregistered, true, .unknown),         // closed, or dropped
           ])
     func socketStates(offset: Int, established: Bool, state: CurlSocket.State, quiet: Bool, mark: QuietSockets.Mark) throws {
         let loop = try EventLoop(name: "quiet")
@@ -132,6 +146,32 @@ struct QuietSocketsTests {
         socket.state = state
         #expect(QuietSockets.mark(of: fd) != .quiet)
         socket.state = .unregistered
+    }
+}
+
+@Suite("CurlSocket: a parked connection that turns readable")
+struct SpoiledSocketTests {
+    @Test("is spoiled: libcurl's next check of it answers an error until curl closes it")
+    func readableWhileParkedIsSpoiled() throws {
+        let loop = try EventLoop(name: "spoiled")
+        let client = UpstreamClient(loop: loop)
+        let (fd, peer) = readablePair()
+        defer { close(fd); close(peer) }
+        let socket = CurlSocket(fd: fd, client: client, opened: true)
+        try loop.register(fd: fd, interest: .read, target: socket)
+        socket.established = true
+        socket.state = .watched(.read)
+        socket.park(.read)
+        socket.becameQuiet()
+        #expect(QuietSockets.mark(of: fd) == .quiet)
+        socket.ready(Interest.read.rawValue)
+        #expect(socket.spoiled && socket.state == .unregistered)
+        #expect(QuietSockets.mark(of: fd) == .spoiled)
+        #expect(pollOnce([(fd, readEvents)], timeout: 0) == (1, [QuietSockets.spoiledEvents]))
+        // Closed through curl's callback: the number is free of any mark.
+        socket.state = .unregistered
+        QuietSockets.mark(fd, .unknown)
+        #expect(QuietSockets.mark(of: fd) == .unknown)
     }
 }
 
