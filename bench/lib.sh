@@ -155,10 +155,12 @@ EOF
 # callgrind_proxy OUT PORT BIN [VALGRIND_OPTION...]: BIN serving $BENCH_DIR/proxy.json (which
 # listens on PORT) under callgrind, its profile to OUT and its log to OUT.log; returns once the
 # health check answers. Sets CALLGRIND_PID: `kill -TERM` it and `wait` for the profile.
+# GNUTLS_NO_IMPLICIT_INIT is set as `serve` sets it for itself by starting again
+# (Sources/platform-proxy/GnuTLSRestart.swift), which would leave valgrind.
 callgrind_proxy() {
     local out="$1" port="$2" binary="$3"
     shift 3
-    valgrind --tool=callgrind "$@" --callgrind-out-file="$out" "$binary" serve --config "$BENCH_DIR/proxy.json" \
+    GNUTLS_NO_IMPLICIT_INIT=1 valgrind --tool=callgrind "$@" --callgrind-out-file="$out" "$binary" serve --config "$BENCH_DIR/proxy.json" \
         --log-level "${CALLGRIND_LOG_LEVEL:-error}" 2>"$out.log" &
     CALLGRIND_PID=$!
     BENCH_PIDS+=("$CALLGRIND_PID")

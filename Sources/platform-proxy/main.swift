@@ -30,6 +30,7 @@ guard let command = arguments.command else {
     Log.writeStandardError("platform-proxy: no command given\nRun 'platform-proxy help' for the commands and options.\n")
     exit(2)
 }
+if command == "serve" { GnuTLSRestart.restartIfInitialised() }
 var location: ConfigLocation
 switch ConfigLocation.resolve(explicit: arguments.config) {
 case .success(let found): location = found

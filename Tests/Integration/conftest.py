@@ -41,7 +41,7 @@ def _require_binary_or_fail():
 
 @pytest.fixture
 def start_proxy(request, tmp_path_factory):
-    """Factory: ``start_proxy(config=None, name="proxy", **overrides) -> ProxyProcess``.
+    """Factory: ``start_proxy(config=None, name="proxy", env=None, **overrides) -> ProxyProcess``.
 
     Without ``config`` it serves a mock route at "/" from MOCK_FILES
     (``index.json``, ``a.json`` ...). ``overrides`` are top-level keys;
@@ -52,12 +52,13 @@ def start_proxy(request, tmp_path_factory):
     started: list[ProxyProcess] = []
     request.node.stash[_servers_key] = started
 
-    def _start(config: dict | None = None, name: str = "proxy", **overrides) -> ProxyProcess:
+    def _start(config: dict | None = None, name: str = "proxy", env: dict | None = None,
+               **overrides) -> ProxyProcess:
         workdir = tmp_path_factory.mktemp(f"{request.node.name[:40]}-{name}")
         if config is None:
             mock_dir = write_mock_dir(workdir / "mock", MOCK_FILES)
             config = base_config(mock_dir, **overrides)
-        server = ProxyProcess(config, workdir, name)
+        server = ProxyProcess(config, workdir, name, env)
         server.expected_exit_code = 0
         started.append(server)
         server.start()

@@ -86,8 +86,10 @@ def run_cli(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
 class ProxyProcess:
     """One running ``platform-proxy serve`` with its own config and stderr log."""
 
-    def __init__(self, config: dict, workdir: Path, name: str = "proxy"):
+    def __init__(self, config: dict, workdir: Path, name: str = "proxy", env: dict | None = None):
         self.config = config
+        self.env = env  # the process environment; None inherits the tests'
+
         self.workdir = Path(workdir)
         self.name = name
         self.config_path = self.workdir / f"{name}.json"
@@ -111,6 +113,7 @@ class ProxyProcess:
                 stdout=log,
                 stderr=log,
                 cwd=self.workdir,
+                env=self.env,
             )
         finally:
             log.close()

@@ -5,6 +5,7 @@ check-config, and a real slowloris peer."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import resource
 import shutil
@@ -471,3 +472,36 @@ def test_slowhttptest_slowloris_connections_are_closed_and_health_stays_up(start
     unavailable = [r for r in rows if r[4].strip() not in ("200", "YES")]
     assert not unavailable, f"slowhttptest probe found the service unavailable: {unavailable}"
     assert max(latencies) < 1.0, f"health latency during slowloris: {latencies}"
+
+
+# --------------------------------------------------------------------------- start
+
+
+def _environ(pid: int) -> dict:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        pairs = [entry.split(b"=", 1) for entry in f.read().split(b"\0") if b"=" in entry]
+    return {k.decode(): v.decode() for k, v in pairs}
+
+
+def _cmdline(pid: int) -> list:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().split(b"\0")[:-1]
+
+
+def test_serve_starts_itself_again_with_gnutls_left_uninitialised_keeping_pid_and_arguments(start_proxy):
+    # libcurl loads GnuTLS it never uses; its constructor runs before main unless
+    # GNUTLS_NO_IMPLICIT_INIT is set, so serve execs itself once with it set.
+    env = {k: v for k, v in os.environ.items() if k != "GNUTLS_NO_IMPLICIT_INIT"}
+    server = start_proxy(env=env)
+    pid = server.proc.pid
+    assert _environ(pid).get("GNUTLS_NO_IMPLICIT_INIT") == "1"
+    args = _cmdline(pid)
+    assert args[1:] == [b"serve", b"--config", str(server.config_path).encode()], args
+    assert os.path.samefile(os.readlink(f"/proc/{pid}/exe"), require_binary())
+    assert server.get("/_platform/health").status == 200
+
+
+def test_a_gnutls_no_implicit_init_already_set_is_left_as_it_is(start_proxy):
+    server = start_proxy(env={**os.environ, "GNUTLS_NO_IMPLICIT_INIT": "0"})
+    assert _environ(server.proc.pid)["GNUTLS_NO_IMPLICIT_INIT"] == "0"
+    assert server.get("/_platform/health").status == 200
