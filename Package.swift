@@ -20,13 +20,16 @@ let strict: [SwiftSetting] = [
 // relative relocations into a few KiB (DT_RELR, glibc >= 2.36) instead of 670 KiB the loader reads
 // at every start; it places the functions listed in link-order.txt (the ones start-up, the health
 // probe and forwarding run; bench/link-order.sh writes it) together at the front of the text, so
-// the pages mapped at rest hold code that runs; and it exports no symbols dynamically (the static
+// the pages mapped at rest hold code that runs; it aligns segments to 64 KiB, so the kernel's
+// 64 KiB fault-around windows fall on the same code in every process whatever the address
+// randomisation; and it exports no symbols dynamically (the static
 // standard library's link arguments ask for -export-dynamic: 4,000 names that only the loader
 // reads). None of this changes what the code does; a stale list only costs memory.
 let packageRoot = String(#filePath.dropLast("Package.swift".count))
 let releaseLink: [LinkerSetting] = [
     .unsafeFlags(["-use-ld=lld",
                   "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+                  "-Xlinker", "-z", "-Xlinker", "max-page-size=65536",
                   "-Xlinker", "--symbol-ordering-file=\(packageRoot)Sources/platform-proxy/link-order.txt",
                   "-Xlinker", "--no-warn-symbol-ordering", "-Xlinker", "--no-export-dynamic"],
                  .when(configuration: .release)),
