@@ -35,10 +35,12 @@ let releaseLink: [LinkerSetting] = [
                  .when(configuration: .release)),
 ]
 
-// libcurl's zero-timeout readiness checks of the loops' upstream sockets are answered from what
-// the loops know (Sources/Upstream/QuietSockets.swift): the executable defines poll(3) and puts it
-// in its dynamic symbol table, so libcurl's calls bind to it rather than to glibc's. Its only export.
-let interposedPoll: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=poll"])]
+// libcurl's zero-timeout readiness checks of the loops' upstream sockets, and its one-byte peeks at
+// pooled TLS connections, are answered from what the loops know (Sources/Upstream/QuietSockets.swift):
+// the executable defines poll(3) and recv(2) and puts them in its dynamic symbol table, so
+// libcurl's calls bind to them rather than to glibc's. Its only exports.
+let interposedCalls: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=poll",
+                                                      "-Xlinker", "--export-dynamic-symbol=recv"])]
 
 let package = Package(
     name: "platform-proxy",
@@ -64,7 +66,7 @@ let package = Package(
         .target(name: "Experiments", dependencies: ["Config", "Credentials", "EventLoop", "JSON"], swiftSettings: strict),
         .target(name: "Proxy", dependencies: ["Analytics", "Config", "Credentials", "EventLoop", "Experiments", "HTTP1", "HTTPServer", "JSON", "Upstream"], swiftSettings: strict),
         .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "EventLoop"],
-                          exclude: ["link-order.txt"], swiftSettings: strict, linkerSettings: interposedPoll + releaseLink),
+                          exclude: ["link-order.txt"], swiftSettings: strict, linkerSettings: interposedCalls + releaseLink),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "JSON"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),

@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=${1:-test}
-build_packages=(pkg-config libcurl4-openssl-dev libsqlite3-dev)
+build_packages=(pkg-config libcurl4-openssl-dev libssl-dev libsqlite3-dev)
 test_packages=(nginx-light haproxy wrk slowhttptest curl ca-certificates openssl python3 python3-venv strace)
 bench_packages=(valgrind linux-perf gcc libc6-dev gdb)
 case "$mode" in

@@ -54,6 +54,21 @@ static const int CC_PAUSE_CONT = CURLPAUSE_CONT;
 static const long CC_HTTP_VERSION_2TLS = CURL_HTTP_VERSION_2TLS;
 static const long CC_PIPE_MULTIPLEX = CURLPIPE_MULTIPLEX;
 
+/* A TLS HTTP/1.1 transfer's connection, to see whether its response left bytes in OpenSSL
+   (Upstream/UpstreamTransfer.swift): libcurl reads a body only up to its Content-Length, so what an
+   upstream sent past it in the same TLS record stays decrypted in OpenSSL, where no check of the
+   socket sees it. SSL_has_pending is OpenSSL's (1.1 and 3); <openssl/ssl.h> is not imported, to
+   keep its names out of Swift. */
+extern int SSL_has_pending(const void *ssl);
+static inline void *cc_info_openssl_connection(CURL *h) {
+    struct curl_tlssessioninfo *info = 0;
+    if (curl_easy_getinfo(h, CURLINFO_TLS_SSL_PTR, &info) != CURLE_OK || !info) return 0;
+    return info->backend == CURLSSLBACKEND_OPENSSL ? info->internals : 0;
+}
+static inline int cc_openssl_has_pending(const void *ssl) { return SSL_has_pending(ssl); }
+static inline CURLcode cc_info_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
+static const long CC_HTTP_VERSION_2_0 = CURL_HTTP_VERSION_2_0;
+
 /* The process defines poll(3) itself, so that libcurl's zero-timeout readiness checks of the
    event loop's upstream sockets are answered from what the loop knows (Upstream/QuietSockets.swift);
    every other call goes to glibc's own, which it also exports as __poll. */

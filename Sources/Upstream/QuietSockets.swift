@@ -28,8 +28,11 @@ import Glibc
 ///   never end); it is not marked until it carried a transfer;
 /// - a socket curl watches: curl reads on while the kernel says data is pending;
 /// - a check for writing (a request body to send): "not yet" would cost a loop turn and two
-///   `epoll_ctl`, more than the poll;
-/// - TLS connections' liveness check, which libcurl makes with `recv(MSG_PEEK)`, not `poll`.
+///   `epoll_ctl`, more than the poll.
+///
+/// A TLS HTTP/1.1 connection's liveness check is a one-byte `recv(MSG_PEEK)` (libcurl's OpenSSL
+/// backend), not a `poll`: the executable defines `recv` too, and a one-byte peek at a marked
+/// socket is answered the same way (`receive`).
 ///
 /// A parked connection that turns readable (reported by a wait, or by the kernel at the check
 /// after its parking) is spoiled: whatever came, EOF or bytes no request asked for, every check
@@ -111,6 +114,37 @@ public enum QuietSockets {
         }
     }
 
+    /// `recv`: libcurl's OpenSSL backend checks a pooled TLS connection by peeking one byte
+    /// (`ossl_check_cxn`): an EOF or an error is dead, a byte or "would block" alive. A one-byte
+    /// peek at a marked socket is answered as `poll` answers a check for reading: quiet, "would
+    /// block" (no system call); parked, the kernel's answer, whose "would block" makes it quiet
+    /// and whose EOF or byte spoils it; spoiled, an EOF, so libcurl drops the connection where it
+    /// would have called the stray bytes alive. Every other call is glibc's `recvfrom`.
+    @inline(__always)
+    static func receive(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ length: Int, _ flags: CInt) -> Int {
+        guard flags == peekFlag, length == 1 else { return recvfrom(fd, buffer, length, flags, nil, nil) }
+        switch mark(of: fd) {
+        case .quiet:
+            if pthread_getspecific(strictKey) != nil { return recvfrom(fd, buffer, 1, flags, nil, nil) }
+            errno = EAGAIN
+            return -1
+        case .parked:
+            let got = recvfrom(fd, buffer, 1, flags, nil, nil)
+            if got >= 0 {
+                mark(fd, .spoiled)
+                return 0
+            }
+            if errno == EAGAIN { mark(fd, .quiet) }
+            return got
+        case .spoiled:
+            return 0
+        case .unknown:
+            return recvfrom(fd, buffer, 1, flags, nil, nil)
+        }
+    }
+
+    static let peekFlag = CInt(MSG_PEEK)
+
     /// Set on a loop's thread while libcurl may be choosing a pooled connection for a request
     /// with a body (`UpstreamClient.socketAction`): its checks are all the kernel's then. A
     /// connection taken for alive that the server closed after the wait is found by the send;
@@ -182,4 +216,13 @@ struct ParkedSockets {
 @_cdecl("poll")
 public func pollAnsweringKnownSockets(_ fds: UnsafeMutablePointer<pollfd>?, _ count: nfds_t, _ timeout: CInt) -> CInt {
     QuietSockets.poll(fds, count, timeout)
+}
+
+/// `recv(2)` for the whole process (exported like `poll`): a one-byte peek at a socket whose
+/// readiness the loop knows is answered from that (`QuietSockets.receive`); every other call is
+/// glibc's `recvfrom`, which `recv` is.
+@_cdecl("recv")
+public func receiveAnsweringKnownSockets(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ length: Int,
+                                         _ flags: CInt) -> Int {
+    QuietSockets.receive(fd, buffer, length, flags)
 }

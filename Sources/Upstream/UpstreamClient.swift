@@ -460,6 +460,7 @@ final class EasyHandle {
     var transfer: UpstreamTransfer? { running?.takeUnretainedValue() }
     private var timeout: Double = -1
     private var pipeWait: Int?
+    private var reuseForbidden = false
     private var method: Method?
     /// The request header list handed to curl: nodes and line bytes in memory this handle owns
     /// and reuses, so a request's headers cost one copy and no allocation per line.
@@ -654,6 +655,20 @@ final class EasyHandle {
         guard (origin + "/").withCString({ curl_url_set(urlParts, CURLUPART_URL, $0, flags) }) == CURLUE_OK else { return false }
         parsedOrigin = origin
         return true
+    }
+
+    /// libcurl closes the connection when this transfer ends, rather than pool it, until
+    /// `allowReuse` (`UpstreamTransfer.endOfTLSBody`).
+    func forbidReuse() {
+        guard !reuseForbidden else { return }
+        reuseForbidden = true
+        cc_easy_long(easy, CURLOPT_FORBID_REUSE, 1)
+    }
+
+    func allowReuse() {
+        guard reuseForbidden else { return }
+        reuseForbidden = false
+        cc_easy_long(easy, CURLOPT_FORBID_REUSE, 0)
     }
 
     /// Whether a transfer waits for a connection being set up to say if it multiplexes.

@@ -49,6 +49,11 @@ public final class UpstreamTransfer {
     var activeIndex = -1
     /// Seconds allowed until the response head, and for any stall after it (`UpstreamRequest.timeout`).
     private let timeout: Double
+    /// The request goes over TLS (an https upstream).
+    private let overTLS: Bool
+    /// Over TLS with HTTP/1.x and a Content-Length: the body bytes still to come (else -1), to
+    /// look, once they came, for bytes past them in OpenSSL (`endOfTLSBody`).
+    private var tlsBodyLeft = -1
 
     /// The request is read, not kept: libcurl copies the URL and the handle the header lines
     /// (`configure`), so no copy of its strings is retained per transfer.
@@ -56,6 +61,7 @@ public final class UpstreamTransfer {
         self.client = client
         self.handle = handle
         timeout = request.timeout
+        overTLS = request.target.isHTTPS
         lastProgress = client.loop.now
         self.body = body
         self.delegate = delegate
@@ -149,6 +155,7 @@ public final class UpstreamTransfer {
         // rather than opening one per concurrent request: 64 requests then share one connection
         // instead of 33+. Plain http is HTTP/1.1 here, where there is nothing to wait for.
         handle.setPipeWait(request.target.isHTTPS)
+        handle.allowReuse()
         handle.setTimeout(request.timeout)
         handle.errorBuffer[0] = 0
 
@@ -198,6 +205,7 @@ public final class UpstreamTransfer {
             }
             phase = .receivingBody
             headDeadline = nil
+            if overTLS { watchTLSBody() }
             progressed()
             client.deadlineAwaited(lastProgress.adding(seconds: timeout))
             // Lent to the delegate by a swap: passing the property would copy it (retaining both
@@ -210,10 +218,36 @@ public final class UpstreamTransfer {
         return length
     }
 
+    /// An HTTP/1.x response over TLS with a Content-Length: libcurl reads its body only up to
+    /// that length, so bytes an upstream sent past it in the body's last TLS record stay in
+    /// OpenSSL, decrypted, where neither libcurl's liveness check (a peek at the socket) nor the
+    /// loop sees them; reused, the connection would hand them to the next request, perhaps
+    /// another client's. HTTP/2 frames name their stream: bytes past a response are the session's.
+    private func watchTLSBody() {
+        var version = 0
+        guard let length = head.contentLength,
+              cc_info_long(handle.easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK, version < CC_HTTP_VERSION_2_0
+        else { return }
+        tlsBodyLeft = length
+        if length == 0 { endOfTLSBody() }
+    }
+
+    /// The body came whole: bytes left in OpenSSL past it mean the connection is not reused.
+    private func endOfTLSBody() {
+        tlsBodyLeft = -1
+        if let ssl = cc_info_openssl_connection(handle.easy), cc_openssl_has_pending(ssl) != 0 { handle.forbidReuse() }
+    }
+
     func received(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
         guard !aborting, let delegate else { return 0 }
         progressed()
-        if delegate.transfer(self, receivedBody: UnsafeRawBufferPointer(start: data, count: length)) { return length }
+        if delegate.transfer(self, receivedBody: UnsafeRawBufferPointer(start: data, count: length)) {
+            if tlsBodyLeft >= 0 {  // counted once taken: paused, libcurl hands the same bytes again
+                tlsBodyLeft -= length
+                if tlsBodyLeft <= 0 { endOfTLSBody() }
+            }
+            return length
+        }
         downloadPaused = true
         return CC_WRITEFUNC_PAUSE
     }

@@ -4,6 +4,7 @@ the client leaving before the response head, and an upstream closing right after
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 
@@ -13,9 +14,11 @@ from proxy import base_config, build_request, exchange, read_head, wait_until
 
 
 class RawUpstream:
-    """Accepts connections and, per connection, reads one request head then runs `behave(conn)`."""
+    """Accepts connections and, per connection, reads one request head then runs `behave(conn)`;
+    over TLS when given a server context (`tls`)."""
 
-    def __init__(self, behave):
+    def __init__(self, behave, tls: ssl.SSLContext | None = None):
+        self.tls = tls
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
@@ -37,6 +40,12 @@ class RawUpstream:
             t.start()
 
     def _serve(self, conn):
+        if self.tls is not None:
+            try:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            except (OSError, ssl.SSLError):
+                conn.close()
+                return
         with conn:
             got = read_head(conn)
             if got is None:
@@ -57,8 +66,8 @@ class RawUpstream:
         self.sock.close()
 
 
-def route_to(port: int, timeout: float = 30) -> dict:
-    return {"name": "raw", "path": "/", "upstream": f"http://127.0.0.1:{port}/", "credential": "none",
+def route_to(port: int, timeout: float = 30, scheme: str = "http") -> dict:
+    return {"name": "raw", "path": "/", "upstream": f"{scheme}://127.0.0.1:{port}/", "credential": "none",
             "timeoutSeconds": timeout}
 
 

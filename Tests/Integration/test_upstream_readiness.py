@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 import socket
+import ssl
 import subprocess
 import time
 
@@ -15,6 +16,7 @@ import pytest
 
 from proxy import IncompleteResponse, base_config, build_request, exchange, parse_response, wait_until
 from test_exchange_faults import RawUpstream, answer_keep_alive, route_to
+from test_tls_upstream import make_ca_and_cert
 
 
 def keep_alive_gets(addr, host: str, count: int, body: bytes | None = None) -> list[int]:
@@ -65,6 +67,33 @@ def test_a_request_on_a_pooled_upstream_connection_makes_no_poll_call(start_prox
     calls = [line for line in trace.read_text().splitlines() if "poll(" in line]
     zero_timeout = [line for line in calls if re.search(r"\], \d+, 0\)", line)]
     assert len(zero_timeout) == 0, f"{len(zero_timeout)} zero-timeout polls for 200 requests:\n" + "\n".join(zero_timeout[:5])
+    assert upstream.count("request") == 1, "the requests did not share one pooled connection"
+    upstream.close()
+
+
+def test_a_request_on_a_pooled_tls_http11_connection_makes_no_liveness_peek(start_proxy, tmp_path, tls_context):
+    """Was: libcurl's OpenSSL backend peeked a byte at a pooled TLS connection before reusing it,
+    recv(MSG_PEEK) once per request, and took a byte there for alive. The peek is answered like
+    the poll (QuietSockets.receive)."""
+    strace = shutil.which("strace")
+    assert strace, "strace is a test package (scripts/setup.sh test)"
+    upstream = RawUpstream(lambda up, conn: answer_keep_alive(up, conn, idle=30), tls_context)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port, scheme="https")], workers=1))
+    addr = (server.host, server.port)
+    assert keep_alive_gets(addr, server.host_header, 3) == [200] * 3
+    trace = tmp_path / "peek.trace"
+    tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=poll,recvfrom", "-o", str(trace),
+                               "-p", str(server.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: trace.exists() and "poll(" in trace.read_text(), 5), "strace did not attach"
+        assert keep_alive_gets(addr, server.host_header, 50) == [200] * 50
+    finally:
+        tracer.terminate()
+        tracer.wait(5)
+    lines = trace.read_text().splitlines()
+    peeks = [line for line in lines if "MSG_PEEK" in line]
+    assert not peeks, f"{len(peeks)} peeks for 50 requests:\n" + "\n".join(peeks[:5])
+    assert sum("recvfrom(" in line for line in lines) >= 50, "the responses were not read through recvfrom"
     assert upstream.count("request") == 1, "the requests did not share one pooled connection"
     upstream.close()
 
@@ -225,13 +254,27 @@ def test_a_part_longer_than_libcurl_takes_is_refused_never_sent_as_the_previous_
     upstream.close()
 
 
-@pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "after-a-pause"])
-def test_bytes_an_upstream_sends_between_requests_never_reach_the_next_request(start_proxy, pipelined):
+@pytest.fixture
+def tls_context(tmp_path, monkeypatch):
+    """A server TLS context offering HTTP/1.1 only (ALPN), its CA trusted by the proxy
+    (CURL_CA_BUNDLE, read when the proxy starts)."""
+    ca, cert, key = make_ca_and_cert(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    context.set_alpn_protocols(["http/1.1"])
+    monkeypatch.setenv("CURL_CA_BUNDLE", str(ca))
+    return context
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https-http1.1"])
+@pytest.mark.parametrize("when", ["in-the-same-write", "pipelined", "after-a-pause"])
+def test_bytes_an_upstream_sends_between_requests_never_reach_the_next_request(start_proxy, request, when, tls):
     """Was (found by a review, older than the polls' answers): an upstream's bytes past its
     response, on a keep-alive connection, were read as the next request's response, which may be
     another client's: libcurl 7.88 counts pending bytes as alive when it checks a pooled
-    connection. A parked connection that turns readable is spoiled: libcurl's check answers an
-    error, and the next request goes on a new connection."""
+    connection (a poll then a peek; over TLS, a one-byte peek). A parked connection that turns
+    readable is spoiled: libcurl's check answers an error (or an EOF), and the next request goes
+    on a new connection."""
     big = 200_000  # libcurl reads the body to its end, and the stray response after it apart
 
     def answer(upstream: RawUpstream, conn):
@@ -240,10 +283,15 @@ def test_bytes_an_upstream_sends_between_requests_never_reach_the_next_request(s
             first = upstream.connections == 1
         if not first:
             return conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nGOOD")
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % big + b"a" * big)
-        if not pipelined:
-            time.sleep(0.1)
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL")
+        response = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % big + b"a" * big
+        stray = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL"
+        if when == "in-the-same-write":  # over TLS: in the response's last record
+            conn.sendall(response + stray)
+        else:
+            conn.sendall(response)
+            if when == "after-a-pause":
+                time.sleep(0.1)
+            conn.sendall(stray)
         conn.settimeout(3)
         try:
             while conn.recv(65536):  # a request reusing this connection gets the stray response
@@ -251,10 +299,12 @@ def test_bytes_an_upstream_sends_between_requests_never_reach_the_next_request(s
         except OSError:
             pass
 
-    upstream = RawUpstream(answer)
-    server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
+    upstream = RawUpstream(answer, request.getfixturevalue("tls_context") if tls else None)
+    route = route_to(upstream.port, scheme="https" if tls else "http")
+    server = start_proxy(config=base_config(routes=[route], workers=1))
     first = build_request("GET", "/a", {"Host": server.host_header})
     second = build_request("GET", "/b", {"Host": server.host_header})
+    pipelined = when != "after-a-pause"
     with socket.create_connection((server.host, server.port), timeout=5) as sock:
         sock.sendall(first + second if pipelined else first)
         buf, bodies = b"", []

@@ -149,6 +149,61 @@ struct QuietSocketsTests {
     }
 }
 
+/// One `recv` of `length` bytes with `flags` at `fd`, as libcurl makes it: the result and errno.
+private func receiveOnce(_ fd: CInt, length: Int = 1, flags: CInt = QuietSockets.peekFlag) -> (result: Int, errno: CInt) {
+    var buffer = [UInt8](repeating: 0, count: max(length, 1))
+    errno = 0
+    let result = receiveAnsweringKnownSockets(fd, &buffer, length, flags)
+    return (result, result < 0 ? errno : 0)
+}
+
+/// `readablePair`, its first end non-blocking as libcurl's sockets are.
+private func nonBlockingPair(pending: Int) -> (CInt, CInt) {
+    let (fd, peer) = readablePair(pending: pending)
+    precondition(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0)
+    return (fd, peer)
+}
+
+@Suite("QuietSockets: libcurl's one-byte peeks at pooled TLS connections")
+struct QuietPeekTests {
+    @Test("a one-byte peek is answered from the mark as a check for reading is",
+          arguments: [
+            // (mark, bytes pending, strict, result, errno, mark after)
+            (QuietSockets.Mark.quiet, 1, false, -1, EAGAIN, QuietSockets.Mark.quiet),  // the kernel would say 1
+            (.quiet, 1, true, 1, 0, .quiet),          // a request with a body may take it: the kernel's
+            (.parked, 0, false, -1, EAGAIN, .quiet),  // the kernel's "would block" makes it quiet
+            (.parked, 1, false, 0, 0, .spoiled),      // bytes no request asked for: dead, not alive
+            (.spoiled, 0, false, 0, 0, .spoiled),
+            (.spoiled, 1, true, 0, 0, .spoiled),
+            (.unknown, 1, false, 1, 0, .unknown),
+            (.unknown, 0, false, -1, EAGAIN, .unknown),
+          ])
+    func peekTable(mark: QuietSockets.Mark, pending: Int, strict: Bool, result: Int, error: CInt,
+                   after: QuietSockets.Mark) {
+        let (fd, peer) = nonBlockingPair(pending: pending)
+        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer) }
+        QuietSockets.mark(fd, mark)
+        var answer: (result: Int, errno: CInt) = (0, 0)
+        QuietSockets.asking(strictly: strict) { answer = receiveOnce(fd) }
+        #expect(answer.result == result)
+        #expect(answer.errno == error)
+        #expect(QuietSockets.mark(of: fd) == after)
+    }
+
+    @Test("every other receive is the kernel's, whatever the mark",
+          arguments: [QuietSockets.Mark.quiet, .parked, .spoiled])
+    func otherReceivesGoToTheKernel(mark: QuietSockets.Mark) {
+        let (fd, peer) = nonBlockingPair(pending: 4)
+        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer) }
+        QuietSockets.mark(fd, mark)
+        #expect(receiveOnce(fd, length: 2).result == 2)             // a peek of more than a byte
+        var bytes = [UInt8](repeating: 0, count: 4)
+        #expect(receiveAnsweringKnownSockets(fd, &bytes, 4, 0) == 4)  // a read
+        #expect(bytes == Array("AAAA".utf8))
+        #expect(QuietSockets.mark(of: fd) == mark)
+    }
+}
+
 @Suite("CurlSocket: a parked connection that turns readable")
 struct SpoiledSocketTests {
     @Test("is spoiled: libcurl's next check of it answers an error until curl closes it")
