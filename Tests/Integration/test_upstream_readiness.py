@@ -42,29 +42,37 @@ def keep_alive_gets(addr, host: str, count: int, body: bytes | None = None) -> l
     return statuses
 
 
+def traced_lines(server, trace, run, also: str = "") -> list[str]:
+    """The poll(2) calls, and those named in `also` (strace's -e trace= list), that the proxy
+    makes while `run()` runs."""
+    strace = shutil.which("strace")
+    assert strace, "strace is a test package (scripts/setup.sh test)"
+    tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=poll" + (f",{also}" if also else ""), "-o", str(trace),
+                               "-p", str(server.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        # attached once the main thread's one-second poll shows up in the trace
+        assert wait_until(lambda: trace.exists() and "poll(" in trace.read_text(), 5), "strace did not attach"
+        run()
+    finally:
+        tracer.terminate()
+        tracer.wait(5)
+    return trace.read_text().splitlines()
+
+
 def test_a_request_on_a_pooled_upstream_connection_makes_no_poll_call(start_proxy, tmp_path):
     """Was: two poll(2) per request, each with a zero timeout, libcurl asking whether the pooled
     connection was still alive and, after sending, whether the response had come: about 0.7 µs
     of CPU each at full load."""
-    strace = shutil.which("strace")
-    assert strace, "strace is a test package (scripts/setup.sh test)"
     upstream = RawUpstream(lambda up, conn: answer_keep_alive(up, conn, idle=30))
     server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
     addr = (server.host, server.port)
     # The pooled connection exists before counting: the first request on a new connection still
     # asks the kernel once (it is not known to be connected until curl watches it for reading).
     assert keep_alive_gets(addr, server.host_header, 3) == [200] * 3
-    trace = tmp_path / "poll.trace"
-    tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=poll", "-o", str(trace), "-p", str(server.pid)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        # attached once the main thread's one-second poll shows up in the trace
-        assert wait_until(lambda: trace.exists() and "poll(" in trace.read_text(), 5), "strace did not attach"
+
+    def run():
         assert keep_alive_gets(addr, server.host_header, 200) == [200] * 200
-    finally:
-        tracer.terminate()
-        tracer.wait(5)
-    calls = [line for line in trace.read_text().splitlines() if "poll(" in line]
+    calls = [line for line in traced_lines(server, tmp_path / "poll.trace", run) if "poll(" in line]
     zero_timeout = [line for line in calls if re.search(r"\], \d+, 0\)", line)]
     assert len(zero_timeout) == 0, f"{len(zero_timeout)} zero-timeout polls for 200 requests:\n" + "\n".join(zero_timeout[:5])
     assert upstream.count("request") == 1, "the requests did not share one pooled connection"
@@ -75,22 +83,14 @@ def test_a_request_on_a_pooled_tls_http11_connection_makes_no_liveness_peek(star
     """Was: libcurl's OpenSSL backend peeked a byte at a pooled TLS connection before reusing it,
     recv(MSG_PEEK) once per request, and took a byte there for alive. The peek is answered like
     the poll (QuietSockets.receive)."""
-    strace = shutil.which("strace")
-    assert strace, "strace is a test package (scripts/setup.sh test)"
     upstream = RawUpstream(lambda up, conn: answer_keep_alive(up, conn, idle=30), tls_context)
     server = start_proxy(config=base_config(routes=[route_to(upstream.port, scheme="https")], workers=1))
     addr = (server.host, server.port)
     assert keep_alive_gets(addr, server.host_header, 3) == [200] * 3
-    trace = tmp_path / "peek.trace"
-    tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=poll,recvfrom", "-o", str(trace),
-                               "-p", str(server.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        assert wait_until(lambda: trace.exists() and "poll(" in trace.read_text(), 5), "strace did not attach"
+
+    def run():
         assert keep_alive_gets(addr, server.host_header, 50) == [200] * 50
-    finally:
-        tracer.terminate()
-        tracer.wait(5)
-    lines = trace.read_text().splitlines()
+    lines = traced_lines(server, tmp_path / "peek.trace", run, also="recvfrom")
     peeks = [line for line in lines if "MSG_PEEK" in line]
     assert not peeks, f"{len(peeks)} peeks for 50 requests:\n" + "\n".join(peeks[:5])
     assert sum("recvfrom(" in line for line in lines) >= 50, "the responses were not read through recvfrom"
@@ -107,17 +107,11 @@ def test_a_request_with_a_body_has_its_pooled_connection_checked_by_the_kernel(s
     server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
     addr = (server.host, server.port)
     assert keep_alive_gets(addr, server.host_header, 3) == [200] * 3
-    trace = tmp_path / "poll.trace"
-    tracer = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=poll", "-o", str(trace), "-p", str(server.pid)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        assert wait_until(lambda: trace.exists() and "poll(" in trace.read_text(), 5), "strace did not attach"
+
+    def run():
         assert keep_alive_gets(addr, server.host_header, 50, body=b'{"n": 1}') == [200] * 50
-    finally:
-        tracer.terminate()
-        tracer.wait(5)
     # libcurl's check whether a connection it is about to reuse is readable: one entry, for reading
-    reuse_checks = [line for line in trace.read_text().splitlines()
+    reuse_checks = [line for line in traced_lines(server, tmp_path / "poll.trace", run)
                     if re.search(r"poll\(\[\{fd=\d+, events=POLLIN\|POLLPRI\|POLLRDNORM\|POLLRDBAND\}\], 1, 0\)", line)]
     assert len(reuse_checks) >= 50, f"{len(reuse_checks)} kernel checks of the pooled connection for 50 POSTs"
     assert upstream.count("request") == 1, "the requests did not share one pooled connection"
