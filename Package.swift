@@ -65,7 +65,7 @@ let package = Package(
                 swiftSettings: strict),
         .target(name: "Experiments", dependencies: ["Config", "Credentials", "EventLoop", "JSON"], swiftSettings: strict),
         .target(name: "Proxy", dependencies: ["Analytics", "Config", "Credentials", "EventLoop", "Experiments", "HTTP1", "HTTPServer", "JSON", "Upstream"], swiftSettings: strict),
-        .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "EventLoop"],
+        .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "EventLoop", "CLinux"],
                           exclude: ["link-order.txt"], swiftSettings: strict, linkerSettings: interposedCalls + releaseLink),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "JSON"]),

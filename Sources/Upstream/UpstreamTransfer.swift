@@ -223,12 +223,16 @@ public final class UpstreamTransfer {
     /// OpenSSL, decrypted, where neither libcurl's liveness check (a peek at the socket) nor the
     /// loop sees them; reused, the connection would hand them to the next request, perhaps
     /// another client's. HTTP/2 frames name their stream: bytes past a response are the session's.
+    /// The length is libcurl's, which is what bounds its reads: it takes `+5` and `5, 5`, which
+    /// `head.contentLength` does not (a review found such a response's stray bytes reached the
+    /// next request).
     private func watchTLSBody() {
         var version = 0
-        guard let length = head.contentLength,
-              cc_info_long(handle.easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK, version < CC_HTTP_VERSION_2_0
-        else { return }
-        tlsBodyLeft = length
+        var length: curl_off_t = -1
+        guard cc_info_long(handle.easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK, version < CC_HTTP_VERSION_2_0,
+              cc_info_off(handle.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK, length >= 0,
+              length <= Int.max else { return }
+        tlsBodyLeft = Int(length)
         if length == 0 { endOfTLSBody() }
     }
 

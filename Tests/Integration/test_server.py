@@ -505,3 +505,26 @@ def test_a_gnutls_no_implicit_init_already_set_is_left_as_it_is(start_proxy):
     server = start_proxy(env={**os.environ, "GNUTLS_NO_IMPLICIT_INIT": "0"})
     assert _environ(server.proc.pid)["GNUTLS_NO_IMPLICIT_INIT"] == "0"
     assert server.get("/_platform/health").status == 200
+
+
+def test_serve_run_through_the_dynamic_loader_by_name_starts_without_restarting(tmp_path):
+    """Was (found by a review): `ld.so platform-proxy serve` exec'd /proc/self/exe, which names the
+    loader, with the proxy's arguments: the loader tried to load "serve" and the start failed."""
+    loader = next((p for p in ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1") if os.path.exists(p)), None)
+    if loader is None:
+        pytest.skip("no dynamic loader at a known path")
+    config = base_config(routes=[])
+    config_path = tmp_path / "loader.json"
+    config_path.write_text(json.dumps(config))
+    env = {k: v for k, v in os.environ.items() if k != "GNUTLS_NO_IMPLICIT_INIT"}
+    log = tmp_path / "loader.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([loader, str(require_binary()), "serve", "--config", str(config_path)],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env)
+    try:
+        assert wait_until(lambda: '"event":"listening"' in log.read_text() or proc.poll() is not None, 10)
+        assert proc.poll() is None, f"exited {proc.returncode}: {log.read_text()[-400:]}"
+        assert "GNUTLS_NO_IMPLICIT_INIT" not in _environ(proc.pid)  # started once, as it was
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
