@@ -1,0 +1,106 @@
+import CCurl
+import EventLoop
+import Glibc
+
+/// curl's sockets indexed by descriptor number (descriptors are small and reused lowest-first).
+struct SocketTable {
+    private var slots: [CurlSocket?] = []
+
+    subscript(fd: CInt) -> CurlSocket? {
+        get { fd >= 0 && Int(fd) < slots.count ? slots[Int(fd)] : nil }
+        set {
+            guard fd >= 0 else { return }
+            if Int(fd) >= slots.count {
+                guard newValue != nil else { return }
+                slots.append(contentsOf: repeatElement(nil, count: max(Int(fd) + 1, 2 * slots.count, 64) - slots.count))
+            }
+            slots[Int(fd)] = newValue
+        }
+    }
+}
+
+/// A curl socket and its registration with the loop.
+final class CurlSocket: Selectable {
+    let fd: CInt
+    unowned let client: UpstreamClient
+    /// Opened through `UpstreamClient.openSocket`.
+    let opened: Bool
+    /// Opened through `openSocket` and since watched for reading, so connected: libcurl closes
+    /// such a socket through `closeSocket`, and a parked registration of it is known to be current.
+    var established = false { didSet { publishReadiness() } }
+
+    /// Where it is: curl's watch and the loop's registration move together, except between
+    /// transfers, when curl watches nothing and the registration stays.
+    enum State: Equatable {
+        /// Opened, or dropped while parked: no registration.
+        case unregistered
+        /// curl watches it for `interest`, and so does the loop.
+        case watched(Interest)
+        /// curl stopped watching it (CURL_POLL_REMOVE); still registered for `interest`.
+        case parked(Interest)
+    }
+
+    var state = State.unregistered {
+        didSet {
+            quiet = false
+            publishReadiness()
+        }
+    }
+    /// Parked, and a loop wait begun after that has been dispatched since (`ParkedSockets`):
+    /// nothing came on it as of that wait.
+    private(set) var quiet = false
+    /// Times parked, to tell the parking a `ParkedSockets` entry was made for from a later one.
+    private(set) var parkings: UInt32 = 0
+    /// Turned readable while parked (`ready`): never to be reused (`QuietSockets.Mark.spoiled`).
+    private(set) var spoiled = false
+
+    init(fd: CInt, client: UpstreamClient, opened: Bool) {
+        self.fd = fd
+        self.client = client
+        self.opened = opened
+    }
+
+    /// curl stopped watching it between transfers: it stays registered for `interest`.
+    func park(_ interest: Interest) {
+        state = .parked(interest)
+        parkings &+= 1
+    }
+
+    /// A wait begun after the parking has been seen through, and the socket is still parked.
+    func becameQuiet() {
+        quiet = true
+        publishReadiness()
+    }
+
+    /// What libcurl's zero-timeout checks of this socket get (`QuietSockets`): for a connected
+    /// socket parked between transfers and still registered for reading, the kernel's answer
+    /// until a wait saw it quiet, then "nothing" without the kernel (it is taken out when
+    /// something comes). Otherwise always the kernel's: while curl watches a socket it reads on
+    /// as long as the kernel says data is pending.
+    var readiness: QuietSockets.Mark {
+        if spoiled && established { return .spoiled }
+        guard established, case .parked(let interest) = state, interest.contains(.read) else { return .unknown }
+        return quiet ? .quiet : .parked
+    }
+
+    private func publishReadiness() { QuietSockets.mark(fd, readiness) }
+
+    func ready(_ events: UInt32) {
+        if case .parked = state {
+            // Activity on an idle pooled connection (the server closed it, or sent bytes no
+            // request asked for): stop watching, answer libcurl's next check of it with an error
+            // so it is never reused, and have curl close it soon rather than hold the descriptor
+            // until the next request.
+            client.loop.deregister(fd: fd)
+            spoiled = true
+            state = .unregistered
+            client.deadConnectionSeen()
+            return
+        }
+        var mask: Int32 = 0
+        if ReadyEvents.isReadable(events) { mask |= CC_CSELECT_IN }
+        if ReadyEvents.isWritable(events) { mask |= CC_CSELECT_OUT }
+        if ReadyEvents.isError(events) { mask |= CC_CSELECT_ERR }
+        client.socketAction(fd: fd, events: mask)
+    }
+}
