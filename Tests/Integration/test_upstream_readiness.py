@@ -248,6 +248,30 @@ def test_a_part_longer_than_libcurl_takes_is_refused_never_sent_as_the_previous_
     upstream.close()
 
 
+STRAY = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL"  # a response no request asked for
+
+
+def first_connection(upstream: RawUpstream, conn) -> bool:
+    """True on the upstream's first connection; every later one is answered "GOOD" here."""
+    with upstream.lock:
+        upstream.connections = getattr(upstream, "connections", 0) + 1
+        first = upstream.connections == 1
+    if not first:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nGOOD")
+    return first
+
+
+def note_reuse(upstream: RawUpstream, conn):
+    """Notes "reused" when a request comes on the connection after its stray response (which
+    that request would have been answered with)."""
+    conn.settimeout(3)
+    try:
+        while conn.recv(65536):
+            upstream.note("reused")
+    except OSError:
+        pass
+
+
 @pytest.fixture
 def tls_context(tmp_path, monkeypatch):
     """A server TLS context offering HTTP/1.1 only (ALPN), its CA trusted by the proxy
@@ -272,13 +296,10 @@ def test_bytes_an_upstream_sends_between_requests_never_reach_the_next_request(s
     big = 200_000  # libcurl reads the body to its end, and the stray response after it apart
 
     def answer(upstream: RawUpstream, conn):
-        with upstream.lock:
-            upstream.connections = getattr(upstream, "connections", 0) + 1
-            first = upstream.connections == 1
-        if not first:
-            return conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nGOOD")
+        if not first_connection(upstream, conn):
+            return
         response = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % big + b"a" * big
-        stray = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL"
+        stray = STRAY
         if when == "in-the-same-write":  # over TLS: in the response's last record
             conn.sendall(response + stray)
         elif when == "pipelined":
@@ -293,12 +314,7 @@ def test_bytes_an_upstream_sends_between_requests_never_reach_the_next_request(s
             conn.sendall(response)
             time.sleep(0.1)
             conn.sendall(stray)
-        conn.settimeout(3)
-        try:
-            while conn.recv(65536):  # a request reusing this connection gets the stray response
-                upstream.note("reused")
-        except OSError:
-            pass
+        note_reuse(upstream, conn)
 
     upstream = RawUpstream(answer, request.getfixturevalue("tls_context") if tls else None)
     route = route_to(upstream.port, scheme="https" if tls else "http")
@@ -337,20 +353,11 @@ def test_stray_bytes_after_a_body_whose_length_only_libcurl_reads_never_reach_th
     big = 200_000
 
     def answer(upstream: RawUpstream, conn):
-        with upstream.lock:
-            upstream.connections = getattr(upstream, "connections", 0) + 1
-            first = upstream.connections == 1
-        if not first:
-            return conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nGOOD")
+        if not first_connection(upstream, conn):
+            return
         field = (length % ((big,) * length.count("%d"))).encode()
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + field + b"\r\n\r\n" + b"a" * big
-                     + b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL")
-        conn.settimeout(3)
-        try:
-            while conn.recv(65536):
-                upstream.note("reused")
-        except OSError:
-            pass
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + field + b"\r\n\r\n" + b"a" * big + STRAY)
+        note_reuse(upstream, conn)
 
     upstream = RawUpstream(answer, tls_context)
     server = start_proxy(config=base_config(routes=[route_to(upstream.port, scheme="https")], workers=1))
