@@ -73,12 +73,12 @@ static inline uint32_t cl_epoll_event_events(const struct epoll_event *ev) { ret
 
 static inline int cl_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 
-/* Blocks SIGINT, SIGTERM, SIGHUP (delivered through a signalfd) and ignores SIGPIPE. */
 /* The dynamic loader's address as the kernel passed it (AT_BASE): 0 when the loader itself was the
    program started (`ld.so BINARY ...`), so /proc/self/exe names the loader. */
 #include <sys/auxv.h>
 static inline unsigned long cl_loader_base(void) { return getauxval(AT_BASE); }
 
+/* Blocks SIGINT, SIGTERM, SIGHUP (delivered through a signalfd) and ignores SIGPIPE. */
 static inline int cl_signalfd_for_lifecycle(void) {
     sigset_t set;
     sigemptyset(&set);

@@ -230,8 +230,8 @@ public final class UpstreamTransfer {
         var version = 0
         var length: curl_off_t = -1
         guard cc_info_long(handle.easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK, version < CC_HTTP_VERSION_2_0,
-              cc_info_off(handle.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK, length >= 0,
-              length <= Int.max else { return }
+              cc_info_off(handle.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK, length >= 0
+        else { return }
         tlsBodyLeft = Int(length)
         if length == 0 { endOfTLSBody() }
     }
