@@ -154,7 +154,7 @@ public final class UpstreamTransfer {
         // https: wait for a connection being set up to say whether it multiplexes (h2 by ALPN)
         // rather than opening one per concurrent request: 64 requests then share one connection
         // instead of 33+. Plain http is HTTP/1.1 here, where there is nothing to wait for.
-        handle.setPipeWait(request.target.isHTTPS)
+        handle.setPipeWait(overTLS)
         handle.allowReuse()
         handle.setTimeout(request.timeout)
         handle.errorBuffer[0] = 0
