@@ -36,11 +36,13 @@ let releaseLink: [LinkerSetting] = [
 ]
 
 // libcurl's zero-timeout readiness checks of the loops' upstream sockets, and its one-byte peeks at
-// pooled TLS connections, are answered from what the loops know (Sources/Upstream/QuietSockets.swift):
-// the executable defines poll(3) and recv(2) and puts them in its dynamic symbol table, so
+// pooled TLS connections, are answered from what the loops know (Sources/Upstream/QuietSockets.swift),
+// and its sends during one pass of a loop's client leave together per socket (SendBatch.swift):
+// the executable defines poll(3), recv(2) and send(2) and puts them in its dynamic symbol table, so
 // libcurl's calls bind to them rather than to glibc's. Its only exports.
 let interposedCalls: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=poll",
-                                                      "-Xlinker", "--export-dynamic-symbol=recv"])]
+                                                      "-Xlinker", "--export-dynamic-symbol=recv",
+                                                      "-Xlinker", "--export-dynamic-symbol=send"])]
 
 let package = Package(
     name: "platform-proxy",

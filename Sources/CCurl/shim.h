@@ -76,6 +76,14 @@ static const long CC_HTTP_VERSION_2_0 = CURL_HTTP_VERSION_2_0;
 extern int __poll(struct pollfd *fds, nfds_t nfds, int timeout);
 static inline int cc_kernel_poll(struct pollfd *fds, nfds_t nfds, int timeout) { return __poll(fds, nfds, timeout); }
 
+/* The process defines send(2) too, so that libcurl's sends during one pass of a loop's client are
+   coalesced per socket (Upstream/SendBatch.swift): held with MSG_MORE, then pushed at the pass's end
+   by clearing TCP_CORK, which transmits what the socket holds and leaves its options as they were. */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+static inline int cc_push_held(int fd) { int off = 0; return setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off); }
+
 /* One byte per descriptor, written by the loop that owns the socket and read by whichever thread
    polls that descriptor: relaxed atomics, so the compiler neither tears nor caches them. */
 static inline unsigned char cc_load_byte(const unsigned char *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }

@@ -39,6 +39,8 @@ public final class UpstreamClient {
     /// Transfers with a request body started since curl's last timeout call, which runs their
     /// connect step: until then a pooled connection is checked by the kernel (`QuietSockets.strictKey`).
     private var bodiesStarting = 0
+    /// libcurl's sends during one of its passes, coalesced per socket.
+    private let sends = SendBatch()
 
     /// Initialises libcurl once per process; call before any loop thread starts.
     public static func globalInit() { _ = initialised }
@@ -197,6 +199,7 @@ public final class UpstreamClient {
             loop.forget(fd: fd)
             sockets[fd] = nil
         }
+        sends.forget(fd)
         // Last, before the number can name another socket, perhaps another thread's.
         QuietSockets.mark(fd, .unknown)
         return Glibc.close(fd)
@@ -309,8 +312,10 @@ public final class UpstreamClient {
         // Any call may run a new transfer's connect step (curl runs due timeouts with socket
         // events too); the timeout call runs every one started before it.
         let starting = bodiesStarting
-        QuietSockets.asking(strictly: starting > 0) {
-            curl_multi_socket_action(multi, fd, events, &running)
+        sends.run {
+            QuietSockets.asking(strictly: starting > 0) {
+                curl_multi_socket_action(multi, fd, events, &running)
+            }
         }
         if fd == CC_SOCKET_TIMEOUT { bodiesStarting -= starting }
         callbackDepth -= 1
@@ -321,7 +326,7 @@ public final class UpstreamClient {
     func unpause(_ transfer: UpstreamTransfer, mask: Int32) {
         parked.promote(dispatched: loop.batchesDispatched)
         callbackDepth += 1
-        curl_easy_pause(transfer.handle.easy, mask)
+        sends.run { curl_easy_pause(transfer.handle.easy, mask) }
         callbackDepth -= 1
         drainCompleted()
     }

@@ -16,7 +16,7 @@ import pytest
 
 from proxy import IncompleteResponse, base_config, build_request, exchange, parse_response, wait_until
 from test_exchange_faults import RawUpstream, answer_keep_alive, route_to
-from test_tls_upstream import make_ca_and_cert
+from test_tls_upstream import make_ca_and_cert, tls_config, tls_setup  # noqa: F401 (tls_setup: a fixture)
 
 
 def keep_alive_gets(addr, host: str, count: int, body: bytes | None = None) -> list[int]:
@@ -77,6 +77,65 @@ def test_a_request_on_a_pooled_upstream_connection_makes_no_poll_call(start_prox
     assert len(zero_timeout) == 0, f"{len(zero_timeout)} zero-timeout polls for 200 requests:\n" + "\n".join(zero_timeout[:5])
     assert upstream.count("request") == 1, "the requests did not share one pooled connection"
     upstream.close()
+
+
+def test_requests_started_in_one_pass_leave_for_the_h2_upstream_together_and_at_once(start_proxy, tmp_path,
+                                                                                      tls_setup, monkeypatch):
+    """Was: over the multiplexed h2 connection every new request was a TCP segment of its own
+    (libcurl writes each stream's HEADERS as it runs the stream), twelve segments for a loop pass
+    that started twelve. Sends after a socket's first in a pass carry MSG_MORE, and the pass's end
+    pushes them (TCP_CORK cleared): nothing held may outlive the pass (SendBatch)."""
+    ca, nginx, main = tls_setup
+    monkeypatch.setenv("CURL_CA_BUNDLE", str(ca))
+    config = tls_config(tmp_path, nginx, main)
+    config["workers"] = 1  # one loop: the burst lands in its passes
+    server = start_proxy(config)
+    addr = (server.host, server.port)
+    request = build_request("GET", "/secure/burst", {"Host": server.host_header, "Connection": "close"})
+
+    def burst(count: int = 16) -> list[tuple[int, float]]:
+        """`count` requests written back to back on connections opened first: (status, seconds)."""
+        socks = [socket.create_connection(addr, timeout=5) for _ in range(count)]
+        try:
+            for sock in socks:
+                sock.sendall(request)
+            sent = time.monotonic()
+            answers = []
+            for sock in socks:
+                buf = b""
+                while chunk := sock.recv(65536):
+                    buf += chunk
+                answers.append((parse_response(buf, "GET", eof=True)[0].status, time.monotonic() - sent))
+            return answers
+        finally:
+            for sock in socks:
+                sock.close()
+
+    assert burst(1)[0][0] == 200  # the h2 connection exists
+    held_seen = False
+    for _ in range(5):  # which requests share a pass is the scheduler's: a few bursts, until one did
+        answers: list[tuple[int, float]] = []
+        lines = traced_lines(server, tmp_path / "sends.trace", lambda: answers.extend(burst()),
+                             also="sendto,setsockopt,epoll_pwait2,epoll_wait,epoll_pwait")
+        assert [status for status, _ in answers] == [200] * 16, answers
+        # Held bytes wait for nothing: a missed push would hold a request until the kernel's 200 ms.
+        assert max(seconds for _, seconds in answers) < 2.0, answers
+        held: dict[str, set[str]] = {}  # thread -> sockets with bytes held since its last wait
+        for line in lines:
+            thread, _, call = line.partition(" ")
+            call = call.lstrip()
+            if m := re.match(r"sendto\((\d+), .*MSG_MORE", call):
+                held.setdefault(thread, set()).add(m.group(1))
+                held_seen = True
+            elif m := re.match(r"setsockopt\((\d+), SOL_TCP, TCP_CORK, \[0\]", call):
+                held.get(thread, set()).discard(m.group(1))
+            elif call.startswith("epoll_"):
+                assert not held.get(thread), f"thread {thread} waited with bytes held on {held[thread]}:\n" + "\n".join(lines)
+        if held_seen:
+            break
+    assert held_seen, "no pass started two requests on the h2 connection in five bursts of 16"
+    connections = {line.split()[0] for line in (nginx.dir / "logs" / "access.log").read_text().splitlines() if line}
+    assert len(connections) == 1, connections
 
 
 def test_a_request_on_a_pooled_tls_http11_connection_makes_no_liveness_peek(start_proxy, tmp_path, tls_context):

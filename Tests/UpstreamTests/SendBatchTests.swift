@@ -1,0 +1,128 @@
+import Glibc
+import Testing
+@testable import Upstream
+
+/// A connected loopback TCP pair (sender, receiver), the sender with TCP_NODELAY as libcurl sets it.
+private func tcpPair() -> (CInt, CInt) {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(listener) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            precondition(bind(listener, $0, length) == 0 && listen(listener, 1) == 0)
+            precondition(getsockname(listener, $0, &length) == 0)
+        }
+    }
+    let sender = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { precondition(connect(sender, $0, length) == 0) }
+    }
+    var one: CInt = 1
+    precondition(setsockopt(sender, CInt(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<CInt>.size)) == 0)
+    let receiver = accept(listener, nil, nil)
+    precondition(receiver >= 0)
+    return (sender, receiver)
+}
+
+/// What `fd` has to read within `milliseconds` (all of it, once something came).
+private func received(_ fd: CInt, within milliseconds: CInt) -> String {
+    var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    guard poll(&entry, 1, milliseconds) == 1 else { return "" }
+    var buffer = [UInt8](repeating: 0, count: 256)
+    let count = recv(fd, &buffer, buffer.count, CInt(MSG_DONTWAIT))
+    return String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self)
+}
+
+/// Bytes the kernel holds for `fd`, sent or not, not yet acknowledged (SIOCOUTQ).
+private func unacknowledged(_ fd: CInt) -> CInt {
+    var count: CInt = 0
+    precondition(ioctl(fd, UInt(TIOCOUTQ), &count) == 0)
+    return count
+}
+
+private func send(_ fd: CInt, _ text: String) {
+    var bytes = Array(text.utf8)
+    precondition(SendBatch.send(fd, &bytes, bytes.count, CInt(MSG_NOSIGNAL)) == bytes.count)
+}
+
+@Suite("SendBatch: libcurl's sends during one pass leave together per socket")
+struct SendBatchTests {
+    @Test("the first send to a socket in a pass goes as asked, later ones with MSG_MORE")
+    func flagsWithinAPass() {
+        let batch = SendBatch()
+        let nosignal = CInt(MSG_NOSIGNAL)
+        batch.run {
+            #expect(batch.flags(sendingTo: 7, nosignal) == nosignal)
+            #expect(batch.flags(sendingTo: 7, nosignal) == nosignal | SendBatch.more)
+            #expect(batch.flags(sendingTo: 8, 0) == 0)
+            #expect(batch.flags(sendingTo: 7, 0) == SendBatch.more)
+            // A nested pass (an unpause from a callback) joins the outer one.
+            batch.run { #expect(batch.flags(sendingTo: 8, 0) == SendBatch.more) }
+            #expect(batch.flags(sendingTo: 8, 0) == SendBatch.more)
+        }
+    }
+
+    @Test("a socket that had several sends in its last pass holds its first one too, until a pass sends it one")
+    func busySocketsHoldTheFirstSend() {
+        let batch = SendBatch()
+        let (sender, receiver) = tcpPair()
+        defer { close(sender); close(receiver) }
+        batch.run {
+            _ = batch.flags(sendingTo: sender, 0)
+            _ = batch.flags(sendingTo: sender, 0)
+        }
+        batch.run { #expect(batch.flags(sendingTo: sender, 0) == SendBatch.more) }
+        // That pass sent it one: the next pass's first send goes as asked.
+        batch.run { #expect(batch.flags(sendingTo: sender, 0) == 0) }
+    }
+
+    @Test("a socket curl closes in the pass is forgotten: its number starts afresh")
+    func forgottenSocket() {
+        let batch = SendBatch()
+        batch.run {
+            _ = batch.flags(sendingTo: 9, 0)
+            _ = batch.flags(sendingTo: 9, 0)
+            batch.forget(9)
+            #expect(batch.flags(sendingTo: 9, 0) == 0)
+        }
+        batch.run { #expect(batch.flags(sendingTo: 9, 0) == 0) }
+    }
+
+    @Test("outside a pass every send goes at once")
+    func outsideAPass() {
+        let (sender, receiver) = tcpPair()
+        defer { close(sender); close(receiver) }
+        send(sender, "a")
+        #expect(received(receiver, within: 1000) == "a")
+        send(sender, "b")
+        #expect(received(receiver, within: 1000) == "b")
+    }
+
+    @Test("what a pass held leaves when the pass ends, and not before")
+    func heldSendsLeaveAtTheEndOfThePass() {
+        let batch = SendBatch()
+        let (sender, receiver) = tcpPair()
+        defer { close(sender); close(receiver) }
+        batch.run {
+            send(sender, "a")
+            send(sender, "b")
+            send(sender, "c")
+        }
+        var got = ""
+        for _ in 0..<20 where got.count < 3 { got += received(receiver, within: 100) }
+        #expect(got == "abc")
+        // The socket is busy now, so the next pass holds even its first send. With everything
+        // acknowledged nothing else can push it: only the pass's end does.
+        for _ in 0..<200 where unacknowledged(sender) > 0 { usleep(5_000) }
+        batch.run {
+            send(sender, "d")
+            #expect(unacknowledged(sender) == 1)
+            #expect(received(receiver, within: 50) == "")
+        }
+        // At once: unpushed, the kernel would send it when its 200 ms ceiling on held data ran out.
+        #expect(received(receiver, within: 100) == "d")
+    }
+}
