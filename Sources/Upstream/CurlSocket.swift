@@ -75,12 +75,17 @@ final class CurlSocket: Selectable {
     /// What libcurl's zero-timeout checks of this socket get (`QuietSockets`): for a connected
     /// socket parked between transfers and still registered for reading, the kernel's answer
     /// until a wait saw it quiet, then "nothing" without the kernel (it is taken out when
-    /// something comes). Otherwise always the kernel's: while curl watches a socket it reads on
-    /// as long as the kernel says data is pending.
+    /// something comes). For one curl watches for reading, the kernel's answer until it found the
+    /// socket empty in a loop turn, then that answer for the rest of the turn. Otherwise always
+    /// the kernel's.
     var readiness: QuietSockets.Mark {
         if spoiled && established { return .spoiled }
-        guard established, case .parked(let interest) = state, interest.contains(.read) else { return .unknown }
-        return quiet ? .quiet : .parked
+        guard established else { return .unknown }
+        switch state {
+        case .parked(let interest) where interest.contains(.read): return quiet ? .quiet : .parked
+        case .watched(let interest) where interest.contains(.read): return .watched
+        default: return .unknown
+        }
     }
 
     private func publishReadiness() { QuietSockets.mark(fd, readiness) }

@@ -22,11 +22,16 @@ import Glibc
 ///
 /// Until that wait, the kernel answers (a connection parked and reused within one loop turn: an
 /// EOF that came with the last response is in the kernel but no wait has seen it), and its
-/// "nothing" stands in for the wait: one poll per such reuse instead of two. Nothing else is
-/// answered:
+/// "nothing" stands in for the wait: one poll per such reuse instead of two.
+///
+/// A connected socket curl watches for reading (an h2 connection with streams in flight) is
+/// registered for reading too: once the kernel found it empty in a loop turn (a check, or a read
+/// that would block), later checks and reads in that turn get the same answer without it, and
+/// what came meanwhile is the next wait's to report (`Mark.watched`, `EmptySockets`).
+///
+/// Nothing else is answered:
 /// - a connecting socket (asked whether the connect completed, at each event: "not yet" would
 ///   never end); it is not marked until it carried a transfer;
-/// - a socket curl watches: curl reads on while the kernel says data is pending;
 /// - a check for writing (a request body to send): "not yet" would cost a loop turn and two
 ///   `epoll_ctl`, more than the poll.
 ///
@@ -64,6 +69,10 @@ public enum QuietSockets {
         /// as alive and would read them as the next request's response, which may be another
         /// client's.
         case spoiled = 3
+        /// Connected, and curl watches it for reading (so the loop has it registered, level-
+        /// triggered): once found empty in a loop turn, a check for reading or a read gets that
+        /// answer again until the turn's end, with no system call (`EmptySockets`).
+        case watched = 4
     }
 
     /// `calloc`'d: pages no descriptor number reaches are never touched (descriptors are small).
@@ -109,6 +118,17 @@ public enum QuietSockets {
         case .spoiled:
             fds[0].revents = spoiledEvents
             return 1
+        case .watched:
+            guard let pass = pthread_getspecific(CurlPass.key) else { return cc_kernel_poll(fds, 1, 0) }
+            return Unmanaged<CurlPass>.fromOpaque(pass)._withUnsafeGuaranteedRef { pass in
+                if pass.empty.contains(fd, turn: pass.turn) {
+                    fds[0].revents = 0
+                    return 0
+                }
+                let ready = cc_kernel_poll(fds, 1, 0)
+                if ready == 0 { pass.empty.note(fd, turn: pass.turn) }
+                return ready
+            }
         case .unknown:
             return cc_kernel_poll(fds, 1, 0)
         }
@@ -122,7 +142,10 @@ public enum QuietSockets {
     /// would have called the stray bytes alive. Every other call is glibc's `recvfrom`.
     @inline(__always)
     static func receive(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ length: Int, _ flags: CInt) -> Int {
-        guard flags == peekFlag, length == 1 else { return recvfrom(fd, buffer, length, flags, nil, nil) }
+        guard flags == peekFlag, length == 1 else {
+            if flags == 0, case .watched = mark(of: fd) { return receiveWatched(fd, buffer, length) }
+            return recvfrom(fd, buffer, length, flags, nil, nil)
+        }
         switch mark(of: fd) {
         case .quiet:
             if pthread_getspecific(strictKey) != nil { return recvfrom(fd, buffer, 1, flags, nil, nil) }
@@ -138,8 +161,26 @@ public enum QuietSockets {
             return got
         case .spoiled:
             return 0
-        case .unknown:
+        case .unknown, .watched:
             return recvfrom(fd, buffer, 1, flags, nil, nil)
+        }
+    }
+
+    /// A read of a socket curl watches: "would block" without the kernel if it was found empty in
+    /// this loop turn; the kernel's answer otherwise, and its "would block" is remembered.
+    private static func receiveWatched(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ length: Int) -> Int {
+        guard let pass = pthread_getspecific(CurlPass.key) else { return recvfrom(fd, buffer, length, 0, nil, nil) }
+        return Unmanaged<CurlPass>.fromOpaque(pass)._withUnsafeGuaranteedRef { pass in
+            if pass.empty.contains(fd, turn: pass.turn) {
+                errno = EAGAIN
+                return -1
+            }
+            let got = recvfrom(fd, buffer, length, 0, nil, nil)
+            if got < 0 && errno == EAGAIN {
+                pass.empty.note(fd, turn: pass.turn)
+                errno = EAGAIN
+            }
+            return got
         }
     }
 

@@ -22,7 +22,7 @@ import Glibc
 /// the pass sends what it holds on close, and is forgotten (`forget`), so its number, if reused,
 /// is not pushed; a push of a socket that holds nothing costs one `setsockopt` and changes nothing.
 /// Unpushed, the kernel would send held bytes when an acknowledgement came or after 200 ms.
-final class SendBatch {
+struct SendBatch {
     /// Sockets sent to in this pass, how often, and whether anything was held; a pass touches a handful.
     private var sockets: [(fd: CInt, sends: Int, held: Bool)] = []
     /// Sockets that had more than one send in the last pass that sent to them: their first send
@@ -31,19 +31,10 @@ final class SendBatch {
 
     init() { sockets.reserveCapacity(8) }
 
-    /// Runs `pass` with this thread's sends coalesced into this batch; nested passes join the outer.
+    /// The flags for one more send to `fd` in this pass: `MSG_MORE` after the first (and for the
+    /// first to a busy socket).
     @inline(__always)
-    func run(_ pass: () -> Void) {
-        guard pthread_getspecific(Self.key) == nil else { return pass() }
-        pthread_setspecific(Self.key, Unmanaged.passUnretained(self).toOpaque())
-        pass()
-        pthread_setspecific(Self.key, nil)
-        if !sockets.isEmpty { pushHeld() }
-    }
-
-    /// The flags for one more send to `fd` in this pass: `MSG_MORE` after the first.
-    @inline(__always)
-    func flags(sendingTo fd: CInt, _ flags: CInt) -> CInt {
+    mutating func flags(sendingTo fd: CInt, _ flags: CInt) -> CInt {
         for i in sockets.indices where sockets[i].fd == fd {
             sockets[i].sends += 1
             sockets[i].held = true
@@ -55,12 +46,18 @@ final class SendBatch {
     }
 
     /// curl closes `fd` in this pass: what it holds leaves with the close.
-    func forget(_ fd: CInt) {
+    mutating func forget(_ fd: CInt) {
         sockets.removeAll { $0.fd == fd }
         busy.removeAll { $0 == fd }
     }
 
-    private func pushHeld() {
+    /// The pass ended: every socket that holds bytes sends them.
+    @inline(__always)
+    mutating func passEnded() {
+        if !sockets.isEmpty { pushHeld() }
+    }
+
+    private mutating func pushHeld() {
         for socket in sockets {
             if socket.held { cc_push_held(socket.fd) }
             if socket.sends > 1 {
@@ -72,20 +69,13 @@ final class SendBatch {
         sockets.removeAll(keepingCapacity: true)
     }
 
-    /// The thread's batch during a pass (unretained: the client that owns it outlives its passes).
-    static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create")
-        return key
-    }()
-
     static let more = CInt(MSG_MORE)
 
-    /// `send`: into the thread's batch during a pass, else straight to the kernel.
+    /// `send`: into the thread's pass during one, else straight to the kernel.
     @inline(__always)
     static func send(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ length: Int, _ flags: CInt) -> Int {
-        guard let batch = pthread_getspecific(key) else { return sendto(fd, buffer, length, flags, nil, 0) }
-        let flags = Unmanaged<SendBatch>.fromOpaque(batch)._withUnsafeGuaranteedRef { $0.flags(sendingTo: fd, flags) }
+        guard let pass = pthread_getspecific(CurlPass.key) else { return sendto(fd, buffer, length, flags, nil, 0) }
+        let flags = Unmanaged<CurlPass>.fromOpaque(pass)._withUnsafeGuaranteedRef { $0.sends.flags(sendingTo: fd, flags) }
         return sendto(fd, buffer, length, flags, nil, 0)
     }
 }

@@ -39,8 +39,8 @@ public final class UpstreamClient {
     /// Transfers with a request body started since curl's last timeout call, which runs their
     /// connect step: until then a pooled connection is checked by the kernel (`QuietSockets.strictKey`).
     private var bodiesStarting = 0
-    /// libcurl's sends during one of its passes, coalesced per socket.
-    private let sends = SendBatch()
+    /// What libcurl's calls during one of its passes share: held sends, sockets found empty.
+    private let pass: CurlPass
 
     /// Initialises libcurl once per process; call before any loop thread starts.
     public static func globalInit() { _ = initialised }
@@ -51,6 +51,7 @@ public final class UpstreamClient {
         Self.globalInit()
         self.loop = loop
         multi = curl_multi_init()
+        pass = CurlPass(loop: loop)
         kick.client = self
         let me = Unmanaged.passUnretained(self).toOpaque()
         cc_multi_socket_function(multi, { _, fd, what, userp, _ in
@@ -199,7 +200,7 @@ public final class UpstreamClient {
             loop.forget(fd: fd)
             sockets[fd] = nil
         }
-        sends.forget(fd)
+        pass.forget(fd)
         // Last, before the number can name another socket, perhaps another thread's.
         QuietSockets.mark(fd, .unknown)
         return Glibc.close(fd)
@@ -312,7 +313,7 @@ public final class UpstreamClient {
         // Any call may run a new transfer's connect step (curl runs due timeouts with socket
         // events too); the timeout call runs every one started before it.
         let starting = bodiesStarting
-        sends.run {
+        pass.run {
             QuietSockets.asking(strictly: starting > 0) {
                 curl_multi_socket_action(multi, fd, events, &running)
             }
@@ -326,7 +327,7 @@ public final class UpstreamClient {
     func unpause(_ transfer: UpstreamTransfer, mask: Int32) {
         parked.promote(dispatched: loop.batchesDispatched)
         callbackDepth += 1
-        sends.run { curl_easy_pause(transfer.handle.easy, mask) }
+        pass.run { curl_easy_pause(transfer.handle.easy, mask) }
         callbackDepth -= 1
         drainCompleted()
     }

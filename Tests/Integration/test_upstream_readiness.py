@@ -79,12 +79,10 @@ def test_a_request_on_a_pooled_upstream_connection_makes_no_poll_call(start_prox
     upstream.close()
 
 
-def test_requests_started_in_one_pass_leave_for_the_h2_upstream_together_and_at_once(start_proxy, tmp_path,
-                                                                                      tls_setup, monkeypatch):
-    """Was: over the multiplexed h2 connection every new request was a TCP segment of its own
-    (libcurl writes each stream's HEADERS as it runs the stream), twelve segments for a loop pass
-    that started twelve. Sends after a socket's first in a pass carry MSG_MORE, and the pass's end
-    pushes them (TCP_CORK cleared): nothing held may outlive the pass (SendBatch)."""
+def h2_burst_proxy(start_proxy, tmp_path, tls_setup, monkeypatch):
+    """A one-loop proxy to the TLS nginx (h2) with its connection made, and a burst function:
+    `count` requests written back to back on client connections opened first, returning
+    (status, seconds) each."""
     ca, nginx, main = tls_setup
     monkeypatch.setenv("CURL_CA_BUNDLE", str(ca))
     config = tls_config(tmp_path, nginx, main)
@@ -94,7 +92,6 @@ def test_requests_started_in_one_pass_leave_for_the_h2_upstream_together_and_at_
     request = build_request("GET", "/secure/burst", {"Host": server.host_header, "Connection": "close"})
 
     def burst(count: int = 16) -> list[tuple[int, float]]:
-        """`count` requests written back to back on connections opened first: (status, seconds)."""
         socks = [socket.create_connection(addr, timeout=5) for _ in range(count)]
         try:
             for sock in socks:
@@ -112,6 +109,16 @@ def test_requests_started_in_one_pass_leave_for_the_h2_upstream_together_and_at_
                 sock.close()
 
     assert burst(1)[0][0] == 200  # the h2 connection exists
+    return server, nginx, burst
+
+
+def test_requests_started_in_one_pass_leave_for_the_h2_upstream_together_and_at_once(start_proxy, tmp_path,
+                                                                                      tls_setup, monkeypatch):
+    """Was: over the multiplexed h2 connection every new request was a TCP segment of its own
+    (libcurl writes each stream's HEADERS as it runs the stream), twelve segments for a loop pass
+    that started twelve. Sends after a socket's first in a pass carry MSG_MORE, and the pass's end
+    pushes them (TCP_CORK cleared): nothing held may outlive the pass (SendBatch)."""
+    server, nginx, burst = h2_burst_proxy(start_proxy, tmp_path, tls_setup, monkeypatch)
     held_seen = False
     for _ in range(5):  # which requests share a pass is the scheduler's: a few bursts, until one did
         answers: list[tuple[int, float]] = []
@@ -136,6 +143,27 @@ def test_requests_started_in_one_pass_leave_for_the_h2_upstream_together_and_at_
     assert held_seen, "no pass started two requests on the h2 connection in five bursts of 16"
     connections = {line.split()[0] for line in (nginx.dir / "logs" / "access.log").read_text().splitlines() if line}
     assert len(connections) == 1, connections
+
+
+def test_requests_in_flight_on_one_h2_connection_do_not_each_poll_it(start_proxy, tmp_path, tls_setup,
+                                                                      monkeypatch):
+    """Was: each request libcurl ran on the shared h2 connection asked the kernel whether it was
+    readable (a zero-timeout poll after sending, and one per transfer run on a socket event after
+    the first): 1.1 per request at c=64. Once the kernel found it empty in a loop turn, the rest
+    of the turn's checks are answered (QuietSockets, Mark.watched)."""
+    server, nginx, burst = h2_burst_proxy(start_proxy, tmp_path, tls_setup, monkeypatch)
+    answers: list[tuple[int, float]] = []
+
+    def run():
+        for _ in range(4):
+            answers.extend(burst())
+    lines = traced_lines(server, tmp_path / "polls.trace", run)
+    assert [status for status, _ in answers] == [200] * 64, answers
+    zero_timeout = [line for line in lines if re.search(r"poll\(\[\{fd=\d+, events=[^}]*\}\], 1, 0\)", line)]
+    # A pass that starts sixteen requests polled after each send: sixteen; now the first finds it
+    # empty and answers the rest, which leaves about one per pass (how the burst splits into passes
+    # is the scheduler's).
+    assert len(zero_timeout) <= 32, f"{len(zero_timeout)} zero-timeout polls for 64 requests:\n" + "\n".join(zero_timeout[:8])
 
 
 def test_a_request_on_a_pooled_tls_http11_connection_makes_no_liveness_peek(start_proxy, tmp_path, tls_context):

@@ -117,14 +117,15 @@ struct QuietSocketsTests {
         #expect(QuietSockets.mark(of: CInt(QuietSockets.capacity)) == .unknown)
     }
 
-    @Test("a connected socket parked for reading is marked parked, and quiet once through a wait",
+    @Test("a connected socket parked for reading is marked parked, and quiet once through a wait; watched for reading, watched",
           arguments: [
             // (descriptor offset, established, state, quiet, mark)
             (0, false, CurlSocket.State.unregistered, false, QuietSockets.Mark.unknown),
             (1, false, .watched(.write), false, .unknown),    // connecting: "connected yet?" must reach the kernel
             (2, false, .parked(.read), true, .unknown),
-            (3, true, .watched(.read), false, .unknown),      // curl reads on while the kernel says data is pending
-            (4, true, .watched(.read), true, .unknown),
+            (3, true, .watched(.read), false, .watched),      // registered for reading: found empty, empty till the turn ends
+            (4, true, .watched([.read, .write]), true, .watched),
+            (10, true, .watched(.write), false, .unknown),    // not registered for reading: nothing would report bytes
             (5, true, .parked(.read), false, .parked),        // no wait seen through yet: the kernel answers
             (6, true, .parked(.read), true, .quiet),          // idle through a wait: an EOF would have been reported
             (7, true, .parked([.read, .write]), true, .quiet),
@@ -269,11 +270,99 @@ struct ParkedSocketsTests {
         let mark: QuietSockets.Mark = switch then {
         case .nothing: quiet ? .quiet : .parked
         case .parkedAgain: .parked
-        case .watchedAgain, .closed: .unknown
+        case .watchedAgain: .watched
+        case .closed: .unknown
         }
         #expect(QuietSockets.mark(of: fd) == mark)
         // Promoted entries leave the list; later parkings stay.
         #expect(parked.count == (parkedIn < dispatched ? (then == .parkedAgain ? 1 : 0) : 1))
         socket.state = .unregistered
+    }
+}
+
+@Suite("QuietSockets: sockets curl watches, found empty in a loop turn")
+struct WatchedSocketTests {
+    /// A watched socket with nothing to read, a pass of `loop`'s (which must outlive it, as the
+    /// client that owns a pass holds its loop), and the peer to write to.
+    private func watched() throws -> (fd: CInt, peer: CInt, loop: EventLoop, pass: CurlPass) {
+        let (fd, peer) = nonBlockingPair(pending: 0)
+        QuietSockets.mark(fd, .watched)
+        let loop = try EventLoop(name: "watched")
+        return (fd, peer, loop, CurlPass(loop: loop))
+    }
+
+    @Test("once a check found it empty, later checks in the turn are answered without the kernel")
+    func emptyCheckIsRemembered() throws {
+        let (fd, peer, loop, pass) = try watched()
+        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer); withExtendedLifetime(loop) {} }
+        pass.run {
+            #expect(pollOnce([(fd, readEvents)], timeout: 0) == (0, [0]))
+            // Bytes that come now are the next wait's to report (the loop has the socket
+            // registered for reading): the answer is the kernel's of a moment ago.
+            #expect(write(peer, "x", 1) == 1)
+            #expect(pollOnce([(fd, readEvents)], timeout: 0) == (0, [0]))
+            #expect(receiveOnce(fd, length: 64, flags: 0) == (-1, EAGAIN))
+        }
+        // A pass in the same turn still knows it.
+        pass.run { #expect(pollOnce([(fd, readEvents)], timeout: 0) == (0, [0])) }
+        // The next turn's wait reported the bytes: the kernel answers again.
+        loop.runOnce(timeoutMilliseconds: 0)
+        pass.run {
+            let answer = pollOnce([(fd, readEvents)], timeout: 0)
+            #expect(answer.result == 1 && answer.revents[0] & Int16(POLLIN) != 0)
+            #expect(receiveOnce(fd, length: 64, flags: 0) == (1, 0))
+        }
+    }
+
+    @Test("a read that would block is remembered like a check that found nothing")
+    func wouldBlockIsRemembered() throws {
+        let (fd, peer, loop, pass) = try watched()
+        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer); withExtendedLifetime(loop) {} }
+        pass.run {
+            #expect(receiveOnce(fd, length: 64, flags: 0) == (-1, EAGAIN))
+            #expect(write(peer, "x", 1) == 1)
+            #expect(pollOnce([(fd, readEvents)], timeout: 0) == (0, [0]))
+        }
+        loop.runOnce(timeoutMilliseconds: 0)
+        pass.run { #expect(receiveOnce(fd, length: 64, flags: 0) == (1, 0)) }
+    }
+
+    @Test("outside a pass, for a socket with bytes, or once curl closed it, the kernel answers",
+          arguments: ["no pass", "bytes", "closed"])
+    func otherwiseTheKernel(case name: String) throws {
+        let (fd, peer, loop, pass) = try watched()
+        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer); withExtendedLifetime(loop) {} }
+        switch name {
+        case "no pass":
+            // Nothing is remembered outside a pass.
+            #expect(pollOnce([(fd, readEvents)], timeout: 0) == (0, [0]))
+            #expect(write(peer, "x", 1) == 1)
+            #expect(pollOnce([(fd, readEvents)], timeout: 0).result == 1)
+        case "bytes":
+            #expect(write(peer, "x", 1) == 1)
+            pass.run {
+                #expect(pollOnce([(fd, readEvents)], timeout: 0).result == 1)
+                #expect(receiveOnce(fd, length: 64, flags: 0) == (1, 0))
+            }
+        default:
+            pass.run {
+                #expect(pollOnce([(fd, readEvents)], timeout: 0) == (0, [0]))
+                pass.forget(fd)
+                #expect(write(peer, "x", 1) == 1)
+                #expect(pollOnce([(fd, readEvents)], timeout: 0).result == 1)
+            }
+        }
+    }
+
+    @Test("a read with flags, and a peek, are the kernel's")
+    func flaggedReadsAreTheKernels() throws {
+        let (fd, peer, loop, pass) = try watched()
+        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer); withExtendedLifetime(loop) {} }
+        pass.run {
+            #expect(pollOnce([(fd, readEvents)], timeout: 0) == (0, [0]))
+            #expect(write(peer, "xy", 2) == 2)
+            #expect(receiveOnce(fd, length: 1, flags: QuietSockets.peekFlag) == (1, 0))
+            #expect(receiveOnce(fd, length: 64, flags: CInt(MSG_PEEK)) == (2, 0))
+        }
     }
 }

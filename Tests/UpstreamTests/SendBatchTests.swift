@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+import EventLoop
 @testable import Upstream
 
 /// A connected loopback TCP pair (sender, receiver), the sender with TCP_NODELAY as libcurl sets it.
@@ -45,50 +46,56 @@ private func unacknowledged(_ fd: CInt) -> CInt {
 
 private func send(_ fd: CInt, _ text: String) {
     var bytes = Array(text.utf8)
-    precondition(SendBatch.send(fd, &bytes, bytes.count, CInt(MSG_NOSIGNAL)) == bytes.count)
+    precondition(sendCoalescingPasses(fd, &bytes, bytes.count, CInt(MSG_NOSIGNAL)) == bytes.count)
 }
 
 @Suite("SendBatch: libcurl's sends during one pass leave together per socket")
 struct SendBatchTests {
     @Test("the first send to a socket in a pass goes as asked, later ones with MSG_MORE")
-    func flagsWithinAPass() {
-        let batch = SendBatch()
+    func flagsWithinAPass() throws {
+        let loop = try EventLoop(name: "sends")
+        let pass = CurlPass(loop: loop)
+        defer { withExtendedLifetime(loop) {} }
         let nosignal = CInt(MSG_NOSIGNAL)
-        batch.run {
-            #expect(batch.flags(sendingTo: 7, nosignal) == nosignal)
-            #expect(batch.flags(sendingTo: 7, nosignal) == nosignal | SendBatch.more)
-            #expect(batch.flags(sendingTo: 8, 0) == 0)
-            #expect(batch.flags(sendingTo: 7, 0) == SendBatch.more)
+        pass.run {
+            #expect(pass.sends.flags(sendingTo: 7, nosignal) == nosignal)
+            #expect(pass.sends.flags(sendingTo: 7, nosignal) == nosignal | SendBatch.more)
+            #expect(pass.sends.flags(sendingTo: 8, 0) == 0)
+            #expect(pass.sends.flags(sendingTo: 7, 0) == SendBatch.more)
             // A nested pass (an unpause from a callback) joins the outer one.
-            batch.run { #expect(batch.flags(sendingTo: 8, 0) == SendBatch.more) }
-            #expect(batch.flags(sendingTo: 8, 0) == SendBatch.more)
+            pass.run { #expect(pass.sends.flags(sendingTo: 8, 0) == SendBatch.more) }
+            #expect(pass.sends.flags(sendingTo: 8, 0) == SendBatch.more)
         }
     }
 
     @Test("a socket that had several sends in its last pass holds its first one too, until a pass sends it one")
-    func busySocketsHoldTheFirstSend() {
-        let batch = SendBatch()
+    func busySocketsHoldTheFirstSend() throws {
+        let loop = try EventLoop(name: "sends")
+        let pass = CurlPass(loop: loop)
+        defer { withExtendedLifetime(loop) {} }
         let (sender, receiver) = tcpPair()
         defer { close(sender); close(receiver) }
-        batch.run {
-            _ = batch.flags(sendingTo: sender, 0)
-            _ = batch.flags(sendingTo: sender, 0)
+        pass.run {
+            _ = pass.sends.flags(sendingTo: sender, 0)
+            _ = pass.sends.flags(sendingTo: sender, 0)
         }
-        batch.run { #expect(batch.flags(sendingTo: sender, 0) == SendBatch.more) }
+        pass.run { #expect(pass.sends.flags(sendingTo: sender, 0) == SendBatch.more) }
         // That pass sent it one: the next pass's first send goes as asked.
-        batch.run { #expect(batch.flags(sendingTo: sender, 0) == 0) }
+        pass.run { #expect(pass.sends.flags(sendingTo: sender, 0) == 0) }
     }
 
     @Test("a socket curl closes in the pass is forgotten: its number starts afresh")
-    func forgottenSocket() {
-        let batch = SendBatch()
-        batch.run {
-            _ = batch.flags(sendingTo: 9, 0)
-            _ = batch.flags(sendingTo: 9, 0)
-            batch.forget(9)
-            #expect(batch.flags(sendingTo: 9, 0) == 0)
+    func forgottenSocket() throws {
+        let loop = try EventLoop(name: "sends")
+        let pass = CurlPass(loop: loop)
+        defer { withExtendedLifetime(loop) {} }
+        pass.run {
+            _ = pass.sends.flags(sendingTo: 9, 0)
+            _ = pass.sends.flags(sendingTo: 9, 0)
+            pass.forget(9)
+            #expect(pass.sends.flags(sendingTo: 9, 0) == 0)
         }
-        batch.run { #expect(batch.flags(sendingTo: 9, 0) == 0) }
+        pass.run { #expect(pass.sends.flags(sendingTo: 9, 0) == 0) }
     }
 
     @Test("outside a pass every send goes at once")
@@ -102,11 +109,13 @@ struct SendBatchTests {
     }
 
     @Test("what a pass held leaves when the pass ends, and not before")
-    func heldSendsLeaveAtTheEndOfThePass() {
-        let batch = SendBatch()
+    func heldSendsLeaveAtTheEndOfThePass() throws {
+        let loop = try EventLoop(name: "sends")
+        let pass = CurlPass(loop: loop)
+        defer { withExtendedLifetime(loop) {} }
         let (sender, receiver) = tcpPair()
         defer { close(sender); close(receiver) }
-        batch.run {
+        pass.run {
             send(sender, "a")
             send(sender, "b")
             send(sender, "c")
@@ -117,7 +126,7 @@ struct SendBatchTests {
         // The socket is busy now, so the next pass holds even its first send. With everything
         // acknowledged nothing else can push it: only the pass's end does.
         for _ in 0..<200 where unacknowledged(sender) > 0 { usleep(5_000) }
-        batch.run {
+        pass.run {
             send(sender, "d")
             #expect(unacknowledged(sender) == 1)
             #expect(received(receiver, within: 50) == "")
