@@ -281,20 +281,29 @@ struct ParkedSocketsTests {
 }
 
 @Suite("QuietSockets: sockets curl watches, found empty in a loop turn")
-struct WatchedSocketTests {
-    /// A watched socket with nothing to read, a pass of `loop`'s (which must outlive it, as the
-    /// client that owns a pass holds its loop), and the peer to write to.
-    private func watched() throws -> (fd: CInt, peer: CInt, loop: EventLoop, pass: CurlPass) {
-        let (fd, peer) = nonBlockingPair(pending: 0)
+final class WatchedSocketTests {
+    /// A watched socket with nothing to read, its peer to write to, and a pass of `loop`'s (the
+    /// suite holds the loop, as the client that owns a pass does).
+    let fd: CInt
+    let peer: CInt
+    let loop: EventLoop
+    let pass: CurlPass
+
+    init() throws {
+        (fd, peer) = nonBlockingPair(pending: 0)
         QuietSockets.mark(fd, .watched)
-        let loop = try EventLoop(name: "watched")
-        return (fd, peer, loop, CurlPass(loop: loop))
+        loop = try EventLoop(name: "watched")
+        pass = CurlPass(loop: loop)
+    }
+
+    deinit {
+        QuietSockets.mark(fd, .unknown)
+        close(fd)
+        close(peer)
     }
 
     @Test("once a check found it empty, later checks in the turn are answered without the kernel")
-    func emptyCheckIsRemembered() throws {
-        let (fd, peer, loop, pass) = try watched()
-        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer); withExtendedLifetime(loop) {} }
+    func emptyCheckIsRemembered() {
         pass.run {
             #expect(pollOnce([(fd, readEvents)], timeout: 0) == (0, [0]))
             // Bytes that come now are the next wait's to report (the loop has the socket
@@ -315,9 +324,7 @@ struct WatchedSocketTests {
     }
 
     @Test("a read that would block is remembered like a check that found nothing")
-    func wouldBlockIsRemembered() throws {
-        let (fd, peer, loop, pass) = try watched()
-        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer); withExtendedLifetime(loop) {} }
+    func wouldBlockIsRemembered() {
         pass.run {
             #expect(receiveOnce(fd, length: 64, flags: 0) == (-1, EAGAIN))
             #expect(write(peer, "x", 1) == 1)
@@ -329,9 +336,7 @@ struct WatchedSocketTests {
 
     @Test("outside a pass, for a socket with bytes, or once curl closed it, the kernel answers",
           arguments: ["no pass", "bytes", "closed"])
-    func otherwiseTheKernel(case name: String) throws {
-        let (fd, peer, loop, pass) = try watched()
-        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer); withExtendedLifetime(loop) {} }
+    func otherwiseTheKernel(case name: String) {
         switch name {
         case "no pass":
             // Nothing is remembered outside a pass.
@@ -355,9 +360,7 @@ struct WatchedSocketTests {
     }
 
     @Test("a read with flags, and a peek, are the kernel's")
-    func flaggedReadsAreTheKernels() throws {
-        let (fd, peer, loop, pass) = try watched()
-        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer); withExtendedLifetime(loop) {} }
+    func flaggedReadsAreTheKernels() {
         pass.run {
             #expect(pollOnce([(fd, readEvents)], timeout: 0) == (0, [0]))
             #expect(write(peer, "xy", 2) == 2)

@@ -51,11 +51,17 @@ private func send(_ fd: CInt, _ text: String) {
 
 @Suite("SendBatch: libcurl's sends during one pass leave together per socket")
 struct SendBatchTests {
+    /// A pass of a loop's (each test has its own); the suite holds the loop, as a client does.
+    let loop: EventLoop
+    let pass: CurlPass
+
+    init() throws {
+        loop = try EventLoop(name: "sends")
+        pass = CurlPass(loop: loop)
+    }
+
     @Test("the first send to a socket in a pass goes as asked, later ones with MSG_MORE")
-    func flagsWithinAPass() throws {
-        let loop = try EventLoop(name: "sends")
-        let pass = CurlPass(loop: loop)
-        defer { withExtendedLifetime(loop) {} }
+    func flagsWithinAPass() {
         let nosignal = CInt(MSG_NOSIGNAL)
         pass.run {
             #expect(pass.sends.flags(sendingTo: 7, nosignal) == nosignal)
@@ -69,10 +75,7 @@ struct SendBatchTests {
     }
 
     @Test("a socket that had several sends in its last pass holds its first one too, until a pass sends it one")
-    func busySocketsHoldTheFirstSend() throws {
-        let loop = try EventLoop(name: "sends")
-        let pass = CurlPass(loop: loop)
-        defer { withExtendedLifetime(loop) {} }
+    func busySocketsHoldTheFirstSend() {
         let (sender, receiver) = tcpPair()
         defer { close(sender); close(receiver) }
         pass.run {
@@ -85,10 +88,7 @@ struct SendBatchTests {
     }
 
     @Test("a socket curl closes in the pass is forgotten: its number starts afresh")
-    func forgottenSocket() throws {
-        let loop = try EventLoop(name: "sends")
-        let pass = CurlPass(loop: loop)
-        defer { withExtendedLifetime(loop) {} }
+    func forgottenSocket() {
         pass.run {
             _ = pass.sends.flags(sendingTo: 9, 0)
             _ = pass.sends.flags(sendingTo: 9, 0)
@@ -109,10 +109,7 @@ struct SendBatchTests {
     }
 
     @Test("what a pass held leaves when the pass ends, and not before")
-    func heldSendsLeaveAtTheEndOfThePass() throws {
-        let loop = try EventLoop(name: "sends")
-        let pass = CurlPass(loop: loop)
-        defer { withExtendedLifetime(loop) {} }
+    func heldSendsLeaveAtTheEndOfThePass() {
         let (sender, receiver) = tcpPair()
         defer { close(sender); close(receiver) }
         pass.run {
