@@ -24,6 +24,9 @@
  * CURLOPT_OPENSOCKET/CLOSESOCKETFUNCTION tell it which sockets are libcurl's connections and when
  * they close, so a pooled connection stays in epoll between transfers with no epoll_ctl at all
  * (platform-proxy does the same since this program showed the cost of one per request).
+ * It answers libcurl's zero-timeout polls of sockets whose readiness its loop knows, and its reads
+ * of a watched socket found empty in a loop turn, and holds libcurl's later sends to a socket in
+ * one pass for the pass's end, as platform-proxy does (defining poll, recv and send, below).
  * SIGTERM/SIGINT exit with status 0.
  */
 #define _GNU_SOURCE
@@ -86,6 +89,10 @@ struct loop {
     int id, ep, lfd; CURLM *multi; long long deadline; unsigned long long requests;
     unsigned char *cs; slot *idle; conn *dead; char *url;
     unsigned iteration, dispatched, *parked_in, n_parked, *parked_fd; /* quiet parked sockets, below */
+    /* one pass's sends and the sockets found empty this turn, below (a pass touches a handful) */
+    int sent_fd[16], busy_fd[16], empty_fd[16];
+    unsigned char sent_n[16], sent_held[16];
+    unsigned n_sent, n_busy, n_empty, empty_iteration;
 };
 
 static const char *base_url, *ca_bundle;
@@ -94,6 +101,25 @@ static long pipewait;
 static int proxy_env_set;
 static unsigned max_fd, rid_prefix;
 
+/* The loop whose curl_multi_socket_action runs on this thread (a pass), for send, recv and poll. */
+static __thread loop *in_pass;
+static int find(const int *a, unsigned n, int fd) {
+    for (unsigned i = 0; i < n; i++) if (a[i] == fd) return (int)i;
+    return -1;
+}
+static void drop(int *a, unsigned *n, int fd) {
+    int i = find(a, *n, fd);
+    if (i >= 0) a[i] = a[--*n];
+}
+/* A socket curl watches for reading (mark 3) stays registered for reading, level-triggered: once
+ * the kernel found it empty in a loop turn (a poll that found nothing, a recv that would block),
+ * the turn's later checks and reads get that answer with no system call, as platform-proxy's
+ * (Sources/Upstream/CurlPass.swift, EmptySockets); what came meanwhile the next wait reports. */
+static int found_empty(loop *L, int fd) { return L->empty_iteration == L->iteration && find(L->empty_fd, L->n_empty, fd) >= 0; }
+static void note_empty(loop *L, int fd) {
+    if (L->empty_iteration != L->iteration) { L->n_empty = 0; L->empty_iteration = L->iteration; }
+    if (find(L->empty_fd, L->n_empty, fd) < 0 && L->n_empty < 16) L->empty_fd[L->n_empty++] = fd;
+}
 /* libcurl's zero-timeout checks for reading of a pooled connection (before reuse, after sending a
  * bodiless request) are answered from what the loop knows, as platform-proxy does
  * (Sources/Upstream/QuietSockets.swift): a parked socket stays registered for reading and is taken
@@ -114,11 +140,57 @@ int poll(struct pollfd *f, nfds_t n, int timeout) {
             if (r == 0) __atomic_store_n(&marks[f[0].fd], 1, __ATOMIC_RELAXED);
             return r;
         }
+        if (m == 3 && in_pass) {
+            if (found_empty(in_pass, f[0].fd)) { f[0].revents = 0; return 0; }
+            int r = __poll(f, 1, 0);
+            if (r == 0) note_empty(in_pass, f[0].fd);
+            return r;
+        }
     }
     return __poll(f, n, timeout);
 }
 #pragma GCC diagnostic pop
 static void mark(int fd, unsigned char m) { __atomic_store_n(&marks[fd], m, __ATOMIC_RELAXED); }
+
+ssize_t recv(int fd, void *b, size_t n, int flags) {
+    loop *L = in_pass;
+    if (!L || flags || fd < 0 || (unsigned)fd >= max_fd || marks[fd] != 3) return recvfrom(fd, b, n, flags, NULL, NULL);
+    if (found_empty(L, fd)) { errno = EAGAIN; return -1; }
+    ssize_t r = recvfrom(fd, b, n, 0, NULL, NULL);
+    if (r < 0 && errno == EAGAIN) note_empty(L, fd);
+    return r;
+}
+/* libcurl's sends during one pass leave together per socket, as platform-proxy's
+ * (Sources/Upstream/SendBatch.swift): the first send to a socket in a pass goes at once, later
+ * ones (and the first to a socket that had several in its last pass) carry MSG_MORE, and the
+ * pass's end pushes them (TCP_CORK cleared). Over h2, one pass that starts twelve requests sends
+ * one segment, not twelve. */
+ssize_t send(int fd, const void *b, size_t n, int flags) {
+    loop *L = in_pass;
+    if (L) {
+        int i = find(L->sent_fd, L->n_sent, fd);
+        if (i >= 0) { L->sent_n[i]++; L->sent_held[i] = 1; flags |= MSG_MORE; }
+        else if (L->n_sent < 16) {
+            int busy = find(L->busy_fd, L->n_busy, fd) >= 0;
+            L->sent_fd[L->n_sent] = fd; L->sent_n[L->n_sent] = 1; L->sent_held[L->n_sent++] = (unsigned char)busy;
+            if (busy) flags |= MSG_MORE;
+        }
+    }
+    return sendto(fd, b, n, flags, NULL, 0);
+}
+static void action(loop *L, int fd, int events) {
+    int running, off = 0;
+    in_pass = L;
+    curl_multi_socket_action(L->multi, fd, events, &running);
+    in_pass = NULL;
+    for (unsigned i = 0; i < L->n_sent; i++) {
+        int s = L->sent_fd[i], b = find(L->busy_fd, L->n_busy, s);
+        if (L->sent_held[i]) setsockopt(s, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+        if (L->sent_n[i] > 1) { if (b < 0 && L->n_busy < 16) L->busy_fd[L->n_busy++] = s; }
+        else if (b >= 0) L->busy_fd[b] = L->busy_fd[--L->n_busy];
+    }
+    L->n_sent = 0;
+}
 /* Sockets parked before the last dispatched batch's iteration, and parked still, become quiet. */
 static void promote(loop *L) {
     if (!L->n_parked || L->parked_in[L->parked_fd[0]] >= L->dispatched) return;
@@ -201,7 +273,7 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *sock
     else if ((st & (S_IN | S_OUT)) != want && ctl(L, EPOLL_CTL_MOD, s, events, tag) < 0 && errno == ENOENT)
         ctl(L, EPOLL_CTL_ADD, s, events, tag);
     L->cs[s] = (st & S_OWN) | S_REG | want;
-    mark(s, 0);
+    mark(s, st & S_OWN && want & S_IN ? 3 : 0);
     return 0;
 }
 static int on_timer(CURLM *m, long ms, void *userp) {
@@ -217,8 +289,13 @@ static curl_socket_t on_open(void *userp, curlsocktype purpose, struct curl_sock
     return s;
 }
 static int on_close(void *userp, curl_socket_t s) {
-    ((loop *)userp)->cs[s] = 0; /* closing removes it from epoll */
+    loop *L = userp;
+    L->cs[s] = 0; /* closing removes it from epoll */
     mark(s, 0);
+    drop(L->busy_fd, &L->n_busy, s);
+    drop(L->empty_fd, &L->n_empty, s);
+    int i = find(L->sent_fd, L->n_sent, s); /* what it holds leaves with the close */
+    if (i >= 0) { L->n_sent--; L->sent_fd[i] = L->sent_fd[L->n_sent]; L->sent_n[i] = L->sent_n[L->n_sent]; L->sent_held[i] = L->sent_held[L->n_sent]; }
     return close(s);
 }
 
@@ -539,7 +616,6 @@ static int drain(loop *L) {
 static void *run(void *arg) {
     loop *L = arg;
     struct epoll_event ev[256];
-    int running;
     for (;;) {
         int timeout = -1;
         if (L->deadline >= 0) {
@@ -561,15 +637,15 @@ static void *run(void *arg) {
             }
             promote(L);
             uint32_t e = ev[i].events;
-            curl_multi_socket_action(L->multi, fd, (e & EPOLLIN ? CURL_CSELECT_IN : 0) | (e & EPOLLOUT ? CURL_CSELECT_OUT : 0)
-                                     | (e & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0), &running);
+            action(L, fd, (e & EPOLLIN ? CURL_CSELECT_IN : 0) | (e & EPOLLOUT ? CURL_CSELECT_OUT : 0)
+                          | (e & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0));
         }
         L->dispatched = L->iteration;
         promote(L);
         /* New transfers set a timeout of 0: run them now rather than after another epoll_wait. */
         for (int k = 0; k < 64; k++) {
             int due = L->deadline >= 0 && L->deadline <= now_ms();
-            if (due) { L->deadline = -1; curl_multi_socket_action(L->multi, CURL_SOCKET_TIMEOUT, 0, &running); }
+            if (due) { L->deadline = -1; action(L, CURL_SOCKET_TIMEOUT, 0); }
             if (!drain(L) && !due) break;
         }
         while (L->dead) { conn *c = L->dead; L->dead = c->next_dead; free(c); }
