@@ -294,7 +294,8 @@ static int on_close(void *userp, curl_socket_t s) {
     mark(s, 0);
     drop(L->busy_fd, &L->n_busy, s);
     drop(L->empty_fd, &L->n_empty, s);
-    int i = find(L->sent_fd, L->n_sent, s); /* what it holds leaves with the close */
+    int i = find(L->sent_fd, L->n_sent, s), off = 0; /* what it holds leaves before the close */
+    if (i >= 0 && L->sent_held[i]) setsockopt(s, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
     if (i >= 0) { L->n_sent--; L->sent_fd[i] = L->sent_fd[L->n_sent]; L->sent_n[i] = L->sent_n[L->n_sent]; L->sent_held[i] = L->sent_held[L->n_sent]; }
     return close(s);
 }

@@ -19,8 +19,9 @@ import Glibc
 ///
 /// Nothing waits longer than the pass: the pass runs on to its end within one loop turn, and
 /// libcurl never waits in it (the multi interface does not block). A socket that libcurl closes in
-/// the pass sends what it holds on close, and is forgotten (`forget`), so its number, if reused,
-/// is not pushed; a push of a socket that holds nothing costs one `setsockopt` and changes nothing.
+/// the pass is pushed before the close and forgotten (`forget`), so its number, if reused, is not
+/// pushed at the pass's end; a push of a socket that holds nothing costs one `setsockopt` and
+/// changes nothing.
 /// Unpushed, the kernel would send held bytes when an acknowledgement came or after 200 ms.
 struct SendBatch {
     /// Sockets sent to in this pass, how often, and whether anything was held; a pass touches a handful.
@@ -45,9 +46,13 @@ struct SendBatch {
         return held ? flags | Self.more : flags
     }
 
-    /// curl closes `fd` in this pass: what it holds leaves with the close.
+    /// curl closes `fd`: what it holds is pushed first (a close with unread bytes in the socket is
+    /// a reset, which would drop it: a GOAWAY, a TLS close_notify), and its number starts afresh.
     mutating func forget(_ fd: CInt) {
-        sockets.removeAll { $0.fd == fd }
+        if let i = sockets.firstIndex(where: { $0.fd == fd }) {
+            if sockets[i].held { cc_push_held(fd) }
+            sockets.remove(at: i)
+        }
         busy.removeAll { $0 == fd }
     }
 
