@@ -34,6 +34,13 @@ final class CurlPass {
         empty.forget(fd)
     }
 
+    /// `body` with the thread's pass, or nil outside one.
+    @inline(__always)
+    static func withCurrent<R>(_ body: (CurlPass) -> R) -> R? {
+        guard let pass = pthread_getspecific(key) else { return nil }
+        return Unmanaged<CurlPass>.fromOpaque(pass)._withUnsafeGuaranteedRef(body)
+    }
+
     /// The thread's pass while one runs (unretained: the client that owns it outlives its passes).
     static let key: pthread_key_t = {
         var key = pthread_key_t()

@@ -119,8 +119,7 @@ public enum QuietSockets {
             fds[0].revents = spoiledEvents
             return 1
         case .watched:
-            guard let pass = pthread_getspecific(CurlPass.key) else { return cc_kernel_poll(fds, 1, 0) }
-            return Unmanaged<CurlPass>.fromOpaque(pass)._withUnsafeGuaranteedRef { pass in
+            return CurlPass.withCurrent { pass in
                 if pass.empty.contains(fd, turn: pass.turn) {
                     fds[0].revents = 0
                     return 0
@@ -128,7 +127,7 @@ public enum QuietSockets {
                 let ready = cc_kernel_poll(fds, 1, 0)
                 if ready == 0 { pass.empty.note(fd, turn: pass.turn) }
                 return ready
-            }
+            } ?? cc_kernel_poll(fds, 1, 0)
         case .unknown:
             return cc_kernel_poll(fds, 1, 0)
         }
@@ -169,8 +168,7 @@ public enum QuietSockets {
     /// A read of a socket curl watches: "would block" without the kernel if it was found empty in
     /// this loop turn; the kernel's answer otherwise, and its "would block" is remembered.
     private static func receiveWatched(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ length: Int) -> Int {
-        guard let pass = pthread_getspecific(CurlPass.key) else { return recvfrom(fd, buffer, length, 0, nil, nil) }
-        return Unmanaged<CurlPass>.fromOpaque(pass)._withUnsafeGuaranteedRef { pass in
+        return CurlPass.withCurrent { pass in
             if pass.empty.contains(fd, turn: pass.turn) {
                 errno = EAGAIN
                 return -1
@@ -181,7 +179,7 @@ public enum QuietSockets {
                 errno = EAGAIN
             }
             return got
-        }
+        } ?? recvfrom(fd, buffer, length, 0, nil, nil)
     }
 
     static let peekFlag = CInt(MSG_PEEK)

@@ -79,8 +79,7 @@ struct SendBatch {
     /// `send`: into the thread's pass during one, else straight to the kernel.
     @inline(__always)
     static func send(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ length: Int, _ flags: CInt) -> Int {
-        guard let pass = pthread_getspecific(CurlPass.key) else { return sendto(fd, buffer, length, flags, nil, 0) }
-        let flags = Unmanaged<CurlPass>.fromOpaque(pass)._withUnsafeGuaranteedRef { $0.sends.flags(sendingTo: fd, flags) }
+        let flags = CurlPass.withCurrent { $0.sends.flags(sendingTo: fd, flags) } ?? flags
         return sendto(fd, buffer, length, flags, nil, 0)
     }
 }
