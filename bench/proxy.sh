@@ -17,7 +17,10 @@
 # upstream half of each request, no server side, 64 in flight and 1), and the design's floor: the
 # "floor" target, bench/floor-proxy.c, a lean C proxy on epoll and libcurl doing the same job in the
 # same rounds. Then a markdown table for README, and one line per issue 13 target with its ratio and
-# PASS/FAIL, and under each throughput and latency target what floor-proxy reaches on the same job.
+# PASS/FAIL, and under each throughput and latency target the ratio in every round (this 2-CPU VM's
+# speed moves by 20 % within minutes) and what floor-proxy reaches on the same job. A FAIL that
+# floor-proxy fails too in the same run reads "FAIL (floor-proxy: ...)", and the closing line counts
+# those apart: such a target is beyond the design's floor in that run, whatever our code costs.
 #
 #   bench/proxy.sh                                                           # full run, ~8 min
 #   ROUNDS=1 WRK_DURATION=3s CONNECTIONS=64 BENCH_IDLE=0 bench/proxy.sh     # quick look
@@ -284,6 +287,9 @@ fi
 # ---- Throughput and latency, interleaved.
 fsum() { awk -v a="$1" -v b="$2" 'BEGIN { print a + b }'; }
 declare -A RPS=() P50=() P99=() CPU=() ERR=()
+# Each round's own values too (R_*[case,target,conns,round]): the targets' lines give the ratio in
+# every round beside the average's, so a run shows how far this host moved them while it ran.
+declare -A R_RPS=() R_P50=() R_CPU=()
 LOADS="$CONNECTIONS"
 [[ $BENCH_LATENCY == 1 ]] && LOADS="$LOADS 1"
 
@@ -310,6 +316,7 @@ for round in $(seq "$ROUNDS"); do
                 RPS[$k]=$(fsum "${RPS[$k]:-0}" "$rps"); P50[$k]=$(fsum "${P50[$k]:-0}" "$p50")
                 P99[$k]=$(fsum "${P99[$k]:-0}" "$p99"); CPU[$k]=$(fsum "${CPU[$k]:-0}" "$cpu")
                 ERR[$k]=$(( ${ERR[$k]:-0} + errors ))
+                R_RPS[$k,$round]=$rps; R_P50[$k,$round]=$p50; R_CPU[$k,$round]=$cpu
             done
         done
     done
@@ -451,42 +458,83 @@ fi
 # ---- Issue 13's targets, one line each: the ratio, the target, PASS/FAIL.
 echo
 echo "== Issue 13 targets (platform-proxy in this run; c=$REF_C for the throughput targets)"
-PASSED=0; FAILED=0; SKIPPED=0
-verdict() { # TEXT VALUE OP LIMIT
-    local ok
-    ok=$(awk -v v="$2" -v l="$4" -v op="$3" 'BEGIN { print (op == "<=" ? v <= l : v >= l) ? 1 : 0 }')
-    if ((ok)); then PASSED=$((PASSED + 1)); printf '%-86s PASS\n' "$1"; return 0; fi
-    FAILED=$((FAILED + 1)); printf '%-86s FAIL\n' "$1"; return 1
+PASSED=0; FAILED=0; SKIPPED=0; BEYOND=0
+meets() { awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN { print (op == "<=" ? v <= l : v >= l) ? 1 : 0 }'; }
+# verdict TEXT VALUE OP LIMIT [FLOOR_VALUE]: PASS or FAIL. FLOOR_VALUE is floor-proxy's ratio on the
+# same job in the same rounds: a target it misses too is beyond the design's floor in this run.
+verdict() {
+    if (($(meets "$2" "$3" "$4"))); then PASSED=$((PASSED + 1)); printf '%-86s PASS\n' "$1"; return 0; fi
+    FAILED=$((FAILED + 1))
+    if [[ -n "${5:-}" ]] && ! (($(meets "$5" "$3" "$4"))); then
+        BEYOND=$((BEYOND + 1)); printf '%-86s FAIL (floor-proxy: %.2fx)\n' "$1" "$5"
+    else
+        printf '%-86s FAIL\n' "$1"
+    fi
+    return 1
 }
 skipped() { SKIPPED=$((SKIPPED + 1)); printf '%-86s n/a (%s)\n' "$1" "$2"; }
+# ratio KIND CASE TARGET C [ROUND]: TARGET's ratio over the run, or in one round -- CPU per request
+# against the leaner peer's, req/s against the stronger peer's, p50 against nginx's.
+ratio() {
+    local kind=$1 k="$2,$3,$4" n="$2,nginx,$4" h="$2,haproxy,$4" v nv hv
+    if [[ -n "${5:-}" ]]; then k+=",$5"; n+=",$5"; h+=",$5"; fi
+    case $kind in
+        cpu) if [[ -n "${5:-}" ]]; then v=${R_CPU[$k]:-}; nv=${R_CPU[$n]}; hv=${R_CPU[$h]}; else v=${CPU[$k]:-}; nv=${CPU[$n]}; hv=${CPU[$h]}; fi ;;
+        rps) if [[ -n "${5:-}" ]]; then v=${R_RPS[$k]:-}; nv=${R_RPS[$n]}; hv=${R_RPS[$h]}; else v=${RPS[$k]:-}; nv=${RPS[$n]}; hv=${RPS[$h]}; fi ;;
+        p50) if [[ -n "${5:-}" ]]; then v=${R_P50[$k]:-}; nv=${R_P50[$n]}; else v=${P50[$k]:-}; nv=${P50[$n]}; fi; hv=$nv ;;
+    esac
+    [[ -n "$v" ]] || return 0
+    awk -v kind="$kind" -v v="$v" -v n="$nv" -v h="$hv" 'BEGIN {
+        ref = kind == "rps" ? (n >= h ? n : h) : (n <= h ? n : h); printf "%.3f", v / ref }'
+}
+# by_round KIND CASE C: the ratio in each round, platform-proxy's and floor-proxy's.
+by_round() {
+    ((ROUNDS > 1)) || return 0
+    local t r values line="    by round:"
+    for t in platform floor; do
+        [[ -n "$(ratio "$1" "$2" "$t" "$3" 1)" ]] || continue
+        [[ $t == floor ]] && line+=";"
+        line+=" $t-proxy"
+        values=""
+        for r in $(seq "$ROUNDS"); do values+=" $(ratio "$1" "$2" "$t" "$3" "$r")"; done
+        for r in $values; do line+=" $(awk -v v="$r" 'BEGIN { printf "%.2f", v }')x"; done
+        line+="$(tr ' ' '\n' <<<"$values" | sort -g | awk 'NF { v[++n] = $1 }
+            END { printf " (median %.2fx)", n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }')"
+    done
+    echo "$line"
+}
 throughput_targets() { # CASE CPU_LIMIT RPS_LIMIT
     local cs=$1 c=$REF_C line
     line=$(awk -v p="${CPU[$cs,platform,$c]}" -v n="${CPU[$cs,nginx,$c]}" -v h="${CPU[$cs,haproxy,$c]}" 'BEGIN {
         l = n <= h ? "nginx" : "haproxy"; lc = n <= h ? n : h
         printf "%.3f %.1f us / %s %.1f us", p / lc, p, l, lc }')
     if ! verdict "$cs c=$c CPU/req: platform ${line#* } = ${line%% *}x (target <= $2x the leaner peer)" "${line%% *}" "<=" "$2" \
-        && [[ -n "${FLOOR[$cs]:-}" ]]; then
+        "$(ratio cpu "$cs" floor "$c")" && [[ -n "${FLOOR[$cs]:-}" ]]; then
         floor "$(awk -v f="${FLOOR[$cs]}" -v n="${CPU[$cs,nginx,$c]}" -v h="${CPU[$cs,haproxy,$c]}" -v p="${CPU[$cs,platform,$c]}" 'BEGIN {
             split(f, a, " "); lc = n <= h ? n : h; fl = a[2] + a[3]
             printf "libcurl alone (no server half) %.1f us = %.2fx the leaner peer'"'"'s whole job; platform-proxy %.1f us above it", fl, fl / lc, p - fl }')"
     fi
+    by_round cpu "$cs" "$c"
     line=$(awk -v p="${RPS[$cs,platform,$c]}" -v n="${RPS[$cs,nginx,$c]}" -v h="${RPS[$cs,haproxy,$c]}" 'BEGIN {
         s = n >= h ? "nginx" : "haproxy"; sr = n >= h ? n : h
         printf "%.3f %.1fk / %s %.1fk", p / sr, p / 1000, s, sr / 1000 }')
-    verdict "$cs c=$c req/s: platform ${line#* } = ${line%% *}x (target >= $3x the stronger peer)" "${line%% *}" ">=" "$3" || true
+    verdict "$cs c=$c req/s: platform ${line#* } = ${line%% *}x (target >= $3x the stronger peer)" "${line%% *}" ">=" "$3" \
+        "$(ratio rps "$cs" floor "$c")" || true
+    by_round rps "$cs" "$c"
     [[ -n "${CPU[$cs,floor,$c]:-}" ]] || return 0
     floor "$(awk -v f="${CPU[$cs,floor,$c]}" -v fr="${RPS[$cs,floor,$c]}" -v n="${CPU[$cs,nginx,$c]}" -v h="${CPU[$cs,haproxy,$c]}" \
         -v nr="${RPS[$cs,nginx,$c]}" -v hr="${RPS[$cs,haproxy,$c]}" -v p="${CPU[$cs,platform,$c]}" 'BEGIN {
         lc = n <= h ? n : h; sr = nr >= hr ? nr : hr
         printf "floor-proxy (the job in lean C on libcurl) %.1f us = %.2fx the leaner peer, %.2fx its req/s; platform-proxy %.1f us above it", f, f / lc, fr / sr, p - f }')"
 }
-# floor TEXT: a line under a FAIL, saying what stops the target whatever platform-proxy's own code costs.
+# floor TEXT: a line under a target, saying what the design's floor reaches on the same job.
 floor() { [[ $BENCH_FLOOR == 1 ]] && printf '    floor: %s\n' "$1"; return 0; }
 latency_target() { # CASE
     local cs=$1 r
     r=$(awk -v p="${P50[$cs,platform,1]}" -v n="${P50[$cs,nginx,1]}" 'BEGIN { printf "%.3f %.3f ms / nginx %.3f ms", p / n, p, n }')
     local met=0
-    verdict "$cs c=1 p50: platform ${r#* } = ${r%% *}x (target <= 1.3x)" "${r%% *}" "<=" 1.3 && met=1
+    verdict "$cs c=1 p50: platform ${r#* } = ${r%% *}x (target <= 1.3x)" "${r%% *}" "<=" 1.3 "$(ratio p50 "$cs" floor 1)" && met=1
+    by_round p50 "$cs" 1
     [[ -z "${P50[$cs,floor,1]:-}" ]] || floor "$(awk -v f="${P50[$cs,floor,1]}" -v n="${P50[$cs,nginx,1]}" 'BEGIN {
         printf "floor-proxy (the job in lean C on libcurl) p50 %.3f ms = %.2fx nginx", f, f / n }')"
     ((met)) && return 0
@@ -516,4 +564,7 @@ if [[ $BENCH_IDLE == 1 ]]; then
 else
     skipped "idle memory: +1,000 clients, RSS at rest, after a burst" "BENCH_IDLE=0"; SKIPPED=$((SKIPPED + 2))
 fi
-echo "issue 13: $PASSED of $((PASSED + FAILED)) measured targets met$( ((SKIPPED)) && echo ", $SKIPPED not measured")"
+closing="issue 13: $PASSED of $((PASSED + FAILED)) measured targets met"
+((FAILED)) && closing+="; of the $FAILED missed, $BEYOND beyond the design's floor in this run (floor-proxy, the same job in lean C on libcurl, misses it too)"
+((SKIPPED)) && closing+="; $SKIPPED not measured"
+echo "$closing"
