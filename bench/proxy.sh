@@ -27,7 +27,9 @@
 #
 # Installs nginx, haproxy, wrk, openssl if missing; builds the release binary
 # (PLATFORM_PROXY_RELEASE_BIN=path skips it). Knobs (environment):
-#   ROUNDS (2), WRK_DURATION (10s), WRK_THREADS (1), CONNECTIONS ("64 256"), WARMUP (2s),
+#   ROUNDS (2), WRK_DURATION (10s), WRK_THREADS (1), CONNECTIONS ("64 256"), WARMUP (2s, each
+#   target once before the rounds), WARM_EACH (0: off; e.g. 2s, each target at its load just before
+#   each measured run -- in session 18 it moved no ratio beyond the run-to-run noise),
 #   BENCH_TLS=0 skips the HTTPS case, BENCH_LATENCY=0 the c=1 rows, BENCH_IDLE=0 the idle rows,
 #   BENCH_FLOOR=0 both floors; IDLE_CLIENTS (1000), IDLE_BURST (5000), FLOOR_SECONDS (5),
 #   PROXY_WORKERS (0), TLS_UPSTREAM_WORKERS (1), BENCH_KEEP=1 keeps $BENCH_DIR (configs, wrk outputs).
@@ -41,6 +43,7 @@ ulimit -n 65536 2>/dev/null || true
 ROUNDS="${ROUNDS:-2}"
 CONNECTIONS="${CONNECTIONS:-64 256}"
 WARMUP="${WARMUP:-2s}"
+WARM_EACH="${WARM_EACH:-0}"
 BENCH_TLS="${BENCH_TLS:-1}"
 BENCH_LATENCY="${BENCH_LATENCY:-1}"
 BENCH_IDLE="${BENCH_IDLE:-1}"
@@ -304,6 +307,8 @@ for round in $(seq "$ROUNDS"); do
             threads=$WRK_THREADS; ((c >= threads)) || threads=$c
             for t in ${TARGETS[$cs]}; do
                 bench_log "round $round/$ROUNDS: $cs c=$c $t"
+                [[ $WARM_EACH == 0 ]] || WRK_DURATION=$WARM_EACH WRK_CONNECTIONS=$c WRK_THREADS=$threads \
+                    run_wrk "warm-$cs-$t-$c-$round" "${URL[$cs,$t]}" >/dev/null
                 # shellcheck disable=SC2086 # PIDS holds one PID
                 before=$(cpu_ticks ${PIDS[$cs,$t]})
                 out="$(WRK_CONNECTIONS=$c WRK_THREADS=$threads run_wrk "$cs-$t-$c-$round" "${URL[$cs,$t]}")"
