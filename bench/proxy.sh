@@ -11,7 +11,9 @@
 #           HAProxy "ssl verify required alpn h2,http/1.1", platform-proxy with CURL_CA_BUNDLE
 #
 # For each case: CONNECTIONS (64 256) with wrk -t$WRK_THREADS and c=1 with wrk -t1, interleaved
-# over ROUNDS rounds: req/s, p50, p99 and each target's own CPU per request. Then idle memory
+# over ROUNDS rounds: req/s, p50, p99, each target's own CPU per request and the upstream's while it
+# served that target (how a proxy speaks to it -- HTTP/1.1 or h2, how it batches -- moves the
+# upstream's share of the two CPUs, and so every target's req/s). Then idle memory
 # (RSS at rest, with 1,000 idle keep-alive clients; for platform-proxy also right after and 10 s
 # after a 5,000-connection burst), the libcurl floor for plain and TLS (bench/curl-floor.c: the
 # upstream half of each request, no server side, 64 in flight and 1), and the design's floor: the
@@ -292,7 +294,7 @@ fsum() { awk -v a="$1" -v b="$2" 'BEGIN { print a + b }'; }
 declare -A RPS=() P50=() P99=() CPU=() ERR=()
 # Each round's own values too (R_*[case,target,conns,round]): the targets' lines give the ratio in
 # every round beside the average's, so a run shows how far this host moved them while it ran.
-declare -A R_RPS=() R_P50=() R_CPU=()
+declare -A R_RPS=() R_P50=() R_CPU=() UPCPU=()
 LOADS="$CONNECTIONS"
 [[ $BENCH_LATENCY == 1 ]] && LOADS="$LOADS 1"
 
@@ -310,12 +312,15 @@ for round in $(seq "$ROUNDS"); do
                 [[ $WARM_EACH == 0 ]] || WRK_DURATION=$WARM_EACH WRK_CONNECTIONS=$c WRK_THREADS=$threads \
                     run_wrk "warm-$cs-$t-$c-$round" "${URL[$cs,$t]}" >/dev/null
                 # shellcheck disable=SC2086 # PIDS holds one PID
-                before=$(cpu_ticks ${PIDS[$cs,$t]})
+                before=$(cpu_ticks ${PIDS[$cs,$t]}); up_before=$(cpu_ticks "${PIDS[$cs,direct]}")
                 out="$(WRK_CONNECTIONS=$c WRK_THREADS=$threads run_wrk "$cs-$t-$c-$round" "${URL[$cs,$t]}")"
                 # shellcheck disable=SC2086
-                after=$(cpu_ticks ${PIDS[$cs,$t]})
+                after=$(cpu_ticks ${PIDS[$cs,$t]}); up_after=$(cpu_ticks "${PIDS[$cs,direct]}")
                 read -r rps p50 p99 errors < <(parse_wrk "$out")
                 cpu=$(ticks_to_us_per_request $((after - before)) "$(wrk_requests "$out")")
+                # What the upstream spent per request for this target: how the proxy speaks to it
+                # (HTTP/1.1 or h2, how its frames and TLS records are batched) moves it.
+                UPCPU[$cs,$t,$c]=$(fsum "${UPCPU[$cs,$t,$c]:-0}" "$(ticks_to_us_per_request $((up_after - up_before)) "$(wrk_requests "$out")")")
                 ((errors == 0)) || bench_log "warning: $cs $t c=$c round $round: $errors errors"
                 k="$cs,$t,$c"
                 RPS[$k]=$(fsum "${RPS[$k]:-0}" "$rps"); P50[$k]=$(fsum "${P50[$k]:-0}" "$p50")
@@ -331,6 +336,7 @@ for k in "${!RPS[@]}"; do
     P50[$k]=$(awk -v v="${P50[$k]}" -v n="$ROUNDS" 'BEGIN { print v / n }')
     P99[$k]=$(awk -v v="${P99[$k]}" -v n="$ROUNDS" 'BEGIN { print v / n }')
     CPU[$k]=$(awk -v v="${CPU[$k]}" -v n="$ROUNDS" 'BEGIN { print v / n }')
+    UPCPU[$k]=$(awk -v v="${UPCPU[$k]}" -v n="$ROUNDS" 'BEGIN { print v / n }')
 done
 
 # ---- The libcurl floor: plain and TLS (as the proxy does it: verified, h2 by ALPN, PIPEWAIT).
@@ -364,12 +370,12 @@ echo
 echo "== Forwarding GET / to an nginx 'return 200' upstream: plain HTTP/1.1, and https (TLS, h2 + http/1.1 by ALPN, private CA)"
 echo "   wrk -t$WRK_THREADS -d$WRK_DURATION (c=1: -t1); $(nproc) CPUs; $ROUNDS round(s) interleaved (averages); access logs off in all three"
 [[ $BENCH_TLS == 1 ]] && echo "   https upstream spoken to with: nginx ${UPSTREAM_PROTO[nginx]}, haproxy ${UPSTREAM_PROTO[haproxy]}, platform-proxy ${UPSTREAM_PROTO[platform]}; its nginx runs ${TLS_UPSTREAM_WORKERS:-1} worker(s), the plain upstream one per CPU"
-printf '%-6s %6s %-9s %10s %9s %9s %11s %7s\n' case conns target "req/s" "p50 ms" "p99 ms" "CPU us/req" errors
+printf '%-6s %6s %-9s %10s %9s %9s %11s %13s %7s\n' case conns target "req/s" "p50 ms" "p99 ms" "CPU us/req" "upstream's" errors
 for cs in "${CASES[@]}"; do
     for c in $LOADS; do
         for t in ${TARGETS[$cs]}; do
             k="$cs,$t,$c"
-            printf '%-6s %6s %-9s %10.0f %9.3f %9.3f %11.1f %7s\n' "$cs" "$c" "$t" "${RPS[$k]}" "${P50[$k]}" "${P99[$k]}" "${CPU[$k]}" "${ERR[$k]}"
+            printf '%-6s %6s %-9s %10.0f %9.3f %9.3f %11.1f %13.1f %7s\n' "$cs" "$c" "$t" "${RPS[$k]}" "${P50[$k]}" "${P99[$k]}" "${CPU[$k]}" "${UPCPU[$k]}" "${ERR[$k]}"
         done
     done
 done
