@@ -477,7 +477,7 @@ verdict() {
     if (($(meets "$2" "$3" "$4"))); then PASSED=$((PASSED + 1)); printf '%-86s PASS\n' "$1"; return 0; fi
     FAILED=$((FAILED + 1))
     if [[ -n "${5:-}" ]] && ! (($(meets "$5" "$3" "$4"))); then
-        BEYOND=$((BEYOND + 1)); printf '%-86s FAIL (floor-proxy: %.2fx)\n' "$1" "$5"
+        BEYOND=$((BEYOND + 1)); printf '%-86s FAIL (floor-proxy: %.3fx)\n' "$1" "$5"
     else
         printf '%-86s FAIL\n' "$1"
     fi
