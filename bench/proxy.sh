@@ -487,15 +487,12 @@ skipped() { SKIPPED=$((SKIPPED + 1)); printf '%-86s n/a (%s)\n' "$1" "$2"; }
 # ratio KIND CASE TARGET C [ROUND]: TARGET's ratio over the run, or in one round -- CPU per request
 # against the leaner peer's, req/s against the stronger peer's, p50 against nginx's.
 ratio() {
-    local kind=$1 k="$2,$3,$4" n="$2,nginx,$4" h="$2,haproxy,$4" v nv hv
-    if [[ -n "${5:-}" ]]; then k+=",$5"; n+=",$5"; h+=",$5"; fi
-    case $kind in
-        cpu) if [[ -n "${5:-}" ]]; then v=${R_CPU[$k]:-}; nv=${R_CPU[$n]}; hv=${R_CPU[$h]}; else v=${CPU[$k]:-}; nv=${CPU[$n]}; hv=${CPU[$h]}; fi ;;
-        rps) if [[ -n "${5:-}" ]]; then v=${R_RPS[$k]:-}; nv=${R_RPS[$n]}; hv=${R_RPS[$h]}; else v=${RPS[$k]:-}; nv=${RPS[$n]}; hv=${RPS[$h]}; fi ;;
-        p50) if [[ -n "${5:-}" ]]; then v=${R_P50[$k]:-}; nv=${R_P50[$n]}; else v=${P50[$k]:-}; nv=${P50[$n]}; fi; hv=$nv ;;
-    esac
-    [[ -n "$v" ]] || return 0
-    awk -v kind="$kind" -v v="$v" -v n="$nv" -v h="$hv" 'BEGIN {
+    local kind=$1 k="$2,$3,$4" n="$2,nginx,$4" h="$2,haproxy,$4" table=${1^^}
+    if [[ -n "${5:-}" ]]; then k+=",$5"; n+=",$5"; h+=",$5"; table="R_$table"; fi
+    local -n values=$table # CPU, RPS, P50 or their per-round R_ tables
+    [[ -n "${values[$k]:-}" ]] || return 0
+    [[ $kind == p50 ]] && h=$n # p50 is against nginx's alone
+    awk -v kind="$kind" -v v="${values[$k]}" -v n="${values[$n]}" -v h="${values[$h]}" 'BEGIN {
         ref = kind == "rps" ? (n >= h ? n : h) : (n <= h ? n : h); printf "%.3f", v / ref }'
 }
 # by_round KIND CASE C: the ratio in each round, platform-proxy's and floor-proxy's.
