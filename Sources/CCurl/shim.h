@@ -88,5 +88,8 @@ static inline int cc_push_held(int fd) { int off = 0; return setsockopt(fd, IPPR
    polls that descriptor: relaxed atomics, so the compiler neither tears nor caches them. */
 static inline unsigned char cc_load_byte(const unsigned char *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static inline void cc_store_byte(unsigned char *p, unsigned char v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+/* The same for one pointer per descriptor (Upstream/ReadAhead.swift). */
+static inline void *cc_load_pointer(void *const *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static inline void cc_store_pointer(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 
 #endif

@@ -2,36 +2,92 @@ import EventLoop
 import Glibc
 
 /// One pass of libcurl on a loop's thread (a `curl_multi_socket_action`, an unpause), and what
-/// the calls libcurl makes during it share: the sends it holds per socket (`SendBatch`) and the
-/// watched sockets found empty in this loop turn (`EmptySockets`). One per client; while a pass
-/// runs, the thread's is found through a thread-specific key by the executable's `send`, `recv`
-/// and `poll` (`SendBatch.send`, `QuietSockets`).
+/// the calls libcurl makes during it share: the sends it holds per socket (`SendBatch`), the
+/// watched sockets found empty in this loop turn (`EmptySockets`) and the sockets holding bytes
+/// read ahead of OpenSSL (`ReadAhead`). One per client; while a pass runs, the thread's is found
+/// through a thread-specific key by the executable's `send`, `recv` and `poll` (`SendBatch.send`,
+/// `QuietSockets`).
 final class CurlPass {
     var sends = SendBatch()
     var empty = EmptySockets()
+    /// Sockets that hold bytes read ahead (some may have been read since), at most
+    /// `ReadAhead.socketsPerPass`.
+    var holding: [CInt] = []
+    /// An empty block kept for the next read ahead.
+    var spare: UnsafeMutableRawPointer?
+    /// A socket curl watches holds bytes read ahead: curl reads it (`CURL_CSELECT_IN`), as if a
+    /// wait had reported them. Set by the owning client.
+    var rerun: (CInt) -> Void = { _ in }
+    /// The last pass left a watched socket holding bytes that its last run did not read: the
+    /// loop's next turn must run it again (`UpstreamClient.runStalled`).
+    private(set) var stalled = false
     private unowned(unsafe) let loop: EventLoop
 
     /// `loop` is the owning client's, which holds it: it outlives this.
-    init(loop: EventLoop) { self.loop = loop }
+    init(loop: EventLoop) {
+        self.loop = loop
+        holding.reserveCapacity(ReadAhead.socketsPerPass)
+    }
+
+    deinit { free(spare) }
 
     /// The loop turn: a wait begun after a socket was found empty has reported it since.
     var turn: Int { loop.iterations }
 
     /// Runs `body` as a pass on this thread; a nested pass (an unpause from a callback) joins the
-    /// outer one, which ends it.
+    /// outer one, which ends it. At its end, sockets curl watches that hold bytes read ahead are
+    /// run again.
     @inline(__always)
     func run(_ body: () -> Void) {
         guard pthread_getspecific(Self.key) == nil else { return body() }
         pthread_setspecific(Self.key, Unmanaged.passUnretained(self).toOpaque())
         body()
+        if !holding.isEmpty { runHolding() }
         pthread_setspecific(Self.key, nil)
         sends.passEnded()
     }
 
-    /// curl closes `fd`: nothing known of it holds for a socket that takes its number.
+    /// Bytes held for a socket curl watches are bytes no wait will report: curl reads that socket
+    /// again, round after round while a round reads some (each run may leave bytes on another
+    /// socket, or on the same one). A socket left holding bytes (every transfer on it waits for
+    /// something else first: libcurl 7.88's h2 reads nothing for the others while one stream's
+    /// data is undelivered) leaves the pass `stalled`. Sockets not watched (parked, paused) are
+    /// left as they are; emptied ones leave the list.
+    private func runHolding() {
+        for _ in 0 ..< 64 {
+            var progressed = false
+            var i = 0
+            while i < holding.count {
+                let fd = holding[i]
+                let before = ReadAhead.count(fd)
+                if before == 0 {
+                    holding.swapAt(i, holding.count - 1)
+                    holding.removeLast()
+                    continue
+                }
+                i += 1
+                guard QuietSockets.mark(of: fd) == .watched else { continue }
+                rerun(fd)
+                if ReadAhead.count(fd) < before { progressed = true }
+            }
+            if !progressed { break }
+        }
+        stalled = holding.contains { ReadAhead.count($0) > 0 && QuietSockets.mark(of: $0) == .watched }
+    }
+
+    /// The sockets to run again at the loop's next turn: watched, holding bytes.
+    func stalledSockets() -> [CInt] {
+        stalled = false
+        return holding.filter { ReadAhead.count($0) > 0 && QuietSockets.mark(of: $0) == .watched }
+    }
+
+    /// curl closes `fd`: nothing known of it holds for a socket that takes its number, and what
+    /// it held unread is dropped.
     func forget(_ fd: CInt) {
         sends.forget(fd)
         empty.forget(fd)
+        ReadAhead.release(fd)
+        if let i = holding.firstIndex(of: fd) { holding.remove(at: i) }
     }
 
     /// `body` with the thread's pass, or nil outside one.

@@ -97,9 +97,10 @@ public enum QuietSockets {
     @inline(__always)
     static func poll(_ fds: UnsafeMutablePointer<pollfd>?, _ count: nfds_t, _ timeout: CInt) -> CInt {
         guard timeout == 0, count == 1, let fds, fds[0].events & ~readEvents == 0 else {
-            return cc_kernel_poll(fds, count, timeout)
+            return pollHolding(fds, count) ?? cc_kernel_poll(fds, count, timeout)
         }
         let fd = fds[0].fd
+        if ReadAhead.block(of: fd) != nil { return holding(fds) }
         switch mark(of: fd) {
         case .quiet:
             if pthread_getspecific(strictKey) != nil { return cc_kernel_poll(fds, 1, 0) }
@@ -133,6 +134,40 @@ public enum QuietSockets {
         }
     }
 
+    /// A check for reading of a socket that holds bytes read ahead (`ReadAhead`): readable, as
+    /// if they were in the kernel; a parked one is spoiled, as one the kernel found readable is.
+    private static func holding(_ fds: UnsafeMutablePointer<pollfd>) -> CInt {
+        switch mark(of: fds[0].fd) {
+        case .parked, .quiet, .spoiled:
+            mark(fds[0].fd, .spoiled)
+            fds[0].revents = spoiledEvents
+        case .watched, .unknown:
+            fds[0].revents = fds[0].events & heldEvents
+        }
+        return 1
+    }
+
+    /// Any other call (several sockets, a wait, a check for writing) in which a socket asked about
+    /// for reading holds bytes read ahead: the kernel answers without waiting, and those sockets
+    /// are readable too. Nil when none holds any.
+    private static func pollHolding(_ fds: UnsafeMutablePointer<pollfd>?, _ count: nfds_t) -> CInt? {
+        guard let fds else { return nil }
+        let entries = UnsafeMutableBufferPointer(start: fds, count: Int(count))
+        func holds(_ entry: pollfd) -> Bool { entry.events & heldEvents != 0 && ReadAhead.block(of: entry.fd) != nil }
+        guard entries.contains(where: holds) else { return nil }
+        let ready = cc_kernel_poll(fds, count, 0)
+        guard ready >= 0 else { return ready }
+        var result: CInt = 0
+        for i in entries.indices {
+            if holds(entries[i]) { entries[i].revents |= entries[i].events & heldEvents }
+            if entries[i].revents != 0 { result += 1 }
+        }
+        return result
+    }
+
+    /// What a socket holding bytes read ahead reports to a check for reading.
+    static let heldEvents = Int16(POLLIN | POLLRDNORM)
+
     /// `recv`: libcurl's OpenSSL backend checks a pooled TLS connection by peeking one byte
     /// (`ossl_check_cxn`): an EOF or an error is dead, a byte or "would block" alive. A one-byte
     /// peek at a marked socket is answered as `poll` answers a check for reading: quiet, "would
@@ -141,6 +176,7 @@ public enum QuietSockets {
     /// would have called the stray bytes alive. Every other call is glibc's `recvfrom`.
     @inline(__always)
     static func receive(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ length: Int, _ flags: CInt) -> Int {
+        if let block = ReadAhead.block(of: fd) { return receiveHolding(fd, block, buffer, length, flags) }
         guard flags == peekFlag, length == 1 else {
             if flags == 0, case .watched = mark(of: fd) { return receiveWatched(fd, buffer, length) }
             return recvfrom(fd, buffer, length, flags, nil, nil)
@@ -165,15 +201,35 @@ public enum QuietSockets {
         }
     }
 
+    /// A read of a socket that holds bytes read ahead is answered from them, in order (a peek
+    /// leaves them there); a one-byte peek at a parked one, libcurl's liveness check, finds it
+    /// spoiled (an EOF), as it would bytes in the kernel.
+    private static func receiveHolding(_ fd: CInt, _ block: UnsafeMutableRawPointer, _ buffer: UnsafeMutableRawPointer?,
+                                       _ length: Int, _ flags: CInt) -> Int {
+        if flags == peekFlag && length == 1 {
+            switch mark(of: fd) {
+            case .parked, .quiet, .spoiled:
+                mark(fd, .spoiled)
+                return 0
+            case .watched, .unknown:
+                break
+            }
+        }
+        return ReadAhead.take(from: block, of: fd, into: buffer, length, peek: flags & peekFlag != 0)
+    }
+
     /// A read of a socket curl watches: "would block" without the kernel if it was found empty in
-    /// this loop turn; the kernel's answer otherwise, and its "would block" is remembered.
+    /// this loop turn; the kernel's answer otherwise, and its "would block" is remembered. A short
+    /// read (a TLS record's header) reads ahead what the socket holds (`ReadAhead`).
     private static func receiveWatched(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ length: Int) -> Int {
         return CurlPass.withCurrent { pass in
             if pass.empty.contains(fd, turn: pass.turn) {
                 errno = EAGAIN
                 return -1
             }
-            let got = recvfrom(fd, buffer, length, 0, nil, nil)
+            let got = length <= ReadAhead.shortRead
+                ? ReadAhead.read(fd, into: buffer, length, pass: pass) ?? recvfrom(fd, buffer, length, 0, nil, nil)
+                : recvfrom(fd, buffer, length, 0, nil, nil)
             if got < 0 && errno == EAGAIN {
                 pass.empty.note(fd, turn: pass.turn)
                 errno = EAGAIN

@@ -39,8 +39,9 @@ public final class UpstreamClient {
     /// Transfers with a request body started since curl's last timeout call, which runs their
     /// connect step: until then a pooled connection is checked by the kernel (`QuietSockets.strictKey`).
     private var bodiesStarting = 0
-    /// What libcurl's calls during one of its passes share: held sends, sockets found empty.
-    private let pass: CurlPass
+    /// What libcurl's calls during one of its passes share: held sends, sockets found empty,
+    /// sockets holding bytes read ahead.
+    let pass: CurlPass
 
     /// Initialises libcurl once per process; call before any loop thread starts.
     public static func globalInit() { _ = initialised }
@@ -66,6 +67,12 @@ public final class UpstreamClient {
         cc_multi_ptr(multi, CURLMOPT_TIMERDATA, me)
         cc_multi_long(multi, CURLMOPT_PIPELINING, CC_PIPE_MULTIPLEX)
         cc_multi_long(multi, CURLMOPT_MAXCONNECTS, 512)
+        pass.rerun = { [unowned(unsafe) self] fd in
+            var running: Int32 = 0
+            QuietSockets.asking(strictly: self.bodiesStarting > 0) {
+                curl_multi_socket_action(self.multi, fd, CC_CSELECT_IN, &running)
+            }
+        }
     }
 
     deinit {
@@ -159,6 +166,9 @@ public final class UpstreamClient {
         }
         // A connecting socket is watched for writing only; one watched for reading has connected.
         if interest.contains(.read) && socket.opened { socket.established = true }
+        // Watched for reading again (a paused transfer resumed) with bytes read ahead: no wait
+        // reports them, so they are run as a stalled pass's are.
+        if interest.contains(.read) && ReadAhead.block(of: fd) != nil { queueStalled() }
     }
 
     private func watch(_ socket: CurlSocket, _ interest: Interest) {
@@ -178,6 +188,7 @@ public final class UpstreamClient {
         let fd = Glibc.socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
         guard fd >= 0 else { return CC_SOCKET_BAD }
         QuietSockets.mark(fd, .unknown)
+        ReadAhead.release(fd)
         let socket = CurlSocket(fd: fd, client: self, opened: true)
         let stale = sockets[fd]
         sockets[fd] = socket
@@ -320,7 +331,7 @@ public final class UpstreamClient {
         }
         if fd == CC_SOCKET_TIMEOUT { bodiesStarting -= starting }
         callbackDepth -= 1
-        drainCompleted()
+        passEnded()
     }
 
     /// Resumes a paused direction of a transfer; libcurl may call back synchronously.
@@ -329,8 +340,36 @@ public final class UpstreamClient {
         callbackDepth += 1
         pass.run { curl_easy_pause(transfer.handle.easy, mask) }
         callbackDepth -= 1
+        passEnded()
+    }
+
+    private func passEnded() {
+        if pass.stalled { queueStalled() }
         drainCompleted()
     }
+
+    private func queueStalled() {
+        guard !stalledQueued else { return }
+        stalledQueued = true
+        loop.runDue(stalledAction)
+    }
+
+    /// The last pass left bytes read ahead on a socket curl watches that no run of it read
+    /// (`CurlPass.runHolding`). They are not in the kernel, so no wait reports them: after the
+    /// loop's next wait (no longer than a poll: `runDue`), curl reads the socket again, as it
+    /// would if a level-triggered wait reported bytes still in the kernel. That pass may leave
+    /// them again; then the next turn tries again, as the wait would report them again.
+    private func runStalled() {
+        stalledQueued = false
+        for fd in pass.stalledSockets() where ReadAhead.count(fd) > 0 && QuietSockets.mark(of: fd) == .watched {
+            socketAction(fd: fd, events: CC_CSELECT_IN)
+        }
+    }
+
+    /// A run of stalled sockets is queued (`runDue`).
+    private var stalledQueued = false
+    /// Made once, like `timeoutAction`; cancelled in effect by `deinit`'s `kick.client = nil`.
+    private lazy var stalledAction: () -> Void = { [kick] in kick.client?.runStalled() }
 
     private func drainCompleted() {
         var remaining: Int32 = 0

@@ -1,0 +1,210 @@
+import CCurl
+import EventLoop
+import Glibc
+import Testing
+@testable import Upstream
+
+/// A connected non-blocking pair; `bytes` are waiting on the first end.
+private func pair(with bytes: [UInt8]) -> (CInt, CInt) {
+    var fds: [CInt] = [-1, -1]
+    precondition(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+    precondition(fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK) == 0)
+    if !bytes.isEmpty { precondition(write(fds[1], bytes, bytes.count) == bytes.count) }
+    return (fds[0], fds[1])
+}
+
+/// One `recv` through the executable's `recv`: the bytes read, or nil and errno.
+private func receive(_ fd: CInt, _ length: Int, flags: CInt = 0) -> (bytes: [UInt8]?, errno: CInt) {
+    var buffer = [UInt8](repeating: 0, count: length)
+    errno = 0
+    let got = receiveAnsweringKnownSockets(fd, &buffer, length, flags)
+    return got < 0 ? (nil, errno) : (Array(buffer[..<got]), 0)
+}
+
+private func check(_ fd: CInt, events: Int16 = Int16(POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND),
+                   alsoWriting: Bool = false) -> (result: CInt, revents: Int16) {
+    var fds = [pollfd(fd: fd, events: events, revents: 0)]
+    if alsoWriting { fds.append(pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)) }
+    let result = pollAnsweringKnownSockets(&fds, nfds_t(fds.count), 0)
+    return (result, fds[0].revents)
+}
+
+private let bytes = (0 ..< 100).map { UInt8($0) }
+
+@Suite("ReadAhead: a TLS record header's read takes what the socket holds")
+final class ReadAheadTests {
+    let fd: CInt
+    let peer: CInt
+    let loop: EventLoop
+    let pass: CurlPass
+
+    init() throws {
+        (fd, peer) = pair(with: bytes)
+        QuietSockets.mark(fd, .watched)
+        loop = try EventLoop(name: "read-ahead")
+        pass = CurlPass(loop: loop)
+    }
+
+    deinit {
+        pass.forget(fd)
+        QuietSockets.mark(fd, .unknown)
+        close(fd)
+        close(peer)
+    }
+
+    @Test("a short read of a watched socket takes what it holds; the next reads are answered from that, in order")
+    func laterReadsComeFromTheBlock() {
+        pass.run {
+            #expect(receive(fd, 5).bytes == Array(bytes[0 ..< 5]))
+            #expect(ReadAhead.count(fd) == 95)
+            // The kernel has nothing left: these come from the block.
+            #expect(receive(fd, 50).bytes == Array(bytes[5 ..< 55]))
+            #expect(write(peer, [UInt8]([200, 201]), 2) == 2)  // after what was read ahead
+            #expect(receive(fd, 64).bytes == Array(bytes[55 ..< 100]))
+            #expect(ReadAhead.count(fd) == 0 && ReadAhead.block(of: fd) == nil)
+            #expect(receive(fd, 64).bytes == [200, 201])
+            #expect(receive(fd, 5) == (nil, EAGAIN))
+        }
+        #expect(pass.holding.isEmpty && !pass.stalled)
+    }
+
+    @Test("a long read, a read outside a pass, and a read of a socket curl does not watch for reading go to the kernel",
+          arguments: ["long", "no pass", "unwatched"])
+    func otherReadsAreTheKernels(case name: String) {
+        switch name {
+        case "long": pass.run { #expect(receive(fd, ReadAhead.shortRead + 1).bytes == Array(bytes[0 ... ReadAhead.shortRead])) }
+        case "no pass": #expect(receive(fd, 5).bytes == Array(bytes[0 ..< 5]))
+        default:
+            QuietSockets.mark(fd, .unknown)
+            pass.run { #expect(receive(fd, 5).bytes == Array(bytes[0 ..< 5])) }
+        }
+        #expect(ReadAhead.block(of: fd) == nil)
+        #expect(receive(fd, 100).bytes?.count == (name == "long" ? 100 - ReadAhead.shortRead - 1 : 95))
+    }
+
+    @Test("a socket holding bytes is readable to a check, alone or with another socket, and a peek sees them without taking them")
+    func heldBytesAreReadable() {
+        pass.run {
+            _ = receive(fd, 5)
+            // Found empty in this turn: without the bytes held, the answer would be "nothing".
+            pass.empty.note(fd, turn: pass.turn)
+        }
+        pass.run {
+            #expect(check(fd) == (1, Int16(POLLIN | POLLRDNORM)))
+            let both = check(fd, alsoWriting: true)
+            #expect(both.result == 2 && both.revents == Int16(POLLIN | POLLRDNORM))
+            #expect(receive(fd, 3, flags: CInt(MSG_PEEK)).bytes == Array(bytes[5 ..< 8]))
+            #expect(receive(fd, 1, flags: QuietSockets.peekFlag).bytes == [5])
+            #expect(ReadAhead.count(fd) == 95)
+        }
+        #expect(QuietSockets.mark(of: fd) == .watched)
+        // Outside a pass too, and a read with other flags takes them.
+        #expect(check(fd).result == 1)
+        #expect(receive(fd, 10, flags: CInt(MSG_DONTWAIT)).bytes == Array(bytes[5 ..< 15]))
+        #expect(ReadAhead.count(fd) == 85)
+    }
+
+    @Test("a parked socket holding bytes is spoiled by its check, as one the kernel found readable is",
+          arguments: [QuietSockets.Mark.parked, .quiet, .spoiled])
+    func parkedWithHeldBytesIsSpoiled(mark: QuietSockets.Mark) {
+        pass.run { _ = receive(fd, 5) }
+        QuietSockets.mark(fd, mark)
+        #expect(check(fd) == (1, QuietSockets.spoiledEvents))
+        #expect(QuietSockets.mark(of: fd) == .spoiled)
+        // TLS HTTP/1.1's liveness check, a one-byte peek: an EOF, never "alive".
+        QuietSockets.mark(fd, mark)
+        #expect(receive(fd, 1, flags: QuietSockets.peekFlag).bytes == [])
+        #expect(QuietSockets.mark(of: fd) == .spoiled)
+        QuietSockets.asking(strictly: true) { #expect(check(fd) == (1, QuietSockets.spoiledEvents)) }
+        #expect(ReadAhead.count(fd) == 95)
+    }
+
+    @Test("curl's closing the socket drops what it held")
+    func closingDropsTheBlock() {
+        pass.run { _ = receive(fd, 5) }
+        #expect(pass.holding == [fd])
+        pass.forget(fd)
+        #expect(ReadAhead.block(of: fd) == nil && pass.holding.isEmpty)
+        #expect(check(fd).result == 0)
+    }
+
+    @Test("at a pass's end a watched socket holding bytes is run again while that reads some")
+    func heldBytesAreRunAgain() {
+        var runs = 0
+        pass.rerun = { [fd] socket in
+            #expect(socket == fd)
+            runs += 1
+            _ = receive(socket, 5)  // a record header, then its body, as OpenSSL reads
+            _ = receive(socket, 15)
+        }
+        pass.run { #expect(receive(fd, 5).bytes == Array(bytes[0 ..< 5])) }
+        // 95 bytes held: 20 a run, and the fifth run empties the block.
+        #expect(runs == 5 && ReadAhead.count(fd) == 0 && !pass.stalled)
+        #expect(pass.holding.isEmpty)
+    }
+
+    @Test("a run that reads nothing leaves the pass stalled, for the loop's next turn to run again",
+          arguments: [QuietSockets.Mark.watched, .parked, .unknown])
+    func aRunThatReadsNothingStalls(mark: QuietSockets.Mark) {
+        var runs = 0
+        pass.rerun = { _ in runs += 1 }
+        pass.run {
+            _ = receive(fd, 5)
+            QuietSockets.mark(fd, mark)
+        }
+        // Only a socket curl watches for reading is run; a parked one waits for its check.
+        #expect(runs == (mark == .watched ? 1 : 0))
+        #expect(pass.stalled == (mark == .watched))
+        #expect(pass.stalledSockets() == (mark == .watched ? [fd] : []))
+        #expect(!pass.stalled)
+        #expect(ReadAhead.count(fd) == 95)
+    }
+
+    @Test("a pass keeps blocks for a bounded number of sockets; a short read of another goes to the kernel")
+    func boundedSockets() {
+        let others = (0 ..< ReadAhead.socketsPerPass).map { _ in pair(with: bytes) }
+        defer {
+            for (other, otherPeer) in others {
+                pass.forget(other)
+                QuietSockets.mark(other, .unknown)
+                close(other)
+                close(otherPeer)
+            }
+        }
+        pass.rerun = { _ in }
+        pass.run {
+            for (other, _) in others {
+                QuietSockets.mark(other, .watched)
+                _ = receive(other, 5)
+            }
+            #expect(receive(fd, 5).bytes == Array(bytes[0 ..< 5]))
+        }
+        #expect(pass.holding.count == ReadAhead.socketsPerPass && ReadAhead.block(of: fd) == nil)
+        #expect(receive(fd, 100).bytes?.count == 95)
+    }
+
+    @Test("bytes a run left unread are run again at each loop turn until read, as a level-triggered wait would report them")
+    func stalledSocketsAreRunAtTheNextTurn() throws {
+        let client = UpstreamClient(loop: loop)
+        var runs = 0, reading = false
+        client.pass.rerun = { socket in
+            runs += 1
+            if reading { _ = receive(socket, 100) }
+        }
+        // curl knows no such socket: the client's own call reads nothing, as curl's transfers
+        // all waiting for something else would.
+        client.pass.run { _ = receive(fd, 5) }
+        #expect(runs == 1 && client.pass.stalled)
+        client.socketAction(fd: fd, events: CC_CSELECT_IN)
+        #expect(runs == 2)
+        // The next turns: the wait does not block (the run is due), and the socket is run again.
+        loop.runOnce(timeoutMilliseconds: 1000)
+        #expect(runs == 3 && ReadAhead.count(fd) == 95)
+        reading = true
+        loop.runOnce(timeoutMilliseconds: 1000)
+        #expect(runs == 4 && ReadAhead.count(fd) == 0 && !client.pass.stalled)
+        loop.runOnce(timeoutMilliseconds: 0)
+        #expect(runs == 4)
+        client.pass.forget(fd)
+    }
+}
