@@ -27,8 +27,8 @@
  * It answers libcurl's zero-timeout polls of sockets whose readiness its loop knows, and its reads
  * of a watched socket found empty in a loop turn, and holds libcurl's later sends to a socket in
  * one pass for the pass's end, as platform-proxy does (defining poll, recv and send, below).
- * READAHEAD=1 in its environment adds a read-ahead below OpenSSL that platform-proxy does not have
- * (an experiment, below; docs/ARCHITECTURE.md §13): the bench leaves it off.
+ * It reads ahead below OpenSSL as platform-proxy does (Sources/Upstream/ReadAhead.swift, below);
+ * READAHEAD=0 in its environment turns that off.
  * SIGTERM/SIGINT exit with status 0.
  */
 #define _GNU_SOURCE
@@ -95,6 +95,7 @@ struct loop {
     int sent_fd[16], busy_fd[16], empty_fd[16];
     unsigned char sent_n[16], sent_held[16];
     unsigned n_sent, n_busy, n_empty, empty_iteration;
+    int stalled; /* a pass left bytes read ahead that its reruns did not read: the next turn runs them */
 };
 
 static const char *base_url, *ca_bundle;
@@ -132,21 +133,20 @@ static unsigned char *marks;
 extern int __poll(struct pollfd *fds, nfds_t n, int timeout);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized" /* glibc declares poll's array write-only */
-/* Read-ahead below OpenSSL (READAHEAD=1; off by default, and not what platform-proxy does, so the
- * bench's floor stays comparable). OpenSSL reads a TLS record in two recv calls (its 5-byte
- * header, then its body). Here a short recv of a watched socket reads up to RA_CAP into the
- * socket's own buffer, and later recvs are answered from it. Bytes held there are invisible to
- * epoll and to the kernel's poll, so: poll reports such a socket readable (libcurl's transfers
- * after the first on an h2 connection ask poll before reading; without this some left held
- * responses unread), and at a pass's end each socket still holding bytes is run again while
- * that consumes some. A rerun that consumes nothing is reported on stderr: with the poll answer,
- * twice in about 1.4M requests at c=1 to 1,000. Under load the next event takes those bytes along;
- * an idle connection would keep them (the reason it is not in platform-proxy yet). */
+/* Read-ahead below OpenSSL, as platform-proxy's (READAHEAD=0 turns it off). OpenSSL reads a TLS
+ * record in two recv calls (its 5-byte header, then its body). Here a short recv of a watched
+ * socket reads up to RA_CAP into the socket's own buffer, and later recvs are answered from it.
+ * Bytes held there are invisible to epoll and to the kernel's poll, so: poll reports such a
+ * socket readable (libcurl's transfers after the first on an h2 connection ask poll before
+ * reading; without this some left held responses unread), at a pass's end each socket still
+ * holding bytes is run again while that consumes some, and if one still holds bytes the loop's
+ * next turn (a wait that does not block) runs it again, as a level-triggered wait would report
+ * bytes in the kernel. Without that last step, a rerun read nothing twice in about 1.4M requests
+ * (c=1 to 1,000), and those bytes waited for the connection's next event. */
 #define RA_CAP 32768
 static int readahead;
 static unsigned char **ra_buf;
 static unsigned *ra_off, *ra_len;
-static unsigned long long ra_stuck;
 static __thread int ra_fds[16];
 static __thread unsigned n_ra;
 static int held(int fd) { return readahead && fd >= 0 && (unsigned)fd < max_fd && ra_len[fd] > ra_off[fd]; }
@@ -197,8 +197,9 @@ ssize_t recv(int fd, void *b, size_t n, int flags) {
     }
     if (!L || flags || fd < 0 || (unsigned)fd >= max_fd || marks[fd] != 3) return recvfrom(fd, b, n, flags, NULL, NULL);
     if (found_empty(L, fd)) { errno = EAGAIN; return -1; }
-    /* A short read goes through the socket's read-ahead buffer while the rerun list has room. */
-    int ahead = readahead && n < RA_CAP && (n_ra < 16 || find(ra_fds, n_ra, fd) >= 0);
+    /* A short read (a TLS record's header) goes through the socket's read-ahead buffer while the
+     * rerun list has room. */
+    int ahead = readahead && n <= 16 && (n_ra < 16 || find(ra_fds, n_ra, fd) >= 0);
     if (ahead && !ra_buf[fd]) ra_buf[fd] = malloc(RA_CAP);
     ahead = ahead && ra_buf[fd];
     ssize_t r = recvfrom(fd, ahead ? ra_buf[fd] : b, ahead ? RA_CAP : n, 0, NULL, NULL);
@@ -244,9 +245,10 @@ static void action(loop *L, int fd, int events) {
             unsigned before = ra_len[s] - ra_off[s];
             curl_multi_socket_action(L->multi, s, CURL_CSELECT_IN, &running);
             if (!held(s) || ra_len[s] - ra_off[s] < before) again = 1;
-            else if (ra_stuck++ < 5) fprintf(stderr, "read-ahead: a rerun of socket %d read nothing (%u bytes held)\n", s, before);
         }
     }
+    for (unsigned i = 0; readahead && i < n_ra; i++)
+        if (held(ra_fds[i]) && (L->cs[ra_fds[i]] & S_IN) && !(L->cs[ra_fds[i]] & S_PARKED)) L->stalled = 1;
     in_pass = NULL;
     for (unsigned i = 0; i < L->n_sent; i++) {
         int s = L->sent_fd[i], b = find(L->busy_fd, L->n_busy, s);
@@ -684,8 +686,8 @@ static void *run(void *arg) {
     loop *L = arg;
     struct epoll_event ev[256];
     for (;;) {
-        int timeout = -1;
-        if (L->deadline >= 0) {
+        int timeout = L->stalled ? 0 : -1;
+        if (L->deadline >= 0 && timeout) {
             long long d = L->deadline - now_ms();
             timeout = d < 0 ? 0 : d > INT_MAX ? INT_MAX : (int)d;
         }
@@ -709,6 +711,13 @@ static void *run(void *arg) {
         }
         L->dispatched = L->iteration;
         promote(L);
+        if (L->stalled) { /* bytes read ahead that no wait reports: curl reads their sockets again */
+            L->stalled = 0;
+            int again[16]; unsigned n_again = 0;
+            for (unsigned i = 0; i < n_ra; i++)
+                if (held(ra_fds[i]) && (L->cs[ra_fds[i]] & S_IN) && !(L->cs[ra_fds[i]] & S_PARKED)) again[n_again++] = ra_fds[i];
+            for (unsigned i = 0; i < n_again; i++) action(L, again[i], CURL_CSELECT_IN);
+        }
         /* New transfers set a timeout of 0: run them now rather than after another epoll_wait. */
         for (int k = 0; k < 64; k++) {
             int due = L->deadline >= 0 && L->deadline <= now_ms();
@@ -740,7 +749,7 @@ int main(int argc, char **argv) {
     getrlimit(RLIMIT_NOFILE, &rl);
     max_fd = rl.rlim_cur > (1u << 20) ? (1u << 20) : (unsigned)rl.rlim_cur;
     marks = calloc(max_fd, 1);
-    if (getenv("READAHEAD") && atoi(getenv("READAHEAD"))) {
+    if (!getenv("READAHEAD") || atoi(getenv("READAHEAD"))) {
         ra_buf = calloc(max_fd, sizeof *ra_buf); ra_off = calloc(max_fd, sizeof *ra_off); ra_len = calloc(max_fd, sizeof *ra_len);
         readahead = ra_buf && ra_off && ra_len;
     }
