@@ -15,9 +15,10 @@ final class CurlPass {
     var holding: [CInt] = []
     /// An empty block kept for the next read ahead.
     var spare: UnsafeMutableRawPointer?
-    /// A socket curl watches holds bytes read ahead: curl reads it (`CURL_CSELECT_IN`), as if a
-    /// wait had reported them. Set by the owning client.
-    var rerun: (CInt) -> Void = { _ in }
+    /// A socket holds bytes read ahead: if curl watches it for reading, curl reads it
+    /// (`CURL_CSELECT_IN`), as if a wait had reported them, and the answer is true. Set by the
+    /// owning client.
+    var rerun: (CInt) -> Bool = { _ in false }
     /// The last pass left a watched socket holding bytes that its last run did not read: the
     /// loop's next turn must run it again (`UpstreamClient.runStalled`).
     private(set) var stalled = false
@@ -51,11 +52,12 @@ final class CurlPass {
     /// again, round after round while a round reads some (each run may leave bytes on another
     /// socket, or on the same one). A socket left holding bytes (every transfer on it waits for
     /// something else first: libcurl 7.88's h2 reads nothing for the others while one stream's
-    /// data is undelivered) leaves the pass `stalled`. Sockets not watched (parked, paused) are
-    /// left as they are; emptied ones leave the list.
+    /// data is undelivered) leaves the pass `stalled`. Sockets curl does not watch for reading
+    /// (parked, a paused transfer's) are left as they are; emptied ones leave the list.
     private func runHolding() {
         for _ in 0 ..< 64 {
             var progressed = false
+            stalled = false
             var i = 0
             while i < holding.count {
                 let fd = holding[i]
@@ -66,19 +68,19 @@ final class CurlPass {
                     continue
                 }
                 i += 1
-                guard QuietSockets.mark(of: fd) == .watched else { continue }
-                rerun(fd)
-                if ReadAhead.count(fd) < before { progressed = true }
+                guard rerun(fd) else { continue }
+                let after = ReadAhead.count(fd)
+                if after < before { progressed = true }
+                if after > 0 { stalled = true }
             }
-            if !progressed { break }
+            if !progressed { return }
         }
-        stalled = holding.contains { ReadAhead.count($0) > 0 && QuietSockets.mark(of: $0) == .watched }
     }
 
-    /// The sockets to run again at the loop's next turn: watched, holding bytes.
+    /// The sockets holding bytes, for the loop's next turn to run those curl watches.
     func stalledSockets() -> [CInt] {
         stalled = false
-        return holding.filter { ReadAhead.count($0) > 0 && QuietSockets.mark(of: $0) == .watched }
+        return holding.filter { ReadAhead.count($0) > 0 }
     }
 
     /// curl closes `fd`: nothing known of it holds for a socket that takes its number, and what

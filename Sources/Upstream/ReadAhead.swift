@@ -8,25 +8,29 @@ import Glibc
 /// leaves OpenSSL's own read-ahead off; docs/ARCHITECTURE.md §13 says why it cannot be turned on).
 /// A short read (`shortRead`: a header) of a socket curl watches for reading, during a pass,
 /// reads up to a block's `capacity` into a block, hands the caller what it asked for and keeps
-/// the rest for the socket (`held`); the next reads of that socket, whoever makes them, are
-/// answered from the block first, in order, until it is empty. At HTTPS c=64, `recvfrom` per
-/// request fell from 2.03 to 0.21 (bench/floor-proxy.c, `READAHEAD=1`).
+/// the rest for the socket (`block(of:)`); the next reads of that socket, whoever makes them, are
+/// answered from the block first, in order, until it is empty. At HTTPS c=64 against an h2
+/// upstream, `recvfrom` per request fell from 2.00 to 0.17.
 ///
 /// Bytes held here are invisible to the kernel, so everything that asks the kernel whether a
 /// socket has something to read asks here first:
 /// - `poll` (`QuietSockets.poll`) reports a socket that holds bytes readable: libcurl gives a
 ///   socket event to the first transfer on a connection only, and the others ask `poll`;
-/// - a socket curl watches gets no event for them, so the pass that left them runs it again at
-///   its end while that reads some (`CurlPass.run`), and if a run read none, the loop's next turn
-///   runs it again, as a level-triggered wait would report bytes still in the kernel
-///   (`UpstreamClient.runStalled`);
-/// - a socket parked between transfers with bytes held is spoiled at its next check, as one the
-///   kernel found readable is (`QuietSockets`): bytes no request asked for, such as a response an
-///   HTTP/1.1 upstream sent past the last one, never reach the next request.
+/// - a socket curl watches for reading gets no event for them, so the pass that left them runs
+///   it again at its end while that reads some (`CurlPass.run`), and if it still holds some, the
+///   loop's next turn runs it again, as a level-triggered wait would report bytes still in the
+///   kernel (`UpstreamClient.runStalled`); so does a socket curl starts watching for reading
+///   again while it holds bytes (a paused transfer resumed);
+/// - a socket parked between transfers while it holds bytes is spoiled at its next check (the
+///   zero-timeout `poll`, TLS HTTP/1.1's one-byte peek: `QuietSockets`), as one a wait found
+///   readable is, and the reaper is called at the parking as a wait's report would call it
+///   (`UpstreamClient`, `ConnectionReaper`): bytes no request asked for, such as a response an
+///   HTTP/1.1 upstream sent past the last one, never reach the next request if they came before
+///   it, and the connection is closed soon after.
 ///
 /// A block belongs to one socket while it holds bytes and goes back to the pass (or is freed) once
 /// they are read; curl's closing a socket frees its block (`release`). An idle connection holds
-/// none unless bytes came with its last response that no one read (then it is spoiled).
+/// none for longer than it takes the reaper to close it.
 enum ReadAhead {
     /// A block's size, its header (where its unread bytes begin and end) included.
     static let blockSize = 32 * 1024

@@ -25,7 +25,7 @@ public final class UpstreamClient {
     private var curlDeadline: NanoTime?
     /// curl's sockets by descriptor: an array, not a dictionary, since curl reports sockets
     /// several times per request (docs/ARCHITECTURE.md §13).
-    private var sockets = SocketTable()
+    var sockets = SocketTable()
     private var idleHandles: [EasyHandle] = []
     /// Transfers in flight; each knows its index here (`activeIndex`), so removal is O(1).
     private var active: [UpstreamTransfer] = []
@@ -33,7 +33,7 @@ public final class UpstreamClient {
     var callbackDepth = 0
     /// Makes libcurl close pooled connections their servers closed, while no request comes;
     /// made when the first such connection is seen.
-    private var reaper: ConnectionReaper?
+    private(set) var reaper: ConnectionReaper?
     /// Connections parked since the loop's last wait, not yet known quiet (`QuietSockets`).
     private var parked = ParkedSockets()
     /// Transfers with a request body started since curl's last timeout call, which runs their
@@ -68,10 +68,12 @@ public final class UpstreamClient {
         cc_multi_long(multi, CURLMOPT_PIPELINING, CC_PIPE_MULTIPLEX)
         cc_multi_long(multi, CURLMOPT_MAXCONNECTS, 512)
         pass.rerun = { [unowned(unsafe) self] fd in
+            guard self.watchesForReading(fd) else { return false }
             var running: Int32 = 0
             QuietSockets.asking(strictly: self.bodiesStarting > 0) {
                 curl_multi_socket_action(self.multi, fd, CC_CSELECT_IN, &running)
             }
+            return true
         }
     }
 
@@ -127,13 +129,18 @@ public final class UpstreamClient {
 
     // MARK: libcurl callbacks (they only record what to watch)
 
-    private func socketChanged(_ fd: curl_socket_t, _ what: Int32) {
+    func socketChanged(_ fd: curl_socket_t, _ what: Int32) {
         if what == CC_POLL_REMOVE {
             // A pooled connection between transfers: keep its registration (the next transfer
             // usually watches it the same way) and drop it only if it turns ready while parked.
             if let socket = sockets[fd], case .watched(let interest) = socket.state {
                 socket.park(interest)
                 parked.add(socket, iteration: loop.iterations)
+                // Bytes read ahead on a connection between transfers: no wait reports them, so the
+                // reaper is called as a wait's report would (`ReadAhead`); its checks find the
+                // connection spoiled. A paused transfer's socket parks too: the reaper leaves
+                // connections in use alone.
+                if interest.contains(.read) && ReadAhead.block(of: fd) != nil { deadConnectionSeen() }
             }
             return
         }
@@ -361,9 +368,17 @@ public final class UpstreamClient {
     /// them again; then the next turn tries again, as the wait would report them again.
     private func runStalled() {
         stalledQueued = false
-        for fd in pass.stalledSockets() where ReadAhead.count(fd) > 0 && QuietSockets.mark(of: fd) == .watched {
+        for fd in pass.stalledSockets() where ReadAhead.count(fd) > 0 && watchesForReading(fd) {
             socketAction(fd: fd, events: CC_CSELECT_IN)
         }
+    }
+
+    /// Whether curl watches `fd` for reading (so the loop has it registered, level-triggered): a
+    /// wait would report bytes in the kernel, and so must the bytes read ahead be. Spoiled or not:
+    /// a paused transfer's socket parked and spoiled is watched again when it resumes.
+    func watchesForReading(_ fd: CInt) -> Bool {
+        guard case .watched(let interest) = sockets[fd]?.state else { return false }
+        return interest.contains(.read)
     }
 
     /// A run of stalled sockets is queued (`runDue`).

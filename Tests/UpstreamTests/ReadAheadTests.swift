@@ -136,6 +136,7 @@ final class ReadAheadTests {
             runs += 1
             _ = receive(socket, 5)  // a record header, then its body, as OpenSSL reads
             _ = receive(socket, 15)
+            return true
         }
         pass.run { #expect(receive(fd, 5).bytes == Array(bytes[0 ..< 5])) }
         // 95 bytes held: 20 a run, and the fifth run empties the block.
@@ -143,19 +144,18 @@ final class ReadAheadTests {
         #expect(pass.holding.isEmpty)
     }
 
-    @Test("a run that reads nothing leaves the pass stalled, for the loop's next turn to run again",
-          arguments: [QuietSockets.Mark.watched, .parked, .unknown])
-    func aRunThatReadsNothingStalls(mark: QuietSockets.Mark) {
+    @Test("a run that reads nothing leaves the pass stalled, for the loop's next turn to run again; a socket curl does not watch is left",
+          arguments: [true, false])
+    func aRunThatReadsNothingStalls(watched: Bool) {
         var runs = 0
-        pass.rerun = { _ in runs += 1 }
-        pass.run {
-            _ = receive(fd, 5)
-            QuietSockets.mark(fd, mark)
+        pass.rerun = { _ in
+            if watched { runs += 1 }
+            return watched
         }
-        // Only a socket curl watches for reading is run; a parked one waits for its check.
-        #expect(runs == (mark == .watched ? 1 : 0))
-        #expect(pass.stalled == (mark == .watched))
-        #expect(pass.stalledSockets() == (mark == .watched ? [fd] : []))
+        pass.run { _ = receive(fd, 5) }
+        #expect(runs == (watched ? 1 : 0))
+        #expect(pass.stalled == watched)
+        #expect(pass.stalledSockets() == [fd])
         #expect(!pass.stalled)
         #expect(ReadAhead.count(fd) == 95)
     }
@@ -171,7 +171,7 @@ final class ReadAheadTests {
                 close(otherPeer)
             }
         }
-        pass.rerun = { _ in }
+        pass.rerun = { _ in false }
         pass.run {
             for (other, _) in others {
                 QuietSockets.mark(other, .watched)
@@ -182,29 +182,88 @@ final class ReadAheadTests {
         #expect(pass.holding.count == ReadAhead.socketsPerPass && ReadAhead.block(of: fd) == nil)
         #expect(receive(fd, 100).bytes?.count == 95)
     }
+}
 
-    @Test("bytes a run left unread are run again at each loop turn until read, as a level-triggered wait would report them")
-    func stalledSocketsAreRunAtTheNextTurn() throws {
-        let client = UpstreamClient(loop: loop)
-        var runs = 0, reading = false
-        client.pass.rerun = { socket in
+/// A client of its own loop with the suite's socket as one of curl's connections, opened through
+/// the client and watched for reading, holding 95 bytes read ahead; its runs counted.
+@Suite("UpstreamClient: sockets holding bytes read ahead")
+final class ClientReadAheadTests {
+    let fd: CInt
+    let peer: CInt
+    let loop: EventLoop
+    let client: UpstreamClient
+    let socket: CurlSocket
+    var runs = 0
+    var reading = false
+
+    init() throws {
+        (fd, peer) = pair(with: bytes)
+        loop = try EventLoop(name: "client-read-ahead")
+        client = UpstreamClient(loop: loop)
+        socket = CurlSocket(fd: fd, client: client, opened: true)
+        client.sockets[fd] = socket
+        client.socketChanged(fd, CC_POLL_IN)
+        // The client's own, with a read for curl's.
+        client.pass.rerun = { [unowned self] socket in
+            guard client.watchesForReading(socket) else { return false }
             runs += 1
             if reading { _ = receive(socket, 100) }
+            return true
         }
-        // curl knows no such socket: the client's own call reads nothing, as curl's transfers
-        // all waiting for something else would.
         client.pass.run { _ = receive(fd, 5) }
-        #expect(runs == 1 && client.pass.stalled)
+        runs = 0
+    }
+
+    deinit {
+        client.pass.forget(fd)
+        socket.state = .unregistered
+        client.sockets[fd] = nil
+        loop.forget(fd: fd)
+        close(fd)
+        close(peer)
+    }
+
+    @Test("bytes a run left unread are run again at each loop turn until read, as a level-triggered wait would report them")
+    func stalledSocketsAreRunAtTheNextTurn() {
+        #expect(QuietSockets.mark(of: fd) == .watched && ReadAhead.count(fd) == 95)
+        // curl knows no such socket: the client's own call reads nothing, as curl's transfers
+        // all waiting for something else would; the pass's end runs it once more, in vain.
         client.socketAction(fd: fd, events: CC_CSELECT_IN)
-        #expect(runs == 2)
+        #expect(runs == 1 && client.pass.stalled)
         // The next turns: the wait does not block (the run is due), and the socket is run again.
         loop.runOnce(timeoutMilliseconds: 1000)
-        #expect(runs == 3 && ReadAhead.count(fd) == 95)
+        #expect(runs == 2 && ReadAhead.count(fd) == 95)
         reading = true
         loop.runOnce(timeoutMilliseconds: 1000)
-        #expect(runs == 4 && ReadAhead.count(fd) == 0 && !client.pass.stalled)
+        #expect(runs == 3 && ReadAhead.count(fd) == 0 && !client.pass.stalled)
         loop.runOnce(timeoutMilliseconds: 0)
-        #expect(runs == 4)
-        client.pass.forget(fd)
+        #expect(runs == 3)
+    }
+
+    @Test("a connection parked holding bytes calls the reaper, and its check finds it spoiled")
+    func parkedHoldingBytesIsReaped() {
+        #expect(client.reaper == nil)
+        client.socketChanged(fd, CC_POLL_REMOVE)
+        #expect(client.reaper != nil)
+        #expect(socket.state == .parked(.read))
+        var entry = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+        #expect(pollAnsweringKnownSockets(&entry, 1, 0) == 1 && entry[0].revents == QuietSockets.spoiledEvents)
+        // The stalled run skips a socket curl does not watch.
+        client.socketAction(fd: fd, events: CC_CSELECT_IN)
+        loop.runOnce(timeoutMilliseconds: 0)
+        #expect(runs == 0)
+    }
+
+    @Test("a paused transfer's socket, parked and then reported readable, is run when curl watches it again",
+          arguments: [false, true])
+    func resumedSocketIsRun(reported: Bool) {
+        reading = true
+        client.socketChanged(fd, CC_POLL_REMOVE)
+        if reported { socket.ready(Interest.read.rawValue) }  // more came while it was paused
+        #expect(runs == 0)
+        client.socketChanged(fd, CC_POLL_IN)
+        #expect(QuietSockets.mark(of: fd) == (reported ? .spoiled : .watched))
+        loop.runOnce(timeoutMilliseconds: 1000)
+        #expect(runs == 1 && ReadAhead.count(fd) == 0)
     }
 }
