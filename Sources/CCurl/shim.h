@@ -66,6 +66,19 @@ static inline void *cc_info_openssl_connection(CURL *h) {
     return info->backend == CURLSSLBACKEND_OPENSSL ? info->internals : 0;
 }
 static inline int cc_openssl_has_pending(const void *ssl) { return SSL_has_pending(ssl); }
+/* libcurl 7.88 sets SSL_MODE_RELEASE_BUFFERS on every connection's SSL_CTX: OpenSSL then frees
+   its 16.7 KB read buffer each time it is emptied and allocates it again for the next record,
+   one malloc of that size and its free per response or more, which also makes glibc merge its
+   fastbins (malloc_consolidate). The context callback, which libcurl calls after setting its
+   modes and before making the connection's SSL, clears it: a pooled TLS connection keeps its
+   buffers (Upstream/EasyHandle.swift). The OpenSSL names are spelled out, as above. */
+extern long SSL_CTX_ctrl(void *ctx, int cmd, long larg, void *parg);
+static CURLcode cc_keep_tls_buffers(CURL *h, void *ssl_ctx, void *p) {
+    (void)h; (void)p;
+    SSL_CTX_ctrl(ssl_ctx, 78 /* SSL_CTRL_CLEAR_MODE */, 0x10L /* SSL_MODE_RELEASE_BUFFERS */, 0);
+    return CURLE_OK;
+}
+static inline CURLcode cc_easy_keep_tls_buffers(CURL *h) { return curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, cc_keep_tls_buffers); }
 static inline CURLcode cc_info_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 static const long CC_HTTP_VERSION_2_0 = CURL_HTTP_VERSION_2_0;
 

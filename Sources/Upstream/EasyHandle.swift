@@ -57,6 +57,8 @@ final class EasyHandle {
         if let caBundle = Self.caBundle { cc_easy_str(easy, CURLOPT_CAINFO, caBundle) }
         cc_easy_long(easy, CURLOPT_HTTP_VERSION, CC_HTTP_VERSION_2TLS)
         cc_easy_long(easy, CURLOPT_BUFFERSIZE, 65536)
+        // A pooled TLS connection keeps OpenSSL's buffers rather than allocating 16.7 KB per read.
+        _ = cc_easy_keep_tls_buffers(easy)
         cc_easy_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         let me = Unmanaged.passUnretained(self).toOpaque()
         for option in [CURLOPT_PRIVATE, CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_READDATA] { cc_easy_ptr(easy, option, me) }
