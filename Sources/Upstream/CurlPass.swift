@@ -77,10 +77,11 @@ final class CurlPass {
         }
     }
 
-    /// The sockets holding bytes, for the loop's next turn to run those curl watches.
+    /// The sockets that may hold bytes, for the loop's next turn to run those that still do and
+    /// that curl watches (each run may change the others).
     func stalledSockets() -> [CInt] {
         stalled = false
-        return holding.filter { ReadAhead.count($0) > 0 }
+        return holding
     }
 
     /// curl closes `fd`: nothing known of it holds for a socket that takes its number, and what
