@@ -37,12 +37,14 @@ let releaseLink: [LinkerSetting] = [
 
 // libcurl's zero-timeout readiness checks of the loops' upstream sockets, and its one-byte peeks at
 // pooled TLS connections, are answered from what the loops know (Sources/Upstream/QuietSockets.swift),
-// and its sends during one pass of a loop's client leave together per socket (SendBatch.swift):
-// the executable defines poll(3), recv(2) and send(2) and puts them in its dynamic symbol table, so
-// libcurl's calls bind to them rather than to glibc's. Its only exports.
+// its sends during one pass of a loop's client leave together per socket (SendBatch.swift), and its
+// reads of the monotonic clock during a pass after the first cost no vDSO call (PassClock.swift):
+// the executable defines poll(3), recv(2), send(2) and clock_gettime(2) and puts them in its
+// dynamic symbol table, so libcurl's calls bind to them rather than to glibc's. Its only exports.
 let interposedCalls: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=poll",
                                                       "-Xlinker", "--export-dynamic-symbol=recv",
-                                                      "-Xlinker", "--export-dynamic-symbol=send"])]
+                                                      "-Xlinker", "--export-dynamic-symbol=send",
+                                                      "-Xlinker", "--export-dynamic-symbol=clock_gettime"])]
 
 let package = Package(
     name: "platform-proxy",

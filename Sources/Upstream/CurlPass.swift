@@ -22,6 +22,10 @@ final class CurlPass {
     /// The last pass left a watched socket holding bytes that its last run did not read: the
     /// loop's next turn must run it again (`UpstreamClient.runStalled`).
     private(set) var stalled = false
+    /// The last answer to a read of the monotonic clock in this pass (`PassClock`), and whether
+    /// there was one.
+    private var clock = timespec()
+    private var clockRead = false
     private unowned(unsafe) let loop: EventLoop
 
     /// `loop` is the owning client's, which holds it: it outlives this.
@@ -42,6 +46,7 @@ final class CurlPass {
     func run(_ body: () -> Void) {
         guard pthread_getspecific(Self.key) == nil else { return body() }
         pthread_setspecific(Self.key, Unmanaged.passUnretained(self).toOpaque())
+        clockRead = false
         body()
         if !holding.isEmpty { runHolding() }
         pthread_setspecific(Self.key, nil)
@@ -75,6 +80,29 @@ final class CurlPass {
             }
             if !progressed { return }
         }
+    }
+
+    /// A read of the monotonic clock in this pass: glibc's for the first, the last answer plus a
+    /// nanosecond for each later one (`PassClock`).
+    @inline(__always)
+    func readClock(_ time: UnsafeMutablePointer<timespec>) -> CInt {
+        if clockRead {
+            clock = Self.nanosecond(after: clock)
+            time.pointee = clock
+            return 0
+        }
+        let answer = PassClock.system(CLOCK_MONOTONIC, time)
+        if answer == 0 {
+            clock = time.pointee
+            clockRead = true
+        }
+        return answer
+    }
+
+    @inline(__always)
+    static func nanosecond(after time: timespec) -> timespec {
+        time.tv_nsec < 999_999_999 ? timespec(tv_sec: time.tv_sec, tv_nsec: time.tv_nsec + 1)
+            : timespec(tv_sec: time.tv_sec + 1, tv_nsec: 0)
     }
 
     /// The sockets that may hold bytes, for the loop's next turn to run those that still do and

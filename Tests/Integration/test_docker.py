@@ -529,10 +529,10 @@ def test_static_binary_links_only_what_the_runtime_image_installs(static_binary)
 def test_static_binary_keeps_the_memory_at_rest_link(static_binary):
     """Package.swift's release link (docs/ARCHITECTURE.md §13): relocations packed (DT_RELR, not
     670 KiB of .rela.dyn the loader reads at every start), no dynamically exported symbols but
-    poll, recv and send, and no _StringProcessing linked. Losing any of them costs RSS at rest or,
-    for poll, recv and send (which libcurl binds to only when the executable exports them), system
-    calls and segments per request and the spoiling of pooled connections an upstream sent stray
-    bytes on, silently."""
+    poll, recv, send and clock_gettime, and no _StringProcessing linked. Losing any of them costs
+    RSS at rest or, for poll, recv, send and clock_gettime (which libcurl binds to only when the
+    executable exports them), system calls, segments and vDSO calls per request and the spoiling of
+    pooled connections an upstream sent stray bytes on, silently."""
     dynamic = subprocess.run(["readelf", "-dW", str(static_binary)], capture_output=True, text=True, timeout=60)
     assert dynamic.returncode == 0, dynamic.stderr
     assert "(RELR)" in dynamic.stdout, "no DT_RELR: the release link lost -z pack-relative-relocs (or lld)"
@@ -547,6 +547,8 @@ def test_static_binary_keeps_the_memory_at_rest_link(static_binary):
     assert "poll" in exported, "poll is not exported: libcurl's readiness checks go to the kernel (QuietSockets)"
     assert "recv" in exported, "recv is not exported: libcurl's TLS liveness peeks go to the kernel (QuietSockets)"
     assert "send" in exported, "send is not exported: libcurl's sends in one pass leave one by one (SendBatch)"
+    assert "clock_gettime" in exported, \
+        "clock_gettime is not exported: libcurl reads the clock ~35 times per request (PassClock)"
     assert b"_RegexParser" not in static_binary.read_bytes(), \
         "the binary contains _RegexParser: a module imports _StringProcessing again"
 
