@@ -29,12 +29,15 @@
  * one pass for the pass's end, as platform-proxy does (defining poll, recv and send, below).
  * It reads ahead below OpenSSL as platform-proxy does (Sources/Upstream/ReadAhead.swift, below);
  * READAHEAD=0 in its environment turns that off.
+ * libcurl's reads of the monotonic clock during a pass cost one vDSO call, as platform-proxy's do
+ * (Sources/Upstream/PassClock.swift; defining clock_gettime, below); PASSCLOCK=0 turns that off.
  * SIGTERM/SIGINT exit with status 0.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -231,9 +234,30 @@ ssize_t send(int fd, const void *b, size_t n, int flags) {
     }
     return sendto(fd, b, n, flags, NULL, 0);
 }
+/* libcurl reads CLOCK_MONOTONIC about 35 times per request (Curl_now). During a pass the first
+ * read is glibc's and each later one the last answer plus a nanosecond: the clock still moves at
+ * every read (libcurl's sweep of due timers must not find a run-now timer set in it due again) and
+ * is never ahead of the real one. Other clocks and reads outside a pass are glibc's. */
+static int passclock = 1;
+static __thread struct timespec pass_clock;
+static __thread int pass_clock_read;
+int clock_gettime(clockid_t c, struct timespec *t) {
+    static int (*system_clock)(clockid_t, struct timespec *);
+    if (!system_clock) system_clock = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+    if (c != CLOCK_MONOTONIC || !in_pass || !passclock) return system_clock(c, t);
+    if (pass_clock_read) {
+        if (pass_clock.tv_nsec < 999999999) pass_clock.tv_nsec++; else { pass_clock.tv_sec++; pass_clock.tv_nsec = 0; }
+        *t = pass_clock;
+        return 0;
+    }
+    int r = system_clock(c, t);
+    if (r == 0) { pass_clock = *t; pass_clock_read = 1; }
+    return r;
+}
 static void action(loop *L, int fd, int events) {
     int running, off = 0;
     in_pass = L;
+    pass_clock_read = 0;
     curl_multi_socket_action(L->multi, fd, events, &running);
     /* What a read-ahead holds, no wait will report: run its socket again while that helps. */
     for (int again = 1, rounds = 0; readahead && again && rounds < 64; rounds++) {
@@ -749,6 +773,7 @@ int main(int argc, char **argv) {
     getrlimit(RLIMIT_NOFILE, &rl);
     max_fd = rl.rlim_cur > (1u << 20) ? (1u << 20) : (unsigned)rl.rlim_cur;
     marks = calloc(max_fd, 1);
+    passclock = !getenv("PASSCLOCK") || atoi(getenv("PASSCLOCK"));
     if (!getenv("READAHEAD") || atoi(getenv("READAHEAD"))) {
         ra_buf = calloc(max_fd, sizeof *ra_buf); ra_off = calloc(max_fd, sizeof *ra_off); ra_len = calloc(max_fd, sizeof *ra_len);
         readahead = ra_buf && ra_off && ra_len;
