@@ -82,8 +82,8 @@ final class CurlPass {
         }
     }
 
-    /// A read of the monotonic clock in this pass: glibc's for the first, the last answer plus a
-    /// nanosecond for each later one (`PassClock`).
+    /// A read of the monotonic clock in this pass: glibc's for the first and the first after
+    /// body bytes moved (`bodyMoved`), the last answer plus a nanosecond for each other (`PassClock`).
     @inline(__always)
     func readClock(_ time: UnsafeMutablePointer<timespec>) -> CInt {
         if clockRead {
@@ -98,6 +98,12 @@ final class CurlPass {
         }
         return answer
     }
+
+    /// libcurl handed over or asked for body bytes (a write or read callback): its next read of
+    /// the clock is glibc's, so a deadline it sets after moving them is later than a sweep's `now`
+    /// read before (`PassClock`).
+    @inline(__always)
+    func bodyMoved() { clockRead = false }
 
     @inline(__always)
     static func nanosecond(after time: timespec) -> timespec {

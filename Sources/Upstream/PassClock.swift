@@ -9,15 +9,21 @@ import Glibc
 /// vDSO call, about 34 ns on this VM: 1.2 µs of a request's CPU (perf, `[vdso]`). Our own code reads
 /// the clock once per loop turn (`EventLoop.now`), as nginx does.
 ///
-/// How: the pass's first read of `CLOCK_MONOTONIC` is glibc's; each later one in the same pass is
-/// the previous answer plus one nanosecond. So the clock still moves forward at every read, as
-/// libcurl's timer loops need (a transfer that re-arms a run-now timer while `multi_socket` sweeps
-/// its due timers must not be due again in the same sweep: its deadline is a read after the
-/// sweep's), and it is never ahead of the real clock (each read takes longer than a nanosecond), so
-/// the first read of the next pass, or any read outside a pass, is later than every answer given.
-/// What a pass's reads lose is the time the pass itself takes (tens of microseconds; a timer set
-/// in it fires that much early, and libcurl looks again then). Other clocks, and reads outside a
-/// pass (other threads, start-up, the loop's own), are glibc's.
+/// How: the pass's first read of `CLOCK_MONOTONIC` is glibc's, and so is the first after libcurl
+/// moved body bytes (a write or read callback, `CurlPass.bodyMoved`); each other read is the
+/// previous answer plus one nanosecond. So the clock never stands still and is never ahead of the
+/// real one (each read takes longer than a nanosecond): the next real read is later than every
+/// answer given. libcurl keeps microseconds (`Curl_now` drops the rest), so within a pass many
+/// reads give it the same time, and a timer it sets is due in the sweep of due timers that
+/// set it (`multi_socket` compares with a `now` read before the sweep; an equal key is due). That
+/// sweep still ends: each new deadline costs a read, so a key can equal `now` for at most about a
+/// thousand reads. But it would let a transfer that stopped to give the others a turn (libcurl
+/// reads a connection at most 100 times in a row, then sets a run-now timer for the rest) run again
+/// in the same sweep; the real read after its body bytes puts that timer after the sweep's `now`,
+/// in the next loop turn, as without this. What a pass's other reads lose is the time the pass
+/// takes between body bytes (microseconds; a timer set then fires that much early, and libcurl
+/// looks again). Other clocks, and reads outside a pass (other threads, start-up, the loop's own),
+/// are glibc's.
 enum PassClock {
     typealias Read = @convention(c) (clockid_t, UnsafeMutablePointer<timespec>?) -> CInt
 

@@ -34,6 +34,20 @@ struct PassClockTests {
         #expect(answers[2] == answers[0] + 2)
     }
 
+    @Test("the first read after body bytes moved is glibc's, so a deadline set then is after the sweep's now")
+    func bodyBytesRefreshTheClock() {
+        var sweep: Int64 = 0, afterBody: Int64 = 0, next: Int64 = 0
+        pass.run {
+            sweep = read()
+            usleep(2_000)
+            pass.bodyMoved()
+            afterBody = read()
+            next = read()
+        }
+        #expect(afterBody >= sweep + 1_000_000, "the 2 ms before the body bytes show")
+        #expect(next == afterBody + 1)
+    }
+
     @Test("a read after a pass, and the next pass's first, are later than every answer in it")
     func laterReadsAreLater() {
         var inPass: Int64 = 0
