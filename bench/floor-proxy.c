@@ -235,9 +235,11 @@ ssize_t send(int fd, const void *b, size_t n, int flags) {
     return sendto(fd, b, n, flags, NULL, 0);
 }
 /* libcurl reads CLOCK_MONOTONIC about 35 times per request (Curl_now). During a pass the first
- * read is glibc's and each later one the last answer plus a nanosecond: the clock still moves at
- * every read (libcurl's sweep of due timers must not find a run-now timer set in it due again) and
- * is never ahead of the real one. Other clocks and reads outside a pass are glibc's. */
+ * read is glibc's, and so is the first after body bytes moved (on_body); each other one is the last
+ * answer plus a nanosecond: never ahead of the real clock, and a transfer that yields after 100
+ * reads of a busy connection (its run-now timer) is run again in the next loop turn, not in the
+ * same sweep of due timers (Sources/Upstream/PassClock.swift). Other clocks and reads outside a
+ * pass are glibc's. */
 static int passclock = 1;
 static __thread struct timespec pass_clock;
 static __thread int pass_clock_read;
@@ -424,6 +426,7 @@ static size_t on_header(char *d, size_t size, size_t n, void *u) {
     return len;
 }
 static size_t on_body(char *d, size_t size, size_t n, void *u) {
+    pass_clock_read = 0; /* body bytes moved: libcurl's next clock read is the real one */
     slot *s = u;
     size_t len = size * n;
     if (s->body_len + len > s->body_cap) {
