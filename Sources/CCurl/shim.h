@@ -105,4 +105,35 @@ static inline void cc_store_byte(unsigned char *p, unsigned char v) { __atomic_s
 static inline void *cc_load_pointer(void *const *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static inline void cc_store_pointer(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 
+/* The thread's pass of a loop's client (Upstream/CurlPass.swift) and whether its connection
+   checks are all the kernel's (QuietSockets.asking): thread-local words that the executable's
+   poll, recv, send and clock_gettime read on every call, a load each. (pthread_getspecific with a
+   key in a Swift global cost a call, and the global's lazy-initialisation check, per read: about
+   80 instructions per clock read, 2.5k per forwarded request.) Weak definitions, so every module
+   that includes this header shares one of each; initial-exec, as the executable holds them; read
+   and written only through these functions, as Swift does not import thread-local variables. */
+__attribute__((weak, tls_model("initial-exec"))) __thread void *cc_thread_pass = 0;
+__attribute__((weak, tls_model("initial-exec"))) __thread int cc_thread_strict = 0;
+static inline void *cc_current_pass(void) { return cc_thread_pass; }
+static inline void cc_set_current_pass(void *pass) { cc_thread_pass = pass; }
+static inline int cc_strict_checks(void) { return cc_thread_strict; }
+static inline void cc_set_strict_checks(int strict) { cc_thread_strict = strict; }
+
+/* glibc's clock_gettime, the next definition after the executable's (dlsym(RTLD_NEXT), spelled
+   as the handle -1 so no feature macro is needed), looked up at the first call. */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <time.h>
+typedef int (*cc_clock_read)(clockid_t clock, struct timespec *time);
+__attribute__((weak)) cc_clock_read cc_glibc_clock_read = 0;
+static inline int cc_glibc_clock_gettime(clockid_t clock, struct timespec *time) {
+    cc_clock_read read = __atomic_load_n(&cc_glibc_clock_read, __ATOMIC_RELAXED);
+    if (__builtin_expect(read == 0, 0)) {
+        read = (cc_clock_read)dlsym((void *)-1l, "clock_gettime");
+        if (!read) abort();
+        __atomic_store_n(&cc_glibc_clock_read, read, __ATOMIC_RELAXED);
+    }
+    return read(clock, time);
+}
+
 #endif

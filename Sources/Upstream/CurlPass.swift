@@ -1,3 +1,4 @@
+import CCurl
 import EventLoop
 import Glibc
 
@@ -44,12 +45,12 @@ final class CurlPass {
     /// run again.
     @inline(__always)
     func run(_ body: () -> Void) {
-        guard pthread_getspecific(Self.key) == nil else { return body() }
-        pthread_setspecific(Self.key, Unmanaged.passUnretained(self).toOpaque())
+        guard cc_current_pass() == nil else { return body() }
+        cc_set_current_pass(Unmanaged.passUnretained(self).toOpaque())
         clockRead = false
         body()
         if !holding.isEmpty { runHolding() }
-        pthread_setspecific(Self.key, nil)
+        cc_set_current_pass(nil)
         sends.passEnded()
     }
 
@@ -91,7 +92,7 @@ final class CurlPass {
             time.pointee = clock
             return 0
         }
-        let answer = PassClock.system(CLOCK_MONOTONIC, time)
+        let answer = cc_glibc_clock_gettime(CLOCK_MONOTONIC, time)
         if answer == 0 {
             clock = time.pointee
             clockRead = true
@@ -130,16 +131,9 @@ final class CurlPass {
     /// `body` with the thread's pass, or nil outside one.
     @inline(__always)
     static func withCurrent<R>(_ body: (CurlPass) -> R) -> R? {
-        guard let pass = pthread_getspecific(key) else { return nil }
+        guard let pass = cc_current_pass() else { return nil }
         return Unmanaged<CurlPass>.fromOpaque(pass)._withUnsafeGuaranteedRef(body)
     }
-
-    /// The thread's pass while one runs (unretained: the client that owns it outlives its passes).
-    static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create")
-        return key
-    }()
 }
 
 /// Sockets curl watches for reading that were found empty in this loop turn: a `recv` that would

@@ -1,3 +1,4 @@
+import CCurl
 import Glibc
 
 /// libcurl's reads of the monotonic clock during one pass of a loop's client, most of them
@@ -24,25 +25,15 @@ import Glibc
 /// in the next loop turn, as without this. What a pass's other reads lose is the time the pass
 /// takes between body bytes (microseconds; a timer set then fires that much early, and libcurl
 /// looks again). Other clocks, and reads outside a pass (other threads, start-up, the loop's own),
-/// are glibc's.
+/// are glibc's (`cc_glibc_clock_gettime`: the next definition after the executable's).
 enum PassClock {
-    typealias Read = @convention(c) (clockid_t, UnsafeMutablePointer<timespec>?) -> CInt
-
-    /// glibc's `clock_gettime`: the next definition after the executable's (`RTLD_NEXT`).
-    static let system: Read = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: -1), "clock_gettime") else {
-            fatalError("dlsym(RTLD_NEXT, \"clock_gettime\") found nothing")
-        }
-        return unsafeBitCast(symbol, to: Read.self)
-    }()
-
     @inline(__always)
     static func read(_ clock: clockid_t, _ time: UnsafeMutablePointer<timespec>?) -> CInt {
         if clock == CLOCK_MONOTONIC, let time,
            let answer = CurlPass.withCurrent({ $0.readClock(time) }) {
             return answer
         }
-        return system(clock, time)
+        return cc_glibc_clock_gettime(clock, time)
     }
 }
 

@@ -50,7 +50,7 @@ import Glibc
 /// poll and its send) is found by the send instead, and libcurl sends the request again on a new
 /// connection, as it does when that race happens anyway (`Curl_retry_request`). It cannot send a
 /// request body again, so while a request with a body may be choosing a connection, every check
-/// is the kernel's (`strictKey`): such a request meets only the race it always met.
+/// is the kernel's (`asking(strictly:)`): such a request meets only the race it always met.
 public enum QuietSockets {
     /// What is known of a socket's readiness, one byte per descriptor number.
     enum Mark: UInt8 {
@@ -103,7 +103,7 @@ public enum QuietSockets {
         if ReadAhead.block(of: fd) != nil { return holding(fds) }
         switch mark(of: fd) {
         case .quiet:
-            if pthread_getspecific(strictKey) != nil { return cc_kernel_poll(fds, 1, 0) }
+            if cc_strict_checks() != 0 { return cc_kernel_poll(fds, 1, 0) }
             fds[0].revents = 0
             return 0
         case .parked:
@@ -183,7 +183,7 @@ public enum QuietSockets {
         }
         switch mark(of: fd) {
         case .quiet:
-            if pthread_getspecific(strictKey) != nil { return recvfrom(fd, buffer, 1, flags, nil, nil) }
+            if cc_strict_checks() != 0 { return recvfrom(fd, buffer, 1, flags, nil, nil) }
             errno = EAGAIN
             return -1
         case .parked:
@@ -240,24 +240,18 @@ public enum QuietSockets {
 
     static let peekFlag = CInt(MSG_PEEK)
 
-    /// Set on a loop's thread while libcurl may be choosing a pooled connection for a request
-    /// with a body (`UpstreamClient.socketAction`): its checks are all the kernel's then. A
-    /// connection taken for alive that the server closed after the wait is found by the send;
-    /// libcurl sends a bodiless request again on a new connection, but a body that went out
-    /// cannot be sent again, so for such a request the kernel is asked, as before (one poll).
-    static let strictKey: pthread_key_t = {
-        var key = pthread_key_t()
-        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create")
-        return key
-    }()
-
-    /// Runs `body` with this thread's checks all the kernel's when `strict`.
+    /// Runs `body` with this thread's checks all the kernel's when `strict` (a thread-local word,
+    /// `cc_strict_checks`): while libcurl may be choosing a pooled connection for a request with a
+    /// body (`UpstreamClient.socketAction`). A connection taken for alive that the server closed
+    /// after the wait is found by the send; libcurl sends a bodiless request again on a new
+    /// connection, but a body that went out cannot be sent again, so for such a request the
+    /// kernel is asked, as before (one poll).
     @inline(__always)
     static func asking(strictly strict: Bool, _ body: () -> Void) {
         guard strict else { return body() }
-        pthread_setspecific(strictKey, UnsafeRawPointer(bitPattern: 1))
+        cc_set_strict_checks(1)
         body()
-        pthread_setspecific(strictKey, nil)
+        cc_set_strict_checks(0)
     }
 
     /// A spoiled socket's answer: libcurl's `Curl_socket_check` takes `POLLNVAL` (or `POLLPRI`)

@@ -37,7 +37,7 @@ public final class UpstreamClient {
     /// Connections parked since the loop's last wait, not yet known quiet (`QuietSockets`).
     private var parked = ParkedSockets()
     /// Transfers with a request body started since curl's last timeout call, which runs their
-    /// connect step: until then a pooled connection is checked by the kernel (`QuietSockets.strictKey`).
+    /// connect step: until then a pooled connection is checked by the kernel (`QuietSockets.asking(strictly:)`).
     private var bodiesStarting = 0
     /// What libcurl's calls during one of its passes share: held sends, sockets found empty,
     /// sockets holding bytes read ahead.
