@@ -108,10 +108,11 @@ static inline void cc_store_pointer(void **p, void *v) { __atomic_store_n(p, v, 
 /* The thread's pass of a loop's client (Upstream/CurlPass.swift) and whether its connection
    checks are all the kernel's (QuietSockets.asking): thread-local words that the executable's
    poll, recv, send and clock_gettime read on every call, a load each. (pthread_getspecific with a
-   key in a Swift global cost a call, and the global's lazy-initialisation check, per read: about
-   80 instructions per clock read, 2.5k per forwarded request.) Weak definitions, so every module
-   that includes this header shares one of each; initial-exec, as the executable holds them; read
-   and written only through these functions, as Swift does not import thread-local variables. */
+   key in a lazily initialised Swift global cost a call into libc and a swift_once check per
+   lookup: 1.6k instructions per forwarded request, docs/ARCHITECTURE.md §13, "fourteenth pass".)
+   Weak definitions, so every module that includes this header shares one of each; initial-exec,
+   as the executable holds them; read and written only through these functions, as Swift does
+   not import thread-local variables. */
 __attribute__((weak, tls_model("initial-exec"))) __thread void *cc_thread_pass = 0;
 __attribute__((weak, tls_model("initial-exec"))) __thread int cc_thread_strict = 0;
 static inline void *cc_current_pass(void) { return cc_thread_pass; }

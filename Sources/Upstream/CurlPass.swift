@@ -6,8 +6,8 @@ import Glibc
 /// the calls libcurl makes during it share: the sends it holds per socket (`SendBatch`), the
 /// watched sockets found empty in this loop turn (`EmptySockets`) and the sockets holding bytes
 /// read ahead of OpenSSL (`ReadAhead`). One per client; while a pass runs, the thread's is found
-/// through a thread-specific key by the executable's `send`, `recv` and `poll` (`SendBatch.send`,
-/// `QuietSockets`).
+/// through a thread-local word (`cc_current_pass`) by the executable's `send`, `recv`, `poll` and
+/// `clock_gettime` (`SendBatch.send`, `QuietSockets`, `PassClock`).
 final class CurlPass {
     var sends = SendBatch()
     var empty = EmptySockets()

@@ -45,6 +45,27 @@ struct QuietSocketsTests {
         #expect(strict == (0, [0]))
     }
 
+    @Test("strict checks are the asking thread's own: another thread's check of a quiet socket is answered from its mark")
+    func strictChecksArePerThread() throws {
+        let (fd, peer) = readablePair()
+        defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer) }
+        QuietSockets.mark(fd, .quiet)
+        final class Answer: @unchecked Sendable { var value: (result: CInt, revents: [Int16]) = (-1, []) }
+        let elsewhere = Answer()
+        var here: (result: CInt, revents: [Int16]) = (0, [])
+        var failure: (any Error)?
+        QuietSockets.asking(strictly: true) {
+            do {
+                let thread = try Threads.spawn { elsewhere.value = pollOnce([(fd, readEvents)], timeout: 0) }
+                pthread_join(thread, nil)
+            } catch { failure = error }
+            here = pollOnce([(fd, readEvents)], timeout: 0)
+        }
+        #expect(failure == nil)
+        #expect(elsewhere.value == (0, [0]))
+        #expect(here.result == 1 && here.revents[0] & Int16(POLLIN) != 0)
+    }
+
     @Test("a parked socket's check is the kernel's: nothing ready makes it quiet, anything to read spoils it",
           arguments: [(0, QuietSockets.Mark.quiet), (1, .spoiled)])
     func parkedSocketAsksTheKernelOnce(pending: Int, becomes: QuietSockets.Mark) {
