@@ -70,8 +70,10 @@ struct ConfigWatcherTests {
 
     /// The bytes of events the kernel holds for the watcher (FIONREAD). Not `poll`: the test
     /// process links the executable's `poll` (Upstream's `pollAnsweringKnownSockets`), which
-    /// answers a zero-timeout check of one descriptor from the marks other tests, running at the
-    /// same time, set on socket numbers; the kernel's own count is what this test asks about.
+    /// answers a zero-timeout check of one descriptor from per-descriptor state (marks, bytes read
+    /// ahead) that other tests, running at the same time, set on socket numbers. One fresh-clone
+    /// run saw that check answer "readable" after the log's writes (not seen again in 42 runs).
+    /// The kernel's own count is what this test asks about.
     private func queuedEventBytes(_ fd: CInt) -> CInt {
         var count: CInt = 0
         return ioctl(fd, UInt(FIONREAD), &count) == 0 ? count : -1
