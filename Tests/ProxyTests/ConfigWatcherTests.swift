@@ -72,8 +72,9 @@ struct ConfigWatcherTests {
     /// process links the executable's `poll` (Upstream's `pollAnsweringKnownSockets`), which
     /// answers a zero-timeout check of one descriptor from per-descriptor state (marks, bytes read
     /// ahead) that other tests, running at the same time, set on socket numbers. One fresh-clone
-    /// run saw that check answer "readable" after the log's writes (not seen again in 42 runs).
-    /// The kernel's own count is what this test asks about.
+    /// run saw that check answer "readable" after the log's writes: a fixture had closed a
+    /// spoiled socket without clearing its mark, and the watcher's descriptor took the number
+    /// (ClientReadAheadTests, since fixed). The kernel's own count is what this test asks about.
     private func queuedEventBytes(_ fd: CInt) -> CInt {
         var count: CInt = 0
         return ioctl(fd, UInt(FIONREAD), &count) == 0 ? count : -1
