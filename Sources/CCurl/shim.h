@@ -123,6 +123,7 @@ static inline void cc_set_strict_checks(int strict) { cc_thread_strict = strict;
 /* glibc's clock_gettime, the next definition after the executable's (dlsym(RTLD_NEXT), spelled
    as the handle -1 so no feature macro is needed), looked up at the first call. */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 typedef int (*cc_clock_read)(clockid_t clock, struct timespec *time);
@@ -131,7 +132,10 @@ static inline int cc_glibc_clock_gettime(clockid_t clock, struct timespec *time)
     cc_clock_read read = __atomic_load_n(&cc_glibc_clock_read, __ATOMIC_RELAXED);
     if (__builtin_expect(read == 0, 0)) {
         read = (cc_clock_read)dlsym((void *)-1l, "clock_gettime");
-        if (!read) abort();
+        if (!read) {
+            fputs("platform-proxy: dlsym(RTLD_NEXT, \"clock_gettime\") found nothing\n", stderr);
+            abort();
+        }
         __atomic_store_n(&cc_glibc_clock_read, read, __ATOMIC_RELAXED);
     }
     return read(clock, time);
