@@ -303,11 +303,15 @@ for cs in "${CASES[@]}"; do
         WRK_DURATION=$WARMUP WRK_CONNECTIONS=64 WRK_THREADS=1 run_wrk "warmup-$cs-$t" "${URL[$cs,$t]}" >/dev/null
     done
 done
+# Each round starts one target further down the list (round 1: direct, nginx, haproxy, platform,
+# floor; round 2: nginx ... direct), so no target always follows the same one: this host's speed
+# drifts within a round, and a fixed order would hand one target the same slot every time.
+rotated() { local -a list; read -r -a list <<<"$1"; local k=$(($2 % ${#list[@]})); echo "${list[*]:k} ${list[*]:0:k}"; }
 for round in $(seq "$ROUNDS"); do
     for cs in "${CASES[@]}"; do
         for c in $LOADS; do
             threads=$WRK_THREADS; ((c >= threads)) || threads=$c
-            for t in ${TARGETS[$cs]}; do
+            for t in $(rotated "${TARGETS[$cs]}" $((round - 1))); do
                 bench_log "round $round/$ROUNDS: $cs c=$c $t"
                 [[ $WARM_EACH == 0 ]] || WRK_DURATION=$WARM_EACH WRK_CONNECTIONS=$c WRK_THREADS=$threads \
                     run_wrk "warm-$cs-$t-$c-$round" "${URL[$cs,$t]}" >/dev/null
