@@ -22,6 +22,12 @@ static inline CURLcode cc_easy_header_function(CURL *h, cc_data_callback f) { re
 typedef curl_socket_t (*cc_open_socket_callback)(void *clientp, curlsocktype purpose, struct curl_sockaddr *address);
 typedef int (*cc_close_socket_callback)(void *clientp, curl_socket_t item);
 static inline CURLcode cc_easy_open_socket_function(CURL *h, cc_open_socket_callback f) { return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, f); }
+/* Called before each send of a request, on a new or reused connection: libcurl sends an HTTP/1.1
+   request again by itself when a reused connection died before any response, whatever the method. */
+typedef int (*cc_prereq_callback)(void *clientp, char *primary_ip, char *local_ip, int primary_port, int local_port);
+static inline CURLcode cc_easy_prereq_function(CURL *h, cc_prereq_callback f) { return curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, f); }
+static const int CC_PREREQFUNC_OK = CURL_PREREQFUNC_OK;
+static const int CC_PREREQFUNC_ABORT = CURL_PREREQFUNC_ABORT;
 static inline CURLcode cc_easy_close_socket_function(CURL *h, cc_close_socket_callback f) { return curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, f); }
 
 static inline CURLcode cc_info_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }

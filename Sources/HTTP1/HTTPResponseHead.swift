@@ -68,6 +68,7 @@ public struct HTTPResponseHead: Sendable {
         case 503: "Service Unavailable"
         case 504: "Gateway Timeout"
         case 505: "HTTP Version Not Supported"
+        case 508: "Loop Detected"
         default: "Unknown"
         }
     }

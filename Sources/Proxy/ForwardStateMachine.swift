@@ -266,6 +266,6 @@ struct ForwardStateMachine {
     }
 
     private static func answer(_ error: UpstreamError) -> ProxyError {
-        error.isTimeout ? .upstreamTimeout : .upstreamUnreachable
+        error.isTimeout ? .upstreamTimeout : error.isLoop ? .loopDetected : .upstreamUnreachable
     }
 }

@@ -82,11 +82,21 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         // and none of it has arrived yet (`send` checks).
         var length: Int?
         if case .length(let n) = framing { length = n }
-        request = UpstreamRequest(method: exchange.head.method,
-                                  target: RequestURL(origin: upstream.origin, path: upstream.path, query: upstream.query),
-                                  headers: lines, supplies: supplies, extraHeaders: credentials.lines,
-                                  extraSupplies: credentials.supplies, hasBody: framing != .none, bodyLength: length,
-                                  timeout: slot.route.config.timeoutSeconds)
+        var first = UpstreamRequest(method: exchange.head.method,
+                                    target: RequestURL(origin: upstream.origin, path: upstream.path, query: upstream.query),
+                                    headers: lines, supplies: supplies, extraHeaders: credentials.lines,
+                                    extraSupplies: credentials.supplies, hasBody: framing != .none, bodyLength: length,
+                                    timeout: slot.route.config.timeoutSeconds)
+        Self.guardHop(&first)
+        request = first
+    }
+
+    /// A hop goes out once unless it is bodiless and idempotent (libcurl would send any request
+    /// again after a reused connection died unanswered: README, "pooled connections"), and never
+    /// to the proxy's own listeners (a redirect there would come back credentialed by a route).
+    private static func guardHop(_ hop: inout UpstreamRequest) {
+        hop.sendsOnce = hop.hasBody || !isIdempotent(hop.method)
+        hop.refusesOwnListeners = true
     }
 
     /// Wires the client body into a `RequestBody` and sends the first hop.
@@ -157,6 +167,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         var hop = hop
         hop.hasBody = body != nil
         hop.bodyLength = length
+        Self.guardHop(&hop)
         transfer = handler.upstream.start(hop, body: body, delegate: self)
     }
 
@@ -224,7 +235,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     func transfer(_ transfer: UpstreamTransfer, completedWith error: UpstreamError?) {
         self.transfer = nil
         execute(machine.transferCompleted(error, carriesCredentials: { injector.mayCarryCredentials(from: url, to: $0) },
-                                          idempotent: { Self.idempotentMethods.contains(method) }))
+                                          idempotent: { Self.isIdempotent(method) }))
     }
 
     // MARK: actions
@@ -361,6 +372,11 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         }
     }
 
-    /// Methods a request may be sent again with when nothing came back (RFC 9110 §9.2.2).
-    private static let idempotentMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]
+    /// Whether a request may be sent again with `method` when nothing came back (RFC 9110 §9.2.2).
+    private static func isIdempotent(_ method: String) -> Bool {
+        switch method {
+        case "GET", "HEAD", "OPTIONS", "PUT", "DELETE": true
+        default: false
+        }
+    }
 }

@@ -16,6 +16,7 @@ public struct ProxyError: Error, Sendable, Equatable {
         case upstreamUnreachable = "upstream_unreachable"
         case upstreamTimeout = "upstream_timeout"
         case tooManyRedirects = "too_many_redirects"
+        case loopDetected = "loop_detected"
         case bodyTooLarge = "body_too_large"
         case invalidRequest = "invalid_request"
         case credentialsUnavailable = "credentials_unavailable"
@@ -89,6 +90,8 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static let upstreamTimeout = Self(.upstreamTimeout, 504, "The upstream did not answer in time.")
     /// More redirects than the route allows.
     public static let tooManyRedirects = Self(.tooManyRedirects, 502, "The upstream redirected more times than the route allows.")
+    /// A hop (the route's upstream, or a redirect) that would connect to one of this proxy's own listeners.
+    public static let loopDetected = Self(.loopDetected, 508, "The request would come back to this proxy: its upstream or a redirect names one of the proxy's own addresses.")
     /// The body exceeds `limits.maxBodyBytes`.
     public static let bodyTooLarge = Self(.bodyTooLarge, 413, "The request body is larger than the proxy accepts.")
     /// No login: credentialed routes are gated (README "Logging in (OAuth 2 / OIDC)", Gate).

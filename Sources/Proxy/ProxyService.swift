@@ -80,6 +80,8 @@ public enum ProxyService {
             return 1
         }
         var handlers: [ProxyHandler] = []
+        // Filled once the listeners are bound: no hop connects back to one of them.
+        let ownListeners = OwnListeners()
         let hub = MetricsHub()
         hub.profile = configuration.profile
         reloadCounts.status.withLock { $0.lastSuccessTime = UnixTime.now() }
@@ -90,6 +92,7 @@ public enum ProxyService {
             let bound = try server.start { loop, index in
                 let handler = ProxyHandler(runtime: runtime.forLoop(), loop: loop, loopIndex: index, hub: hub)
                 handler.analytics = analytics
+                handler.upstream.ownListeners = ownListeners
                 handler.experimentService = experiments
                 handler.uploadsHere = index == 0
                 handler.metricsListener = configuration.metricsListen.map { _ in configuration.listen.count }
@@ -100,6 +103,9 @@ public enum ProxyService {
                 lifecycle?.directory.add(loop: loop, handler: handler)
                 return handler
             }
+            ownListeners.set(bound.compactMap { address in
+                if case .tcp(let host, let port) = address { (host: host, port: port) } else { nil }
+            })
             lifecycle?.start()
             if let home = handlers.first {
                 hub.setRefreshes(configuration.providers.compactMap { named in

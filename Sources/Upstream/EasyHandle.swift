@@ -94,6 +94,14 @@ final class EasyHandle {
                 handle.running?._withUnsafeGuaranteedRef { $0.receivedHeader(data!, size * count) } ?? 0
             }
         })
+        // Before each send of a request (a second comes when libcurl retries on a new connection).
+        cc_easy_ptr(easy, CURLOPT_PREREQDATA, me)
+        cc_easy_prereq_function(easy, { user, primaryIP, localIP, primaryPort, _ in
+            Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
+                handle.running?._withUnsafeGuaranteedRef { $0.sending(to: primaryIP, port: Int(primaryPort), from: localIP) }
+                    ?? false
+            } ? CC_PREREQFUNC_OK : CC_PREREQFUNC_ABORT
+        })
         cc_easy_read_function(easy, { data, size, count, user in
             _ = CurlPass.withCurrent { $0.bodyMoved() }
             return Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in

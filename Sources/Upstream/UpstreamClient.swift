@@ -42,6 +42,8 @@ public final class UpstreamClient {
     /// What libcurl's calls during one of its passes share: held sends, sockets found empty,
     /// sockets holding bytes read ahead.
     let pass: CurlPass
+    /// The proxy's own listeners, which a request with `refusesOwnListeners` never connects to.
+    public var ownListeners: OwnListeners?
 
     /// Initialises libcurl once per process; call before any loop thread starts.
     public static func globalInit() { _ = initialised }

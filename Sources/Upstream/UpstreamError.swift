@@ -1,6 +1,6 @@
 /// Why a transfer failed; a struct over a private enum (docs/ARCHITECTURE.md §8).
 public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
-    private enum Code: Sendable, Equatable { case unreachable, staleConnection, timeout, cancelled, failedMidResponse }
+    private enum Code: Sendable, Equatable { case unreachable, staleConnection, timeout, cancelled, failedMidResponse, loop }
     private let code: Code
     /// What libcurl said, for the log (never contains request headers).
     public let detail: String
@@ -20,6 +20,8 @@ public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible
     public static func staleConnection(_ detail: String) -> Self { Self(.staleConnection, detail) }
     /// No response head within the timeout, or a stall longer than it.
     public static func timeout(_ detail: String) -> Self { Self(.timeout, detail) }
+    /// The hop would connect to one of the proxy's own listeners (`OwnListeners`); nothing was sent.
+    public static func loop(_ detail: String) -> Self { Self(.loop, detail) }
     /// The proxy cancelled the transfer (the client went away).
     public static let cancelled = Self(.cancelled, "cancelled")
 
@@ -27,6 +29,8 @@ public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible
     public var isTimeout: Bool { code == .timeout }
     /// Whether a reused connection failed before any response byte (`staleConnection`).
     public var isStaleConnection: Bool { code == .staleConnection }
+    /// Whether the hop would have come back to the proxy (`loop`).
+    public var isLoop: Bool { code == .loop }
     /// Whether the transfer was cancelled by the proxy.
     public var isCancelled: Bool { code == .cancelled }
 

@@ -23,6 +23,15 @@ public struct UpstreamRequest: Sendable {
     public var supplies: SuppliedFields?
     /// The same for `extraHeaders` (the proxy knows it once per token, not per request); nil: scanned.
     public var extraSupplies: SuppliedFields?
+    /// Whether the request goes out at most once. libcurl sends an HTTP/1.1 request again by itself,
+    /// on a new connection, when a reused one died before any byte of a response, whatever the
+    /// method; the upstream may have acted on the first. Set, a second send is refused and the
+    /// transfer fails as `UpstreamError.staleConnection`, for the caller to decide (the proxy
+    /// sets it for every hop that is not a bodiless idempotent one, RFC 9110 §9.2.2).
+    public var sendsOnce = false
+    /// Whether a connection to one of the client's `ownListeners` is refused
+    /// (`UpstreamError.loop`): the proxy's hops, never its own calls to identity providers.
+    public var refusesOwnListeners = false
 
     /// Creates a request.
     public init(method: String, url: String, headers: HeaderLines, hasBody: Bool, bodyLength: Int?, timeout: Double) {

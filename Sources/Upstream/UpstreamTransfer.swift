@@ -37,6 +37,12 @@ public final class UpstreamTransfer {
     private var uploadPaused = false
     /// Why a response head that arrived whole was not relayed (the transfer fails with it).
     private var refusedHead: String?
+    /// Why libcurl was stopped before a send (`sending`): the transfer fails with it.
+    private var refusedSend: UpstreamError?
+    /// Sends libcurl began: a second is its own retry on a new connection (`UpstreamRequest.sendsOnce`).
+    private var sends = 0
+    private let sendsOnce: Bool
+    private let refusesOwnListeners: Bool
     private var downloadPaused = false
     /// When the response head is due (nil: not awaited, or not yet: a body is still going up).
     /// No loop timer per transfer: the client sweeps its transfers at the earliest deadline
@@ -62,6 +68,8 @@ public final class UpstreamTransfer {
         self.handle = handle
         timeout = request.timeout
         overTLS = request.target.isHTTPS
+        sendsOnce = request.sendsOnce
+        refusesOwnListeners = request.refusesOwnListeners
         lastProgress = client.loop.now
         self.body = body
         self.delegate = delegate
@@ -242,6 +250,23 @@ public final class UpstreamTransfer {
         if let ssl = cc_info_openssl_connection(handle.easy), cc_openssl_has_pending(ssl) != 0 { handle.forbidReuse() }
     }
 
+    /// libcurl is about to send the request to `primaryIP`:`port` (`CURLOPT_PREREQFUNCTION`), on
+    /// a new or a reused connection; false stops the transfer before a byte of it goes out.
+    func sending(to primaryIP: UnsafeMutablePointer<CChar>?, port: Int, from localIP: UnsafeMutablePointer<CChar>?) -> Bool {
+        guard !aborting else { return false }
+        sends += 1
+        if sends > 1 && sendsOnce {
+            refusedSend = .staleConnection("the reused connection closed before any response, and this request is not sent twice")
+            return false
+        }
+        if refusesOwnListeners, let listeners = client.ownListeners, let primaryIP, let localIP,
+           listeners.contains(primary: primaryIP, port: port, local: localIP) {
+            refusedSend = .loop("the hop would connect to this proxy's own listener")
+            return false
+        }
+        return true
+    }
+
     func received(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
         guard !aborting, let delegate else { return 0 }
         progressed()
@@ -275,6 +300,7 @@ public final class UpstreamTransfer {
     // MARK: completion
 
     func completed(code: CURLcode) {
+        if let refusedSend { return finish(refusedSend) }
         if let refusedHead { return finish(.unreachable(refusedHead)) }
         if code == CURLE_OK { return finish(nil) }
         let message = handle.errorBuffer[0] != 0

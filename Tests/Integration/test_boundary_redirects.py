@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from proxy import base_config
-from test_forwarding import fwd, make_fwd, only, q, static_provider, tokens  # noqa: F401 (fixtures)
+from test_forwarding import (assert_error_json, fwd, make_fwd, only, q, static_provider, tokens,  # noqa: F401 (fixtures)
+                             unused_port)
 
 
 def _assert_uncredentialed(rec, fwd):
@@ -105,3 +106,38 @@ def test_relative_location_dot_segments_are_removed_before_the_hop(fwd, location
     recs = fwd.main.records
     assert [x.path for x in recs] == ["/base/a/redirect", expected], fwd.evidence()
     assert recs[1].header("authorization") == f"Bearer {fwd.tokens.access}"
+
+
+# --------------------------------------------------------------------------- redirects back to the proxy
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_redirect_from_a_foreign_host_back_to_the_proxy_is_refused_not_credentialed_by_a_route(fwd, host):
+    """Was (found by a security review): a foreign host redirected to the proxy's own listener, the
+    hop came back in as a new request, and its route credentialed it, the foreign host choosing
+    the path and query. A hop that would connect to one of the proxy's listeners is refused: 508."""
+    back = f"http://{host}:{fwd.proxy.port}/api/admin/delete-everything?confirm=1"
+    via_foreign = fwd.foreign.url(f"/redirect?status=302&to={q(back)}")
+    r = fwd.get(f"/api/redirect?status=302&to={q(via_foreign)}")
+    assert_error_json(r, 508, "loop_detected")
+    assert [x.path for x in fwd.main.records] == ["/base/redirect"], fwd.evidence()
+    assert len(fwd.foreign.records) == 1, fwd.evidence()
+
+
+def test_upstream_redirecting_to_the_proxy_itself_ends_at_once(fwd):
+    """Was: each pass through the proxy started a new chain with its own redirect count, so an
+    upstream answering with the proxy's own address opened connections until maxConnections."""
+    loop = f"http://127.0.0.1:{fwd.proxy.port}/api/redirect?status=302&to=again"
+    r = fwd.get(f"/api/redirect?status=302&to={q(loop)}")
+    assert_error_json(r, 508, "loop_detected")
+    assert len(fwd.main.records) == 1, fwd.evidence()
+    assert fwd.get("/api/ok").status == 200, "the proxy serves on"
+
+
+def test_route_whose_upstream_is_the_proxys_own_listener_is_a_508(start_proxy, tokens):
+    port = unused_port()
+    routes = [{"name": "self", "path": "/", "upstream": f"http://localhost:{port}/", "credential": "access_token"}]
+    server = start_proxy(config=base_config(None, provider=static_provider(tokens), routes=routes,
+                                            listen=[f"127.0.0.1:{port}"]), name="self")
+    assert_error_json(server.request("GET", "/anything"), 508, "loop_detected")
+    assert server.request("GET", "/_platform/health").status == 200

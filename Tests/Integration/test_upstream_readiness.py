@@ -263,6 +263,26 @@ def test_a_request_whose_body_was_sent_on_a_connection_the_upstream_drops_is_a_5
     upstream.close()
 
 
+@pytest.mark.parametrize("method,framing", [("POST", {"Content-Length": "0"}), ("POST", {}), ("PATCH", {})],
+                         ids=["POST-length-0", "POST-no-body", "PATCH"])
+def test_a_bodiless_non_idempotent_request_on_a_pooled_connection_the_upstream_drops_is_sent_once(
+        start_proxy, method, framing):
+    """Was (found by a fault-injection review): libcurl 7.88 sends a request again by itself on a
+    new connection when a reused one dies before any response, whatever its method, so a bodiless
+    POST the upstream may already have acted on (a worker killed mid-request) went out twice under
+    one request ID. A hop goes out once unless it is bodiless and idempotent: a 502, one send."""
+    upstream = RawUpstream(drop_second_request)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
+    addr = (server.host, server.port)
+    assert exchange(addr, build_request("GET", "/one", {"Host": server.host_header})).responses[0].status == 200
+    sent = exchange(addr, build_request(method, "/two", {"Host": server.host_header, **framing}), method=method)
+    assert sent.responses and sent.responses[0].status == 502, sent
+    assert (sent.responses[0].header("content-type") or "").startswith("application/json")
+    assert upstream.count("dropped") == 1
+    assert upstream.count("request") == 1, "no second connection: the dropped request was not sent again"
+    upstream.close()
+
+
 def answer_once_and_close_with_it(upstream: RawUpstream, conn):
     """Reads the request's body, answers, and closes the connection with the FIN in the response's
     own segment (TCP_CORK), saying nothing of it: a server dropping keep-alive silently (a request
