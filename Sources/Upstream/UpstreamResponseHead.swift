@@ -36,6 +36,9 @@ public struct UpstreamResponseHead: Sendable {
     /// The first element of the first `Content-Length` field, which every other must equal.
     private var firstLengthElement: Range<Int>?
     private var contentLengthsDiffer = false
+    /// A `Content-Length` element that is no number (`+5`, `0x5`, `5.0`, `5 5`, empty, or more
+    /// than 18 digits).
+    private var contentLengthMalformed = false
     private var hasTransferEncoding = false
     /// Whether a `Connection` field names a field (anything but `keep-alive` and `close`).
     public private(set) var connectionNamesFields = false
@@ -100,10 +103,16 @@ public struct UpstreamResponseHead: Sendable {
 
     /// Compares each element of a `Content-Length` value with the first one seen (RFC 9112 §6.3).
     private mutating func noteContentLength(_ bytes: UnsafeBufferPointer<UInt8>, _ value: Range<Int>) {
+        var elements = 0
         FieldList.forEachElement(bytes, value) { element in
+            elements += 1
+            if element.isEmpty || element.count > 18 || !bytes[element].allSatisfy({ $0 &- 0x30 < 10 }) {
+                contentLengthMalformed = true
+            }
             guard let first = firstLengthElement else { firstLengthElement = element; return }
             if first.count != element.count || !bytes[first].elementsEqual(bytes[element]) { contentLengthsDiffer = true }
         }
+        if elements == 0 { contentLengthMalformed = true }  // an empty value
     }
 
     /// Forgets every field (a new head begins), keeping the capacity (reserving some at first).
@@ -120,6 +129,7 @@ public struct UpstreamResponseHead: Sendable {
         firstContentLength = nil
         firstLengthElement = nil
         contentLengthsDiffer = false
+        contentLengthMalformed = false
         hasTransferEncoding = false
         connectionNamesFields = false
     }
@@ -155,6 +165,12 @@ public struct UpstreamResponseHead: Sendable {
     /// (RFC 9112 §6.3: a response with differing ones is unrecoverable, and a proxy must not relay
     /// it: the client would frame the body by one length while libcurl read it by another).
     public var contentLengthsAgree: Bool { !contentLengthsDiffer }
+
+    /// Whether every `Content-Length` element is a number, unless a `Transfer-Encoding` frames the
+    /// body instead (RFC 9112 §6.3: a proxy answers an invalid length with a 502). libcurl reads
+    /// `0x5` as 0 and `+5` or `5.0` as 5, or reads to the close when the value overflows: a client
+    /// would get an empty or cut body that looked complete.
+    public var contentLengthReadable: Bool { !contentLengthMalformed || hasTransferEncoding }
 
     /// Whether a `Connection` value names any field: an element other than `keep-alive` and
     /// `close` (nginx sends one of those on every response, read here without a pass over elements).

@@ -211,6 +211,10 @@ public final class UpstreamTransfer {
                 refusedHead = "the response has Content-Length fields that differ"
                 return 0
             }
+            guard head.contentLengthReadable else {
+                refusedHead = "the response has a Content-Length that is not a number"
+                return 0
+            }
             phase = .receivingBody
             headDeadline = nil
             if overTLS { watchTLSBody() }

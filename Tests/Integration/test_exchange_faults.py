@@ -167,6 +167,18 @@ def test_an_upstream_response_with_differing_content_lengths_is_a_502_not_relaye
     assert_upstream_refused_as_502(start_proxy, two_lengths, "Content-Length fields that differ")
 
 
+@pytest.mark.parametrize("length", [b"0x5", b"+5", b"5.0", b"5 5", b"99999999999999999999"])
+def test_an_upstream_response_whose_content_length_is_no_number_is_a_502_not_relayed(start_proxy, length):
+    """Was (found by a fault-injection review): libcurl read `0x5` as 0 and the client got an empty
+    200 that ended cleanly; `+5`, `5.0`, `5 5` and an overflowing length were read to the close and
+    relayed as a complete chunked 200 (RFC 9112 §6.3: a proxy answers an invalid length with 502)."""
+    def bad_length(upstream, conn):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + length + b"\r\n\r\nhello")
+        time.sleep(0.3)
+
+    assert_upstream_refused_as_502(start_proxy, bad_length, "Content-Length that is not a number")
+
+
 def answer_keep_alive(upstream: RawUpstream, conn, idle: float, delay: float = 0.0):
     """Answers the request read (after `delay` seconds) and every further one on the connection
     with a 2-byte 200, until the client closes or `idle` seconds pass without a request (the

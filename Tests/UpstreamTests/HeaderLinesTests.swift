@@ -76,6 +76,19 @@ struct UpstreamResponseHeadTests {
     }
 }
 
+@Suite("UpstreamResponseHead Content-Length numbers")
+struct ResponseHeadContentLengthNumberTests {
+    @Test("a Content-Length is readable only when each element is plain digits, or a Transfer-Encoding frames the body",
+          arguments: [(["5"], false, true), (["5, 5"], false, true), (["0"], false, true), (["0x5"], false, false),
+                      (["+5"], false, false), (["5.0"], false, false), (["5 5"], false, false), ([""], false, false),
+                      (["-1"], false, false), (["99999999999999999999"], false, false), (["5", "+5"], false, false),
+                      (["+5"], true, true)] as [([String], Bool, Bool)])
+    func readable(values: [String], chunked: Bool, readable: Bool) {
+        let fields = values.map { ("Content-Length", $0) } + (chunked ? [("Transfer-Encoding", "chunked")] : [])
+        #expect(UpstreamResponseHead(status: 200, headers: fields).contentLengthReadable == readable)
+    }
+}
+
 @Suite("UpstreamResponseHead field kinds")
 struct ResponseHeadKindTests {
     @Test("framing and hop-by-hop names are told apart in any case; names that only look like them are end to end",
