@@ -187,7 +187,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     func transfer(_ transfer: UpstreamTransfer, receivedHead head: UpstreamResponseHead) {
         let action = machine.receivedHead(
             status: head.status,
-            retryAfter401: { mayRetryAfter401 && !refreshTooSoon() },
+            retryAfter401: { retryAfter401() },
             redirect: { hops in
                 RedirectPolicy.decide(
                     status: head.status, location: head.first("Location"), method: method, hasBody: body != nil,
@@ -288,11 +288,18 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         masker = nil
     }
 
-    /// README "Logging in (OAuth 2 / OIDC)": on a `retryOn401` route (the machine adds: first send only), refresh (or take tokens that changed since this request
-    /// was sent) and retry once; a body too large to keep is streamed and its 401 relayed.
-    private var mayRetryAfter401: Bool {
-        route.config.retryOn401 && route.config.credential != .none && handler.manager(for: route.config) != nil
-            && (body == nil || body?.isReplayable == true)
+    /// README "Logging in (OAuth 2 / OIDC)": on a `retryOn401` route (the machine adds: first send
+    /// only), refresh (or take tokens that changed since this request was sent) and retry once.
+    /// A body that cannot be sent again (too large to keep, or still arriving when the 401 came)
+    /// has its 401 relayed, and the refresh is asked all the same: otherwise the next request
+    /// would carry the same refused token (found by a fault-injection review: uploads kept
+    /// failing until some small request refreshed).
+    private func retryAfter401() -> Bool {
+        guard route.config.retryOn401, route.config.credential != .none, let manager = handler.manager(for: route.config),
+              !refreshTooSoon() else { return false }
+        if body == nil || body?.isReplayable == true { return true }
+        manager.refresh(seen: generation, after401: true, replyOn: exchange.loop) { _ in }
+        return false
     }
 
     /// Whether the tokens this request carried are the current ones and younger than

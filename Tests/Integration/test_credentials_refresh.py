@@ -307,6 +307,13 @@ def test_retry_replays_bodies_up_to_retryBodyBytes_and_relays_401_for_larger(sta
     assert r.status == 401 and r.json().get("error") == "invalid_token", r
     calls = [(x["path"], x["status"]) for x in c.api_call_log()]
     assert calls == [("/api/big", 401)], calls
+    # Was (found by a fault-injection review): nothing was refreshed, so every later request met
+    # the same refused token until a small one refreshed. The refresh is asked all the same.
+    wait_until(lambda: refreshes(idp) == 1, 5, what="the refresh after the 401 of a body too large to keep")
+    r = p.call("/api/after", method="PUT", body=big, headers={"Content-Type": "application/octet-stream"})
+    assert r.status == 200, r
+    calls = [(x["path"], x["status"]) for x in c.api_call_log()]
+    assert calls == [("/api/big", 401), ("/api/after", 200)], calls
     assert_no_secrets_logged(idp, [p])
 
 
