@@ -50,10 +50,40 @@ enum UpstreamTarget {
     /// `%u002e` is refused or read as what it decodes to; a fullwidth dot (`%ef%bc%8e`, a dot
     /// after Unicode normalisation) is a dot, a fullwidth solidus a separator; and spaces do not
     /// make a name (Windows drops a trailing one: `..%20` is `..`).
+    ///
+    /// An upstream that decodes twice sees what the path is once decoded, so a path with an
+    /// escape is checked again as that (`%25%32%65` is `%2e`, `%2%65` is `%2e` to a lenient
+    /// decoder: a dot either way).
     static func isForwardable(_ path: Substring, encodedSlashes: EncodedSlashes) -> Bool {
         // On the bytes with integer offsets: `Substring.UTF8View` indexes are checked and
         // re-validated at every step (~50 instructions a byte, counted).
         path.withUTF8Bytes { bytes in
+            guard isForwardable(bytes, encodedSlashes: encodedSlashes) else { return false }
+            guard bytes.contains(UInt8(ascii: "%")) else { return true }
+            return decodedOnce(bytes).withUnsafeBufferPointer { isForwardable($0, encodedSlashes: encodedSlashes) }
+        }
+    }
+
+    /// `bytes` with each `%XY` replaced by its byte (anything else, a `%` without two hex digits
+    /// included, as it is).
+    private static func decodedOnce(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == UInt8(ascii: "%"), let decoded = encodedByte(bytes, at: i) {
+                out.append(decoded)
+                i += 3
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
+        }
+        return out
+    }
+
+    private static func isForwardable(_ bytes: UnsafeBufferPointer<UInt8>, encodedSlashes: EncodedSlashes) -> Bool {
+        do {
             var dots = 0          // dots in the current segment's name, `.` or `%2e` alike
             var other = false     // anything else in it
             var parameters = false  // past a `;` in this segment: not part of its name
@@ -78,8 +108,9 @@ enum UpstreamTarget {
                     dots = 0
                     other = false
                     parameters = false
-                } else if parameters || b == UInt8(ascii: " ") {
-                    // A parameter's bytes, and spaces, are not the segment's name.
+                } else if parameters || b == UInt8(ascii: " ") || b == 0x09 || b == 0x0A || b == 0x0D {
+                    // A parameter's bytes, and blanks (a space, a tab, CR, LF; an encoded
+                    // no-break space reads as a space), are not the segment's name.
                 } else if b == UInt8(ascii: ";") {
                     parameters = true
                 } else if b == UInt8(ascii: ".") {
@@ -101,8 +132,9 @@ enum UpstreamTarget {
            let low = encodedByte(bytes, at: i + 3) {
             // IIS's %uXXXX: a code point below 0x80 is that byte.
             let point = UInt16(high) << 8 | UInt16(low)
-            if point == 0 { return nil }
-            return (point < 0x80 ? UInt8(point) : UInt8(ascii: "x"), 6)
+            if point < 0x80 { return point == 0 ? nil : (UInt8(point), 6) }
+            guard let lookalike = lookalike(point) else { return nil }
+            return (lookalike, 6)
         }
         guard let decoded = encodedByte(bytes, at: i) else { return (UInt8(ascii: "%"), 1) }
         switch decoded {
@@ -113,24 +145,41 @@ enum UpstreamTarget {
                twice == 0 || twice == UInt8(ascii: ".") || twice == UInt8(ascii: "/") || twice == UInt8(ascii: "\\") { return nil }
         case 0xC0, 0xC1:
             return nil  // an overlong two-byte form (`%c0%ae` is `.`): never valid UTF-8
+        case 0xC2:
+            // A no-break space (U+00A0): Windows trims it from a name like a space.
+            if encodedByte(bytes, at: i + 3) == 0xA0 { return (UInt8(ascii: " "), 6) }
+        case 0xF0:
+            // An overlong four-byte form: F0 followed by 80…8F.
+            if let next = encodedByte(bytes, at: i + 3), next < 0x90 { return nil }
         case 0xE0:
             // An overlong three-byte form: E0 followed by 80…9F.
             if bytes.count > i + 5, bytes[i + 3] == UInt8(ascii: "%"), let next = encodedByte(bytes, at: i + 3), next < 0xA0 { return nil }
-        case 0xEF:
-            // Fullwidth full stop, solidus and reverse solidus (U+FF0E, FF0F, FF3C): `.`, `/` and `\`
-            // after Unicode normalisation (NFKC).
-            if bytes.count > i + 8, bytes[i + 3] == UInt8(ascii: "%"), bytes[i + 6] == UInt8(ascii: "%"),
-               let second = encodedByte(bytes, at: i + 3), let third = encodedByte(bytes, at: i + 6) {
-                switch (second, third) {
-                case (0xBC, 0x8E): return (UInt8(ascii: "."), 9)
-                case (0xBC, 0x8F): return (UInt8(ascii: "/"), 9)
-                case (0xBC, 0xBC): return (UInt8(ascii: "\\"), 9)
-                default: break
-                }
+        case 0xE2, 0xEF:
+            // A dot, solidus or reverse solidus after Unicode normalisation (NFKC) or a best-fit
+            // mapping: fullwidth (U+FF0E, FF0F, FF3C), small (U+FE52, FE68), the one-dot leader
+            // (U+2024), the division slash (U+2215); the two-dot leader (U+2025) is refused.
+            if let second = encodedByte(bytes, at: i + 3), let third = encodedByte(bytes, at: i + 6),
+               bytes[i + 3] == UInt8(ascii: "%"), bytes[i + 6] == UInt8(ascii: "%") {
+                let point = UInt16(decoded & 0x0F) << 12 | UInt16(second & 0x3F) << 6 | UInt16(third & 0x3F)
+                if point == 0x2025 { return nil }
+                if let lookalike = lookalike(point), lookalike != UInt8(ascii: "x") { return (lookalike, 9) }
             }
         default: break
         }
         return (decoded, 3)
+    }
+
+    /// What a code point of U+0080 and above reads as in a path: `.`, `/` or `\\` for the ones
+    /// that become those after normalisation, `x` (a name's byte) for the rest; nil for the
+    /// two-dot leader (U+2025, `..` after normalisation).
+    private static func lookalike(_ point: UInt16) -> UInt8? {
+        switch point {
+        case 0xFF0E, 0xFE52, 0x2024: UInt8(ascii: ".")
+        case 0xFF0F, 0x2215: UInt8(ascii: "/")
+        case 0xFF3C, 0xFE68: UInt8(ascii: "\\")
+        case 0x2025: nil
+        default: UInt8(ascii: "x")
+        }
     }
 
     /// The byte a `%XY` starting at `i` stands for, or nil when two hex digits do not follow.

@@ -30,6 +30,21 @@ struct ForwardablePathTests {
               ("/p/%EF%BC%8Fx", .reject, false), ("/p/%ef%bc%8fx", .forward, true), ("/p/%ef%bc%a1", .reject, true),
               ("/p/..%20/admin", .reject, false), ("/p/.%20%20/x", .reject, false), ("/p/a%20b", .reject, true),
               ("/p/%20/x", .reject, true),
+              // Found by a security review: decoded twice by other spellings, more lookalikes,
+              // other blanks, the overlong four-byte form. A path once decoded is checked again.
+              ("/p/%25%32%65%25%32%65/admin", .forward, false), ("/p/..%25%32%66x", .forward, false),
+              ("/p/%25%30%30", .reject, false), ("/p/x%25%35%63..%25%35%63y", .forward, false),
+              ("/p/%2%65%2%65/admin", .forward, false), ("/p/%%32%65%%32%65/admin", .forward, false),
+              ("/p/%e2%80%a4%e2%80%a4/admin", .forward, false), ("/p/%ef%b9%92%ef%b9%92/admin", .forward, false),
+              ("/p/%e2%80%a5/admin", .forward, false), ("/p/..%ef%b9%a8admin", .reject, false),
+              ("/p/%uff0e%uff0e/admin", .forward, false), ("/p/%uFF0Fx", .reject, false), ("/p/..%u2215x", .forward, false),
+              ("/p/%u2025/x", .forward, false), ("/p/%f0%80%80%ae/x", .forward, false),
+              ("/p/..%09/x", .reject, false), ("/p/..%0d/x", .reject, false), ("/p/..%c2%a0/x", .reject, false),
+              ("/p/..%2520/x", .reject, false),
+              // ...and what is no such thing still goes: a once-decoded percent, other characters.
+              ("/p/%2541", .reject, true), ("/p/100%2525", .reject, true), ("/p/%e2%80%a6", .reject, true),
+              ("/p/%f0%9f%98%80", .reject, true), ("/p/%u00e9", .reject, true), ("/p/a%c2%a0b", .reject, true),
+              ("/p/a%09b", .reject, true),
           ])
     func table(path: String, mode: EncodedSlashes, expected: Bool) {
         #expect(UpstreamTarget.isForwardable(Substring(path), encodedSlashes: mode) == expected)
