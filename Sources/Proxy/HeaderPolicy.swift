@@ -18,6 +18,26 @@ enum HeaderPolicy {
         return byLength(entries.map { (StaticBytes($0.0), $0.1) }, name: \.0)
     }()
 
+    /// Whether `name` is, with `_` read as `-`, a field the proxy drops or sets itself
+    /// (`X_Authorization`, `Transfer_Encoding`, `X_Forwarded_For`): CGI and WSGI upstreams read
+    /// `_` and `-` alike (`HTTP_X_AUTHORIZATION`), so the client's value would reach them beside
+    /// or instead of the proxy's (found by a security review; nginx drops every name with `_`).
+    static func isUnderscoreLookalike(_ name: UnsafeBufferPointer<UInt8>, removing: [[UInt8]]) -> Bool {
+        guard name.count <= 256, name.contains(UInt8(ascii: "_")) else { return false }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: name.count) { buffer in
+            for (i, b) in name.enumerated() { buffer[i] = b == UInt8(ascii: "_") ? UInt8(ascii: "-") : b }
+            let dashed = UnsafeBufferPointer(buffer)
+            if FieldRole(name: dashed) != .endToEnd { return true }
+            if dashed.count < table.count,
+               table[dashed.count].contains(where: { $0.1 != .accept && $0.1 != .contentType && asciiEqualsLowercased(dashed, $0.0.buffer) }) {
+                return true
+            }
+            return removing.contains { dropped in
+                dropped.count == dashed.count && dropped.withUnsafeBufferPointer { asciiEqualsLowercased(dashed, $0) }
+            }
+        }
+    }
+
     /// `entries` grouped by the length of their name: entry `n` holds those `n` bytes long.
     private static func byLength<Entry>(_ entries: [Entry], name: (Entry) -> StaticBytes) -> [[Entry]] {
         var table = [[Entry]](repeating: [], count: (entries.map { name($0).count }.max() ?? 0) + 1)
@@ -97,7 +117,8 @@ enum HeaderPolicy {
                     }
                 }
                 if action == .keep || action == .accept || action == .contentType,
-                   removing.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
+                   removing.contains(where: { $0.count == length && head.nameEquals(i, $0) })
+                    || isUnderscoreLookalike(UnsafeBufferPointer(rebasing: bytes[field.name]), removing: removing) {
                     action = .drop
                 }
                 switch action {

@@ -35,6 +35,17 @@ struct HeaderPolicyTests {
         #expect(lines.count == 3 + 5)
     }
 
+    @Test("a name that is, with _ for -, one the proxy drops or sets is dropped; other names with _ are kept")
+    func underscoreLookalikes() {
+        let request = head(["Host: h", "X_Authorization: Bearer attacker", "Transfer_Encoding: chunked",
+                            "Content_Length: 50", "x_forwarded_for: 6.6.6.6", "X_Request_ID: theirs", "Proxy_Connection: x",
+                            "X_Proxy_Key: k", "Keep_Alive: 5", "My_Header: kept", "Content_Type: kept", "X_Accept: kept"])
+        let lines = HeaderPolicy.upstreamLines(request, peer: "127.0.0.1", requestID: "r-1",
+                                               removing: [Array("x-authorization".utf8)]).lines
+        #expect(lines == ["My_Header: kept", "Content_Type: kept", "X_Accept: kept", "X-Forwarded-For: 127.0.0.1",
+                          "X-Forwarded-Proto: http", "X-Forwarded-Host: h", "Via: 1.1 platform-proxy", "X-Request-ID: r-1"])
+    }
+
     @Test("the lines say whether they carry Accept and Content-Type, as a scan of them would",
           arguments: [
             ["Host: h"], ["Host: h", "accept: */*"], ["Host: h", "Content-Type: text/plain"],
