@@ -101,6 +101,18 @@ public struct HTTPRequestHead: Sendable {
         storage.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[range])) }
     }
 
+    /// Whether the method is idempotent (RFC 9110 §9.2.2: GET, HEAD, OPTIONS, PUT, DELETE; TRACE
+    /// is never forwarded), read from the bytes.
+    public var methodIsIdempotent: Bool {
+        switch methodRange.count {
+        case 3: methodIs("GET") || methodIs("PUT")
+        case 4: methodIs("HEAD")
+        case 6: methodIs("DELETE")
+        case 7: methodIs("OPTIONS")
+        default: false
+        }
+    }
+
     /// Whether the method bytes equal `method` exactly (methods are case-sensitive).
     public func methodIs(_ method: StaticString) -> Bool {
         guard method.utf8CodeUnitCount == methodRange.count else { return false }

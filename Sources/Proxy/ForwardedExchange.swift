@@ -82,22 +82,19 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         // and none of it has arrived yet (`send` checks).
         var length: Int?
         if case .length(let n) = framing { length = n }
-        var first = UpstreamRequest(method: exchange.head.method,
-                                    target: RequestURL(origin: upstream.origin, path: upstream.path, query: upstream.query),
-                                    headers: lines, supplies: supplies, extraHeaders: credentials.lines,
-                                    extraSupplies: credentials.supplies, hasBody: framing != .none, bodyLength: length,
-                                    timeout: slot.route.config.timeoutSeconds)
-        Self.guardHop(&first)
-        request = first
+        request = UpstreamRequest(method: exchange.head.method,
+                                  target: RequestURL(origin: upstream.origin, path: upstream.path, query: upstream.query),
+                                  headers: lines, supplies: supplies, extraHeaders: credentials.lines,
+                                  extraSupplies: credentials.supplies, hasBody: framing != .none, bodyLength: length,
+                                  timeout: slot.route.config.timeoutSeconds,
+                                  sendsOnce: framing != .none || !exchange.head.methodIsIdempotent, refusesOwnListeners: true)
     }
 
-    /// A hop goes out once unless it is bodiless and idempotent (libcurl would send any request
-    /// again after a reused connection died unanswered: README, "pooled connections"), and never
-    /// to the proxy's own listeners (a redirect there would come back credentialed by a route).
-    private static func guardHop(_ hop: inout UpstreamRequest) {
-        hop.sendsOnce = hop.hasBody || !isIdempotent(hop.method)
-        hop.refusesOwnListeners = true
-    }
+    /// A hop goes out once unless it is bodiless and idempotent: libcurl would send any request
+    /// again after a reused connection died unanswered (README, "pooled connections"). Every hop
+    /// also refuses the proxy's own listeners (a redirect there would come back credentialed by
+    /// a route).
+    private static func sendsOnce(method: String, hasBody: Bool) -> Bool { hasBody || !isIdempotent(method) }
 
     /// Wires the client body into a `RequestBody` and sends the first hop.
     func start(retryBodyBytes: Int) {
@@ -167,7 +164,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         var hop = hop
         hop.hasBody = body != nil
         hop.bodyLength = length
-        Self.guardHop(&hop)
+        hop.sendsOnce = Self.sendsOnce(method: hop.method, hasBody: hop.hasBody)
         transfer = handler.upstream.start(hop, body: body, delegate: self)
     }
 

@@ -1,3 +1,4 @@
+import Glibc
 import HTTP1
 import Upstream
 
@@ -23,7 +24,9 @@ enum HeaderPolicy {
     /// `_` and `-` alike (`HTTP_X_AUTHORIZATION`), so the client's value would reach them beside
     /// or instead of the proxy's (found by a security review; nginx drops every name with `_`).
     static func isUnderscoreLookalike(_ name: UnsafeBufferPointer<UInt8>, removing: [[UInt8]]) -> Bool {
-        guard name.count <= 256, name.contains(UInt8(ascii: "_")) else { return false }
+        guard name.count <= 256, let base = name.baseAddress, memchr(base, Int32(UInt8(ascii: "_")), name.count) != nil else {
+            return false
+        }
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: name.count) { buffer in
             for (i, b) in name.enumerated() { buffer[i] = b == UInt8(ascii: "_") ? UInt8(ascii: "-") : b }
             let dashed = UnsafeBufferPointer(buffer)
@@ -116,10 +119,12 @@ enum HeaderPolicy {
                         action = hit.1
                     }
                 }
-                if action == .keep || action == .accept || action == .contentType,
-                   removing.contains(where: { $0.count == length && head.nameEquals(i, $0) })
-                    || isUnderscoreLookalike(UnsafeBufferPointer(rebasing: bytes[field.name]), removing: removing) {
-                    action = .drop
+                if action == .keep || action == .accept || action == .contentType {
+                    if removing.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
+                        action = .drop
+                    } else if isUnderscoreLookalike(UnsafeBufferPointer(rebasing: bytes[field.name]), removing: removing) {
+                        action = .drop
+                    }
                 }
                 switch action {
                 case .drop: continue

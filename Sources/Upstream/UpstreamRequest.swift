@@ -39,11 +39,11 @@ public struct UpstreamRequest: Sendable {
                   timeout: timeout)
     }
 
-    /// Creates a request for a URL given as its parts; `supplies`, `extraHeaders` and
-    /// `extraSupplies` as the properties of those names.
+    /// Creates a request for a URL given as its parts; `supplies`, `extraHeaders`,
+    /// `extraSupplies`, `sendsOnce` and `refusesOwnListeners` as the properties of those names.
     public init(method: String, target: RequestURL, headers: HeaderLines, supplies: SuppliedFields? = nil,
                 extraHeaders: HeaderLines = HeaderLines(), extraSupplies: SuppliedFields? = nil, hasBody: Bool,
-                bodyLength: Int?, timeout: Double) {
+                bodyLength: Int?, timeout: Double, sendsOnce: Bool = false, refusesOwnListeners: Bool = false) {
         self.method = method
         self.target = target
         self.headers = headers
@@ -53,6 +53,8 @@ public struct UpstreamRequest: Sendable {
         self.hasBody = hasBody
         self.bodyLength = bodyLength
         self.timeout = timeout
+        self.sendsOnce = sendsOnce
+        self.refusesOwnListeners = refusesOwnListeners
     }
 
     /// Creates a request from header lines given as strings.

@@ -106,9 +106,8 @@ public struct UpstreamResponseHead: Sendable {
         var elements = 0
         FieldList.forEachElement(bytes, value) { element in
             elements += 1
-            if element.isEmpty || element.count > 18 || !bytes[element].allSatisfy({ $0 &- 0x30 < 10 }) {
-                contentLengthMalformed = true
-            }
+            if element.isEmpty || element.count > 18 { contentLengthMalformed = true }
+            for i in element where bytes[i] &- 0x30 >= 10 { contentLengthMalformed = true }
             guard let first = firstLengthElement else { firstLengthElement = element; return }
             if first.count != element.count || !bytes[first].elementsEqual(bytes[element]) { contentLengthsDiffer = true }
         }

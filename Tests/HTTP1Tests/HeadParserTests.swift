@@ -173,6 +173,14 @@ struct HeadParserTests {
         #expect(head.storage == Array(raw.utf8))
     }
 
+    @Test("idempotent methods are read from the bytes, case-sensitively (RFC 9110 §9.2.2)",
+          arguments: [("GET", true), ("HEAD", true), ("OPTIONS", true), ("PUT", true), ("DELETE", true), ("POST", false),
+                      ("PATCH", false), ("get", false), ("PURGE", false), ("LOCK", false), ("PROPFIND", false)])
+    func idempotentMethods(method: String, idempotent: Bool) throws {
+        let head = try #require(parseHead("\(method) /x HTTP/1.1\r\nHost: h\r\n\r\n"))
+        #expect(head.methodIsIdempotent == idempotent)
+    }
+
     @Test("obs-text in a value is kept byte for byte")
     func obsTextBytes() throws {
         let bytes = Array("GET / HTTP/1.1\r\nHost: a\r\nX-Text: \u{80}".utf8) + [0xFF] + Array(" \r\n\r\n".utf8)
