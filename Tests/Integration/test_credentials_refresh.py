@@ -303,6 +303,7 @@ def test_retry_replays_bodies_up_to_retryBodyBytes_and_relays_401_for_larger(sta
     big = b"b" * (limit * 4)
     c.reset()
     c.expire_all()
+    before = stored_tokens(p)["access_token"]
     r = p.call("/api/big", method="PUT", body=big, headers={"Content-Type": "application/octet-stream"})
     assert r.status == 401 and r.json().get("error") == "invalid_token", r
     calls = [(x["path"], x["status"]) for x in c.api_call_log()]
@@ -310,10 +311,7 @@ def test_retry_replays_bodies_up_to_retryBodyBytes_and_relays_401_for_larger(sta
     # Was (found by a fault-injection review): nothing was refreshed, so every later request met
     # the same refused token until a small one refreshed. The refresh is asked all the same.
     wait_until(lambda: refreshes(idp) == 1, 5, what="the refresh after the 401 of a body too large to keep")
-    r = p.call("/api/after", method="PUT", body=big, headers={"Content-Type": "application/octet-stream"})
-    assert r.status == 200, r
-    calls = [(x["path"], x["status"]) for x in c.api_call_log()]
-    assert calls == [("/api/big", 401), ("/api/after", 200)], calls
+    stored_tokens(p, lambda saved: saved["access_token"] != before)
     assert_no_secrets_logged(idp, [p])
 
 
