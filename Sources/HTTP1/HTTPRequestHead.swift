@@ -101,8 +101,16 @@ public struct HTTPRequestHead: Sendable {
         storage.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[range])) }
     }
 
-    /// Whether the method is idempotent (RFC 9110 §9.2.2: GET, HEAD, OPTIONS, PUT, DELETE; TRACE
-    /// is never forwarded), read from the bytes.
+    /// Whether `method` is idempotent (RFC 9110 §9.2.2: GET, HEAD, OPTIONS, PUT, DELETE; TRACE is
+    /// never forwarded): may be sent again when nothing came back.
+    public static func isIdempotent(_ method: String) -> Bool {
+        switch method {
+        case "GET", "HEAD", "OPTIONS", "PUT", "DELETE": true
+        default: false
+        }
+    }
+
+    /// `isIdempotent(method)`, read from the bytes (no String).
     public var methodIsIdempotent: Bool {
         switch methodRange.count {
         case 3: methodIs("GET") || methodIs("PUT")

@@ -90,11 +90,11 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
                                   sendsOnce: framing != .none || !exchange.head.methodIsIdempotent, refusesOwnListeners: true)
     }
 
-    /// A hop goes out once unless it is bodiless and idempotent: libcurl would send any request
-    /// again after a reused connection died unanswered (README, "pooled connections"). Every hop
-    /// also refuses the proxy's own listeners (a redirect there would come back credentialed by
-    /// a route).
-    private static func sendsOnce(method: String, hasBody: Bool) -> Bool { hasBody || !isIdempotent(method) }
+    /// Whether a hop goes out at most once: unless it is bodiless and idempotent, as libcurl would
+    /// send any request again after a reused connection died unanswered (README, "pooled
+    /// connections"). (Every hop also refuses the proxy's own listeners, `refusesOwnListeners`:
+    /// a redirect there would come back credentialed by a route.)
+    private static func sendsOnce(method: String, hasBody: Bool) -> Bool { hasBody || !HTTPRequestHead.isIdempotent(method) }
 
     /// Wires the client body into a `RequestBody` and sends the first hop.
     func start(retryBodyBytes: Int) {
@@ -232,7 +232,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     func transfer(_ transfer: UpstreamTransfer, completedWith error: UpstreamError?) {
         self.transfer = nil
         execute(machine.transferCompleted(error, carriesCredentials: { injector.mayCarryCredentials(from: url, to: $0) },
-                                          idempotent: { Self.isIdempotent(method) }))
+                                          idempotent: { HTTPRequestHead.isIdempotent(method) }))
     }
 
     // MARK: actions
@@ -373,14 +373,6 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             stripped.extraHeaders = HeaderLines()
             stripped.extraSupplies = SuppliedFields(accept: false, contentType: false)
             send(stripped, length: bodyLength)
-        }
-    }
-
-    /// Whether a request may be sent again with `method` when nothing came back (RFC 9110 §9.2.2).
-    private static func isIdempotent(_ method: String) -> Bool {
-        switch method {
-        case "GET", "HEAD", "OPTIONS", "PUT", "DELETE": true
-        default: false
         }
     }
 }

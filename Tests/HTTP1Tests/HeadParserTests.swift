@@ -179,6 +179,7 @@ struct HeadParserTests {
     func idempotentMethods(method: String, idempotent: Bool) throws {
         let head = try #require(parseHead("\(method) /x HTTP/1.1\r\nHost: h\r\n\r\n"))
         #expect(head.methodIsIdempotent == idempotent)
+        #expect(HTTPRequestHead.isIdempotent(method) == idempotent)
     }
 
     @Test("obs-text in a value is kept byte for byte")
