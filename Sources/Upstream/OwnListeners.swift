@@ -41,15 +41,13 @@ public final class OwnListeners: Sendable {
     /// host (one the connection's own end has too). Asked before every hop: the port is compared
     /// first, and only a hop to a listener's port has its addresses parsed.
     public func contains(primary: UnsafePointer<CChar>, port: Int, local: UnsafePointer<CChar>) -> Bool {
-        guard endpoints.withLock({ list in list.contains { $0.port == port } }), let target = Self.address(primary) else {
-            return false
-        }
-        return endpoints.withLock { $0 }.contains { endpoint in
-            guard endpoint.port == port else { return false }
-            guard let address = endpoint.address else {
-                return Self.isLoopback(target) || Self.address(local) == target
+        endpoints.withLock { list in
+            guard list.contains(where: { $0.port == port }), let target = Self.address(primary) else { return false }
+            return list.contains { endpoint in
+                guard endpoint.port == port else { return false }
+                guard let address = endpoint.address else { return Self.isLoopback(target) || Self.address(local) == target }
+                return address == target
             }
-            return address == target
         }
     }
 

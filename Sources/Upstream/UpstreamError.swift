@@ -14,8 +14,9 @@ public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible
     public static func unreachable(_ detail: String) -> Self { Self(.unreachable, detail) }
     /// A pooled connection libcurl reused failed before any byte of the response came back: the
     /// upstream closed it while idle (its keep-alive timeout) as the request went out. libcurl
-    /// sends an HTTP/1.1 request again on a new connection itself in that case, not one
-    /// multiplexed on an HTTP/2 connection. Nothing came back; whether the upstream saw the
+    /// sends an HTTP/1.1 request again on a new connection itself in that case, whatever its
+    /// method, not one multiplexed on an HTTP/2 connection; a request with `sendsOnce` is stopped
+    /// at that second send and ends as this. Nothing came back; whether the upstream saw the
     /// request is unknown, so only an idempotent one may be sent again (RFC 9110 §9.2.2).
     public static func staleConnection(_ detail: String) -> Self { Self(.staleConnection, detail) }
     /// No response head within the timeout, or a stall longer than it.
