@@ -340,12 +340,18 @@ public struct ConnectionStateMachine: Sendable {
         return .close(reason: "timeout")
     }
 
-    /// The server is shutting down: idle connections close now, busy ones after their response.
+    /// The server is shutting down: idle connections close once what is queued is written, busy
+    /// ones after their response.
     public mutating func shutdown() -> Action {
         switch state {
-        case .accepted, .idle:
+        case .accepted:
             state = .closed
             return .close(reason: nil)
+        case .idle:
+            // The last response may still be queued (an event stream ended by this very
+            // shutdown, a keep-alive response not yet flushed): written first, then the close.
+            state = .closing(reason: nil)
+            return .flushAndClose
         case .readingHead(let deadline, _):
             state = .readingHead(deadline: deadline, persistence: .close)
         case .exchange(var exchange):

@@ -159,7 +159,7 @@ private let table: [StartState: [String]] = [
         "readingHead / -", "idle / -", "idle / -", "idle / -", "idle / -", "idle / -",
         "idle / -", "idle / -", "idle / -", "idle / -", "idle / -", "idle / -",
         "idle / -", "closed / close(client_closed)", "idle / -", "closed / close(timeout)",
-        "closed / close(-)", "closing(aborted) / flushClose", "closed / close(read_error)",
+        "closing(-) / flushClose", "closing(aborted) / flushClose", "closed / close(read_error)",
     ],
     .readingHead: [
         "readingHead / -", "readingHead / -", "readingHead / -", "readingHead / -", "readingHead / -", "readingHead / -",

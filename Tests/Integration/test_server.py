@@ -349,6 +349,28 @@ def test_sigterm_closes_idle_keep_alive_connections_and_exits_promptly(proxy):
         assert time.monotonic() - t0 < 3.0
 
 
+def test_sigterm_ends_an_auth_event_stream_with_its_last_chunk(start_proxy, tmp_path):
+    """An open `/_platform/auth/events` stream is ended, not cut: the client reads the chunked
+    body's terminating `0` chunk before the close (curl would otherwise exit 18)."""
+    access = tmp_path / "access"
+    access.write_text("tok-" + "A" * 20)
+    server = start_proxy(base_config(None, provider={"grant": "static", "accessToken": {"file": str(access)}}))
+    with server.connect() as s:
+        s.sendall(req(server, "GET", "/_platform/auth/events"))
+        s.settimeout(5)
+        received = b""
+        while b"\n\n" not in received:  # the first state event
+            received += s.recv(65536)
+        server.signal(signal.SIGTERM)
+        while chunk := s.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head.lower(), head
+    assert b"event: state" in body
+    assert body.endswith(b"\r\n0\r\n\r\n"), f"stream cut without its last chunk: {body[-40:]!r}"
+    assert server.wait(5) == 0
+
+
 def test_second_signal_exits_at_once(start_proxy):
     server = start_proxy()
     server.expected_exit_code = None  # a forced exit may use any code
