@@ -25,8 +25,8 @@ extension ConfigDecoder {
         if let scopes = object.read("scopes", scopes) { p.scopes = scopes }
         if let lead = object.seconds("refreshBeforeExpirySeconds") { p.refreshBeforeExpirySeconds = lead }
         if let interval = object.seconds("minRefreshIntervalSeconds") { p.minRefreshIntervalSeconds = interval }
-        p.accessToken = object.secret("accessToken")
-        p.idToken = object.secret("idToken")
+        p.accessToken = object.secret("accessToken", token: true)
+        p.idToken = object.secret("idToken", token: true)
         if let type = object.read("tokenType", tokenType) { p.tokenType = type }
         p.demo = object.object("demo", keys: ["accessToken", "idToken", "expiresInSeconds"]).flatMap(demo)
         p.journey = object.object("journey", keys: Self.journeyKeys).flatMap(journey)
@@ -91,8 +91,8 @@ extension ConfigDecoder {
     }
 
     private func demo(_ object: ObjectReader) -> DemoTokens? {
-        let access = object.secret("accessToken", required: true)
-        let id = object.secret("idToken")
+        let access = object.secret("accessToken", required: true, token: true)
+        let id = object.secret("idToken", token: true)
         let expires = object.seconds("expiresInSeconds", positive: true) ?? 3600
         return access.map { DemoTokens(accessToken: $0, idToken: id, expiresInSeconds: expires) }
     }

@@ -2,7 +2,8 @@ import JSON
 
 extension ConfigDecoder {
     /// A secret: a string, `{"env": "NAME"}` or `{"file": "path"}`; env and file are checked now but kept as sources.
-    func secret(_ value: JSONValue, at path: String) -> SecretSource? {
+    /// A `token` is sent in a header, so it must also be visible ASCII (`SecretSource.resolveToken`).
+    func secret(_ value: JSONValue, at path: String, token: Bool = false) -> SecretSource? {
         let source: SecretSource
         switch value {
         case .string:
@@ -26,7 +27,8 @@ extension ConfigDecoder {
         }
         guard resolvesSecrets else { return source }
         do {
-            _ = try source.resolve(at: path, environment: environment)
+            _ = try token ? source.resolveToken(at: path, environment: environment)
+                          : source.resolve(at: path, environment: environment)
         } catch {
             report(error.path, error.message)
             return nil

@@ -68,8 +68,8 @@ struct ObjectReader {
         read(key) { decoder.strings($0, at: $1, nonEmpty: nonEmpty) }
     }
 
-    func secret(_ key: String, required: Bool = false) -> SecretSource? {
-        read(key, required: required) { decoder.secret($0, at: $1) }
+    func secret(_ key: String, required: Bool = false, token: Bool = false) -> SecretSource? {
+        read(key, required: required) { decoder.secret($0, at: $1, token: token) }
     }
 
     func object(_ key: String, keys: [String], required: Bool = false) -> ObjectReader? {

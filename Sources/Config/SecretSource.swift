@@ -19,6 +19,28 @@ public enum SecretSource: Sendable, Equatable {
         try resolve(at: "", environment: SecretSource.processEnvironment)
     }
 
+    /// The current value of a token that is sent in a header (`Authorization: Bearer <token>`):
+    /// one with a space, a control byte or a non-ASCII byte is an error, never a header.
+    public func resolveToken() throws(ConfigError) -> String {
+        try resolveToken(at: "", environment: SecretSource.processEnvironment)
+    }
+
+    func resolveToken(at path: String, environment: (String) -> String?) throws(ConfigError) -> String {
+        let value = try resolve(at: path, environment: environment)
+        if let offset = value.utf8.firstIndex(where: { !Self.isHeaderTokenByte($0) }) {
+            let position = value.utf8.distance(from: value.utf8.startIndex, to: offset)
+            // The offset and the byte's kind only: the secret itself is never in a message.
+            throw ConfigError(path: path, message: "the token (\(description)) has a space, control or non-ASCII byte at "
+                                  + "offset \(position); a token is sent in a header and must be visible ASCII")
+        }
+        return value
+    }
+
+    /// Whether `text` is only visible ASCII: RFC 6750's b64token and every token type are.
+    public static func isHeaderToken(_ text: String) -> Bool { text.utf8.allSatisfy(isHeaderTokenByte) }
+
+    private static func isHeaderTokenByte(_ byte: UInt8) -> Bool { byte > 0x20 && byte < 0x7F }
+
     /// Resolves, naming `path` in any error and reading variables through `environment`.
     func resolve(at path: String, environment: (String) -> String?) throws(ConfigError) -> String {
         switch self {

@@ -158,8 +158,8 @@ extension CredentialManager {
         worker.submit { [self] in
             let result: Result<TokenSet, LoginFailure>
             do {
-                let access = try demo.accessToken.resolve()
-                let id = try demo.idToken?.resolve()
+                let access = try demo.accessToken.resolveToken()
+                let id = try demo.idToken?.resolveToken()
                 result = .success(TokenSet(accessToken: access, idToken: id, refreshToken: nil, tokenType: tokenType,
                                            expiresAt: UnixTime.now() + demo.expiresInSeconds, scope: nil))
             } catch {

@@ -56,8 +56,7 @@ public final class CredentialSnapshot: Sendable {
         obtainedAt = other.obtainedAt
     }
 
-    /// Whether `text` is only visible ASCII (RFC 6750's b64token and every token type are).
-    static func isHeaderSafe(_ text: String) -> Bool { text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } }
+    static func isHeaderSafe(_ text: String) -> Bool { SecretSource.isHeaderToken(text) }
 
     /// No tokens at all.
     public static let empty = CredentialSnapshot(generation: 0, accessToken: nil, idToken: nil, tokenType: "Bearer")

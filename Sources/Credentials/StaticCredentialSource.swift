@@ -33,7 +33,7 @@ public final class StaticCredentialSource {
         // Each token stands alone: a missing id_token file must not stop access-token routes.
         var problems: [String] = []
         func read(_ source: SecretSource?) -> String? {
-            do { return try source?.resolve() } catch {
+            do { return try source?.resolveToken() } catch {
                 problems.append(error.description)
                 return nil
             }

@@ -75,13 +75,13 @@ public final class ProxyRuntime: Sendable {
         switch provider.grant {
         case .staticTokens:
             do {
-                _ = try provider.accessToken?.resolve()
-                _ = try provider.idToken?.resolve()
+                _ = try provider.accessToken?.resolveToken()
+                _ = try provider.idToken?.resolveToken()
                 return nil
             } catch {
                 // Answered to any caller (probes skip the Host and key checks): no file path here;
                 // the token watcher logs the details.
-                return "the static tokens cannot be read"
+                return "the static tokens cannot be read or cannot be sent in a header"
             }
         default:
             return nil

@@ -41,6 +41,30 @@ struct SecretSourceTests {
         #expect(try SecretSource.literal("x").resolve() == "x")
     }
 
+    @Test("a token is resolved only when every byte can go in a header; the error gives the offset, not the token",
+          arguments: [("tok-A.b_c~d+e/f=", nil), ("tok en", 3), ("tok\r\nX-Injected: 1", 3), ("tok\u{0}", 3),
+                      ("\ttok", 0), ("tok\u{7F}", 3), ("tok\u{E9}", 3), ("t\u{FF0E}k", 1)] as [(String, Int?)])
+    func tokenBytes(value: String, offset: Int?) {
+        let source = SecretSource.literal(value)
+        do {
+            #expect(try source.resolveToken() == value)
+            #expect(offset == nil)
+        } catch {
+            #expect(error.message.contains("offset \(offset ?? -1);"), "\(error.message)")
+            #expect(!error.message.contains(value), "the token is named")
+        }
+        #expect(SecretSource.isHeaderToken(value) == (offset == nil))
+    }
+
+    @Test("a static provider's tokens and demo tokens must be header-safe at load; other secrets need not be")
+    func tokenKeysAtLoad() {
+        #expect(configErrors(#"{"provider": {"grant": "static", "accessToken": "a b"}}"#).first?
+            .hasPrefix("provider.accessToken: the token (<literal>) has a space, control or non-ASCII byte at offset 1") == true)
+        #expect(configErrors(#"{"provider": {"grant": "static", "accessToken": "ok", "idToken": "x\u0000"}}"#).first?
+            .hasPrefix("provider.idToken:") == true)
+        #expect(validConfig(#"{"apiKey": "with space"}"#) != nil)
+    }
+
     @Test("a secret's description never shows a literal value")
     func descriptionHidesSecrets() {
         #expect(SecretSource.literal("hunter2").description == "<literal>")

@@ -166,6 +166,38 @@ def test_serve_reports_an_invalid_config_as_json_lines(tmp_path):
     assert lines[-1]["event"] == "startup_failed" and "check-config" in lines[-1]["hint"], lines[-1]
 
 
+def test_check_config_refuses_a_static_token_that_cannot_be_sent_in_a_header(tmp_path):
+    """A CR/LF, space or NUL in a token would split or forge header lines: refused with the key
+    and the offset, never the token itself."""
+    token = tmp_path / "token.txt"
+    token.write_bytes(b"tok-AAAA\r\nInjected: 1\n")
+    for provider, offset in (({"grant": "static", "accessToken": {"file": str(token)}}, 8),
+                             ({"grant": "static", "accessToken": "tok with-space"}, 3),
+                             ({"grant": "static", "accessToken": "good-token", "idToken": "bad\u00e9token"}, 3)):
+        r = cli("check-config", "--config", str(write_config(tmp_path / "c.json", base_config(provider=provider))))
+        assert r.returncode == 1, r
+        assert f"offset {offset}" in r.stdout and "visible ASCII" in r.stdout, r.stdout
+        assert not any(secret in r.stdout for secret in ("Injected", "with-space", "bad\u00e9")), r.stdout
+
+
+def test_a_rotated_static_token_that_cannot_be_sent_makes_ready_503_and_auth_say_why(start_proxy, tmp_path):
+    server = start_proxy(config=base_config(provider=static_provider(tmp_path)))
+    assert server.get("/_platform/ready").status == 200
+    (tmp_path / "token.txt").write_bytes(b"tok-AAAA\r\nInjected: 1\n")
+
+    def refused():
+        r = server.get("/_platform/ready")
+        return r.status == 503 and "cannot be sent in a header" in r.json()["reason"]
+    assert wait_until(refused, 5), "ready still 200 with a token that cannot be sent"
+    # the token watcher looks at the file about once a second
+    assert wait_until(lambda: server.get("/_platform/auth").json()["state"] == "logged_out", 5)
+    auth = server.get("/_platform/auth").json()
+    assert "offset 8" in (auth["lastError"] or "") and "Injected" not in json.dumps(auth), auth
+    assert server.get("/_platform/ready").status == 503
+    (tmp_path / "token.txt").write_text(STATIC_TOKEN + "\n")
+    assert wait_until(lambda: server.get("/_platform/ready").status == 200, 5), "not ready again after the fix"
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the binary as another user")
 def test_a_token_file_the_proxy_user_cannot_read_says_so(tmp_path):
     token = tmp_path / "token.txt"
