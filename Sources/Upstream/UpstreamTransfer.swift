@@ -205,6 +205,12 @@ public final class UpstreamTransfer {
             refusedHead = "the response has a Content-Length or Transfer-Encoding field with a CR, LF or NUL in its value"
             return 0
         }
+        if line == .end, head.status == 101, phase == .awaitingHead {
+            // No hop asks to switch (Upgrade is hop-by-hop, never forwarded): libcurl would take
+            // the 101 for an interim head and wait for a final one that never comes.
+            refusedHead = "the upstream switched protocols (101) though no upgrade was asked for"
+            return 0
+        }
         if line == .end, head.status >= 200, phase == .awaitingHead {
             guard head.contentLengthsAgree else {
                 // Not relayed: libcurl ends the transfer (the short count), `completed` says why.

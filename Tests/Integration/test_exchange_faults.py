@@ -179,6 +179,19 @@ def test_an_upstream_response_whose_content_length_is_no_number_is_a_502_not_rel
     assert_upstream_refused_as_502(start_proxy, bad_length, "Content-Length that is not a number")
 
 
+def test_an_unsolicited_101_from_the_upstream_is_an_immediate_502(start_proxy):
+    """The proxy never asks an upstream to switch protocols (Upgrade is hop-by-hop and dropped).
+    Was (found by a fault-injection review): libcurl took the 101 for an interim response and
+    waited for a final one, so the client got a 504 after the route's timeout."""
+    def switch(upstream, conn):
+        conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nRAWBYTES")
+        time.sleep(3)
+
+    t0 = time.monotonic()
+    assert_upstream_refused_as_502(start_proxy, switch, "switched protocols (101)")
+    assert time.monotonic() - t0 < 2.5, "the 502 waited for the upstream"
+
+
 def answer_keep_alive(upstream: RawUpstream, conn, idle: float, delay: float = 0.0):
     """Answers the request read (after `delay` seconds) and every further one on the connection
     with a 2-byte 200, until the client closes or `idle` seconds pass without a request (the
