@@ -29,6 +29,8 @@ public final class CredentialManager: @unchecked Sendable {
     let journeys = JourneyState()
     /// Why the provider is not usable yet (discovery failed), if so.
     var providerProblem: String?
+    /// Why the tokens in use are not on disk (the last write failed), if so: a restart loses them.
+    private var storeProblem: String?
     private var discoveryFailures = 0
     /// The token generation the loops last received.
     private var publishedGeneration: UInt64 = 0
@@ -141,8 +143,20 @@ public final class CredentialManager: @unchecked Sendable {
                 let store = self.store
                 let rest = LoopBound((Array(actions[(index + 1)...]), then), on: loop)
                 worker.submit { [self] in
-                    do { try store.save(tokens) } catch { emit(.error, "token_store_failed", ["error": .string("\(error)")]) }
-                    loop.execute { [self] in perform(rest.value.0, then: rest.value.1) }
+                    let problem: String?
+                    do {
+                        try store.save(tokens)
+                        problem = nil
+                    } catch {
+                        emit(.error, "token_store_failed", ["error": .string("\(error)")])
+                        problem = "the tokens could not be saved (\(error)); they are in use, but a restart loses them"
+                    }
+                    // Used all the same: the provider may have rotated the refresh token already,
+                    // so the old one on disk may be spent.
+                    loop.execute { [self] in
+                        storeProblem = problem
+                        perform(rest.value.0, then: rest.value.1)
+                    }
                 }
                 return
             case .clearStore:
@@ -215,8 +229,8 @@ public final class CredentialManager: @unchecked Sendable {
     /// Builds the snapshot of the current tokens and hands it to every loop.
     func publish() {
         var status = lifecycle.status
-        if status.lastError == nil, let providerProblem { status.lastError = providerProblem }
         let tokens = lifecycle.tokens
+        if status.lastError == nil { status.lastError = providerProblem ?? (tokens == nil ? nil : storeProblem) }
         let snapshot = CredentialSnapshot(generation: lifecycle.generation, accessToken: tokens?.accessToken,
                                           idToken: tokens?.idToken, tokenType: tokens?.tokenType ?? provider.tokenType,
                                           status: status, providerProblem: providerProblem, obtainedAt: lifecycle.obtainedAt)

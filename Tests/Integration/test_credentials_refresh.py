@@ -163,6 +163,33 @@ def test_refresh_without_new_refresh_or_id_token_keeps_the_old_ones(start_proxy,
     assert_no_secrets_logged(idp, [p])
 
 
+def test_refreshed_tokens_that_cannot_be_saved_are_used_and_auth_says_a_restart_loses_them(
+        start_proxy, idp_factory, tmp_path):
+    """The IdP may have rotated the refresh token, so the new tokens are used from memory; was
+    (found by a fault-injection review): nothing but a log line said they were not on disk."""
+    idp = idp_factory(access_ttl=300)
+    p = launch(start_proxy, idp, tmp_path, refresh_before=30)
+    login(p)
+    before = stored_tokens(p)
+    assert p.auth()["lastError"] is None
+    blocker = p.tokens_path.with_name(p.tokens_path.name + ".tmp")
+    (blocker / "x").mkdir(parents=True)  # the store's temporary file cannot be made: the write fails
+    idp.control.expire_all()
+    assert p.call("/api/heal").status == 200
+    assert refreshes(idp) == 1
+    error = wait_until(lambda: p.auth()["lastError"], timeout=3, what="lastError after the failed write")
+    assert "could not be saved" in error and "restart" in error, error
+    assert p.auth()["loggedIn"] is True
+    assert json.loads(p.tokens_path.read_text()) == before, "tokens.json changed though its write failed"
+
+    (blocker / "x").rmdir()
+    blocker.rmdir()
+    idp.control.expire_all()
+    assert p.call("/api/heal-again").status == 200
+    stored_tokens(p, lambda s: s["access_token"] != before["access_token"])
+    assert wait_until(lambda: p.auth()["lastError"] is None, timeout=3, what="lastError cleared by a good write")
+
+
 # --------------------------------------------------------------------------- 401 refresh-and-retry
 
 
