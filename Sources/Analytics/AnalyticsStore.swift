@@ -18,6 +18,19 @@ public final class AnalyticsStore {
     /// Milliseconds to wait for another connection's lock (a second process on the same file).
     static let busyTimeoutMilliseconds: CInt = 5_000
 
+    /// Why the database could not be opened. SQLite says only "unable to open database file"
+    /// (and its errno is that of its last, read-only, attempt), so what the proxy's user may do
+    /// with the directory and the file is checked here.
+    private static func openFailure(path: String, directory: String, result: CInt, db: OpaquePointer?) -> AnalyticsStoreError {
+        if access(directory, W_OK | X_OK) != 0 {
+            return .system("creating files in \(directory) as uid \(getuid())", errnoCode: errno)
+        }
+        if access(path, F_OK) == 0, access(path, R_OK | W_OK) != 0 {
+            return .system("opening \(path) for reading and writing as uid \(getuid())", errnoCode: errno)
+        }
+        return .sqlite("sqlite3_open_v2(\(path))", result, db: db)
+    }
+
     /// Opens (or creates) the database at `path`, creating missing parent directories (mode 0700).
     public init(path: String) throws(AnalyticsStoreError) {
         self.path = path
@@ -28,7 +41,7 @@ public final class AnalyticsStore {
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         let result = sqlite3_open_v2(path, &handle, flags, nil)
         guard result == SQLITE_OK, let handle else {
-            let error = AnalyticsStoreError.sqlite("sqlite3_open_v2(\(path))", result, db: handle)
+            let error = Self.openFailure(path: path, directory: directory, result: result, db: handle)
             sqlite3_close_v2(handle)
             throw error
         }

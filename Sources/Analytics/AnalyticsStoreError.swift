@@ -43,8 +43,12 @@ public struct AnalyticsStoreError: Error, Sendable, Equatable, CustomStringConve
     /// since `sqlite3_errmsg` says more than `sqlite3_errstr` (e.g. which constraint).
     static func sqlite(_ call: String, _ result: CInt, db: OpaquePointer?) -> AnalyticsStoreError {
         let text = db.flatMap { sqlite3_errmsg($0) } ?? sqlite3_errstr(result)
-        return AnalyticsStoreError(code: .sqlite(result), call: call,
-                                   message: text.map { String(cString: $0) } ?? "SQLite error \(result)")
+        var message = text.map { String(cString: $0) } ?? "SQLite error \(result)"
+        // "disk I/O error" alone does not say which: the system's errno does (EIO, ENOSPC, EROFS).
+        if result & 0xFF == SQLITE_IOERR, let db, case let cause = sqlite3_system_errno(db), cause != 0 {
+            message += ": \(String(cString: strerror(cause))) (errno \(cause))"
+        }
+        return AnalyticsStoreError(code: .sqlite(result), call: call, message: message)
     }
 
     /// A file-system `call` failed with `errnoCode`.

@@ -198,8 +198,19 @@ def test_a_rotated_static_token_that_cannot_be_sent_makes_ready_503_and_auth_say
     assert wait_until(lambda: server.get("/_platform/ready").status == 200, 5), "not ready again after the fix"
 
 
+@pytest.fixture
+def nobody_path():
+    """A fresh directory another user can reach (pytest's own tmp_path sits under a 0700 one)."""
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="platform-proxy-test-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the binary as another user")
-def test_a_token_file_the_proxy_user_cannot_read_says_so(tmp_path):
+def test_a_token_file_the_proxy_user_cannot_read_says_so(nobody_path):
+    tmp_path = nobody_path
     token = tmp_path / "token.txt"
     token.write_text("secret-token\n")
     token.chmod(0o600)  # root's; the proxy runs as nobody below
@@ -214,6 +225,29 @@ def test_a_token_file_the_proxy_user_cannot_read_says_so(tmp_path):
         pytest.skip(f"the binary is not executable by uid {nobody}: {r.stderr}")
     assert r.returncode == 1, r
     assert f"the proxy runs as uid {nobody}" in r.stdout and "chmod 0644" in r.stdout, r.stdout
+    assert f"provider.accessToken: cannot read {token}" in r.stdout, r.stdout  # not the config file
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the binary as another user")
+def test_an_analytics_store_the_proxy_user_cannot_create_names_the_directory_and_the_cause(nobody_path):
+    """Was (found by a fault-injection review): SQLite's "unable to open database file", which
+    says neither why nor where."""
+    tmp_path = nobody_path
+    state = tmp_path / "state"
+    state.mkdir(mode=0o755)  # root's: nobody cannot create the database in it
+    config = base_config(stateDirectory=str(state),
+                         analytics={"root": "app", "endpoint": "http://127.0.0.1:9/analytics/", "credential": "none",
+                                    "product": 1})
+    path = write_config(tmp_path / "c.json", config)
+    path.chmod(0o644)
+    nobody = 65534
+    r = subprocess.run([str(require_binary()), "serve", "--config", str(path)], capture_output=True, text=True,
+                       timeout=30, user=nobody, group=nobody)
+    if "Permission denied" in r.stderr and "startup_failed" not in r.stderr:
+        pytest.skip(f"the binary is not executable by uid {nobody}: {r.stderr}")
+    assert r.returncode == 1, r
+    failed = [json.loads(line) for line in r.stderr.splitlines() if '"startup_failed"' in line]
+    assert failed and f"creating files in {state} as uid {nobody} failed: Permission denied" in failed[-1].get("error", ""), r.stderr
 
 
 # ------------------------------------------------------------------- status and login
