@@ -317,6 +317,10 @@ public final class UpstreamTransfer {
             ? String(decoding: UnsafeRawBufferPointer(start: handle.errorBuffer, count: strlen(handle.errorBuffer)), as: UTF8.self)
             : String(cString: curl_easy_strerror(code))
         if code == CURLE_OPERATION_TIMEDOUT { return finish(.timeout(message)) }
+        if code == CURLE_OUT_OF_MEMORY, phase == .awaitingHead {
+            // libcurl 7.88 refuses a header line over 100 KiB as "Out of memory", which misleads.
+            return finish(.unreachable("the response head is larger than libcurl accepts (a line over 100 KiB), or libcurl ran out of memory"))
+        }
         finish(failedOnReusedConnection(code) ? .staleConnection(message) : .unreachable(message))
     }
 

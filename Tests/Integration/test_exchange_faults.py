@@ -192,6 +192,15 @@ def test_an_unsolicited_101_from_the_upstream_is_an_immediate_502(start_proxy):
     assert time.monotonic() - t0 < 2.5, "the 502 waited for the upstream"
 
 
+def test_an_upstream_head_with_a_200_kib_field_is_a_502_that_says_the_head_is_too_large(start_proxy):
+    """Was (found by a fault-injection review): logged as libcurl's "Out of memory"."""
+    def huge(upstream, conn):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 200_000 + b"\r\nContent-Length: 2\r\n\r\nok")
+        time.sleep(0.3)
+
+    assert_upstream_refused_as_502(start_proxy, huge, "larger than libcurl accepts")
+
+
 def answer_keep_alive(upstream: RawUpstream, conn, idle: float, delay: float = 0.0):
     """Answers the request read (after `delay` seconds) and every further one on the connection
     with a 2-byte 200, until the client closes or `idle` seconds pass without a request (the
