@@ -102,8 +102,10 @@ enum HeaderPolicy {
         var found = SuppliedFields(accept: false, contentType: false)
         let start = out.count
         var clientBytes = 0
-        var forwardedFor: Range<Int>?
-        var via: Range<Int>?
+        // Every line of each, in order: a client may split a list over several (RFC 9110 §5.3).
+        // Empty arrays allocate nothing; most requests have neither.
+        var forwardedFor: [Range<Int>] = []
+        var via: [Range<Int>] = []
         var host: Range<Int>?
         head.storage.withUnsafeBufferPointer { bytes in
             for i in 0..<head.fieldCount {
@@ -128,8 +130,8 @@ enum HeaderPolicy {
                 }
                 switch action {
                 case .drop: continue
-                case .forwardedFor: forwardedFor = field.value
-                case .via: via = field.value
+                case .forwardedFor: forwardedFor.append(field.value)
+                case .via: via.append(field.value)
                 case .host: host = field.value
                 case .connection: connectionIndexes.append(i)
                 case .keep, .accept, .contentType:
@@ -147,7 +149,7 @@ enum HeaderPolicy {
             }
             // Only the client's lines were written so far.
             clientBytes = out.count - start
-            writeChainStart(Fixed.forwardedFor, earlier: forwardedFor.map { UnsafeBufferPointer(rebasing: bytes[$0]) }, to: &out)
+            writeChainStart(Fixed.forwardedFor, earlier: forwardedFor, in: bytes, to: &out)
             out.write(peer)
             out.write(byte: 0)
             out.write(Fixed.forwardedProto)
@@ -158,7 +160,7 @@ enum HeaderPolicy {
                 out.write(UnsafeBufferPointer(rebasing: bytes[host]))
                 out.write(byte: 0)
             }
-            writeChainStart(Fixed.via, earlier: via.map { UnsafeBufferPointer(rebasing: bytes[$0]) }, to: &out)
+            writeChainStart(Fixed.via, earlier: via, in: bytes, to: &out)
             out.write(Fixed.viaSelf)
             out.write(byte: 0)
         }
@@ -168,13 +170,13 @@ enum HeaderPolicy {
         return (found, clientBytes)
     }
 
-    /// `prefix` + the earlier hops' value and ", " (when there was one): X-Forwarded-For and Via
-    /// grow by one entry per proxy, ours written next.
-    private static func writeChainStart<Sink: ByteSink>(_ prefix: StaticBytes, earlier: UnsafeBufferPointer<UInt8>?,
-                                                        to out: inout Sink) {
+    /// `prefix` + the earlier hops' values, each followed by ", " (empty lines skipped): X-Forwarded-For
+    /// and Via grow by one entry per proxy, ours written next.
+    private static func writeChainStart<Sink: ByteSink>(_ prefix: StaticBytes, earlier: [Range<Int>],
+                                                        in bytes: UnsafeBufferPointer<UInt8>, to out: inout Sink) {
         out.write(prefix)
-        if let earlier {
-            out.write(earlier)
+        for value in earlier where !value.isEmpty {
+            out.write(UnsafeBufferPointer(rebasing: bytes[value]))
             out.write(Fixed.commaSpace)
         }
     }

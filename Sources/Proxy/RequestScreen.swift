@@ -11,9 +11,9 @@ enum RequestScreen {
         var fetchMode: String?
         /// Whether a method-override field names TRACE or TRACK.
         var overridesToTrace = false
-        /// The first `Origin` value, if any.
+        /// The `Origin` value, if any.
         var origin: String?
-        /// The first `X-Proxy-Key` value, if any.
+        /// The `X-Proxy-Key` value, if any.
         var proxyKey: String?
     }
 
@@ -37,27 +37,39 @@ enum RequestScreen {
     /// Fields frameworks read as "treat this request as that method".
     private static let overrides = [StaticBytes("x-http-method-override"), StaticBytes("x-http-method"), StaticBytes("x-method-override")]
 
-    /// One pass over the head; names are compared only when their length fits.
+    /// One pass over the head; names are compared only when their length fits. A field sent more
+    /// than once reads as its lines joined with ", " (RFC 9110 §5.3), which no check accepts: a
+    /// second `Origin`, `Sec-Fetch-Site` or `X-Proxy-Key` cannot hide behind a first that passes.
     static func fields(_ head: HTTPRequestHead) -> Fields {
         // Indexes first, strings after: only fields that are there become strings.
         var origin: Int?, key: Int?, site: Int?, mode: Int?
+        var repeated = false
         var overridesToTrace = false
+        func note(_ i: Int, _ slot: inout Int?) {
+            if slot == nil { slot = i } else { repeated = true }
+        }
         for i in 0..<head.fieldCount {
             let length = head.fields[i].name.count
             if length == Self.origin.count, head.nameEquals(i, Self.origin) {
-                origin = origin ?? i
+                note(i, &origin)
             } else if length == proxyKey.count, head.nameEquals(i, proxyKey) {
-                key = key ?? i
+                note(i, &key)
             } else if length == fetchSite.count, head.nameEquals(i, fetchSite) {
-                site = site ?? i
+                note(i, &site)
             } else if length == fetchMode.count, head.nameEquals(i, fetchMode) {
-                mode = mode ?? i
+                note(i, &mode)
             } else if length >= 13 && length <= 22, overrides.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
                 overridesToTrace = overridesToTrace || namesTrace(head.value(at: i))
             }
         }
-        return Fields(fetchSite: site.map(head.value(at:)), fetchMode: mode.map(head.value(at:)), overridesToTrace: overridesToTrace,
-                      origin: origin.map(head.value(at:)), proxyKey: key.map(head.value(at:)))
+        func value(_ index: Int?, _ name: StaticBytes) -> String? {
+            guard let index else { return nil }
+            guard repeated else { return head.value(at: index) }
+            let lines = (index..<head.fieldCount).filter { head.fields[$0].name.count == name.count && head.nameEquals($0, name) }
+            return lines.map(head.value(at:)).joined(separator: ", ")
+        }
+        return Fields(fetchSite: value(site, fetchSite), fetchMode: value(mode, fetchMode), overridesToTrace: overridesToTrace,
+                      origin: value(origin, Self.origin), proxyKey: value(key, proxyKey))
     }
 
     /// Whether an override value (a method, or a list of them) names TRACE or TRACK in any case.

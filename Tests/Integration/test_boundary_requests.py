@@ -130,6 +130,18 @@ def test_refuses_same_site_request_unless_its_origin_is_allowed(boundary):
     assert r.status == 200, str(r)
 
 
+@pytest.mark.parametrize("second, code", [(b"Sec-Fetch-Site: cross-site", "cross_site_request"),
+                                          (b"origin: http://evil.example", "origin_not_allowed")])
+def test_a_second_sec_fetch_site_or_origin_cannot_hide_behind_a_first_that_passes(boundary, second, code):
+    """Was (found by a security review): only the first line of each was read."""
+    head = (f"GET /files/x HTTP/1.1\r\nHost: {boundary.host_header}\r\nSec-Fetch-Site: same-site\r\n"
+            f"Origin: http://localhost:3000\r\nConnection: close\r\n").encode() + second + b"\r\n\r\n"
+    ex = boundary.exchange(head, timeout=5.0)
+    assert ex.final is not None, ex.data
+    assert_error_json(ex.final, 403, code)
+    assert_never_forwarded(boundary)
+
+
 @pytest.mark.parametrize("site", ["same-origin", "none", "SAME-ORIGIN"])
 def test_serves_same_origin_and_user_initiated_requests(boundary, site):
     r = raw(boundary, "GET", "/files/x", {"Host": boundary.host_header, "Sec-Fetch-Site": site})

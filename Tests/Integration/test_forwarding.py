@@ -299,6 +299,17 @@ def test_forwarded_for_and_via_extend_the_clients_values(fwd):
     assert via.startswith("1.1 edge, ") and len(via.split(",")) == 2, str(rec)
 
 
+def test_forwarded_for_and_via_over_several_lines_keep_every_entry(fwd):
+    """Was (found by a security review): only the last line of each was kept."""
+    head = fwd.head("GET", "/api/echo")[:-2] + (b"X-Forwarded-For: 203.0.113.7\r\nVia: 1.0 a\r\n"
+                                                b"X-Forwarded-For: 198.51.100.2\r\nVia: 1.1 b\r\n\r\n")
+    ex = fwd.raw(head)
+    assert ex.final is not None and ex.final.status == 200, ex.data
+    rec = only(fwd.main.records)
+    assert rec.header_all("X-Forwarded-For") == ["203.0.113.7, 198.51.100.2, 127.0.0.1"], str(rec)
+    assert rec.header_all("Via") == ["1.0 a, 1.1 b, 1.1 platform-proxy"], str(rec)
+
+
 def test_request_id_given_by_client_is_forwarded_and_echoed(fwd):
     r = fwd.get("/api/echo", headers={"X-Request-ID": "client-req-4711"})
     assert r.status == 200, str(r)

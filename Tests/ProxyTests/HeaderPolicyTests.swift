@@ -86,6 +86,15 @@ struct HeaderPolicyTests {
                           "X-Forwarded-Host: app.local", "Via: 1.0 edge, 1.1 platform-proxy", "X-Request-ID: r-2"])
     }
 
+    @Test("X-Forwarded-For and Via split over several lines keep every entry, in order; empty lines add none")
+    func chainsOverSeveralLines() {
+        let request = head(["Host: h", "X-Forwarded-For: 10.0.0.1", "Via: 1.0 a", "X-Forwarded-For: 10.0.0.2, 10.0.0.3",
+                            "X-Forwarded-For:", "Via: 1.1 b"])
+        let lines = HeaderPolicy.upstreamLines(request, peer: "127.0.0.1", requestID: "r", removing: []).lines
+        #expect(lines == ["X-Forwarded-For: 10.0.0.1, 10.0.0.2, 10.0.0.3, 127.0.0.1", "X-Forwarded-Proto: http",
+                          "X-Forwarded-Host: h", "Via: 1.0 a, 1.1 b, 1.1 platform-proxy", "X-Request-ID: r"])
+    }
+
     @Test("the lines never outgrow the head plus the peer, the request ID and 256 bytes (the stack buffer they are written in)",
           arguments: [0, 1, 2, 3])
     func linesFitTheirBound(rotation: Int) {

@@ -73,6 +73,31 @@ struct RequestScreenTests {
         #expect(RequestScreen.refusesCrossSite(fetchSite: site, origin: origin, access: access) == refused)
     }
 
+    @Test("a field sent twice reads as both lines joined, which no check accepts; once, as itself",
+          arguments: [
+              (["Sec-Fetch-Site: same-origin"], "same-origin", nil),
+              (["Sec-Fetch-Site: same-origin", "Sec-Fetch-Site: cross-site"], "same-origin, cross-site", nil),
+              (["Origin: http://localhost:3000", "X-A: 1", "origin: http://evil.example"], nil,
+               "http://localhost:3000, http://evil.example"),
+              (["Origin: http://localhost:3000", "Sec-Fetch-Site: same-site", "Sec-Fetch-Site: same-site"],
+               "same-site, same-site", "http://localhost:3000"),
+          ] as [([String], String?, String?)])
+    func repeatedFields(lines: [String], site: String?, origin: String?) {
+        let text = "GET / HTTP/1.1\r\nHost: localhost\r\n" + lines.map { $0 + "\r\n" }.joined() + "\r\n"
+        var parser = HTTPRequestHeadParser()
+        guard case .complete(let head, _) = Array(text.utf8).withUnsafeBytes({ parser.parse($0) }) else {
+            Issue.record("did not parse")
+            return
+        }
+        let fields = RequestScreen.fields(head)
+        #expect(fields.fetchSite == site)
+        #expect(fields.origin == origin)
+        if let site {
+            #expect(RequestScreen.refusesCrossSite(fetchSite: site, origin: fields.origin, access: access) == (lines.count > 1))
+        }
+        if let origin, origin.contains(", ") { #expect(!access.originAllowed(origin)) }
+    }
+
     @Test("method overrides naming TRACE or TRACK, in any case or list position",
           arguments: [("TRACE", true), ("track", true), (" Trace ", true), ("GET, TRACE", true), ("PATCH", false),
                       ("TRACES", false), ("", false)])
