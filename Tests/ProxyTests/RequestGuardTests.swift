@@ -105,7 +105,7 @@ struct RequestGuardTests {
         #expect(RequestGuard.hostPresent.refusal(request("GET", "/api", ["Host: localhost"], http10: true)) == nil)
     }
 
-    @Test("the Host the parser found is checked in any case of name and value, port ignored; the first Origin and X-Proxy-Key decide")
+    @Test("the Host the parser found is checked in any case of name and value, port ignored; every Origin and X-Proxy-Key line counts")
     func fieldsFoundInOnePass() {
         #expect(RequestGuard.hostAllowed.refusal(request("GET", "/api", ["HOST: LocalHost:8080", "X-Proxy-Key: k3y"])) == nil)
         #expect(RequestGuard.hostAllowed.refusal(request("GET", "/api", ["host: evil.example:80"])) == .hostNotAllowed)
@@ -114,10 +114,14 @@ struct RequestGuardTests {
         #expect(RequestGuard.hostsAgree.refusal(request("GET", "http://localhost/api", ["Host: localhost:81"])) == .hostMismatch)
         let origins = request("GET", "/api", ["Host: localhost", "origin: http://evil.example", "Origin: http://localhost"])
         #expect(RequestGuard.originAllowed.refusal(origins) == .originNotAllowed)
+        // A second line cannot hide behind a first that passes: both are read, joined.
         let originsSwapped = request("GET", "/api", ["Host: localhost", "ORIGIN: http://localhost", "Origin: http://evil.example"])
-        #expect(RequestGuard.originAllowed.refusal(originsSwapped) == nil)
+        #expect(RequestGuard.originAllowed.refusal(originsSwapped) == .originNotAllowed)
+        let sameOriginTwice = request("GET", "/api", ["Host: localhost", "Origin: http://localhost", "Origin: http://localhost"])
+        #expect(RequestGuard.originAllowed.refusal(sameOriginTwice) == .originNotAllowed)
         let keys = request("GET", "/api", ["Host: localhost", "x-proxy-KEY: k3y", "X-Proxy-Key: wrong"])
-        #expect(RequestGuard.proxyKey.refusal(keys) == nil)
+        #expect(RequestGuard.proxyKey.refusal(keys) == .proxyKeyRequired)
+        #expect(RequestGuard.proxyKey.refusal(request("GET", "/api", ["Host: localhost", "x-proxy-KEY: k3y"])) == nil)
         let keysSwapped = request("GET", "/api", ["Host: localhost", "X-Proxy-Key: wrong", "X-Proxy-Key: k3y"])
         #expect(RequestGuard.proxyKey.refusal(keysSwapped) == .proxyKeyRequired)
     }
