@@ -32,6 +32,8 @@ struct ControlEndpoints {
             return error(exchange, .invalidRequest("No route is named \(name)."), reply)
         }
         guard route.mock != nil else { return error(exchange, .invalidRequest("The route \(name) has no mock directory."), reply) }
+        // What check-config refuses in a release config cannot be switched on at run time either.
+        guard runtime.configuration.profile != "release" || mode == .off else { return error(exchange, .mockNotAllowed, reply) }
         guard route.upstream != nil || mode == .replay else {
             return error(exchange, .invalidRequest("The route \(name) has no upstream, so it can only replay."), reply)
         }

@@ -333,6 +333,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             }
             generation = snapshot.generation
             if masksEchoes { echoMasker = snapshot.tokenBytes(for: route.config.credential).flatMap { EchoMasker(token: $0) } }
+            recorder?.neverWrite(snapshot.tokenBytes(for: route.config.credential))
             handler.metrics.retriedAfter401(route: route.config.name)
         }
         body = body?.replay()

@@ -12,14 +12,20 @@ final class MockRecorder {
     private var body: [UInt8] = []
     private var recording = false
     private var abandoned: String?
-    /// The injected token: masked in the file even when responses to the client are not.
-    private let neverWritten: [UInt8]?
+    /// The injected tokens (the first send's, and a refreshed one's after a 401): masked in the
+    /// file even when responses to the client are not.
+    private var neverWritten: [[UInt8]]
 
     init(directory: String, rest: Substring, overwrite: Bool, neverWritten: [UInt8]? = nil) {
         self.directory = directory
         self.rest = rest
         self.overwrite = overwrite
-        self.neverWritten = neverWritten
+        self.neverWritten = neverWritten.map { [$0] } ?? []
+    }
+
+    /// A refreshed token was sent: the response may echo it too.
+    func neverWrite(_ token: [UInt8]?) {
+        if let token, !neverWritten.contains(token) { neverWritten.append(token) }
     }
 
     /// The response head arrived: only 2xx bodies are recorded.
@@ -42,27 +48,42 @@ final class MockRecorder {
         let file = (relative.isEmpty ? directory + "/index" : directory + "/" + relative) + ".json"
         if let abandoned { return (file, abandoned) }
         if !overwrite && access(file, F_OK) == 0 { return nil }
-        if let error = Self.makeDirectories(for: file) { return (file, error) }
+        if let error = Self.makeDirectories(for: relative, under: directory) { return (file, error) }
         // Any length: a recording must never hold the token, even one short enough to mangle text.
-        if let token = neverWritten, var masker = EchoMasker(token: token, minimumBytes: 1) {
+        for token in neverWritten {
+            guard var masker = EchoMasker(token: token, minimumBytes: 1) else { continue }
             body.withUnsafeMutableBytes { masker.maskAll($0) }
         }
-        return (file, Self.writeAtomically(body, to: file))
+        return (file, Self.writeAtomically(body, to: file, overwrite: overwrite))
     }
 
-    private static func makeDirectories(for file: String) -> String? {
+    /// The mock folder itself is created as needed (it may be a symlink: the config names it);
+    /// the folders below it that the request path names must be real folders, never symlinks,
+    /// so a recording cannot be steered out of the mock folder by a link planted in it.
+    private static func makeDirectories(for relative: String, under directory: String) -> String? {
         var path = ""
-        for part in file.split(separator: "/").dropLast() {
+        for part in directory.split(separator: "/") {
             path += "/" + part
             if mkdir(path, 0o755) != 0 && errno != EEXIST { return "cannot create \(path): errno \(errno)" }
+        }
+        for part in relative.split(separator: "/").dropLast() {
+            path += "/" + part
+            if mkdir(path, 0o755) != 0 && errno != EEXIST { return "cannot create \(path): errno \(errno)" }
+            var info = stat()
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                return "\(path) is not a folder (a symlink is not followed when recording)"
+            }
         }
         return nil
     }
 
-    /// Temp file, then rename: a replaying reader never sees half a file.
-    private static func writeAtomically(_ bytes: [UInt8], to file: String) -> String? {
-        let temp = file + ".tmp-\(getpid())"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    /// Temp file, then rename: a replaying reader never sees half a file. The temp file is new
+    /// (`O_EXCL`, a random name, no symlink followed), so nothing planted under its name is
+    /// written through; without `overwrite`, a file that appeared meanwhile is kept (`link`
+    /// fails rather than replacing it).
+    private static func writeAtomically(_ bytes: [UInt8], to file: String, overwrite: Bool) -> String? {
+        let temp = file + ".tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return "cannot write \(temp): errno \(errno)" }
         var offset = 0
         while offset < bytes.count {
@@ -76,6 +97,11 @@ final class MockRecorder {
             offset += n
         }
         close(fd)
+        if !overwrite {
+            defer { unlink(temp) }
+            guard link(temp, file) == 0 || errno == EEXIST else { return "cannot link \(file): errno \(errno)" }
+            return nil
+        }
         guard rename(temp, file) == 0 else {
             unlink(temp)
             return "cannot rename to \(file): errno \(errno)"

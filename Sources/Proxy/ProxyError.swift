@@ -38,6 +38,7 @@ public struct ProxyError: Error, Sendable, Equatable {
         case hostRequired = "host_required"
         case analyticsTooLarge = "analytics_too_large"
         case unknownProvider = "unknown_provider"
+        case mockNotAllowed = "mock_not_allowed"
     }
 
     private let code: Code
@@ -166,6 +167,10 @@ public struct ProxyError: Error, Sendable, Equatable {
         "This journey step is unknown, was already answered, has expired or belongs to another client. Start the journey again.")
     /// A request the proxy cannot act on, with a reason.
     public static func invalidRequest(_ message: String) -> Self { Self(.invalidRequest, 400, message) }
+
+    /// The `release` profile serves no mock data: the run-time switch may only turn mocks off.
+    public static let mockNotAllowed = Self(.mockNotAllowed, 403,
+                                            "The release profile serves no mock data: a route's mock can only be switched off.")
 
     /// The JSON body `{"error":…,"message":…,"requestID":…}`.
     public func body(requestID: String) -> [UInt8] {

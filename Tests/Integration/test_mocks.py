@@ -448,3 +448,108 @@ def test_switch_is_logged(mocks):
     assert switch(mocks, "sw", "off").status == 200
     events = wait_until(lambda: mocks.log_events("mock_switched"))
     assert events and events[-1].get("route") == "sw" and events[-1].get("mode") == "off", events
+
+
+# --------------------------------------------------------------------------- found by a security review (session 23)
+
+
+class _Peer:
+    """A tiny threaded HTTP server answering every request with ``answer(handler) -> (status, body)``."""
+
+    def __init__(self, answer):
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                self._reply()
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self._reply()
+
+            def _reply(self):
+                status, body = answer(self)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_record_mode_never_writes_a_token_refreshed_after_a_401_even_with_masking_off(start_proxy, tmp_path):
+    """Was: the recorder masked only the token of the first send, so with
+    `maskEchoedCredentials: false` the retry's refreshed token, echoed, was written to disk."""
+    issued: list[str] = []
+
+    def token_endpoint(_):
+        issued.append(f"RECORDED-SECRET-{len(issued) + 1:04d}-abcdefgh")
+        return 200, json.dumps({"access_token": issued[-1], "token_type": "Bearer", "expires_in": 3600}).encode()
+
+    def upstream(handler):
+        auth = handler.headers.get("Authorization", "")
+        if auth.endswith(issued[0]):  # the first token is refused upstream
+            return 401, b'{"error":"expired"}'
+        return 200, json.dumps({"whoami": auth}).encode()
+
+    idp, up = _Peer(token_endpoint), _Peer(upstream)
+    folder = tmp_path / "recorded"
+    try:
+        server = start_proxy(config=base_config(
+            None, maskEchoedCredentials=False,
+            provider={"grant": "client_credentials", "tokenEndpoint": f"http://127.0.0.1:{idp.port}/token",
+                      "clientID": "c", "clientSecret": "s", "minRefreshIntervalSeconds": 0},
+            routes=[{"name": "api", "path": "/api/", "upstream": f"http://127.0.0.1:{up.port}/",
+                     "credential": "access_token", "retryOn401": True,
+                     "mock": {"directory": str(folder), "mode": "record"}}]))
+        assert wait_until(lambda: server.get("/_platform/ready").status == 200, 5)
+        r = server.get("/api/me")
+        assert r.status == 200 and len(issued) == 2, (str(r), issued)
+        assert issued[1] in r.json()["whoami"], "the client sees the echo: masking is off"
+        recorded = wait_until(lambda: (folder / "me.json").exists() and (folder / "me.json").read_text())
+        assert recorded and not any(token in recorded for token in issued), recorded
+    finally:
+        idp.close()
+        up.close()
+
+
+def test_release_profile_refuses_switching_a_mock_on_at_run_time(start_proxy, main_upstream, tmp_path):
+    """`release` makes a replay or record route a config error; the switch may not undo that."""
+    folder = tmp_path / "off-folder"
+    folder.mkdir()
+    config = base_config(None, routes=[{"name": "api", "path": "/api/", "upstream": main_upstream.url("/"),
+                                        "mock": {"directory": str(folder), "mode": "off"}}],
+                         profiles={"release": {}})
+    server = start_proxy(config=config, env={"PLATFORM_PROXY_PROFILE": "release"})
+    assert server.get("/_platform/health").json()["profile"] == "release"
+    for mode in ("record", "replay"):
+        assert_error_json(switch(server, "api", mode), 403, "mock_not_allowed")
+    assert switch(server, "api", "off").status == 200
+    assert server.get("/api/x").status == 200
+    assert not any(folder.iterdir()), "something was recorded"
+
+
+def test_record_mode_does_not_follow_a_symlinked_folder_planted_in_the_mock_folder(mocks, tmp_path):
+    """A link inside the mock folder cannot steer a recording out of it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    mocks.dirs.record.mkdir(parents=True, exist_ok=True)
+    (mocks.dirs.record / "linked").symlink_to(outside, target_is_directory=True)
+    r = mocks.get("/rec/linked/users/1")
+    assert r.status == 200, str(r)  # the client still gets its response
+    events = wait_until(lambda: mocks.log_events("mock_record_failed"))
+    assert events and "symlink" in json.dumps(events[-1]), mocks.stderr_text()[-2000:]
+    assert not any(outside.rglob("*")), list(outside.rglob("*"))
