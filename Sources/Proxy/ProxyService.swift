@@ -241,12 +241,13 @@ public enum ProxyService {
         var checkAt: NanoTime?
         let grace = current.configuration.shutdownGraceSeconds
         func reloadNow(_ trigger: String) {
-            let previous = runtime
-            runtime = reload(location: location, trigger: trigger, server: server, handlers: handlers, current: runtime,
-                             experiments: experiments)
-            if runtime !== previous, runtime.configuration.providers != previous.configuration.providers {
-                reloadProvider(from: previous, to: runtime, tokens: &tokens, lifecycle: lifecycle, server: server, handlers: handlers)
-            }
+            guard let next = reload(location: location, trigger: trigger, current: runtime, experiments: experiments) else { return }
+            // The new tokens are read before anything is installed, and each loop takes the routes
+            // and their tokens in one task: no request pairs a new route with the old token.
+            let snapshots = next.configuration.providers == runtime.configuration.providers ? []
+                : reloadProvider(from: runtime, to: next, tokens: &tokens, lifecycle: lifecycle)
+            install(next, snapshots, server: server, handlers: handlers)
+            runtime = next
         }
         while true {
             var pfds = [pollfd(fd: signals, events: Int16(POLLIN), revents: 0),
@@ -296,7 +297,7 @@ public enum ProxyService {
     /// which providers exist) needs a restart (the login, its store and the endpoints belong to
     /// the running lifecycle).
     private static func reloadProvider(from old: ProxyRuntime, to new: ProxyRuntime, tokens: inout TokenWatcher,
-                                       lifecycle: OAuthLifecycle?, server: HTTPServer, handlers: [ProxyHandler]) {
+                                       lifecycle: OAuthLifecycle?) -> [(provider: String, snapshot: CredentialSnapshot)] {
         let oauth = { (config: ProxyConfiguration) in config.providers.filter { $0.configuration.grant != .staticTokens } }
         if oauth(old.configuration) != oauth(new.configuration) {
             Log.emit(.warning, "config_reload_partial", ["message": .string("provider changes of an OAuth grant take effect at the next start")])
@@ -308,7 +309,7 @@ public enum ProxyService {
         for name in before where changed[name] == nil && !tokens.names.contains(name) && lifecycle?.members.contains(where: { $0.name == name }) != true {
             changed[name] = .empty
         }
-        for (provider, snapshot) in changed { publish(snapshot, provider: provider, server: server, handlers: handlers) }
+        return changed.map { (provider: $0.key, snapshot: $0.value) }
     }
 
     /// `path` made absolute against the working directory (the watcher must not follow a later chdir).
@@ -328,9 +329,26 @@ public enum ProxyService {
         }
     }
 
-    /// SIGHUP: a valid config replaces the runtime on every loop for new requests; an invalid one is logged and ignored.
-    private static func reload(location: ConfigLocation, trigger: String, server: HTTPServer, handlers: [ProxyHandler],
-                               current: ProxyRuntime, experiments: ExperimentService) -> ProxyRuntime {
+    /// Hands every loop the reloaded runtime and the providers' new token snapshots in one task.
+    private static func install(_ next: ProxyRuntime, _ snapshots: [(provider: String, snapshot: CredentialSnapshot)],
+                                server: HTTPServer, handlers: [ProxyHandler]) {
+        for (provider, snapshot) in snapshots {
+            Log.emit(.info, "credentials_changed", ["provider": .string(provider), "generation": .int(Int(snapshot.generation))])
+        }
+        for (loop, handler) in zip(server.eventLoops, handlers) {
+            nonisolated(unsafe) let handler = handler
+            let compiled = next.forLoop()
+            loop.execute {
+                handler.runtime = compiled
+                for (provider, snapshot) in snapshots { handler.credentialsChanged(snapshot, provider: provider) }
+            }
+        }
+    }
+
+    /// SIGHUP: a valid config becomes the next runtime (for new requests once installed); an
+    /// invalid one is logged and ignored (nil).
+    private static func reload(location: ConfigLocation, trigger: String, current: ProxyRuntime,
+                               experiments: ExperimentService) -> ProxyRuntime? {
         let configPath = location.path
         // The profile chosen at start is re-read from the file; switching profile needs a restart.
         switch location.load() {
@@ -338,18 +356,13 @@ public enum ProxyService {
             reloadCounts.record(success: false)
             Log.emit(.error, "config_reload_failed", ["config": .string(configPath), "trigger": .string(trigger),
                                                       "errors": .string(errors.description)])
-            return current
+            return nil
         case .success(let configuration):
             // The installation id exists before any loop assigns with the new experiments.
             if !configuration.experiments.isEmpty, let error = experiments.prepare() {
                 Log.emit(.error, "experiments_installation_id_unsaved", ["error": .string("\(error)")])
             }
             let next = ProxyRuntime(configuration: configuration, mocks: current.mocks)
-            for (loop, handler) in zip(server.eventLoops, handlers) {
-                nonisolated(unsafe) let handler = handler
-                let compiled = next.forLoop()
-                loop.execute { handler.runtime = compiled }
-            }
             let old = current.configuration
             if old.listen != configuration.listen || old.workers != configuration.workers || old.limits != configuration.limits
                 || old.metricsListen != configuration.metricsListen || old.shutdownGraceSeconds != configuration.shutdownGraceSeconds

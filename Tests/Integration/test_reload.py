@@ -231,6 +231,71 @@ def test_many_reloads_under_load_fail_no_request(reloadable, other_upstream):
     assert len(reloadable.main.records) > 20, "the load did not run"
 
 
+def test_a_reload_moving_a_route_and_its_token_together_never_sends_one_upstreams_token_to_the_other(
+        start_proxy, tmp_path):
+    """Config A: upstream A with token file A; config B: upstream B with token file B. Was (found
+    by a security review): the loops took the new routes and, in a later task, the new tokens, so
+    requests between the two carried A's token to B (21–45 of ~15,000 requests over 100 swaps)."""
+    import asyncio
+
+    tokens = {"A": b"TOKEN-FOR-UPSTREAM-A-aaaaaaaaaaaa", "B": b"TOKEN-FOR-UPSTREAM-B-bbbbbbbbbbbb"}
+    for name, token in tokens.items():
+        (tmp_path / f"{name}.token").write_bytes(token)
+    mismatched: list[str] = []
+    hits = {"A": 0, "B": 0}
+
+    async def upstream(name, reader, writer):
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                hits[name] += 1
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"authorization:") and not line.endswith(tokens[name]):
+                        mismatched.append(f"upstream {name} got {line.decode()}")
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+
+    async def run():
+        servers = {name: await asyncio.start_server(lambda r, w, n=name: upstream(n, r, w), "127.0.0.1", 0)
+                   for name in tokens}
+        ports = {name: server.sockets[0].getsockname()[1] for name, server in servers.items()}
+
+        def config(name):
+            return base_config(None, workers=2, watchConfig=False, log={"access": False},
+                               provider={"grant": "static", "accessToken": {"file": str(tmp_path / f"{name}.token")}},
+                               routes=[{"name": "api", "path": "/api/", "upstream": f"http://127.0.0.1:{ports[name]}/",
+                                        "credential": "access_token"}])
+        proxy = await asyncio.to_thread(start_proxy, config("A"), "race")
+        stop = asyncio.Event()
+
+        async def client():
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            while not stop.is_set():
+                writer.write(b"GET /api/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                await writer.drain()
+                await reader.readuntil(b"\r\n\r\n")
+                await reader.readexactly(2)
+            writer.close()
+
+        clients = [asyncio.create_task(client()) for _ in range(8)]
+        try:
+            for i in range(100):
+                reload_with(proxy, config("B" if i % 2 == 0 else "A"))
+                await asyncio.sleep(0.03)
+        finally:
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*clients, return_exceptions=True), 10)
+            for server in servers.values():
+                server.close()
+
+    asyncio.run(run())
+    assert not mismatched, f"{len(mismatched)} of {sum(hits.values())}: " + "; ".join(mismatched[:5])
+    assert hits["A"] > 500 and hits["B"] > 500, hits
+
+
 # --------------------------------------------------------------------------- invalid reloads
 
 
