@@ -107,7 +107,7 @@ public struct CredentialLifecycle: Sendable {
         if let stored {
             state = .valid(stored)
             generation += 1
-            return [.publish, .scheduleRefresh(at: refreshTime(stored))]
+            return [.publish, .scheduleRefresh(at: refreshTime(stored, now: now))]
         }
         if selfService { return refreshWanted(waiter: nil, now: now) }
         return [.publish]
@@ -121,7 +121,7 @@ public struct CredentialLifecycle: Sendable {
         generation += 1
         lastError = nil
         failures = 0
-        return [.persist(tokens), .publish, .scheduleRefresh(at: refreshTime(tokens))] + resolve(waiters, .ready)
+        return [.persist(tokens), .publish, .scheduleRefresh(at: refreshTime(tokens, now: now))] + resolve(waiters, .ready)
     }
 
     /// A request (or the proactive timer, with no waiter) wants fresh tokens.
@@ -170,7 +170,7 @@ public struct CredentialLifecycle: Sendable {
         generation += 1
         lastError = nil
         failures = 0
-        return [.persist(merged), .publish, .scheduleRefresh(at: refreshTime(merged))] + resolve(waiters, .ready)
+        return [.persist(merged), .publish, .scheduleRefresh(at: refreshTime(merged, now: now))] + resolve(waiters, .ready)
     }
 
     /// The auth server refused the refresh (4xx such as invalid_grant): the login is gone.
@@ -233,11 +233,22 @@ public struct CredentialLifecycle: Sendable {
         waiters.isEmpty ? [] : [.resolve(waiters, outcome)]
     }
 
-    private func refreshTime(_ tokens: TokenSet) -> Double? {
+    /// When the proactive refresh is due: `refreshBefore` ahead of expiry, but no further ahead
+    /// than half the token's remaining life, and never sooner than `minimumRefreshDelay` (or
+    /// `minRefreshInterval`) from `now`. A token that lives shorter than `refreshBefore`, or
+    /// arrives expired (`expires_in: 0`, clock skew), would otherwise be due again at once, and
+    /// again after that: a storm of refreshes at the IdP. (Requests still refresh an expired
+    /// token on demand.)
+    private func refreshTime(_ tokens: TokenSet, now: Double?) -> Double? {
         guard let expiry = tokens.expiresAt else { return nil }
         guard selfService || tokens.refreshToken != nil else { return expiry }
-        return expiry - refreshBefore
+        guard let now else { return expiry - refreshBefore }
+        let lead = min(refreshBefore, max(0, expiry - now) / 2)
+        return max(expiry - lead, now + max(minRefreshInterval, Self.minimumRefreshDelay))
     }
+
+    /// The shortest wait before a proactive refresh, whatever the token's lifetime.
+    public static let minimumRefreshDelay: Double = 1
 
     private func pow2(_ n: Int) -> Double {
         var value = 1.0

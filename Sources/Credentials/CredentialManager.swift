@@ -31,6 +31,8 @@ public final class CredentialManager: @unchecked Sendable {
     var providerProblem: String?
     /// Why the tokens in use are not on disk (the last write failed), if so: a restart loses them.
     private var storeProblem: String?
+    /// Whether `token_lifetime_short` was logged (once per process).
+    private var warnedShortLifetime = false
     private var discoveryFailures = 0
     /// The token generation the loops last received.
     private var publishedGeneration: UInt64 = 0
@@ -206,7 +208,14 @@ public final class CredentialManager: @unchecked Sendable {
             case .success(let tokens):
                 refreshOutcomes.ok.add(1, ordering: .relaxed)
                 emit(.info, "token_refreshed", ["expiresAt": tokens.expiresAt.map { .double($0) } ?? .string("unknown")])
-                perform(lifecycle.refreshSucceeded(tokens, now: UnixTime.now()))
+                let now = UnixTime.now()
+                if !warnedShortLifetime, let expiry = tokens.expiresAt, expiry - now <= provider.refreshBeforeExpirySeconds {
+                    warnedShortLifetime = true
+                    emit(.warning, "token_lifetime_short", ["lifetimeSeconds": .double((expiry - now).rounded()),
+                                                            "refreshBeforeExpirySeconds": .double(provider.refreshBeforeExpirySeconds),
+                                                            "message": .string("tokens are refreshed at half their life instead")])
+                }
+                perform(lifecycle.refreshSucceeded(tokens, now: now))
             case .failure(.refused(let reason)):
                 refreshOutcomes.refused.add(1, ordering: .relaxed)
                 emit(.warning, "token_refresh_refused", ["reason": .string(reason)])

@@ -72,3 +72,44 @@ struct CredentialLifecycleRefreshBoundTests {
         #expect(CredentialLifecycle.tooYoung(obtainedAt: obtainedAt, now: at, minRefreshInterval: 30) == expected)
     }
 }
+
+@Suite("Credential lifecycle: when the proactive refresh is due, whatever the token's lifetime")
+struct CredentialLifecycleRefreshTimeTests {
+    /// (lifetime in seconds at receipt, minRefreshInterval, expected delay from receipt to the refresh)
+    /// with refreshBefore 60: a long token is refreshed 60 s ahead; a shorter one at half its life;
+    /// one that arrives expired or nearly so no sooner than 1 s (or minRefreshInterval) later.
+    @Test("refresh delay after a token arrives, by its lifetime (refreshBefore 60)",
+          arguments: [(3600.0, 0.0, 3540.0), (121, 0, 61), (120, 0, 60), (30, 0, 15), (10, 0, 5), (3, 0, 1.5),
+                      (1.5, 0, 1), (1, 0, 1), (0, 0, 1), (-30, 0, 1), (30, 20, 20), (3600, 20, 3540)]
+              as [(Double, Double, Double)])
+    func delayByLifetime(lifetime: Double, minInterval: Double, delay: Double) {
+        let now = lifecycleT0
+        let tokens = TokenSet(accessToken: "at", refreshToken: "rt", expiresAt: now + lifetime)
+        let expected: [CredentialLifecycle.Action] = [.publish, .scheduleRefresh(at: now + delay)]
+        for selfService in [false, true] {
+            var life = CredentialLifecycle(selfService: selfService, refreshBefore: lifecycleRefreshBefore,
+                                           minRefreshInterval: minInterval)
+            #expect(life.started(with: tokens, now: now) == expected, "started, selfService \(selfService)")
+            _ = life.refreshWanted(waiter: nil, now: now)
+            #expect(life.refreshSucceeded(tokens, now: now).contains(.scheduleRefresh(at: now + delay)),
+                    "refreshed, selfService \(selfService)")
+        }
+    }
+
+    @Test("a token the IdP keeps issuing with 30 s to live is refreshed every 15 s, not at once and again")
+    func noStormForShortTokens() {
+        var life = CredentialLifecycle(selfService: true, refreshBefore: lifecycleRefreshBefore)
+        var now = lifecycleT0
+        _ = life.started(with: nil, now: now)
+        var refreshes = 0
+        var due: Double? = now
+        while let at = due, at <= lifecycleT0 + 60 {
+            now = at
+            _ = life.refreshWanted(waiter: nil, now: now)
+            refreshes += 1
+            let actions = life.refreshSucceeded(TokenSet(accessToken: "at-\(refreshes)", expiresAt: now + 30), now: now)
+            due = actions.compactMap { if case .scheduleRefresh(let at) = $0 { return at } else { return nil } }.first
+        }
+        #expect(refreshes == 5)  // at 0, 15, 30, 45, 60
+    }
+}
