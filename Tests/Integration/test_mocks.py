@@ -553,3 +553,59 @@ def test_record_mode_does_not_follow_a_symlinked_folder_planted_in_the_mock_fold
     events = wait_until(lambda: mocks.log_events("mock_record_failed"))
     assert events and "symlink" in json.dumps(events[-1]), mocks.stderr_text()[-2000:]
     assert not any(outside.rglob("*")), list(outside.rglob("*"))
+
+
+def test_simultaneous_recordings_of_one_path_never_leave_a_mixed_or_empty_file(start_proxy, main_upstream, tmp_path):
+    """Was (found by a fault-injection review): both loops wrote one temp file `<file>.tmp-<pid>`,
+    so the file could end up empty or one body with the tail of another (6 of 400 bursts)."""
+    import http.client
+    import threading
+
+    folder = tmp_path / "rec"
+    server = start_proxy(config=base_config(None, workers=2, log={"access": False}, routes=[
+        {"name": "rec", "path": "/rec/", "upstream": main_upstream.url("/"),
+         "mock": {"directory": str(folder), "mode": "record", "overwrite": True}}]))
+    conns = [http.client.HTTPConnection("127.0.0.1", server.port, timeout=10) for _ in range(6)]
+    bad: list[bytes] = []
+    started = time.monotonic()
+    bursts = 0
+    while bursts < 200 and time.monotonic() - started < 8:
+        barrier = threading.Barrier(len(conns))
+
+        def get(conn, pad):
+            barrier.wait()
+            conn.request("GET", "/rec/item?pad=" + "p" * pad)
+            conn.getresponse().read()
+        threads = [threading.Thread(target=get, args=(c, (10, 4000, 50000)[k % 3])) for k, c in enumerate(conns)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        data = (folder / "item.json").read_bytes()
+        try:
+            json.loads(data)
+        except ValueError:
+            bad.append(data[:80])
+        bursts += 1
+    for c in conns:
+        c.close()
+    assert bursts >= 50, bursts
+    assert not bad, f"{len(bad)} of {bursts} bursts left a broken file: {bad[:3]}"
+    assert not [p for p in folder.iterdir() if ".tmp-" in p.name], list(folder.iterdir())
+
+
+def test_a_fifo_in_a_replay_folder_is_not_a_mock_file_and_never_blocks_the_loop(start_proxy, tmp_path):
+    """Was (found by a fault-injection review): open(2) on the FIFO blocked the event loop until
+    some writer opened it, and every request on that loop waited."""
+    import os
+
+    folder = tmp_path / "replay"
+    write_files(folder, {"ok.json": b'{"ok": true}'})
+    os.mkfifo(folder / "pipe.json")
+    server = start_proxy(config=base_config(None, workers=1, routes=[
+        {"name": "m", "path": "/m/", "mock": {"directory": str(folder), "mode": "replay"}}]))
+    started = time.monotonic()
+    r = server.get("/m/pipe")
+    assert_error_json(r, 404, "mock_not_found")
+    assert time.monotonic() - started < 2
+    assert server.get("/m/ok").status == 200
