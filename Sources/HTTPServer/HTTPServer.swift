@@ -53,7 +53,13 @@ public final class HTTPServer: @unchecked Sendable {
             try server.start()
             loops.append((loop, server))
         }
-        for (loop, _) in loops { threads.append(try Threads.spawn { loop.run() }) }
+        let shared = shared
+        for (loop, _) in loops {
+            threads.append(try Threads.spawn {
+                loop.run()
+                shared.finishedLoops.add(1, ordering: .releasing)
+            })
+        }
         return bound
     }
 
@@ -76,8 +82,12 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
-    /// Closes every remaining connection, stops the loops and joins their threads.
-    public func stop() {
+    /// Closes every remaining connection, stops the loops and joins their threads. A loop that
+    /// has not stopped within `seconds` (stuck in a call that never returns) is left behind, and
+    /// the answer is false: the caller exits rather than wait for ever (found by a fault-injection
+    /// review: a SIGTERM then never ended the process, and a second one was never read).
+    @discardableResult
+    public func stop(within seconds: Double = 5) -> Bool {
         for (loop, server) in loops {
             nonisolated(unsafe) let server = server
             loop.execute {
@@ -85,9 +95,15 @@ public final class HTTPServer: @unchecked Sendable {
                 loop.stop()
             }
         }
+        let deadline = NanoTime.now().adding(seconds: seconds)
+        while shared.finishedLoops.load(ordering: .acquiring) < threads.count, NanoTime.now() < deadline {
+            usleep(2_000)
+        }
+        guard shared.finishedLoops.load(ordering: .acquiring) == threads.count else { return false }
         for thread in threads { pthread_join(thread, nil) }
         threads.removeAll()
         for fd in sharedListeners { closeDescriptor(fd) }
         sharedListeners.removeAll()
+        return true
     }
 }

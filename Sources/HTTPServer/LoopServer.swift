@@ -6,6 +6,8 @@ import Synchronization
 /// State shared by all loops of one server: the connection count and the listeners' fate.
 final class ServerShared: Sendable {
     let openConnections = Atomic<Int>(0)
+    /// Loops whose `run` returned: `HTTPServer.stop` joins only threads that are done.
+    let finishedLoops = Atomic<Int>(0)
     let maxConnections: Int
 
     init(maxConnections: Int) { self.maxConnections = maxConnections }

@@ -283,10 +283,12 @@ public enum ProxyService {
                     let uploaded = analytics.finalUpload(within: left, home: server.eventLoops[0])
                     Log.emit(.info, "analytics_final_upload", ["completed": .bool(uploaded)])
                 }
-                server.stop()
+                let stopped = server.stop(within: 2)
+                if !stopped { Log.emit(.error, "forced_exit", ["reason": .string("an event loop did not stop within 2 s")]) }
                 analytics?.shutdown()
                 experiments.shutdown()  // pending state writes reach the disk
                 lifecycle?.worker.shutdown()  // pending token-store writes reach the disk
+                if !stopped { _exit(1) }
                 Log.emit(.info, "stopped", ["closedInFlight": .int(open)])
                 return 0
             }
