@@ -200,6 +200,21 @@ public struct CredentialLifecycle: Sendable {
         return [.startRefresh(refreshToken: selfService ? nil : tokens?.refreshToken), .publish]
     }
 
+    /// A login attempt ended without tokens (a device login the user refused, or that expired):
+    /// the tokens in hand, if any, stay; the reason is published, so whoever waits for the
+    /// login (`platform-proxy login --device`, `/_platform/auth`) learns it ended.
+    public mutating func loginFailed(_ reason: String) -> [Action] {
+        lastError = reason
+        return [.publish]
+    }
+
+    /// A new login attempt began: an error from an earlier one is no longer news.
+    public mutating func loginStarted() -> [Action] {
+        guard lastError != nil else { return [] }
+        lastError = nil
+        return [.publish]
+    }
+
     /// The user logged out: revoke, forget, tell everyone.
     public mutating func loggedOut() -> [Action] {
         let waiters = currentWaiters

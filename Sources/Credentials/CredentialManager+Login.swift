@@ -112,6 +112,7 @@ extension CredentialManager {
                 if case .success(let authorization) = result {
                     device = DeviceFlow(deviceCode: authorization.deviceCode, interval: max(1, authorization.interval),
                                         expires: UnixTime.now() + authorization.expiresIn)
+                    perform(lifecycle.loginStarted())
                     scheduleDevicePoll()
                 }
                 caller.execute { done.value(result) }
@@ -125,7 +126,8 @@ extension CredentialManager {
             guard let current = device, current.deviceCode == flow.deviceCode else { return }
             guard current.expires > UnixTime.now() else {
                 device = nil
-                return emit(.warning, "device_login_expired")
+                emit(.warning, "device_login_expired")
+                return perform(lifecycle.loginFailed("the device login expired before it was approved"))
             }
             oauth.pollDevice(current.deviceCode) { [self] result in
                 guard device?.deviceCode == current.deviceCode else { return }
@@ -142,6 +144,7 @@ extension CredentialManager {
                 case .failure(.refused(let reason)):
                     device = nil
                     emit(.warning, "device_login_failed", ["reason": .string(reason)])
+                    perform(lifecycle.loginFailed("the device login failed: \(reason)"))
                 case .failure(.unavailable):
                     scheduleDevicePoll()
                 }

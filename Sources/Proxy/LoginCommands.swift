@@ -75,6 +75,11 @@ public enum LoginCommands {
         say("Waiting for the login to complete …")
         var buffer: [UInt8] = []
         var signedIn: JSONValue?
+        // A new error while still logged out ends the wait (a device login refused or expired).
+        // The device login just started cleared any earlier one; in a browser login, the error
+        // already there when the stream opens is old news.
+        var firstError: String?? = device ? .some(nil) : nil
+        var failed: String?
         let result = BlockingHTTP.request("GET", "/_platform/auth/events", to: target, timeout: 600) { bytes in
             buffer.append(contentsOf: bytes)
             // Each event ends with a blank line; its data line holds the auth JSON.
@@ -82,8 +87,18 @@ public enum LoginCommands {
                 let event = String(decoding: buffer[..<end], as: UTF8.self)
                 buffer.removeFirst(end + 2)
                 for line in event.split(separator: "\n") where line.hasPrefix("data: ") {
-                    if let auth = try? JSONValue.parse(String(line.dropFirst(6))), auth["loggedIn"]?.boolValue == true {
+                    guard let auth = try? JSONValue.parse(String(line.dropFirst(6))) else { continue }
+                    if auth["loggedIn"]?.boolValue == true {
                         signedIn = auth
+                        return false
+                    }
+                    let error = auth["lastError"]?.stringValue
+                    guard let known = firstError else {
+                        firstError = .some(error)
+                        continue
+                    }
+                    if let error, error != known {
+                        failed = error
                         return false
                     }
                 }
@@ -93,6 +108,10 @@ public enum LoginCommands {
         if let signedIn {
             describe(signedIn, grant: config.provider?.grant)
             return 0
+        }
+        if let failed {
+            say("Not signed in: \(failed)")
+            return 1
         }
         if case .failure(let error) = result { say("the event stream ended: \(error)") }
         return 1

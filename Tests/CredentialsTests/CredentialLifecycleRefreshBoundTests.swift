@@ -113,3 +113,25 @@ struct CredentialLifecycleRefreshTimeTests {
         #expect(refreshes == 5)  // at 0, 15, 30, 45, 60
     }
 }
+
+@Suite("Credential lifecycle: a login attempt that fails")
+struct CredentialLifecycleLoginAttemptTests {
+    @Test("a failed attempt publishes its reason and keeps the tokens in hand; the next attempt clears it")
+    func failedThenStarted() {
+        var loggedOut = CredentialLifecycle(selfService: false, refreshBefore: lifecycleRefreshBefore)
+        _ = loggedOut.started(with: nil, now: lifecycleT0)
+        #expect(loggedOut.loginStarted() == [])
+        #expect(loggedOut.loginFailed("the device login expired") == [.publish])
+        #expect(loggedOut.status.state == .loggedOut && loggedOut.status.lastError == "the device login expired")
+        #expect(loggedOut.loginStarted() == [.publish])
+        #expect(loggedOut.status.lastError == nil)
+
+        var life = loggedInLifecycle()
+        let generation = life.generation
+        #expect(life.loginFailed("access_denied") == [.publish])
+        #expect(life.status.state == .loggedIn && life.tokens == lifecycleLogin && life.generation == generation)
+        #expect(life.status.lastError == "access_denied")
+        _ = life.loggedIn(lifecycleLogin, now: lifecycleT0)
+        #expect(life.status.lastError == nil)
+    }
+}

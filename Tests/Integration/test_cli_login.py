@@ -64,3 +64,36 @@ def test_cli_status_reports_an_unreachable_proxy(tmp_path):
     config = {"listen": ["127.0.0.1:9"], "routes": []}
     status = run_cli(["status"], config, tmp_path)
     assert status.returncode == 2 and "not reachable" in status.stdout, status
+
+
+def _device_login_cli(p, tmp_path) -> subprocess.Popen:
+    (tmp_path / "cli-config.json").write_text(json.dumps(p.config))
+    cli = subprocess.Popen([binary_path(), "login", "--device", "--config", str(tmp_path / "cli-config.json")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    first = cli.stdout.readline()
+    assert "enter the code" in first, first
+    return cli
+
+
+def test_login_device_ends_with_status_1_and_the_reason_when_the_user_refuses_or_it_expires(
+        start_proxy, idp_factory, tmp_path):
+    """Was (found by a fault-injection review): the proxy only logged the refusal or expiry, so
+    `login --device` waited its full 600 s and /_platform/auth showed no lastError."""
+    idp = idp_factory(access_ttl=120)
+    p = launch(start_proxy, idp, tmp_path)
+    for attempt in ("refused", "refused again", "expired"):
+        if attempt == "expired":
+            idp.control.set_ttl(device_expires=2)
+        cli = _device_login_cli(p, tmp_path)
+        try:
+            time.sleep(0.5)
+            if attempt != "expired":
+                idp.control.approve_device(approve=False)
+            out, _ = cli.communicate(timeout=15)
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+        reason = "expired" if attempt == "expired" else "access_denied"
+        assert cli.returncode == 1 and "Not signed in:" in out and reason in out, (attempt, out)
+        auth = p.auth()
+        assert auth["loggedIn"] is False and reason in (auth["lastError"] or ""), auth
