@@ -26,4 +26,27 @@ struct JourneyStepsTests {
         #expect(steps.take("a", client: "c", now: 3) == nil)
         #expect(steps.take("c", client: "c", now: 3) == 3)
     }
+
+    @Test("a client starting journeys in a loop evicts its own ids, never another client's")
+    func heaviestClientEvictsItsOwn() {
+        var steps = JourneySteps(lifetime: 300, capacity: 4)
+        #expect(steps.issue("app-a", flow: 1, client: "a", now: 0) == [])
+        var dropped: [JourneySteps.FlowID] = []
+        for n in 0..<20 { dropped += steps.issue("loop-\(n)", flow: UInt64(100 + n), client: "b", now: Double(1 + n)) }
+        #expect(!dropped.contains(1))
+        #expect(steps.count == 4)
+        #expect(steps.take("app-a", client: "a", now: 30) == 1)
+        #expect(steps.take("loop-19", client: "b", now: 30) == 119)
+    }
+
+    @Test("when the issuing client holds fewer than another, that other client's oldest goes")
+    func newcomerEvictsTheHeaviest() {
+        var steps = JourneySteps(lifetime: 300, capacity: 3)
+        _ = steps.issue("b1", flow: 1, client: "b", now: 0)
+        _ = steps.issue("b2", flow: 2, client: "b", now: 1)
+        _ = steps.issue("a1", flow: 3, client: "a", now: 2)
+        #expect(steps.issue("c1", flow: 4, client: "c", now: 3) == [1])  // b holds two: its oldest
+        #expect(steps.issue("c2", flow: 5, client: "c", now: 4) == [4])  // all hold one: c would hold the most, its own goes
+        #expect(steps.count == 3)
+    }
 }
