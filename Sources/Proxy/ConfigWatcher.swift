@@ -15,6 +15,8 @@ final class ConfigWatcher {
     /// `..data` symlink. Others in the same directories (a log, a database) are ignored without
     /// reading the file.
     private var names: Set<String>
+    /// The directories watched: the file's, and each one its symlink has resolved into so far.
+    private var directories: [String] = []
 
     /// Events that can mean new contents at `path`. Not `IN_MODIFY`: it fires on every `write(2)`
     /// to any file in the directory (a log appended beside the config would wake the watcher for
@@ -28,20 +30,29 @@ final class ConfigWatcher {
         self.fd = fd
         self.path = path
         names = [Self.name(of: path), "..data"]
-        var directories = [Self.directory(of: path)]
-        if let real = realpath(path, nil) {
-            let resolved = String(cString: real)
-            free(real)
-            names.insert(Self.name(of: resolved))
-            if !directories.contains(Self.directory(of: resolved)) { directories.append(Self.directory(of: resolved)) }
-        }
-        var watching = false
-        for directory in directories where inotify_add_watch(fd, directory, Self.mask) >= 0 { watching = true }
-        guard watching else {
+        guard watch(Self.directory(of: path)) else {
             close(fd)
             return nil
         }
+        followTarget()
         lastBytes = Self.contents(path)
+    }
+
+    private func watch(_ directory: String) -> Bool {
+        if directories.contains(directory) { return true }
+        guard inotify_add_watch(fd, directory, Self.mask) >= 0 else { return false }
+        directories.append(directory)
+        return true
+    }
+
+    /// Watches where the path resolves now: a symlink re-pointed into another directory is
+    /// followed there (found by a fault-injection review: edits of the new target went unseen).
+    private func followTarget() {
+        guard let real = realpath(path, nil) else { return }
+        let resolved = String(cString: real)
+        free(real)
+        names.insert(Self.name(of: resolved))
+        _ = watch(Self.directory(of: resolved))
     }
 
     deinit { close(fd) }
@@ -57,6 +68,7 @@ final class ConfigWatcher {
                 continue
             }
             if n < 0 && errno == EINTR { continue }
+            if relevant { followTarget() }
             return relevant
         }
     }

@@ -367,6 +367,39 @@ def test_configmap_style_symlink_swap_reloads(start_proxy, tmp_path):
         assert server.stop() == 0
 
 
+def test_a_config_symlink_re_pointed_into_another_directory_keeps_being_watched_there(start_proxy, tmp_path):
+    """Was (found by a fault-injection review): the watched directories were fixed at start, so
+    after the link moved from v1/ to v2/, edits of v2/config.json were never seen."""
+    mock = write_mock_dir(tmp_path / "mock", {"a": {"a": 1}})
+    for version in ("v1", "v2", "live"):
+        (tmp_path / version).mkdir()
+
+    def config(routes: int) -> str:
+        return json.dumps(base_config(None, listen=["127.0.0.1:0"], routes=[
+            {"name": f"r{n}", "path": f"/r{n}/", "mock": {"directory": str(mock), "mode": "replay"}}
+            for n in range(routes)]))
+    (tmp_path / "v1" / "config.json").write_text(config(1))
+    (tmp_path / "v2" / "config.json").write_text(config(2))
+    link = tmp_path / "live" / "config.json"
+    link.symlink_to(tmp_path / "v1" / "config.json")
+    server = ProxyProcess(json.loads(config(1)), tmp_path / "run")
+    server.config_path = link
+    server.start = _start_with_existing_config.__get__(server)
+    server.start()
+    try:
+        (tmp_path / "live" / ".next").symlink_to(tmp_path / "v2" / "config.json")
+        os.replace(tmp_path / "live" / ".next", link)
+        assert wait_until(lambda: server.get("/r1/a").status == 200, 5), server.stderr_text()[-2000:]
+        (tmp_path / "v2" / "config.json").write_text(config(3))  # edited in place, in the new directory
+        assert wait_until(lambda: server.get("/r2/a").status == 200, 5), server.stderr_text()[-2000:]
+        (tmp_path / "v1" / "config.json").write_text(config(5))  # the old target is no config any more
+        time.sleep(1)
+        assert server.get("/r4/a").status == 404
+        assert len(server.log_events("config_reloaded")) == 2, server.log_events("config_reloaded")
+    finally:
+        assert server.stop() == 0
+
+
 def _start_with_existing_config(self) -> ProxyProcess:
     """ProxyProcess.start without writing the config (it is a symlinked ConfigMap here)."""
     self.workdir.mkdir(parents=True, exist_ok=True)
