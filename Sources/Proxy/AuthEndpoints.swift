@@ -139,9 +139,16 @@ extension ProxyHandler {
     private func managerOrFail(_ exchange: HTTPExchange, _ name: String?) -> CredentialManager? {
         let provider = name.flatMap { runtime.configuration.provider(named: $0) } ?? runtime.configuration.defaultProvider
         if let provider, let manager = slot(provider.name).manager { return manager }
-        let grant = provider?.configuration.grant.rawValue
-        fail(exchange, .loginUnavailable(grant.map { "The \($0) grant has no login: its tokens come from the config." }
-                                         ?? "No provider is configured."))
+        let message: String
+        switch provider?.configuration.grant {
+        case nil: message = "No provider is configured."
+        case .staticTokens?: message = "The static grant has no login: its tokens come from the config."
+        case let grant?:
+            // An OAuth provider with no manager came with a reload: its lifecycle starts at the next start.
+            message = "The provider \(provider!.name) (\(grant.rawValue)) was added or changed by a reload and "
+                + "takes effect after a restart."
+        }
+        fail(exchange, .loginUnavailable(message))
         return nil
     }
 

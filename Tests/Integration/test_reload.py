@@ -296,6 +296,23 @@ def test_a_reload_moving_a_route_and_its_token_together_never_sends_one_upstream
     assert hits["A"] > 500 and hits["B"] > 500, hits
 
 
+def test_a_login_for_an_oauth_provider_added_by_a_reload_says_it_needs_a_restart(start_proxy, main_upstream, tmp_path):
+    """Was (found by a fault-injection review): "The authorization_code grant has no login: its
+    tokens come from the config", which is true of static tokens only."""
+    cfg = base_config(None, providers={"a": {"grant": "static", "accessToken": ACCESS_A}},
+                      routes=[{"name": "a", "path": "/a/", "upstream": main_upstream.url("/"),
+                               "credential": "access_token", "provider": "a"}])
+    server = start_proxy(config=cfg, name="add-oauth")
+    added = changed(server, lambda c: c["providers"].update(b={
+        "grant": "authorization_code", "clientID": "app", "authorizationEndpoint": "http://127.0.0.1:9/authorize",
+        "tokenEndpoint": "http://127.0.0.1:9/token", "redirectURI": f"http://{server.address}/_platform/callback"}))
+    reload_with(server, added)
+    wait_for_event(server, "config_reloaded")
+    r = server.get("/_platform/login?provider=b")
+    body = assert_error_json(r, 404, "login_unavailable")
+    assert "added or changed by a reload" in body["message"] and "restart" in body["message"], body
+
+
 # --------------------------------------------------------------------------- invalid reloads
 
 
