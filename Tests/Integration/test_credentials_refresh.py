@@ -86,7 +86,7 @@ def ms(d: dict) -> str:
 
 
 def test_proactive_refresh_keeps_every_request_succeeding(start_proxy, idp_factory, tmp_path):
-    ttl, lead, duration = 3, 2, 8.0
+    ttl, lead, duration = 3, 1, 8.0  # a lead of at most half the token's life: one refresh every 2 s
     idp = idp_factory(access_ttl=ttl)
     # retryOn401 off: a request sent with a dead token would show as a failure, not be healed
     p = launch(start_proxy, idp, tmp_path, refresh_before=lead, routes=routes_for(idp, retry=False))
@@ -110,7 +110,7 @@ def test_proactive_refresh_keeps_every_request_succeeding(start_proxy, idp_facto
     assert c.api_counters().get("unauthorized", 0) == 0, c.api_counters()
     assert not slow, f"requests held more than 1 s: {slow}"
     assert abs(n - expected) <= 2, f"{n} refreshes in {elapsed:.1f} s, expected about {expected:.1f}"
-    # Refreshing goes on (one a second) while the IdP is asked: compare calls and results read
+    # Refreshing goes on (one every 2 s) while the IdP is asked: compare calls and results read
     # while none is in flight (both unchanged across a second read).
     for _ in range(50):
         before, calls = c.token_results("refresh_token"), refreshes(idp)
