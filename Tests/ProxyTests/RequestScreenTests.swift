@@ -98,6 +98,20 @@ struct RequestScreenTests {
         if let origin, origin.contains(", ") { #expect(!access.originAllowed(origin)) }
     }
 
+    @Test("an Origin is allowed only as scheme://host[:port] of an allowed host, nothing after the port",
+          arguments: [
+              ("http://localhost", true), ("http://localhost:3000", true), ("HTTPS://LOCALHOST:443", true),
+              ("http://127.0.0.1:8080", true), ("http://localhost:8080, null", false), ("http://localhost:8080,null", false),
+              ("http://localhost:8080, evil.example", false), ("http://localhost:x, evil.example", false),
+              ("http://localhost:", false), ("http://localhost:123456", false), ("http://localhost:80 ", false),
+              ("http://localhost:80/", false), ("http://user@localhost", false), ("http://localhost, http://localhost", false),
+              ("http://evil.example", false), ("null", false), ("http://", false), ("http://[::1]:3000]", false),
+              ("http://local]host", false),
+          ] as [(String, Bool)])
+    func originShapes(origin: String, allowed: Bool) {
+        #expect(access.originAllowed(origin) == allowed)
+    }
+
     @Test("method overrides naming TRACE or TRACK, in any case or list position",
           arguments: [("TRACE", true), ("track", true), (" Trace ", true), ("GET, TRACE", true), ("PATCH", false),
                       ("TRACES", false), ("", false)])
