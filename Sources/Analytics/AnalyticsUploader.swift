@@ -141,6 +141,14 @@ final class AnalyticsUploader: @unchecked Sendable {
                 refreshAndResend(prepared)
             case .success(let response) where [401, 408, 429].contains(response.status) || response.status >= 500:
                 finished(.retryLater, reason: "the endpoint answered HTTP \(response.status)")
+            case .success(let response) where (300...399).contains(response.status):
+                // Not followed (the batch and its credentials go to the configured endpoint
+                // only), and not dropped either: a moved endpoint keeps every batch until the
+                // config names the new place (found by a review: 3xx fell through to "drop").
+                let location = response.first("Location")
+                Log.emit(.warning, "analytics_endpoint_redirected", ["status": .int(response.status), "location": .string(location ?? "")])
+                finished(.retryLater, reason: "the endpoint answered HTTP \(response.status)\(location.map { " to \($0)" } ?? "")"
+                                              + "; set analytics.endpoint to where it points")
             case .success(let response):
                 Log.emit(.warning, "analytics_batch_dropped", ["status": .int(response.status), "values": .int(batch.count)])
                 remove(batch, outcome: .dropped)

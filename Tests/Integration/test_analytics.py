@@ -577,6 +577,22 @@ def test_rejected_batch_is_dropped_while_later_batches_go_through(start_proxy, s
     assert len(sink.snapshot()) == 3
 
 
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_an_endpoint_that_redirects_keeps_the_batch_and_says_where_it_points(start_proxy, sink, tmp_path, status):
+    """Was (found by a review): a 3xx fell through to "other 4xx" and the batch was dropped. It is
+    not followed either: the batch and its credentials go to the configured endpoint only."""
+    sink.script([status])
+    a = launch(start_proxy, sink, tmp_path)
+    a.record([{"key": "moved.v", "value": "1"}])
+    flushed = a.flush()
+    assert flushed["sent"] == 0 and flushed["dropped"] == 0 and flushed["remaining"] == 1, flushed
+    assert f"HTTP {status}" in (flushed["deferred"] or "") and "analytics.endpoint" in flushed["deferred"], flushed
+    assert a.metrics()['platform_proxy_analytics_dropped_total{reason="rejected"}'] == 0
+    assert [e.get("status") for e in a.server.log_events("analytics_endpoint_redirected")] == [status]
+    assert a.flush() == {"sent": 1, "dropped": 0, "remaining": 0, "deferred": None}
+    assert [u.status for u in sink.snapshot()] == [status, 200]
+
+
 # --------------------------------------------------------------------------- pruning and the cap
 
 
