@@ -17,6 +17,8 @@ final class ConfigWatcher {
     private var names: Set<String>
     /// The directories watched: the file's, and each one its symlink has resolved into so far.
     private var directories: [String] = []
+    /// Where the path resolved when last looked.
+    private var resolved: String?
 
     /// Events that can mean new contents at `path`. Not `IN_MODIFY`: it fires on every `write(2)`
     /// to any file in the directory (a log appended beside the config would wake the watcher for
@@ -49,10 +51,20 @@ final class ConfigWatcher {
     /// followed there (found by a fault-injection review: edits of the new target went unseen).
     private func followTarget() {
         guard let real = realpath(path, nil) else { return }
-        let resolved = String(cString: real)
+        let target = String(cString: real)
         free(real)
-        names.insert(Self.name(of: resolved))
-        _ = watch(Self.directory(of: resolved))
+        resolved = target
+        names.insert(Self.name(of: target))
+        _ = watch(Self.directory(of: target))
+    }
+
+    /// Whether the path resolves elsewhere than when last looked; it is then watched there too.
+    /// Called about once a second: a link re-pointed in the middle of a chain (`config.json →
+    /// current/ → releases/N/`) lives in a directory no watch covers (found by a review).
+    func targetMoved() -> Bool {
+        let before = resolved
+        followTarget()
+        return resolved != before
     }
 
     deinit { close(fd) }

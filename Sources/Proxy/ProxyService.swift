@@ -254,7 +254,7 @@ public enum ProxyService {
                         pollfd(fd: watcher?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
             _ = poll(&pfds, 2, drainDeadline == nil ? (checkAt == nil ? 1000 : 100) : 50)
             for (provider, snapshot) in tokens.poll() { publish(snapshot, provider: provider, server: server, handlers: handlers) }
-            if let watcher, watcher.drainEvents() { checkAt = NanoTime.now().adding(seconds: 0.2) }
+            if let watcher, watcher.drainEvents() || watcher.targetMoved() { checkAt = NanoTime.now().adding(seconds: 0.2) }
             if let due = checkAt, NanoTime.now() >= due, drainDeadline == nil {
                 checkAt = nil
                 if watcher?.contentChanged() == true { reloadNow("file_changed") }

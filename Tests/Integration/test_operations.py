@@ -400,6 +400,36 @@ def test_a_config_symlink_re_pointed_into_another_directory_keeps_being_watched_
         assert server.stop() == 0
 
 
+def test_a_link_re_pointed_in_the_middle_of_a_config_symlink_chain_reloads(start_proxy, tmp_path):
+    """`live/config.json → current/config.json`, `current → releases/1`: re-pointing `current`
+    changes no directory a watch covers. Was (found by a review): never reloaded."""
+    mock = write_mock_dir(tmp_path / "mock", {"a": {"a": 1}})
+
+    def config(routes: int) -> str:
+        return json.dumps(base_config(None, listen=["127.0.0.1:0"], routes=[
+            {"name": f"r{n}", "path": f"/r{n}/", "mock": {"directory": str(mock), "mode": "replay"}}
+            for n in range(routes)]))
+    for release, routes in (("1", 1), ("2", 2)):
+        (tmp_path / "releases" / release).mkdir(parents=True)
+        (tmp_path / "releases" / release / "config.json").write_text(config(routes))
+    (tmp_path / "current").symlink_to(tmp_path / "releases" / "1", target_is_directory=True)
+    (tmp_path / "live").mkdir()
+    link = tmp_path / "live" / "config.json"
+    link.symlink_to(tmp_path / "current" / "config.json")
+    server = ProxyProcess(json.loads(config(1)), tmp_path / "run")
+    server.config_path = link
+    server.start = _start_with_existing_config.__get__(server)
+    server.start()
+    try:
+        (tmp_path / "next").symlink_to(tmp_path / "releases" / "2", target_is_directory=True)
+        os.replace(tmp_path / "next", tmp_path / "current")
+        assert wait_until(lambda: server.get("/r1/a").status == 200, 5), server.stderr_text()[-2000:]
+        (tmp_path / "releases" / "2" / "config.json").write_text(config(3))
+        assert wait_until(lambda: server.get("/r2/a").status == 200, 5), server.stderr_text()[-2000:]
+    finally:
+        assert server.stop() == 0
+
+
 def _start_with_existing_config(self) -> ProxyProcess:
     """ProxyProcess.start without writing the config (it is a symlinked ConfigMap here)."""
     self.workdir.mkdir(parents=True, exist_ok=True)
