@@ -215,17 +215,20 @@ public struct CredentialLifecycle: Sendable {
         return [.publish]
     }
 
-    /// The user logged out: revoke, forget, tell everyone.
+    /// The user logged out: revoke, forget, tell everyone. A service identity (client
+    /// credentials) has no login to wait for: it fetches a new token at once, so its routes
+    /// are not left gated until a restart (found by a review).
     public mutating func loggedOut() -> [Action] {
         let waiters = currentWaiters
         let refresh = tokens?.refreshToken
-        state = .loggedOut
+        state = selfService ? .refreshing(nil, waiters: []) : .loggedOut
         obtainedAt = nil
         generation += 1
         lastError = nil
         failures = 0
         var actions: [Action] = refresh.map { [.revoke($0)] } ?? []
         actions += [.clearStore, .publish, .scheduleRefresh(at: nil)]
+        if selfService { actions.append(.startRefresh(refreshToken: nil)) }
         return actions + resolve(waiters, .notLoggedIn)
     }
 

@@ -31,7 +31,9 @@ extension ProxyHandler {
         let nowSeconds = Int64(UnixTime.now())
         switch action {
         case "events":
-            guard let subject = analyticsCredentials.subject, analyticsCredentials.status.loggedIn else { return fail(exchange, .notLoggedInForAnalytics) }
+            guard let subject = analyticsCredentials.subject, analyticsCredentials.status.loggedIn else {
+                return fail(exchange, analyticsCredentials.status.loggedIn ? .noSubjectForAnalytics : .notLoggedInForAnalytics)
+            }
             let limits = EventsRequest.Limits(maxEvents: service.configuration.maxEventsPerRequest,
                                               maxValueBytes: service.configuration.maxValueBytes)
             switch EventsRequest.parse(body, keys: service.keys, now: nowSeconds, limits: limits) {
@@ -47,7 +49,9 @@ extension ProxyHandler {
                 }
             }
         case "operations/finish":
-            guard let subject = analyticsCredentials.subject, analyticsCredentials.status.loggedIn else { return fail(exchange, .notLoggedInForAnalytics) }
+            guard let subject = analyticsCredentials.subject, analyticsCredentials.status.loggedIn else {
+                return fail(exchange, analyticsCredentials.status.loggedIn ? .noSubjectForAnalytics : .notLoggedInForAnalytics)
+            }
             withOperation(exchange, body, cancelOnAllowed: false) { request in
                 switch service.finish(request, now: NanoTime.now().nanoseconds) {
                 case .failure(let error): self.fail(exchange, .invalidAnalytics(error.message, index: nil))

@@ -9,26 +9,35 @@ import Upstream
 public enum LoginCommands {
     /// `status`: prints the login state without secrets; exit 0 logged in, 1 not, 2 proxy unreachable.
     public static func status(config location: ConfigLocation) -> Int32 {
-        guard let (target, config) = target(location) else { return 2 }
+        guard let (target, config) = target(location), let auth = fetchAuth(target) else { return 2 }
+        if case .success(let health) = BlockingHTTP.request("GET", "/_platform/health", to: target, timeout: 5),
+           let profile = (try? JSONValue.parse(health.body))?["profile"]?.stringValue {
+            say("profile: \(profile)")
+        }
+        if config.providers.count > 1 {
+            say(table(auth))
+            return allLoggedIn(auth) ? 0 : 1
+        }
+        describe(auth, grant: config.provider?.grant)
+        return auth["loggedIn"]?.boolValue == true ? 0 : 1
+    }
+
+    /// The running proxy's `/_platform/auth`, or nil after saying why not: it is not reachable,
+    /// or it refused the command (a wrong or missing `apiKey` in the config given).
+    static func fetchAuth(_ target: BlockingHTTP.Target) -> JSONValue? {
         switch BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5) {
         case .failure(let error):
             say("platform-proxy is not reachable at \(target.unixSocket ?? target.baseURL): \(error)")
-            return 2
+            return nil
+        case .success(let response) where response.status != 200:
+            say("platform-proxy refused (HTTP \(response.status)): \(message(response.body))")
+            return nil
         case .success(let response):
             guard let auth = try? JSONValue.parse(response.body) else {
                 say("unexpected answer (HTTP \(response.status)) from \(target.baseURL)/_platform/auth")
-                return 2
+                return nil
             }
-            if case .success(let health) = BlockingHTTP.request("GET", "/_platform/health", to: target, timeout: 5),
-               let profile = (try? JSONValue.parse(health.body))?["profile"]?.stringValue {
-                say("profile: \(profile)")
-            }
-            if config.providers.count > 1 {
-                say(table(auth))
-                return allLoggedIn(auth) ? 0 : 1
-            }
-            describe(auth, grant: config.provider?.grant)
-            return auth["loggedIn"]?.boolValue == true ? 0 : 1
+            return auth
         }
     }
 
@@ -43,16 +52,9 @@ public enum LoginCommands {
             }
             return loginOne(target, named, device: device)
         }
-        if config.providers.count > 1 {
-            guard case .success(let response) = BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5),
-                  let auth = try? JSONValue.parse(response.body) else {
-                say("platform-proxy is not reachable at \(target.unixSocket ?? target.baseURL)")
-                return 2
-            }
-            return loginAll(target, auth: auth, device: device, location: location)
-        }
-        if case .success(let response) = BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5),
-           let auth = try? JSONValue.parse(response.body), auth["loggedIn"]?.boolValue == true {
+        guard let auth = fetchAuth(target) else { return 2 }
+        if config.providers.count > 1 { return loginAll(target, auth: auth, device: device, location: location) }
+        if auth["loggedIn"]?.boolValue == true {
             describe(auth, grant: config.provider?.grant)
             return 0
         }
@@ -187,7 +189,9 @@ public enum LoginCommands {
 
     /// The running proxy's address from the config: its first listener, and its key.
     static func target(_ location: ConfigLocation) -> (BlockingHTTP.Target, ProxyConfiguration)? {
-        switch location.load() {
+        // The address and the key are all the command needs: the other secrets (a client secret
+        // in the service's environment) stay unread, so an operator's shell need not hold them.
+        switch location.load(schemaOnly: true) {
         case .failure(let errors):
             Log.writeStandardError("\(location.path):\n\(errors)\n")
             return nil
@@ -197,7 +201,15 @@ public enum LoginCommands {
     }
 
     private static func address(_ config: ProxyConfiguration) -> BlockingHTTP.Target? {
-        let key = config.apiKey.flatMap { try? $0.resolve() }.map { ["X-Proxy-Key: \($0)"] } ?? []
+        var key: [String] = []
+        if let source = config.apiKey {
+            do {
+                key = ["X-Proxy-Key: \(try source.resolve())"]
+            } catch {
+                Log.writeStandardError("apiKey: \(error.message)\n")
+                return nil
+            }
+        }
         switch config.listen.first {
         case .unix(let path)?:
             return BlockingHTTP.Target(baseURL: "http://localhost", unixSocket: path, headers: key)

@@ -128,6 +128,11 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static let notLoggedIn = Self(.notLoggedIn, 409, "There is no login.")
     /// Analytics values need a subject: nothing is recorded while logged out.
     public static let notLoggedInForAnalytics = Self(.notLoggedIn, 409, "Nothing is recorded while logged out: there is no subject to attribute it to.")
+
+    /// Logged in, but the id_token that names the user is missing (a static provider without
+    /// `idToken`, a login whose provider issued none).
+    public static let noSubjectForAnalytics = Self(.notLoggedIn, 409,
+        "Nothing is recorded without a subject: the provider's tokens hold no id_token (give a static provider an idToken).")
     /// An analytics request that breaks the key or body rules; `index` names the offending event.
     public static func invalidAnalytics(_ message: String, index: Int?) -> Self {
         Self(.invalidAnalytics, 400, index.map { "events[\($0)]: \(message)" } ?? message)
@@ -152,7 +157,7 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static let hostMismatch = Self(.hostMismatch, 400, "The request target and the Host header name different hosts.")
     /// The route needs a token the proxy does not have.
     public static func credentialsUnavailable(_ kind: String) -> Self {
-        Self(.credentialsUnavailable, 503, "No \(kind) credential is available for this route.")
+        Self(.credentialsUnavailable, 503, "No \(kind) credential is available for this route (why: /_platform/auth, lastError).")
     }
     /// No experiment has that name.
     public static func unknownExperiment(_ name: String) -> Self {

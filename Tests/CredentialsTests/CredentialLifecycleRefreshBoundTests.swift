@@ -134,4 +134,19 @@ struct CredentialLifecycleLoginAttemptTests {
         _ = life.loggedIn(lifecycleLogin, now: lifecycleT0)
         #expect(life.status.lastError == nil)
     }
+
+    @Test("logging out a service identity forgets its token and fetches a new one; a user's waits for a login")
+    func logoutOfAServiceIdentity() {
+        let service = TokenSet(accessToken: "svc-1", expiresAt: lifecycleT0 + 3600)
+        var selfService = loggedInLifecycle(service, selfService: true)
+        #expect(selfService.loggedOut() == [.clearStore, .publish, .scheduleRefresh(at: nil), .startRefresh(refreshToken: nil)])
+        #expect(selfService.tokens == nil && selfService.status.state == .loggedOut)
+        let fresh = TokenSet(accessToken: "svc-2", expiresAt: lifecycleT0 + 3600)
+        #expect(selfService.refreshSucceeded(fresh, now: lifecycleT0).first == .persist(fresh))
+        #expect(selfService.status.state == .loggedIn)
+
+        var user = loggedInLifecycle()
+        #expect(user.loggedOut() == [.revoke("rt-1"), .clearStore, .publish, .scheduleRefresh(at: nil)])
+        #expect(user.status.state == .loggedOut)
+    }
 }

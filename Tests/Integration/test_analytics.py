@@ -760,6 +760,18 @@ def test_repeats_within_the_buffer_interval_are_dropped(start_proxy, sink, tmp_p
 # --------------------------------------------------------------------------- login and configuration
 
 
+def test_a_static_provider_without_an_id_token_gets_a_409_that_says_the_subject_is_missing(start_proxy, sink, tmp_path):
+    """Found by a newcomer review: logged in (a static access token) but the 409 said "logged out"."""
+    tokens = make_tokens(tmp_path / "tokens")
+    config = make_config(sink, tmp_path / "state", tokens)
+    del config["provider"]["idToken"]
+    server = start_proxy(config=config)
+    assert server.get("/_platform/auth").json()["loggedIn"] is True
+    r = server.request("POST", "/_platform/analytics/events", body=json.dumps({"events": [{"key": "home.appear"}]}).encode())
+    assert r.status == 409 and r.json()["error"] == "not_logged_in", r
+    assert "no id_token" in r.json()["message"] and "idToken" in r.json()["message"], r.json()
+
+
 def test_nothing_is_recorded_while_logged_out(start_proxy, sink, tmp_path):
     # The config loader wants the token file readable at start; it goes away afterwards
     # (the static source re-reads it when its stamp changes): logged out, no access token.

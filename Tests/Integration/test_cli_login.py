@@ -97,3 +97,30 @@ def test_login_device_ends_with_status_1_and_the_reason_when_the_user_refuses_or
         assert cli.returncode == 1 and "Not signed in:" in out and reason in out, (attempt, out)
         auth = p.auth()
         assert auth["loggedIn"] is False and reason in (auth["lastError"] or ""), auth
+
+
+def test_cli_commands_need_only_the_address_and_key_and_say_when_refused_or_unreachable(start_proxy, tmp_path):
+    """Found by a newcomer review: `status` demanded every secret the config names (a client secret
+    only the service's environment holds); a wrong key printed `state: ?`; `login` with no proxy
+    printed the login URL and exited 1, not 2."""
+    from credentials_support import free_port
+    from proxy import base_config
+
+    server = start_proxy(config=base_config(None, apiKey="the-right-key-0123456789",
+                                            provider={"grant": "static", "accessToken": "tok-static-abcdef"}))
+    cli_config = dict(server.config, listen=[server.address],
+                      providers={"svc": {"grant": "client_credentials", "clientID": "c",
+                                         "clientSecret": {"env": "PP_TEST_SECRET_NOT_IN_THIS_SHELL"},
+                                         "tokenEndpoint": "http://127.0.0.1:9/token"}})
+    del cli_config["provider"]
+    status = run_cli(["status"], dict(cli_config, apiKey="the-right-key-0123456789"), tmp_path)
+    assert status.returncode == 0 and "PP_TEST_SECRET" not in status.stdout + status.stderr, status
+    for key in ("a-wrong-key-0123456789ab", None):
+        config = dict(cli_config, apiKey=key) if key else {k: v for k, v in cli_config.items() if k != "apiKey"}
+        for command in (["status"], ["login"]):
+            r = run_cli(command, config, tmp_path)
+            assert r.returncode == 2 and "refused (HTTP 401)" in r.stdout and "X-Proxy-Key" in r.stdout, (command, r)
+            assert "state: ?" not in r.stdout and "Open this URL" not in r.stdout, r.stdout
+    gone = dict(cli_config, listen=[f"127.0.0.1:{free_port()}"], apiKey="the-right-key-0123456789")
+    r = run_cli(["login"], gone, tmp_path)
+    assert r.returncode == 2 and "not reachable" in r.stdout and "Open this URL" not in r.stdout, r

@@ -116,6 +116,21 @@ def test_tokens_living_shorter_than_refresh_before_expiry_are_refreshed_at_half_
     assert len(warnings) == 1 and warnings[0]["refreshBeforeExpirySeconds"] == 60, warnings
 
 
+def test_logout_of_a_client_credentials_provider_fetches_a_new_token_instead_of_gating_its_routes(
+        start_proxy, idp_factory, tmp_path):
+    """Found by a newcomer review: after `logout` the service identity waited for a login it
+    cannot have; its routes answered 401 awaiting_authorization until a restart."""
+    idp = idp_factory(access_ttl=300)
+    port = free_port()
+    p = launch(start_proxy, idp, tmp_path, provider=provider_for(idp, port, 30, grant="client_credentials"), port=port)
+    p.wait_state("logged_in", timeout=5)
+    before = idp.control.token_calls("client_credentials")
+    assert p.call("/_platform/logout", method="POST").status == 200
+    p.wait_state("logged_in", timeout=5)
+    assert idp.control.token_calls("client_credentials") == before + 1
+    assert p.call("/api/after-logout").status == 200
+
+
 def test_client_credentials_fetches_at_start_and_refreshes_before_expiry(start_proxy, idp_factory, tmp_path, monkeypatch):
     ttl, lead = 3, 1  # a lead of at most half the token's life: every 2 s
     idp = idp_factory(access_ttl=ttl)
