@@ -32,20 +32,24 @@ enum Usage {
     static func command(_ name: String) -> String {
         switch name {
         case "serve": return """
-            platform-proxy serve [--config FILE] [--log-level LEVEL]
+            platform-proxy serve [--config FILE] [--profile NAME] [--log-level LEVEL]
 
             Serves the config's routes on its listen addresses until SIGTERM or SIGINT (then
             drains for shutdownGraceSeconds; a second signal exits at once). SIGHUP, or a change
             of the config file, reloads it; an invalid new config is logged and the old one stays.
+            --profile NAME (or $PLATFORM_PROXY_PROFILE) applies the config's profile NAME, a JSON
+            Merge Patch, at start and at every reload; without it the base config runs.
             Logs are JSON lines on stderr. Exit 1 when the config is invalid or a listener fails.
 
             """
         case "check-config": return """
-            platform-proxy check-config [--config FILE] [--schema-only]
+            platform-proxy check-config [--config FILE] [--profile NAME] [--schema-only]
 
             Validates a config and prints the report on stdout: every problem with its JSON path
-            (exit 1), or "ok" and any warnings (exit 0). --schema-only does not read secret files
-            or environment variables, for CI where they do not exist.
+            (exit 1), or "ok" and any warnings (exit 0). Without --profile (or
+            $PLATFORM_PROXY_PROFILE) it checks the base config and then every profile, each
+            named; with it, that profile only. --schema-only does not read secret files or
+            environment variables, for CI where they do not exist.
 
             """
         case "login": return """
@@ -76,14 +80,16 @@ enum Usage {
 
             Prints the running proxy's login state, subject and token expiry; never a secret.
             With several providers, a table with one row per provider. Exit 0 logged in (every
-            provider), 1 not, 2 proxy unreachable.
+            provider), 1 not, 2 proxy unreachable or refusing the apiKey. Like login and logout,
+            it dials the config's first listen address and reads no secret but its apiKey.
 
             """
         case "logout": return """
             platform-proxy logout [--provider NAME] [--config FILE]
 
             Revokes the refresh token where the provider allows it and forgets the login: of
-            every provider, or of provider NAME only.
+            every provider, or of provider NAME only. A client_credentials provider fetches a
+            new token at once (it has no login to wait for).
 
             """
         default: return overview
