@@ -375,17 +375,12 @@ def test_a_config_symlink_re_pointed_into_another_directory_keeps_being_watched_
         (tmp_path / version).mkdir()
 
     def config(routes: int) -> str:
-        return json.dumps(base_config(None, listen=["127.0.0.1:0"], routes=[
-            {"name": f"r{n}", "path": f"/r{n}/", "mock": {"directory": str(mock), "mode": "replay"}}
-            for n in range(routes)]))
+        return _routes_config(mock, routes)
     (tmp_path / "v1" / "config.json").write_text(config(1))
     (tmp_path / "v2" / "config.json").write_text(config(2))
     link = tmp_path / "live" / "config.json"
     link.symlink_to(tmp_path / "v1" / "config.json")
-    server = ProxyProcess(json.loads(config(1)), tmp_path / "run")
-    server.config_path = link
-    server.start = _start_with_existing_config.__get__(server)
-    server.start()
+    server = _serve_through(link, config(1), tmp_path / "run")
     try:
         (tmp_path / "live" / ".next").symlink_to(tmp_path / "v2" / "config.json")
         os.replace(tmp_path / "live" / ".next", link)
@@ -406,9 +401,7 @@ def test_a_link_re_pointed_in_the_middle_of_a_config_symlink_chain_reloads(start
     mock = write_mock_dir(tmp_path / "mock", {"a": {"a": 1}})
 
     def config(routes: int) -> str:
-        return json.dumps(base_config(None, listen=["127.0.0.1:0"], routes=[
-            {"name": f"r{n}", "path": f"/r{n}/", "mock": {"directory": str(mock), "mode": "replay"}}
-            for n in range(routes)]))
+        return _routes_config(mock, routes)
     for release, routes in (("1", 1), ("2", 2)):
         (tmp_path / "releases" / release).mkdir(parents=True)
         (tmp_path / "releases" / release / "config.json").write_text(config(routes))
@@ -416,10 +409,7 @@ def test_a_link_re_pointed_in_the_middle_of_a_config_symlink_chain_reloads(start
     (tmp_path / "live").mkdir()
     link = tmp_path / "live" / "config.json"
     link.symlink_to(tmp_path / "current" / "config.json")
-    server = ProxyProcess(json.loads(config(1)), tmp_path / "run")
-    server.config_path = link
-    server.start = _start_with_existing_config.__get__(server)
-    server.start()
+    server = _serve_through(link, config(1), tmp_path / "run")
     try:
         (tmp_path / "next").symlink_to(tmp_path / "releases" / "2", target_is_directory=True)
         os.replace(tmp_path / "next", tmp_path / "current")
@@ -428,6 +418,21 @@ def test_a_link_re_pointed_in_the_middle_of_a_config_symlink_chain_reloads(start
         assert wait_until(lambda: server.get("/r2/a").status == 200, 5), server.stderr_text()[-2000:]
     finally:
         assert server.stop() == 0
+
+
+def _routes_config(mock: Path, routes: int) -> str:
+    """A config of `routes` mock routes `/r0/` … on an ephemeral port."""
+    return json.dumps(base_config(None, listen=["127.0.0.1:0"], routes=[
+        {"name": f"r{n}", "path": f"/r{n}/", "mock": {"directory": str(mock), "mode": "replay"}}
+        for n in range(routes)]))
+
+
+def _serve_through(link: Path, config: str, workdir: Path) -> ProxyProcess:
+    """A proxy started on the config at `link` as it is (a symlink the test re-points)."""
+    server = ProxyProcess(json.loads(config), workdir)
+    server.config_path = link
+    server.start = _start_with_existing_config.__get__(server)
+    return server.start()
 
 
 def _start_with_existing_config(self) -> ProxyProcess:
