@@ -32,9 +32,9 @@ public final class CredentialSnapshot: Sendable {
         self.providerProblem = providerProblem
         // A token or type with anything but visible ASCII (a NUL from a UTF-16 file, CR/LF from a
         // broken IdP) could split or forge header lines upstream: such a token is never sent.
-        let usableType = Self.isHeaderSafe(tokenType) && !tokenType.isEmpty
-        accessTokenValue = accessToken.flatMap { usableType && Self.isHeaderSafe($0) ? "\(tokenType) \($0)" : nil }
-        idTokenValue = idToken.flatMap { usableType && Self.isHeaderSafe($0) ? "\(tokenType) \($0)" : nil }
+        let usableType = SecretSource.isHeaderToken(tokenType) && !tokenType.isEmpty
+        accessTokenValue = accessToken.flatMap { usableType && SecretSource.isHeaderToken($0) ? "\(tokenType) \($0)" : nil }
+        idTokenValue = idToken.flatMap { usableType && SecretSource.isHeaderToken($0) ? "\(tokenType) \($0)" : nil }
         accessTokenBytes = accessTokenValue == nil ? nil : accessToken.map { Array($0.utf8) }
         idTokenBytes = idTokenValue == nil ? nil : idToken.map { Array($0.utf8) }
         self.status = status ?? AuthStatus(state: accessToken == nil ? .loggedOut : .loggedIn)
@@ -56,7 +56,6 @@ public final class CredentialSnapshot: Sendable {
         obtainedAt = other.obtainedAt
     }
 
-    static func isHeaderSafe(_ text: String) -> Bool { SecretSource.isHeaderToken(text) }
 
     /// No tokens at all.
     public static let empty = CredentialSnapshot(generation: 0, accessToken: nil, idToken: nil, tokenType: "Bearer")

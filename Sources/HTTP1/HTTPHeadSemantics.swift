@@ -1,7 +1,7 @@
 /// The framing and connection meaning of a head, with every smuggling defence of
 /// docs/ARCHITECTURE.md §5 (nginx `ngx_http_request.c`, HAProxy `h1.c`): ambiguity is refused,
 /// never fixed up.
-enum HTTPHeadSemantics {
+public enum HTTPHeadSemantics {
     struct Meaning {
         var framing: BodyFraming
         var expectsContinue: Bool
@@ -128,6 +128,13 @@ enum HTTPHeadSemantics {
     }
 
     /// `uri-host [":" port]`: no userinfo, path, comma or whitespace; a bracketed IP literal or a reg-name.
+    /// Whether `text` is a Host value: `host`, `host:port` or `[v6]:port`, a port of 1–5 digits
+    /// and nothing after it (the `Origin` check reads an origin's authority with it).
+    public static func isValidHost(_ text: Substring) -> Bool {
+        var text = text
+        return text.withUTF8 { validHost($0, 0..<$0.count) }
+    }
+
     private static func validHost(_ head: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool {
         guard !range.isEmpty else { return false }
         var i = range.lowerBound

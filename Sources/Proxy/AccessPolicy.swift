@@ -1,4 +1,5 @@
 import Config
+import HTTP1
 
 /// Local security (README "Local security and operations"): which Host and Origin values are
 /// served, and the optional proxy key. DNS rebinding is defeated by the Host check, cross-site
@@ -37,40 +38,13 @@ struct AccessPolicy: Sendable {
         let scheme = origin[..<schemeEnd.lowerBound].lowercased()
         guard scheme == "http" || scheme == "https" else { return false }
         let authority = origin[schemeEnd.upperBound...]
-        guard Self.isOriginAuthority(authority) else { return false }
+        // The Host header's own syntax: no list, path, user information or blank, a port of 1–5
+        // digits. The allow-list check reads up to the first `:` only (found by a review:
+        // `http://localhost:8080, null`, two lines joined, passed as localhost).
+        guard HTTPHeadSemantics.isValidHost(authority) else { return false }
         return hostAllowed(authority)
     }
 
-    /// `host`, `host:port` or `[v6]:port` and nothing else (RFC 6454 serialises an origin so): no
-    /// list, path, user information or blank, and a port of 1–5 digits. The host check alone reads
-    /// up to the first `:` (found by a review: `http://localhost:8080, null`, two lines joined,
-    /// passed as localhost).
-    static func isOriginAuthority(_ authority: Substring) -> Bool {
-        let bytes = Array(authority.utf8)
-        guard !bytes.isEmpty, bytes.allSatisfy({ byte in
-            (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z") || byte &- 0x30 < 10
-                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":")
-                || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]")
-        }) else { return false }
-        var host = bytes[...]
-        var port: ArraySlice<UInt8> = []
-        if bytes[0] == UInt8(ascii: "[") {
-            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return false }
-            host = bytes[...close]
-            let rest = bytes[(close + 1)...]
-            if !rest.isEmpty {
-                guard rest.first == UInt8(ascii: ":") else { return false }
-                port = rest.dropFirst()
-                guard !port.isEmpty else { return false }
-            }
-        } else if let colon = bytes.firstIndex(of: UInt8(ascii: ":")) {
-            host = bytes[..<colon]
-            port = bytes[(colon + 1)...]
-            guard !port.isEmpty else { return false }
-        }
-        guard !host.isEmpty, port.count <= 5, port.allSatisfy({ $0 &- 0x30 < 10 }) else { return false }
-        return host.first == UInt8(ascii: "[") || !host.contains(UInt8(ascii: "[")) && !host.contains(UInt8(ascii: "]"))
-    }
 
     /// Whether `given` equals the key, in time independent of where they differ.
     func keyAccepted(_ given: String?) -> Bool {
