@@ -57,14 +57,18 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     /// Masks the token in the response being relayed.
     private var masker: EchoMasker?
 
+    /// `identity`: the response is masked or recorded, so it is asked for whole and in its identity
+    /// form (README "Echoed credentials"): the client's `Accept-Encoding`, `Range` and `If-Range`
+    /// stay behind, libcurl asks for identity and decodes what comes encoded all the same.
     init(exchange: HTTPExchange, slot: RouteSlot, upstream: UpstreamURL, handler: ProxyHandler,
          info: ExchangeInfo, credentials: InjectedLines, generation: UInt64,
-         experimentLines: HeaderLines? = nil) {
+         experimentLines: HeaderLines? = nil, identity: Bool = false) {
         // The lines first, from the parameters: read after they were stored, the fields passed
         // were retained and released around the call.
         var supplies: SuppliedFields?
         var lines = slot.upstreamLines(exchange.head, peer: exchange.peer, requestID: info.requestID,
-                                       withExperiments: experimentLines != nil, supplies: &supplies)
+                                       removing: RouteSlot.RemovedFields(experiments: experimentLines != nil, identity: identity),
+                                       supplies: &supplies)
         if let experimentLines {
             lines.append(contentsOf: experimentLines)
             supplies = nil
@@ -82,12 +86,14 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         // and none of it has arrived yet (`send` checks).
         var length: Int?
         if case .length(let n) = framing { length = n }
-        request = UpstreamRequest(method: exchange.head.method,
-                                  target: RequestURL(origin: upstream.origin, path: upstream.path, query: upstream.query),
-                                  headers: lines, supplies: supplies, extraHeaders: credentials.lines,
-                                  extraSupplies: credentials.supplies, hasBody: framing != .none, bodyLength: length,
-                                  timeout: slot.route.config.timeoutSeconds,
-                                  sendsOnce: framing != .none || !exchange.head.methodIsIdempotent, refusesOwnListeners: true)
+        var request = UpstreamRequest(method: exchange.head.method,
+                                      target: RequestURL(origin: upstream.origin, path: upstream.path, query: upstream.query),
+                                      headers: lines, supplies: supplies, extraHeaders: credentials.lines,
+                                      extraSupplies: credentials.supplies, hasBody: framing != .none, bodyLength: length,
+                                      timeout: slot.route.config.timeoutSeconds,
+                                      sendsOnce: framing != .none || !exchange.head.methodIsIdempotent, refusesOwnListeners: true)
+        request.decodesContent = identity
+        self.request = request
     }
 
     /// Whether a hop goes out at most once: unless it is bodiless and idempotent, as libcurl would
@@ -196,7 +202,9 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
             })
         guard action == .relay else { return }
         let framing: HTTPExchange.ResponseFraming
-        let length = head.contentLength
+        // libcurl decodes an encoded body here: its length and coding are not what the client gets.
+        let decoded = request.decodesContent && head.isContentEncoded
+        let length = decoded ? nil : head.contentLength
         if head.status == 204 || head.status == 304 || (exchange.isHeadRequest && length == nil) {
             framing = .bodiless
         } else if let length {
@@ -209,7 +217,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         // later hop needs it.
         masker = echoMasker.take()
         exchange.startResponse(status: head.status, framing: framing) { bytes in
-            HeaderPolicy.appendResponseFields(head, requestID: requestID, to: &bytes, masker: &masker)
+            HeaderPolicy.appendResponseFields(head, requestID: requestID, to: &bytes, masker: &masker,
+                                              droppingContentEncoding: decoded)
         }
     }
 

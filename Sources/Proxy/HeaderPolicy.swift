@@ -210,9 +210,10 @@ enum HeaderPolicy {
     /// `X-Request-ID` (the proxy sends its own) or the fields the upstream's `Connection` names
     /// (RFC 9110 §7.6.1). With a `masker`, names and values echoing the injected token are relayed
     /// with it masked (`*` is a token character: a masked name is still a name). Fields stored
-    /// as relayed, one after another, are written in one copy.
+    /// as relayed, one after another, are written in one copy. `droppingContentEncoding`: the body
+    /// is relayed decoded (`UpstreamRequest.decodesContent`), so its `Content-Encoding` is not.
     static func appendResponseFields<Sink: ByteSink>(_ head: UpstreamResponseHead, requestID: String, to out: inout Sink,
-                                                     masker: inout EchoMasker?) {
+                                                     masker: inout EchoMasker?, droppingContentEncoding: Bool = false) {
         let storage = head.storage
         // A value shorter than the token cannot hold it: most values skip the masker.
         let shortest = masker?.token.count ?? Int.max
@@ -224,6 +225,7 @@ enum HeaderPolicy {
             for field in head.fields where field.kind == .endToEnd {
                 let name = UnsafeBufferPointer(rebasing: bytes[field.name])
                 if name.count == Fixed.requestIDLower.count && asciiEqualsLowercased(name, Fixed.requestIDLower.buffer) { continue }
+                if droppingContentEncoding && asciiEqualsLowercased(name, UpstreamResponseHead.contentEncodingName.buffer) { continue }
                 if !listed.isEmpty, listed.contains(where: { $0.withUnsafeBufferPointer { asciiEqualsLowercased(name, $0) } }) {
                     continue
                 }

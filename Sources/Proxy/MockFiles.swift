@@ -47,6 +47,10 @@ public final class MockFiles: Sendable {
         }
     }
 
+    /// Whether a mock body is gzip bytes (its magic number, which no JSON starts with): a file
+    /// gzipped by hand, or captured from a compressed response by other means. It is served with `Content-Encoding: gzip`, so a client reads it rather than garbage.
+    static func isGzip(_ body: [UInt8]) -> Bool { body.count >= 2 && body[0] == 0x1F && body[1] == 0x8B }
+
     /// The rest of the path as a relative file path, or nil if any segment is `.`/`..`, or
     /// decodes to something holding a separator or NUL (`%2f`, `%5c`, `%00`).
     static func safeRelativePath(_ rest: Substring) -> String? {

@@ -154,10 +154,14 @@ public final class ProxyHandler: HTTPHandler {
             experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,
                                                 now: UnixTime.now())
         }
+        // A masked or recorded response is asked for whole and in its identity form: a compressed
+        // or ranged echo would carry the token past the masker (README "Echoed credentials").
+        let masks = plan.runtime.configuration.maskEchoedCredentials && compiled.config.credential != .none
         let forwarded = ForwardedExchange(exchange: exchange, slot: plan.slot, upstream: plan.url(), handler: self,
                                           info: exchange.info ?? ExchangeInfo(requestID: "", path: ""),
                                           credentials: consume injected,
-                                          generation: credentials.generation, experimentLines: experiments)
+                                          generation: credentials.generation, experimentLines: experiments,
+                                          identity: masks || plan.mockMode == .record)
         if plan.runtime.configuration.maskEchoedCredentials {
             forwarded.masksEchoes = true
             forwarded.echoMasker = slot.echoTokens.masker(compiled.config.credential, of: credentials)
@@ -246,7 +250,9 @@ public final class ProxyHandler: HTTPHandler {
         exchange.afterBody { [unowned self, unowned exchange] in
             switch mocks.lookup(directory: directory, rest: rest) {
             case .found(let body, _):
-                self.send(exchange, status: 200, headers: [("Content-Type", "application/json")], body: body)
+                var headers = [(name: "Content-Type", value: "application/json")]
+                if MockFiles.isGzip(body) { headers.append((name: "Content-Encoding", value: "gzip")) }
+                self.send(exchange, status: 200, headers: headers, body: body)
             // Named relative to the mock folder: a client has no business knowing where it lives.
             case .missing(let file): self.fail(exchange, .mockNotFound(MockFiles.relative(file, to: directory)))
             case .unreadable(let file): self.fail(exchange, .mockUnreadable(MockFiles.relative(file, to: directory)))

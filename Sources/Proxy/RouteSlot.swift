@@ -15,11 +15,21 @@ final class RouteSlot {
     let counters: RouteCounters
     /// The route's upstream, this loop's copy.
     let upstream: UpstreamURL?
-    /// The client fields the route replaces (its credential headers, lowercased bytes), and the
-    /// same plus `x-experiments` for a request that carries the proxy's experiment assignments:
-    /// made once per loop rather than per request.
-    let replacedNames: [[UInt8]]
-    let replacedNamesWithExperiments: [[UInt8]]
+    /// The client fields left out of a request on this route, made once per loop rather than per
+    /// request, by `RemovedFields` index: the route's credential headers (lowercased bytes); with
+    /// `experiments`, `x-experiments` too; with `identity`, `accept-encoding`, `range` and
+    /// `if-range`, for a response the proxy masks or records whole and in its identity form.
+    private let removedNames: [[[UInt8]]]
+
+    /// Which client fields a request leaves out besides the route's credential headers.
+    struct RemovedFields {
+        /// The request carries the proxy's experiment assignments (a route that carries them
+        /// replaces the client's, never merges with it).
+        var experiments: Bool
+        /// The response is masked or recorded: the client chooses neither its encoding nor a range.
+        var identity: Bool
+        var index: Int { (experiments ? 1 : 0) + (identity ? 2 : 0) }
+    }
 
     /// `route` must be a route of `runtime`: caches keyed by the runtime and the route's index
     /// (`InjectedLineCache`) would otherwise answer for another route.
@@ -31,23 +41,21 @@ final class RouteSlot {
         self.provider = provider
         self.counters = counters
         upstream = route.config.upstream?.privateCopy()
-        replacedNames = route.config.credential == .none ? [] : route.injector.headerNames.map { Array($0.utf8) }
-        replacedNamesWithExperiments = replacedNames + [Array("x-experiments".utf8)]
+        let replaced = route.config.credential == .none ? [] : route.injector.headerNames.map { Array($0.utf8) }
+        let experiments = [Array("x-experiments".utf8)]
+        let identity = ["accept-encoding", "range", "if-range"].map { Array($0.utf8) }
+        removedNames = [replaced, replaced + experiments, replaced + identity, replaced + experiments + identity]
     }
 }
 
 extension RouteSlot {
-    /// `HeaderPolicy.upstreamLines` for a request on this route: the client fields it replaces
-    /// are left out, and `x-experiments` too when the request carries the proxy's assignments
-    /// (a route that carries them replaces the client's, never merges with it). The names are
-    /// read here, in place (chosen by the caller, they were retained for the call).
-    func upstreamLines(_ head: borrowing HTTPRequestHead, peer: String, requestID: String, withExperiments: Bool,
+    /// `HeaderPolicy.upstreamLines` for a request on this route, without the client fields the
+    /// route replaces and those `removing` names.
+    func upstreamLines(_ head: borrowing HTTPRequestHead, peer: String, requestID: String, removing: RemovedFields,
                        supplies: inout SuppliedFields?) -> HeaderLines {
-        if withExperiments {
-            return HeaderPolicy.upstreamLines(head, peer: peer, requestID: requestID, removing: replacedNamesWithExperiments,
-                                              supplies: &supplies)
-        }
-        return HeaderPolicy.upstreamLines(head, peer: peer, requestID: requestID, removing: replacedNames, supplies: &supplies)
+        // The names are read here, in place (chosen by the caller, they were retained for the call).
+        HeaderPolicy.upstreamLines(head, peer: peer, requestID: requestID, removing: removedNames[removing.index],
+                                   supplies: &supplies)
     }
 }
 

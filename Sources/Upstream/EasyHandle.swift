@@ -21,6 +21,7 @@ final class EasyHandle {
     private var timeout: Double = -1
     private var pipeWait: Int?
     private var reuseForbidden = false
+    private var decodes = false
     private var method: Method?
     /// The request header list handed to curl: nodes and line bytes in memory this handle owns
     /// and reuses, so a request's headers cost one copy and no allocation per line.
@@ -242,6 +243,18 @@ final class EasyHandle {
         guard reuseForbidden else { return }
         reuseForbidden = false
         cc_easy_long(easy, CURLOPT_FORBID_REUSE, 0)
+    }
+
+    /// Whether libcurl asks for identity and decodes a body that comes encoded anyway
+    /// (`UpstreamRequest.decodesContent`); off, bodies pass as the upstream encoded them.
+    func setDecoding(_ on: Bool) {
+        guard on != decodes else { return }
+        decodes = on
+        if on {
+            cc_easy_str(easy, CURLOPT_ACCEPT_ENCODING, "identity")
+        } else {
+            cc_easy_ptr(easy, CURLOPT_ACCEPT_ENCODING, nil)
+        }
     }
 
     /// Whether a transfer waits for a connection being set up to say if it multiplexes.

@@ -29,6 +29,13 @@ public struct UpstreamRequest: Sendable {
     /// transfer fails as `UpstreamError.staleConnection`, for the caller to decide (the proxy
     /// sets it for every hop that is not a bodiless idempotent one, RFC 9110 §9.2.2).
     public var sendsOnce = false
+    /// Whether the body is asked for and relayed in its identity form: libcurl sends
+    /// `Accept-Encoding: identity` and decodes a body that comes encoded all the same (gzip,
+    /// deflate, and br or zstd where libcurl was built with them), so the delegate receives the
+    /// bytes a reader would see; the head keeps the upstream's `Content-Encoding` and
+    /// `Content-Length`, which then describe the encoded body (`UpstreamResponseHead.isContentEncoded`).
+    /// The caller leaves the client's `Accept-Encoding` out of `headers`.
+    public var decodesContent = false
     /// Whether a connection to one of the client's `ownListeners` is refused
     /// (`UpstreamError.loop`): the proxy's hops, never its own calls to identity providers.
     public var refusesOwnListeners = false

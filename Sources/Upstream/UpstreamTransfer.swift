@@ -165,6 +165,7 @@ public final class UpstreamTransfer {
         handle.setPipeWait(overTLS)
         handle.allowReuse()
         handle.setTimeout(request.timeout)
+        handle.setDecoding(request.decodesContent)
         handle.errorBuffer[0] = 0
 
         let method = request.method

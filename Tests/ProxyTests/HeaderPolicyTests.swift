@@ -216,6 +216,22 @@ struct WireResponseFieldTests {
                 + "Trailers: kept\r\nConnectiox: kept\r\nF: 6\r\nX-Request-ID: r\r\n")
     }
 
+    @Test("a body relayed decoded drops its Content-Encoding (any case) and nothing else; identity is not an encoding")
+    func decodedBodyDropsItsCoding() {
+        let head = wireHead(["Content-Type: text/plain\r\n", "CONTENT-ENCODING: gzip\r\n", "Vary: Accept-Encoding\r\n",
+                             "Content-Length: 31\r\n"])
+        #expect(head.isContentEncoded)
+        #expect(!wireHead(["Content-Encoding: Identity\r\n"]).isContentEncoded)
+        #expect(!wireHead(["X-Content-Encoding: gzip\r\n"]).isContentEncoded)
+        var bytes: [UInt8] = []
+        var masker: EchoMasker?
+        HeaderPolicy.appendResponseFields(head, requestID: "r", to: &bytes, masker: &masker, droppingContentEncoding: true)
+        #expect(String(decoding: bytes, as: UTF8.self) == "Content-Type: text/plain\r\nVary: Accept-Encoding\r\nX-Request-ID: r\r\n")
+        bytes = []
+        HeaderPolicy.appendResponseFields(head, requestID: "r", to: &bytes, masker: &masker)
+        #expect(String(decoding: bytes, as: UTF8.self).contains("CONTENT-ENCODING: gzip\r\n"))
+    }
+
     @Test("fields the upstream's Connection lists are not relayed (RFC 9110 §7.6.1), in any case, whatever else it lists")
     func connectionListedDropped() {
         let head = wireHead(["Connection: keep-alive, X-Hop , x-other\r\n", "X-Hop: no\r\n", "X-Other: no\r\n",
