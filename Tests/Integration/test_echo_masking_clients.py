@@ -82,6 +82,8 @@ class CompressingUpstream:
                 body, extra = gzip.compress(body), extra + "Content-Encoding: gzip\r\n"
             elif coding == "deflate":
                 body, extra = zlib.compress(body), extra + "Content-Encoding: deflate\r\n"
+            elif coding != "identity":
+                extra += f"Content-Encoding: {coding}\r\n"
             conn.sendall((f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nVary: Accept-Encoding\r\n{extra}"
                           f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body)
 
@@ -235,3 +237,12 @@ def test_routes_without_a_token_keep_the_clients_encoding_and_ranges(start_proxy
     assert up.seen[-1]["accept-encoding"] == "gzip" and up.seen[-1]["range"] == "bytes=0-9"
     assert r.header("content-encoding") == "gzip"
     assert gzip.decompress(r.body) == up.body("")[:10]
+
+
+def test_an_encoding_the_proxy_cannot_decode_is_not_relayed_on_a_masked_route(start_proxy, tmp_path, upstreams):
+    # The masker cannot read it, so neither may the app: a 502, not the bytes.
+    up = upstreams(mode="x-private")
+    server = masked_proxy(start_proxy, tmp_path, up)
+    r = server.get("/api/echo")
+    assert r.status == 502, str(r)
+    assert server.tokens.access.encode() not in r.raw_head + r.body

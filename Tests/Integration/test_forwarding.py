@@ -371,7 +371,9 @@ def test_no_request_headers_are_invented(fwd, method, framing):
     ex = fwd.raw(fwd.head(method, "/api/echo", hdrs) + body)
     assert ex.status == 200, f"{ex.outcome}: {ex.data[:300]!r}"
     rec = only(fwd.main.records)
-    invented = [(k, v) for k, v in rec.headers if k.lower() not in PROXY_ADDED | {"x-client"}]
+    # A credentialed route's response is masked, so the proxy asks for it uncompressed.
+    invented = [(k, v) for k, v in rec.headers if k.lower() not in PROXY_ADDED | {"x-client"}
+                and (k.lower(), v) != ("accept-encoding", "identity")]
     assert not invented, f"{method} without Content-Type/Accept: the upstream got fields the client " \
                          f"never sent: {invented}\n{rec}"
 
