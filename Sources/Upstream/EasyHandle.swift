@@ -132,13 +132,18 @@ final class EasyHandle {
     private static let expect = StaticBytes("Expect:\0")
     private static let blankAccept = StaticBytes("accept:\0")
     private static let blankContentType = StaticBytes("content-type:\0")
+    /// Sent as a line of ours when libcurl decodes (`setDecoding`): libcurl would otherwise
+    /// format the same line from the option, an allocation per request.
+    private static let identityEncoding = StaticBytes("Accept-Encoding: identity\0")
 
     /// Sets `lines` and `extra` as the request's header list, plus, when asked, blank `Accept`,
-    /// `Content-Type` and `Expect` (curl would otherwise add its own). The list stays valid until
-    /// the next call: curl reads it while the transfer runs.
+    /// `Content-Type` and `Expect` (curl would otherwise add its own), and while decoding,
+    /// `Accept-Encoding: identity`. The list stays valid until the next call: curl reads it while
+    /// the transfer runs.
     func setHeaders(_ lines: HeaderLines, _ extra: HeaderLines, blankAccept: Bool, blankContentType: Bool, blankExpect: Bool) {
         let byteCount = lines.bytes.count + extra.bytes.count + (blankExpect ? Self.expect.count : 0)
             + (blankAccept ? Self.blankAccept.count : 0) + (blankContentType ? Self.blankContentType.count : 0)
+            + (decodes ? Self.identityEncoding.count : 0)
         if byteCount > lineCapacity {
             lineBytes.deallocate()
             lineCapacity = max(byteCount, 512)
@@ -166,6 +171,7 @@ final class EasyHandle {
         if blankExpect { add(Self.expect.buffer) }
         if blankAccept { add(Self.blankAccept.buffer) }
         if blankContentType { add(Self.blankContentType.buffer) }
+        if decodes { add(Self.identityEncoding.buffer) }
         // Linked once the array holds every node (growing it moves them).
         for i in 0..<max(0, node - 1) { nodes[i].next = nodes + i + 1 }
         // curl keeps the pointer and reads the list when the transfer starts: nodes rewritten in
