@@ -9,6 +9,7 @@ with the reference parser; no token ever appears in it."""
 from __future__ import annotations
 
 import json
+import signal
 import time
 
 from credentials_support import idp_factory, wait_until  # noqa: F401
@@ -134,3 +135,23 @@ def test_a_refused_refresh_reads_logged_out_for_that_provider_only_and_refreshes
     assert expiry(s, "platform") is None, s.text
     for secret in tokens.values():
         assert secret not in s.text, "a token reached the metrics"
+
+
+def test_a_reload_that_adds_and_removes_static_providers_changes_the_series(start_proxy, main_upstream, tmp_path,
+                                                                           prom_parser):
+    def config(names):
+        return {
+            "listen": ["127.0.0.1:0"],
+            "stateDirectory": str(tmp_path / "state"),
+            "providers": {n: {"grant": "static", "accessToken": f"token-{n}-" + "4" * 20} for n in names},
+            "routes": [{"name": f"r{n}", "path": f"/{n}/", "upstream": main_upstream.url("/"),
+                        "credential": "access_token", "provider": n} for n in names],
+        }
+
+    server = start_proxy(config(["a", "b"]))
+    assert set(scrape(server, prom_parser).series("platform_proxy_provider_logged_in").values()) == {1}
+    server.config_path.write_text(json.dumps(config(["b", "c"])))
+    server.signal(signal.SIGHUP)
+    s = scrape_until(server, prom_parser, lambda s: logged_in(s, "c") == 1)
+    assert s.series("platform_proxy_provider_logged_in") == {frozenset({("provider", "b")}): 1,
+                                                             frozenset({("provider", "c")}): 1}, s.text
