@@ -5,6 +5,7 @@ import Credentials
 struct ProviderGauge: Sendable, Equatable {
     /// The provider's name in the config (`default` for the single `provider`).
     var name: String
+    /// The state `/_platform/auth` reports for it.
     var state: AuthState
     /// Whether its routes are sent with credentials (`AuthStatus.loggedIn`).
     var loggedIn: Bool
