@@ -1,5 +1,5 @@
 /// The login state apps see at `/_platform/auth` and on its event stream.
-public enum AuthState: String, Sendable, Equatable {
+public enum AuthState: String, Sendable, Equatable, CaseIterable {
     /// Usable tokens.
     case loggedIn = "logged_in"
     /// No login (never logged in, or logged out).

@@ -174,7 +174,9 @@ public final class MetricsHub: @unchecked Sendable {
     }
 
     /// Asks every loop for its counters and calls `completion` on `loop` with their sum.
-    func gather(on loop: EventLoop, _ completion: @escaping (String) -> Void) {
+    /// `providers` is the scraping loop's view of every provider's login state (every loop is
+    /// handed the same snapshots, so one loop's view is the process's).
+    func gather(on loop: EventLoop, providers: [ProviderGauge], _ completion: @escaping (String) -> Void) {
         let box = GatherBox(remaining: members.count, completion: completion)
         let open = openConnections
         let reloads = reloads
@@ -193,6 +195,7 @@ public final class MetricsHub: @unchecked Sendable {
                         box.completion(PrometheusText.render(box.total, open: open(), reloads: reloads())
                                        + PrometheusText.render(process: ProcessStats.read(), profile: profile)
                                        + (analytics.map(PrometheusText.render(analytics:)) ?? "")
+                                       + (providers.isEmpty ? "" : PrometheusText.render(providers: providers))
                                        + (refreshes.isEmpty ? "" : PrometheusText.render(refreshes: refreshes))
                                        + (experiments.map(PrometheusText.render(experiments:)) ?? ""))
                     }

@@ -199,7 +199,8 @@ public final class ProxyHandler: HTTPHandler {
 
     /// The Prometheus text (the method was checked by `PlatformEndpoints`).
     func scrapeMetrics(_ exchange: HTTPExchange) {
-        hub.gather(on: loop) { [weak self, weak exchange] text in
+        let providers = runtime.configuration.providers.map { ProviderGauge(name: $0.name, status: slot($0.name).snapshot.status) }
+        hub.gather(on: loop, providers: providers) { [weak self, weak exchange] text in
             guard let self, let exchange else { return }
             self.send(exchange, status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                       body: Array(text.utf8))
