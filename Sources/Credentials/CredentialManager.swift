@@ -99,7 +99,7 @@ public final class CredentialManager: @unchecked Sendable {
             case .success(let endpoints):
                 discovering = false
                 if known && endpoints != oauth.endpoints {
-                    emit(.info, "provider_endpoints_changed", ["tokenEndpoint": .string(endpoints.token?.origin ?? "none")])
+                    emit(.info, "provider_endpoints_changed", ["tokenEndpoint": .string(endpoints.token?.description ?? "none")])
                 }
                 oauth.endpoints = endpoints
                 tokenEndpointFailures = 0
