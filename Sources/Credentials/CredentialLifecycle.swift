@@ -62,6 +62,10 @@ public struct CredentialLifecycle: Sendable {
     public private(set) var obtainedAt: Double?
     /// Upstream 401s answered without a refresh because the tokens were younger than `minRefreshInterval`.
     public private(set) var suppressedRefreshes = 0
+    /// Whether a refresh since the last tokens ended without an answer (a timeout): the provider
+    /// may have rotated the refresh token all the same, so a refusal of the old one does not
+    /// prove the login is gone.
+    public private(set) var answerLost = false
 
     /// A lifecycle for a grant; `selfService` for client_credentials. `minRefreshInterval`
     /// bounds refreshes asked for by upstream 401s (an app or a page can make those at will).
@@ -121,11 +125,18 @@ public struct CredentialLifecycle: Sendable {
         generation += 1
         lastError = nil
         failures = 0
+        answerLost = false
         return [.persist(tokens), .publish, .scheduleRefresh(at: refreshTime(tokens, now: now))] + resolve(waiters, .ready)
     }
 
     /// A request (or the proactive timer, with no waiter) wants fresh tokens.
     public mutating func refreshWanted(waiter: Waiter?, now: Double) -> [Action] {
+        refreshWanted(waiter: waiter, now: now, bounded: true)
+    }
+
+    /// `bounded`: tokens obtained less than `minimumRefreshDelay` ago are not refreshed (an
+    /// upstream 401 has its own bound, `minRefreshInterval`).
+    private mutating func refreshWanted(waiter: Waiter?, now: Double, bounded: Bool) -> [Action] {
         let mine = waiter.map { [$0] } ?? []
         switch state {
         case .loggedOut, .awaitingAuthorization:
@@ -133,6 +144,13 @@ public struct CredentialLifecycle: Sendable {
             state = .refreshing(nil, waiters: mine)
             return [.startRefresh(refreshToken: nil), .publish]
         case .valid(let tokens):
+            if bounded, let obtainedAt, now - obtainedAt < Self.minimumRefreshDelay {
+                // Tokens from the last second are used as they are, even when the provider said
+                // they expire at once (`expires_in: 0`): otherwise every request would refresh,
+                // as fast as the provider answers. The timer refreshes when the second is over.
+                let timer: [Action] = waiter == nil ? [.scheduleRefresh(at: obtainedAt + Self.minimumRefreshDelay)] : []
+                return timer + resolve(mine, .ready)
+            }
             if !selfService && tokens.refreshToken == nil {
                 // Nothing to refresh with: the login lasts until the token expires.
                 guard let expiry = tokens.expiresAt, expiry <= now else { return resolve(mine, .ready) }
@@ -158,7 +176,7 @@ public struct CredentialLifecycle: Sendable {
             suppressedRefreshes += 1
             return resolve([waiter], .suppressed)
         }
-        return refreshWanted(waiter: waiter, now: now)
+        return refreshWanted(waiter: waiter, now: now, bounded: false)
     }
 
     /// The token endpoint answered with tokens.
@@ -170,26 +188,44 @@ public struct CredentialLifecycle: Sendable {
         generation += 1
         lastError = nil
         failures = 0
+        answerLost = false
         return [.persist(merged), .publish, .scheduleRefresh(at: refreshTime(merged, now: now))] + resolve(waiters, .ready)
     }
 
-    /// The auth server refused the refresh (4xx such as invalid_grant): the login is gone.
+    /// The auth server refused the refresh token (`invalid_grant`): the login is gone. After a
+    /// refresh whose answer was lost, though, the provider may have rotated the token in that
+    /// answer: the tokens are kept and the refresh retried as in an outage, with the reason in
+    /// `lastError`, until the user logs in again.
     public mutating func refreshRefused(_ reason: String, now: Double, jitter: Double) -> [Action] {
         guard case .refreshing(_, let waiters) = state else { return [] }
         // A service identity has no user to log in again: keep retrying, as for an outage.
         if selfService { return refreshUnavailable(reason, now: now, jitter: jitter) }
+        if answerLost {
+            return refreshUnavailable(reason + " (an earlier refresh got no answer and may have rotated the refresh "
+                                      + "token: the tokens are kept; log in again if this lasts)", now: now, jitter: jitter)
+        }
         return loginLost(reason, waiters: waiters)
     }
 
-    /// The auth server was unreachable or answered 5xx: keep the login, retry with backoff.
-    public mutating func refreshUnavailable(_ reason: String, now: Double, jitter: Double) -> [Action] {
-        guard case .refreshing(let tokens, let waiters) = state else { return [] }
+    /// The auth server was unreachable, answered 5xx or something unusable: keep the login,
+    /// retry with backoff. `rotatedRefreshToken`: the refresh token the unusable answer carried,
+    /// kept and stored (the old one may be spent). `answerLost`: no answer came at all.
+    public mutating func refreshUnavailable(_ reason: String, now: Double, jitter: Double,
+                                            rotatedRefreshToken: String? = nil, answerLost lost: Bool = false) -> [Action] {
+        guard case .refreshing(var tokens, let waiters) = state else { return [] }
         failures += 1
+        if lost { answerLost = true }
+        var actions: [Action] = []
+        if !selfService, let rotated = rotatedRefreshToken, var kept = tokens, kept.refreshToken != rotated {
+            kept.refreshToken = rotated
+            tokens = kept
+            actions.append(.persist(kept))
+        }
         // 1, 2, 4 … 60 s, times a jitter in [0.5, 1.5) so many proxies do not retry in step.
         let retryAt = now + min(60, pow2(failures - 1)) * (0.5 + jitter)
         state = .backoff(tokens, retryAt: retryAt, error: reason)
         lastError = reason
-        return [.publish, .scheduleRetry(at: retryAt)] + resolve(waiters, .unavailable(reason))
+        return actions + [.publish, .scheduleRetry(at: retryAt)] + resolve(waiters, .unavailable(reason))
     }
 
     /// The retry time came.
@@ -226,6 +262,7 @@ public struct CredentialLifecycle: Sendable {
         generation += 1
         lastError = nil
         failures = 0
+        answerLost = false
         var actions: [Action] = refresh.map { [.revoke($0)] } ?? []
         actions += [.clearStore, .publish, .scheduleRefresh(at: nil)]
         if selfService { actions.append(.startRefresh(refreshToken: nil)) }

@@ -98,6 +98,8 @@ extension CredentialManager {
                     perform(lifecycle.loggedIn(tokens, now: UnixTime.now())) { reply(.success(())) }
                 case .failure(let failure):
                     emit(.warning, "login_failed", ["reason": .string(failure.reason)])
+                    // Published too: whoever watches /_platform/auth learns why no login came.
+                    perform(lifecycle.loginFailed("the code exchange failed: \(failure.reason)"))
                     reply(.failure(LoginFailure("The code exchange failed: \(failure.reason).")))
                 }
             }

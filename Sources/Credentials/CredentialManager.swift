@@ -34,6 +34,15 @@ public final class CredentialManager: @unchecked Sendable {
     /// Whether `token_lifetime_short` was logged (once per process).
     private var warnedShortLifetime = false
     private var discoveryFailures = 0
+    /// Whether a discovery request (or its retry timer) is under way.
+    private var discovering = false
+    /// Token-endpoint calls in a row that failed without an OAuth answer (an HTML 404, a 5xx,
+    /// no answer): the provider may have moved the endpoint, so discovery is read again.
+    private var tokenEndpointFailures = 0
+    /// Consecutive failures of the token endpoint after which discovery is read again.
+    static let rediscoverAfterFailures = 3
+    /// Whether an unusable stored token was logged (once per token generation).
+    private var warnedUnsendableGeneration: UInt64?
     /// The token generation the loops last received.
     private var publishedGeneration: UInt64 = 0
     /// Requests told to use newer tokens that were not published yet.
@@ -71,11 +80,29 @@ public final class CredentialManager: @unchecked Sendable {
         }
     }
 
+    /// Reads the discovery document again (SIGHUP, or the token endpoint failing repeatedly
+    /// without an OAuth answer), so a provider that moved its endpoints is followed. Endpoints
+    /// written in the config still win; a failed re-read keeps the endpoints in use.
+    public func rediscover(trigger: String) {
+        loop.execute { [self] in
+            guard let url = provider.discoveryURL, !discovering else { return }
+            emit(.info, "provider_rediscovering", ["trigger": .string(trigger)])
+            discover(url, startAfter: false)
+        }
+    }
+
     private func discover(_ url: UpstreamURL, startAfter: Bool) {
+        discovering = true
+        let known = oauth.endpoints.token != nil
         oauth.discover(url) { [self] result in
             switch result {
             case .success(let endpoints):
+                discovering = false
+                if known && endpoints != oauth.endpoints {
+                    emit(.info, "provider_endpoints_changed", ["tokenEndpoint": .string(endpoints.token?.description ?? "none")])
+                }
                 oauth.endpoints = endpoints
+                tokenEndpointFailures = 0
                 providerProblem = nil
                 discoveryFailures = 0
                 emit(.info, "provider_discovered", ["issuer": .string(url.origin)])
@@ -86,6 +113,10 @@ public final class CredentialManager: @unchecked Sendable {
                     publish()
                     perform(lifecycle.retryDue(now: UnixTime.now()))
                 }
+            case .failure(let failure) where known && providerProblem == nil:
+                // A re-read: the endpoints in use stay; the next trigger tries again.
+                discovering = false
+                emit(.warning, "provider_rediscovery_failed", ["reason": .string(failure.reason)])
             case .failure(let failure):
                 discoveryFailures += 1
                 let delay = min(60.0, Double(1 << min(discoveryFailures - 1, 6)))
@@ -203,7 +234,8 @@ public final class CredentialManager: @unchecked Sendable {
     }
 
     private func startRefresh(_ refreshToken: String?) {
-        let finish: (Result<TokenSet, OAuthFailure>) -> Void = { [self] result in
+        let finish: (Result<TokenSet, OAuthFailure>, TokenCallNotes) -> Void = { [self] result, notes in
+            if case .failure(.unavailable) = result { noteTokenEndpointFailure() } else { tokenEndpointFailures = 0 }
             switch result {
             case .success(let tokens):
                 refreshOutcomes.ok.add(1, ordering: .relaxed)
@@ -216,23 +248,41 @@ public final class CredentialManager: @unchecked Sendable {
                                                             "message": .string("tokens are refreshed at half their life instead")])
                 }
                 perform(lifecycle.refreshSucceeded(tokens, now: now))
-            case .failure(.refused(let reason)):
+            case .failure(let failure) where failure.grantIsDead:
                 refreshOutcomes.refused.add(1, ordering: .relaxed)
-                emit(.warning, "token_refresh_refused", ["reason": .string(reason)])
-                perform(lifecycle.refreshRefused("the auth server refused the refresh: \(reason)", now: UnixTime.now(),
+                emit(.warning, "token_refresh_refused", ["reason": .string(failure.reason)])
+                perform(lifecycle.refreshRefused("the auth server refused the refresh: \(failure.reason)", now: UnixTime.now(),
                                                  jitter: Double.random(in: 0..<1)))
-            case .failure(.unavailable(let reason)):
+            case .failure(.refused(let reason)):
+                // Another OAuth error (invalid_client, unauthorized_client, invalid_scope …) is
+                // about the client's configuration, not the user's grant: the login stays.
                 refreshOutcomes.unavailable.add(1, ordering: .relaxed)
                 emit(.warning, "token_refresh_unavailable", ["reason": .string(reason)])
+                perform(lifecycle.refreshUnavailable("the auth server refused the client: \(reason)", now: UnixTime.now(),
+                                                     jitter: Double.random(in: 0..<1), rotatedRefreshToken: notes.refreshToken))
+            case .failure(.unavailable(let reason)):
+                refreshOutcomes.unavailable.add(1, ordering: .relaxed)
+                emit(.warning, "token_refresh_unavailable", ["reason": .string(reason),
+                                                             "refreshTokenRotated": .bool(notes.refreshToken != nil),
+                                                             "answerLost": .bool(notes.answerLost)])
                 perform(lifecycle.refreshUnavailable("the auth server is unavailable: \(reason)", now: UnixTime.now(),
-                                                     jitter: Double.random(in: 0..<1)))
+                                                     jitter: Double.random(in: 0..<1), rotatedRefreshToken: notes.refreshToken,
+                                                     answerLost: notes.answerLost))
             }
         }
         if let refreshToken {
             oauth.refresh(refreshToken, scopes: nil, completion: finish)
         } else {
-            oauth.clientCredentials(scopes: provider.scopes, completion: finish)
+            oauth.clientCredentials(scopes: provider.scopes) { finish($0, TokenCallNotes()) }
         }
+    }
+
+    /// Counts a token-endpoint failure without an OAuth answer; enough in a row re-read discovery.
+    private func noteTokenEndpointFailure() {
+        tokenEndpointFailures += 1
+        guard tokenEndpointFailures >= Self.rediscoverAfterFailures else { return }
+        tokenEndpointFailures = 0
+        rediscover(trigger: "token_endpoint_failures")
     }
 
     /// Builds the snapshot of the current tokens and hands it to every loop.
@@ -240,6 +290,15 @@ public final class CredentialManager: @unchecked Sendable {
         var status = lifecycle.status
         let tokens = lifecycle.tokens
         if status.lastError == nil { status.lastError = providerProblem ?? (tokens == nil ? nil : storeProblem) }
+        // Token responses with such tokens are refused; this catches a stored one (tokens.json
+        // written by hand or by an older build), whose routes would otherwise fail unexplained.
+        if let tokens, let problem = Self.unsendable(tokens) {
+            status.lastError = problem
+            if warnedUnsendableGeneration != lifecycle.generation {
+                warnedUnsendableGeneration = lifecycle.generation
+                emit(.error, "token_unusable", ["reason": .string(problem)])
+            }
+        }
         let snapshot = CredentialSnapshot(generation: lifecycle.generation, accessToken: tokens?.accessToken,
                                           idToken: tokens?.idToken, tokenType: tokens?.tokenType ?? provider.tokenType,
                                           status: status, providerProblem: providerProblem, obtainedAt: lifecycle.obtainedAt)
@@ -248,6 +307,22 @@ public final class CredentialManager: @unchecked Sendable {
         let ready = awaitingPublish
         awaitingPublish.removeAll()
         for (caller, done) in ready { caller.execute { done.value(.ready) } }
+    }
+}
+
+extension CredentialManager {
+    /// Why `tokens` cannot be sent in a header (never the token itself), or nil.
+    static func unsendable(_ tokens: TokenSet) -> String? {
+        if !SecretSource.isHeaderToken(tokens.accessToken) || tokens.accessToken.isEmpty {
+            return "the access token cannot be sent in a header (a space, control or non-ASCII byte); log in again"
+        }
+        if let id = tokens.idToken, !SecretSource.isHeaderToken(id) || id.isEmpty {
+            return "the id_token cannot be sent in a header (a space, control or non-ASCII byte); log in again"
+        }
+        if !SecretSource.isHeaderToken(tokens.tokenType) || tokens.tokenType.isEmpty {
+            return "the token type cannot be sent in a header; log in again"
+        }
+        return nil
     }
 }
 
@@ -264,6 +339,13 @@ public final class RefreshCounters: Sendable {
 }
 
 extension OAuthFailure {
+    /// Whether the provider said the grant itself is dead (`invalid_grant`, RFC 6749 §5.2):
+    /// the only answer to a refresh that ends the login.
+    public var grantIsDead: Bool {
+        guard case .refused(let reason) = self else { return false }
+        return reason == "invalid_grant" || reason.hasPrefix("invalid_grant:")
+    }
+
     /// The reason in words (never a token).
     public var reason: String {
         switch self {

@@ -5,10 +5,21 @@ import Upstream
 
 /// Why an auth-server call failed, classified like an OIDC SDK's ErrorNode / FailureNode.
 public enum OAuthFailure: Error, Sendable, Equatable {
-    /// The server answered and refused (4xx, e.g. `invalid_grant`): the reason, never a token.
+    /// The server answered with an OAuth error (RFC 6749 §5.2, e.g. `invalid_grant`): the
+    /// reason, `error` first, never a token.
     case refused(String)
-    /// The server could not be reached, timed out or answered 5xx: worth retrying.
+    /// The server could not be reached, timed out, answered 5xx or a 4xx that is not an OAuth
+    /// error (an HTML 404 from a moved endpoint): worth retrying.
     case unavailable(String)
+}
+
+/// What a token-endpoint call learned besides its result.
+struct TokenCallNotes: Sendable, Equatable {
+    /// The refresh token the answer carried, also when the rest of it was unusable: the
+    /// provider may have rotated the grant, and the old refresh token may be spent.
+    var refreshToken: String?
+    /// Whether no HTTP answer came (timeout, reset): the provider may have acted all the same.
+    var answerLost = false
 }
 
 /// RFC 8628 device authorization response.
@@ -34,6 +45,8 @@ final class OAuthClient {
     private let clientSecret: String?
     private let now: () -> Double
     var endpoints: ProviderEndpoints
+    /// The endpoints written in the config, which discovery fills in (again on each re-read).
+    private let configured: ProviderEndpoints
     static let timeout = 10.0
 
     init(http: UpstreamClient, provider: ProviderConfiguration, clientSecret: String?, now: @escaping () -> Double) {
@@ -41,13 +54,16 @@ final class OAuthClient {
         clientID = provider.clientID
         self.clientSecret = clientSecret
         self.now = now
-        endpoints = ProviderEndpoints(configured: provider)
+        configured = ProviderEndpoints(configured: provider)
+        endpoints = configured
     }
 
     // MARK: grants
 
-    func refresh(_ refreshToken: String, scopes: [String]?, completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void) {
-        tokenRequest([("grant_type", "refresh_token"), ("refresh_token", refreshToken)], completion: completion)
+    /// A refresh; the notes carry a rotated refresh token even when the answer is unusable.
+    func refresh(_ refreshToken: String, scopes: [String]?,
+                 completion: @escaping (Result<TokenSet, OAuthFailure>, TokenCallNotes) -> Void) {
+        tokenCall([("grant_type", "refresh_token"), ("refresh_token", refreshToken)], completion: completion)
     }
 
     func clientCredentials(scopes: [String], completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void) {
@@ -109,13 +125,13 @@ final class OAuthClient {
     func discover(_ url: UpstreamURL, completion: @escaping (Result<ProviderEndpoints, OAuthFailure>) -> Void) {
         let request = UpstreamRequest(method: "GET", url: url.description, headers: ["Accept: application/json"],
                                       hasBody: false, bodyLength: nil, timeout: Self.timeout)
-        http.fetch(request, body: nil) { [endpoints] result in
+        http.fetch(request, body: nil) { [configured] result in
             switch result {
             case .failure(let error): completion(.failure(.unavailable(error.detail)))
             case .success(let response) where response.status != 200:
                 completion(.failure(.unavailable("discovery answered HTTP \(response.status)")))
             case .success(let response):
-                guard let filled = endpoints.filled(fromDiscovery: response.body) else {
+                guard let filled = configured.filled(fromDiscovery: response.body) else {
                     return completion(.failure(.unavailable("the discovery document is not a JSON object")))
                 }
                 completion(.success(filled))
@@ -126,21 +142,32 @@ final class OAuthClient {
     // MARK: transport
 
     private func tokenRequest(_ form: [(String, String)], completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void) {
-        guard let url = endpoints.token else { return completion(.failure(.unavailable("the token endpoint is not known yet"))) }
+        tokenCall(form) { result, _ in completion(result) }
+    }
+
+    private func tokenCall(_ form: [(String, String)], completion: @escaping (Result<TokenSet, OAuthFailure>, TokenCallNotes) -> Void) {
+        guard let url = endpoints.token else {
+            return completion(.failure(.unavailable("the token endpoint is not known yet")), TokenCallNotes())
+        }
         var form = form
         if clientSecret == nil, let clientID { form.append(("client_id", clientID)) }
         let now = self.now
-        post(url, form: form) { result in
+        post(url, form: form, answerLost: { completion(.failure(.unavailable($0)), TokenCallNotes(answerLost: true)) }) { result in
+            var notes = TokenCallNotes()
             completion(result.flatMap { body in
                 guard let json = try? JSONValue.parse(body) else { return .failure(.unavailable("the token response is not JSON")) }
+                notes.refreshToken = json["refresh_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
                 return TokenSet.fromTokenResponse(json, now: now()).mapError { .unavailable($0.description) }
-            })
+            }, notes)
         }
     }
 
     /// POSTs a form with the client's credentials (HTTP Basic when it has a secret, RFC 6749
-    /// §2.3.1) and classifies the answer: 2xx body, 4xx refused, 5xx or no answer unavailable.
-    private func post(_ url: UpstreamURL, form: [(String, String)], completion: @escaping (Result<[UInt8], OAuthFailure>) -> Void) {
+    /// §2.3.1) and classifies the answer: 2xx body; a 4xx with an OAuth error body (RFC 6749
+    /// §5.2) refused; anything else (5xx, 408, 429, an HTML 404) or no answer unavailable.
+    /// `answerLost`, when given, takes the no-answer case instead of `completion`.
+    private func post(_ url: UpstreamURL, form: [(String, String)], answerLost: ((String) -> Void)? = nil,
+                      completion: @escaping (Result<[UInt8], OAuthFailure>) -> Void) {
         var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
         if let clientID, let clientSecret {
             let pair = FormEncoding.percentEncode(clientID) + ":" + FormEncoding.percentEncode(clientSecret)
@@ -152,14 +179,17 @@ final class OAuthClient {
         http.fetch(request, body: body) { result in
             switch result {
             case .failure(let error):
+                if let answerLost { return answerLost(error.detail) }
                 completion(.failure(.unavailable(error.detail)))
             case .success(let response) where (200...299).contains(response.status):
                 completion(.success(response.body))
             case .success(let response) where (400...499).contains(response.status) && ![408, 429].contains(response.status):
-                let reason = OAuthErrorBody.parse(response.body).map { parsed in
-                    parsed.description.map { "\(parsed.error): \($0)" } ?? parsed.error
+                // Only the server's OAuth answer is a refusal: a proxy's or router's error page
+                // (a moved endpoint's 404) says nothing about the grant.
+                guard let parsed = OAuthErrorBody.parse(response.body) else {
+                    return completion(.failure(.unavailable("HTTP \(response.status) without an OAuth error body")))
                 }
-                completion(.failure(.refused(reason ?? "HTTP \(response.status)")))
+                completion(.failure(.refused(parsed.description.map { "\(parsed.error): \($0)" } ?? parsed.error)))
             case .success(let response):
                 completion(.failure(.unavailable("HTTP \(response.status)")))
             }

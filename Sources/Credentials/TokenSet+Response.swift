@@ -1,3 +1,4 @@
+import Config
 import JSON
 
 /// Why a token endpoint's success response (RFC 6749 §5.1) was unusable. The message
@@ -22,6 +23,11 @@ extension TokenSet {
         }
         guard let accessToken = object["access_token"]?.stringValue, !accessToken.isEmpty else {
             return .failure(TokenResponseError("token response has no access_token string"))
+        }
+        // A token that cannot go in a header (a space, a control or non-ASCII byte) would be
+        // refused by every route: rejected here, where the reason can be told.
+        guard SecretSource.isHeaderToken(accessToken) else {
+            return .failure(TokenResponseError("token response has an access_token that cannot be sent in a header (a space, control or non-ASCII byte)"))
         }
         guard let type = object["token_type"]?.stringValue else {
             return .failure(TokenResponseError("token response has no token_type string"))
@@ -50,6 +56,9 @@ extension TokenSet {
             case .string(let s)?: optional[key] = s
             default: return .failure(TokenResponseError("token response has a non-string \(key)"))
             }
+        }
+        if let idToken = optional["id_token"], !SecretSource.isHeaderToken(idToken) || idToken.isEmpty {
+            return .failure(TokenResponseError("token response has an id_token that cannot be sent in a header (a space, control or non-ASCII byte)"))
         }
         return .success(TokenSet(
             accessToken: accessToken, idToken: optional["id_token"], refreshToken: optional["refresh_token"],

@@ -149,6 +149,9 @@ extension ProxyHandler {
                 return prefix + "the identity provider is not usable yet (its discovery or endpoints failed; the log has the details)"
             }
             guard snapshot.status.loggedIn else { return prefix + "not logged in (state \(snapshot.status.state.rawValue))" }
+            if snapshot.accessTokenValue == nil {
+                return prefix + "the identity provider's token cannot be sent in a header (lastError in /_platform/auth says why)"
+            }
         }
         return nil
     }

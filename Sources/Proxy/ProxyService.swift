@@ -263,6 +263,8 @@ public enum ProxyService {
                 switch signal {
                 case SIGHUP:
                     reloadNow("sighup")
+                    // A provider may have moved its endpoints: its discovery document is read again.
+                    for member in lifecycle?.members ?? [] { member.manager?.rediscover(trigger: "sighup") }
                     watcher?.noteReloaded()
                 default:
                     if drainDeadline != nil {

@@ -289,6 +289,35 @@ def test_fail_refresh_switch(idp, ctl):
     assert refresh(idp, tok["refresh_token"]).status == 200
 
 
+def test_token_answer_switch_rewrites_the_answer_after_the_grant_rotated(idp, ctl):
+    tok = login(idp)
+    ctl.token_answer("refresh_token", count=1, set={"access_token": "{} x", "expires_in": 0}, drop=["id_token"])
+    r = refresh(idp, tok["refresh_token"])
+    assert r.status == 200, r.body
+    bad = r.json()
+    assert bad["access_token"].endswith(" x") and bad["expires_in"] == 0 and "id_token" not in bad
+    # the rotation happened: the old refresh token is spent, the one in the answer works
+    assert refresh(idp, tok["refresh_token"]).json()["error"] == "invalid_grant"
+    good = refresh(idp, bad["refresh_token"]).json()
+    assert " " not in good["access_token"] and good["expires_in"] == 300
+
+
+def test_move_token_switch_and_html_down(idp, ctl, disco):
+    tok = login(idp)
+    ctl.move_token()
+    moved = call(idp.discovery_url).json()
+    assert moved["token_endpoint"] == idp.endpoint("/v2/token") != disco["token_endpoint"]
+    r = refresh(idp, tok["refresh_token"])
+    assert r.status == 404 and r.header("content-type").startswith("text/html"), r.body
+    r = call(idp.endpoint("/v2/token"), "POST", form={"grant_type": "refresh_token", "refresh_token": tok["refresh_token"],
+                                                      "client_id": idp.public_client_id})
+    assert r.status == 200, r.body
+    ctl.move_token(False)
+    ctl.down(404, endpoints=["token"], html=True)
+    r = refresh(idp, r.json()["refresh_token"])
+    assert r.status == 404 and r.body.startswith(b"<!doctype html>"), r.body
+
+
 def test_client_credentials_basic_and_post(idp, ctl):
     cid, secret = idp.confidential_client_id, idp.confidential_client_secret
     r = token(idp, {"grant_type": "client_credentials", "scope": "read"}, basic=(cid, secret))

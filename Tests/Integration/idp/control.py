@@ -212,9 +212,22 @@ class IdPControl:
     def fail_refresh(self, count=1, error="invalid_grant", status=400, revoke=None) -> dict:
         return self.fail_token("refresh_token", count, error, status, revoke=revoke)
 
-    def down(self, status=503, endpoints=None, paths=None, retry_after=None) -> dict:
-        """Every endpoint (or only the named ones / path prefixes) answers ``status``; /_test/ is exempt."""
-        body = {"down": True, "status": status}
+    def token_answer(self, grant_type="refresh_token", count=1, set=None, drop=None) -> dict:  # noqa: A002
+        """The next ``count`` successful token answers of ``grant_type`` (the grant rotated and the
+        new tokens saved) with members replaced (``set``; "{}" in a string stands for the issued
+        value) or dropped (``drop``); count -1: always, 0: off. E.g. set={"expires_in": 0},
+        drop=["access_token"], set={"access_token": "{} x"}."""
+        return self.post("/_test/token_answer", {"grant_type": grant_type, "count": count,
+                                                  "set": set or {}, "drop": list(drop or [])})
+
+    def move_token(self, moved: bool = True) -> dict:
+        """Discovery names /v2/token (served there); the old /token answers an HTML 404."""
+        return self.post("/_test/move_token", {"moved": moved})
+
+    def down(self, status=503, endpoints=None, paths=None, retry_after=None, html=False) -> dict:
+        """Every endpoint (or only the named ones / path prefixes) answers ``status``; /_test/ is exempt.
+        ``html``: an HTML error page (a router's) instead of an OAuth error body."""
+        body = {"down": True, "status": status, "html": html}
         if endpoints is not None:
             body["endpoints"] = list(endpoints)
         if paths is not None:

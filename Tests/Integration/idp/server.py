@@ -551,6 +551,9 @@ class IdP:
                              "enforce_interval": False, "revoke_access_on_refresh": False,
                              "login_form": False, "deny_clients": []}
             self.fail: dict[str, dict] = {}
+            # token_answer: grant_type -> {"count", "set", "drop"}: rewrite the next successful answers
+            self.answers: dict[str, dict] = {}
+            self.token_moved = False  # discovery names /v2/token; /token answers an HTML 404
             self.down = None
             self.delays: dict[str, float] = {}
 
@@ -747,7 +750,11 @@ ENDPOINT_NAMES = {  # Flask endpoint -> counter name
     "discovery": "discovery", "oauth_metadata": "discovery", "jwks": "jwks", "authorize": "authorize",
     "token": "token", "revocation": "revocation", "userinfo": "userinfo",
     "device_authorization": "device_authorization", "device_verify": "device_verify", "api": "api",
+    "token_v2": "token",
 }
+
+HTML_404 = ("<!doctype html><html><head><title>404 Not Found</title></head>"
+            "<body><h1>Not Found</h1><p>The requested URL was not found on this server.</p></body></html>")
 
 
 def discovery_document(idp: IdP) -> dict:
@@ -756,7 +763,7 @@ def discovery_document(idp: IdP) -> dict:
     return {
         "issuer": iss,
         "authorization_endpoint": iss + "/authorize",
-        "token_endpoint": iss + "/token",
+        "token_endpoint": iss + ("/v2/token" if idp.token_moved else "/token"),
         "revocation_endpoint": iss + "/revoke",
         "userinfo_endpoint": iss + "/userinfo",
         "device_authorization_endpoint": iss + "/device_authorization",
@@ -831,10 +838,18 @@ def create_app(idp: IdP, runtime: "Runtime | None" = None) -> Flask:
             idp.counters["endpoints"][name] += 1
             down = idp.down
             delay = idp.delays.get(name, 0)
+        if name == "token" and idp.token_moved and request.path == "/token":
+            with idp.lock:
+                idp._append(idp.token_calls, {"grant_type": request.form.get("grant_type") or "", "status": 404,
+                                              "error": "moved", "client_id": None, "seq": None, "at": _now()})
+            return Response(HTML_404, 404, {"Content-Type": "text/html; charset=utf-8"})
         if down and (not down.get("endpoints") or name in down["endpoints"]) and (
                 not down.get("paths") or any(request.path.startswith(p) for p in down["paths"])):
             with idp.lock:
                 idp.counters["down_rejections"][name] += 1
+            if down.get("html"):  # what a router or load balancer in front of the IdP answers
+                return Response(HTML_404 if down.get("status") == 404 else "<html><body>error</body></html>",
+                                down.get("status", 503), {"Content-Type": "text/html; charset=utf-8"})
             resp = _json_error(down.get("status", 503), "temporarily_unavailable",
                                "the test switch 'down' is on")
             if down.get("retry_after") is not None:
@@ -887,6 +902,13 @@ def create_app(idp: IdP, runtime: "Runtime | None" = None) -> Flask:
         resp.set_cookie("idp_session", session, httponly=True, samesite="Lax")
         return resp
 
+    @app.post("/v2/token")
+    def token_v2():
+        """The token endpoint after ``move_token``: the same view under the path discovery names."""
+        if not idp.token_moved:
+            return Response(HTML_404, 404, {"Content-Type": "text/html; charset=utf-8"})
+        return token()
+
     @app.post("/token")
     def token():
         gt = request.form.get("grant_type") or ""
@@ -906,6 +928,9 @@ def create_app(idp: IdP, runtime: "Runtime | None" = None) -> Flask:
                     resp = _forced_failure(idp, server, gt, forced)
                 else:
                     resp = server.create_token_response()
+                    answer = idp.answers.get(gt)
+                    if answer and answer["count"] != 0 and resp.status_code == 200:
+                        resp = _rewritten_answer(resp, answer)
                 error = None
                 if resp.status_code >= 400:
                     try:
@@ -994,6 +1019,23 @@ def create_app(idp: IdP, runtime: "Runtime | None" = None) -> Flask:
     return app
 
 
+def _rewritten_answer(resp, answer: dict):
+    """The ``token_answer`` switch: the answer Authlib made (the grant rotated, the new tokens
+    saved) with members replaced or dropped, as a faulty IdP sends it."""
+    if answer["count"] > 0:
+        answer["count"] -= 1
+    data = json.loads(resp.get_data())
+    for key in answer.get("drop") or []:
+        data.pop(key, None)
+    for key, value in (answer.get("set") or {}).items():
+        if isinstance(value, str) and "{" in value and key in data:
+            value = value.replace("{}", str(data[key]))  # "{} x" keeps the issued value inside
+        data[key] = value
+    body = json.dumps(data, ensure_ascii=False).encode()
+    out = Response(body, 200, {"Content-Type": "application/json", "Cache-Control": "no-store", "Pragma": "no-cache"})
+    return out
+
+
 def _forced_failure(idp: IdP, server: Server, gt: str, forced: dict):
     """The ``fail`` switch: answer this token request with an OAuth error, rendered by Authlib."""
     revoke = forced.get("revoke")
@@ -1039,8 +1081,13 @@ def control_routes(app: Flask, idp: IdP, runtime: "Runtime | None"):
     GET  /_test/login_forms            {"count": n, "forms": [{"client_id","prompt","at"}], "sessions": n}
     POST /_test/fail_token             {"grant_type":"refresh_token","count":1,"error":"invalid_grant",
                                         "status":400,"description"?:str,"revoke"?:bool}  (count -1 = always, 0 = off)
-    POST /_test/down                   {"down":true,"status":503,"endpoints"?:[names],"paths"?:[prefixes],"retry_after"?:s}
-                                       or {"down":false}
+    POST /_test/token_answer           {"grant_type":"refresh_token","count":1,"set"?:{member: value},"drop"?:[members]}
+                                       the next ``count`` successful answers (the grant already rotated) with members
+                                       replaced ("{}" in a string value stands for the issued value) or dropped
+                                       (count -1 = always, 0 = off)
+    POST /_test/move_token             {"moved": bool}: discovery names /v2/token, and /token answers an HTML 404
+    POST /_test/down                   {"down":true,"status":503,"endpoints"?:[names],"paths"?:[prefixes],"retry_after"?:s,
+                                        "html"?:bool (an HTML page instead of the OAuth error body)} or {"down":false}
     POST /_test/offline                {"seconds"?: s}: close the main listening socket and its connections
                                        (connections refused); reopen on the same port after s seconds if given
     POST /_test/online                 reopen the main port now
@@ -1162,13 +1209,31 @@ def control_routes(app: Flask, idp: IdP, runtime: "Runtime | None"):
                 idp.fail[gt] = spec
             return jsonify({k: dict(v) for k, v in idp.fail.items()})
 
+    @app.post("/_test/token_answer")
+    def t_token_answer():
+        b = body()
+        gt = _grant_type(b.get("grant_type", "refresh_token"))
+        spec = {"count": int(b.get("count", 1)), "set": dict(b.get("set") or {}), "drop": list(b.get("drop") or [])}
+        with idp.lock:
+            if spec["count"] == 0:
+                idp.answers.pop(gt, None)
+            else:
+                idp.answers[gt] = spec
+            return jsonify({k: dict(v) for k, v in idp.answers.items()})
+
+    @app.post("/_test/move_token")
+    def t_move_token():
+        with idp.lock:
+            idp.token_moved = bool(body().get("moved", True))
+            return jsonify({"moved": idp.token_moved})
+
     @app.post("/_test/down")
     def t_down():
         b = body()
         with idp.lock:
             if b.get("down", True):
                 idp.down = {"status": int(b.get("status", 503)), "endpoints": b.get("endpoints"),
-                            "paths": b.get("paths"), "retry_after": b.get("retry_after")}
+                            "paths": b.get("paths"), "retry_after": b.get("retry_after"), "html": bool(b.get("html"))}
             else:
                 idp.down = None
             return jsonify({"down": idp.down})
