@@ -121,9 +121,5 @@ extension ProxyHandler {
     }
 
     /// A finished phased login's outcome for this loop's auth event streams.
-    func loginOutcome(_ event: [UInt8]) {
-        guard !eventStreams.isEmpty else { return }
-        let bytes = Array("event: login\ndata: ".utf8) + event + Array("\n\n".utf8)
-        for stream in eventStreams { bytes.withUnsafeBytes { stream.writeBody($0) } }
-    }
+    func loginOutcome(_ event: [UInt8]) { broadcastEvent("login", data: event) }
 }
