@@ -75,6 +75,11 @@ public final class LoginChains: Sendable {
         }
     }
 
+    /// Forgets `chain` (its login could not go on).
+    func abandon(chain: UInt64) {
+        table.withLock { table in _ = table.chains.removeValue(forKey: chain) }
+    }
+
     private func prune(_ table: inout Table, now: Double) {
         table.states = table.states.filter { $0.value.expires > now }
         table.chains = table.chains.filter { $0.value.expires > now }

@@ -264,6 +264,7 @@ public final class ProxyHandler: HTTPHandler {
         let id = exchange.info?.requestID ?? requestIDs.next()
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json")]
         if let allow = error.allow { headers.append(("Allow", allow)) }
+        if let retryAfter = error.retryAfter { headers.append(("Retry-After", String(retryAfter))) }
         send(exchange, status: error.status, headers: headers, body: error.body(requestID: id))
     }
 
