@@ -7,7 +7,9 @@ import Synchronization
 public final class LoginChains: Sendable {
     /// How long a started login (and its chain) stays valid, in seconds.
     static let lifetime = 600.0
-    /// Most remembered states and chains (the oldest are dropped).
+    /// Most remembered states and chains (the oldest are dropped). A backstop: each provider
+    /// refuses new logins past its own table of unfinished ones (`CredentialManager`), and a
+    /// state is bound only once its provider accepted the login.
     static let capacity = 256
 
     private struct Binding {
