@@ -9,9 +9,13 @@ public struct LoginFailure: Error, Sendable, Equatable {
     /// The authorization server's `error` code when it refused the login (`access_denied`,
     /// `login_required`, …), else nil.
     public let code: String?
-    init(_ message: String, code: String? = nil) {
+    /// Set when the login was not started because too many are in progress: seconds until the
+    /// oldest of them expires.
+    public let retryAfter: Double?
+    init(_ message: String, code: String? = nil, retryAfter: Double? = nil) {
         self.message = message
         self.code = code
+        self.retryAfter = retryAfter
     }
 }
 
@@ -31,7 +35,9 @@ struct DeviceFlow {
 extension CredentialManager {
     /// How long a started browser login stays valid.
     static let loginLifetime = 600.0
-    /// Most concurrent unfinished browser logins (older ones are dropped).
+    /// Most unfinished browser logins kept at once. Each is kept for its lifetime: while this
+    /// many are live a new start is refused, so a burst of starts (another site, a script)
+    /// cannot push out the login the user is finishing.
     static let maxPendingLogins = 32
 
     /// The authorization URL for a new PKCE (S256) login with a fresh random `state`, which
@@ -56,8 +62,13 @@ extension CredentialManager {
         }
         let now = UnixTime.now()
         pendingLogins = pendingLogins.filter { $0.value.expires > now }
-        if pendingLogins.count >= Self.maxPendingLogins, let oldest = pendingLogins.min(by: { $0.value.expires < $1.value.expires }) {
-            pendingLogins.removeValue(forKey: oldest.key)
+        if pendingLogins.count >= Self.maxPendingLogins {
+            let wait = (pendingLogins.values.map(\.expires).min() ?? now) - now
+            emit(.warning, "login_start_refused", ["reason": .string("too many logins in progress"),
+                                                   "pending": .int(pendingLogins.count)])
+            return .failure(LoginFailure("\(Self.maxPendingLogins) logins were started in the last "
+                + "\(Int(Self.loginLifetime / 60)) minutes and none of them finished. Finish one of them, "
+                + "or start again in \(Int(wait.rounded(.up))) seconds.", retryAfter: wait))
         }
         let pkce = PKCE.generate()
         let state = randomToken()

@@ -72,13 +72,17 @@ final class HTTPConnection: Selectable {
         syncTimer()
     }
 
-    /// Whether more output may be queued; a refusal is remembered, and the exchange's delegate
-    /// hears `exchangeWritable` once the buffer drained below the low-water mark.
-    func canWrite(_ exchange: HTTPExchange) -> Bool {
-        if output.readableBytes < Self.highWater { return true }
+    /// Whether more output may be queued (less than `limit` is, by default the high-water mark);
+    /// a refusal is remembered, and the exchange's delegate hears `exchangeWritable` once the
+    /// buffer drained below the low-water mark.
+    func canWrite(_ exchange: HTTPExchange, below limit: Int = HTTPConnection.highWater) -> Bool {
+        if output.readableBytes < limit { return true }
         if exchange === self.exchange { machine.writerRefused() }
         return false
     }
+
+    /// Bytes queued that the socket has not taken yet.
+    var queuedBytes: Int { output.readableBytes }
 
     // MARK: readiness
 

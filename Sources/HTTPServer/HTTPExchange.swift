@@ -137,6 +137,13 @@ public final class HTTPExchange {
     /// the delegate hears `exchangeWritable` once the output drained below the low-water mark.
     public var canWrite: Bool { connection?.canWrite(self) ?? false }
 
+    /// Whether fewer than `limit` bytes wait for the socket; after a false, the delegate hears
+    /// `exchangeWritable` as the output drains (below the low-water mark, or empty), and may ask again.
+    public func canWrite(below limit: Int) -> Bool { connection?.canWrite(self, below: limit) ?? false }
+
+    /// Bytes queued on the connection that the socket has not taken yet (0 once it closed).
+    public var queuedBytes: Int { connection?.queuedBytes ?? 0 }
+
     /// Stops delivering request body until `resumeBody` (the socket is not read meanwhile).
     public func pauseBody() { connection?.setBodyFlow(self, .paused) }
 

@@ -28,6 +28,8 @@ final class ExchangeInfo: HTTPExchangeDelegate {
     var afterBody: (() -> Void)?
     /// The body collected for `afterBody`, when the endpoint reads one.
     var collected: CollectedBody?
+    /// For a streamed answer (the auth event stream): run when its queued output drains.
+    var onWritable: (() -> Void)?
 
     init(requestID: String, path: Substring) {
         self.requestID = requestID
@@ -44,11 +46,12 @@ final class ExchangeInfo: HTTPExchangeDelegate {
         action?()
     }
 
-    func exchangeWritable(_ exchange: HTTPExchange) {}
+    func exchangeWritable(_ exchange: HTTPExchange) { onWritable?() }
 
     func exchange(_ exchange: HTTPExchange, finished outcome: ExchangeOutcome) {
         afterBody = nil
         collected = nil
+        onWritable = nil
     }
 }
 

@@ -100,9 +100,5 @@ extension ProxyHandler {
     }
 
     /// A journey progress event for this loop's auth event streams.
-    func journeyProgress(_ event: [UInt8]) {
-        guard !eventStreams.isEmpty else { return }
-        let bytes = Array("event: journey\ndata: ".utf8) + event + Array("\n\n".utf8)
-        for stream in eventStreams { bytes.withUnsafeBytes { stream.writeBody($0) } }
-    }
+    func journeyProgress(_ event: [UInt8]) { broadcastEvent("journey", data: event) }
 }

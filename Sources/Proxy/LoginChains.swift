@@ -7,7 +7,9 @@ import Synchronization
 public final class LoginChains: Sendable {
     /// How long a started login (and its chain) stays valid, in seconds.
     static let lifetime = 600.0
-    /// Most remembered states and chains (the oldest are dropped).
+    /// Most remembered states and chains (the oldest are dropped). A backstop: each provider
+    /// refuses new logins past its own table of unfinished ones (`CredentialManager`), and a
+    /// state is bound only once its provider accepted the login.
     static let capacity = 256
 
     private struct Binding {
@@ -73,6 +75,11 @@ public final class LoginChains: Sendable {
             if case .finish = action { table.chains.removeValue(forKey: chain) } else { table.chains[chain] = entry }
             return action
         }
+    }
+
+    /// Forgets `chain` (its login could not go on).
+    func abandon(chain: UInt64) {
+        table.withLock { table in _ = table.chains.removeValue(forKey: chain) }
     }
 
     private func prune(_ table: inout Table, now: Double) {

@@ -39,6 +39,7 @@ public struct ProxyError: Error, Sendable, Equatable {
         case analyticsTooLarge = "analytics_too_large"
         case unknownProvider = "unknown_provider"
         case mockNotAllowed = "mock_not_allowed"
+        case tooManyLogins = "too_many_logins"
     }
 
     private let code: Code
@@ -85,6 +86,8 @@ public struct ProxyError: Error, Sendable, Equatable {
     }
     /// For 405: the methods for the `Allow` header.
     public private(set) var allow: String?
+    /// For 429: seconds for the `Retry-After` header.
+    public private(set) var retryAfter: Int?
     /// The upstream could not be reached.
     public static let upstreamUnreachable = Self(.upstreamUnreachable, 502, "The upstream could not be reached.")
     /// The upstream did not answer in time.
@@ -122,6 +125,12 @@ public struct ProxyError: Error, Sendable, Equatable {
     }
     /// This provider or grant offers no such login.
     public static func loginUnavailable(_ reason: String) -> Self { Self(.loginUnavailable, 404, reason) }
+    /// A browser login was not started: as many as the provider keeps are in progress.
+    public static func tooManyLogins(_ reason: String, retryAfterSeconds: Double) -> Self {
+        var error = Self(.tooManyLogins, 429, reason)
+        error.retryAfter = max(1, Int(retryAfterSeconds.rounded(.up)))
+        return error
+    }
     /// A login attempt failed.
     public static func loginFailed(_ reason: String) -> Self { Self(.loginFailed, 400, reason) }
     /// The action needs a login.

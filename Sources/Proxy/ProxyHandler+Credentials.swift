@@ -122,9 +122,7 @@ extension ProxyHandler {
 
     /// Stopping: event streams end (their clients reconnect elsewhere), held requests get 503.
     public func shutdown() {
-        let streams = eventStreams
-        eventStreams.removeAll()
-        for stream in streams { stream.endResponse() }
+        endEventStreams()
         for slot in slots.values {
             let held = slot.gated
             slot.gated.removeAll()
@@ -191,46 +189,5 @@ extension ProxyHandler {
         var object = authFields(slot)
         object["provider"] = .string(slot.name)
         return JSONValue.object(object).serializedBytes()
-    }
-
-    /// Opens a Server-Sent Events stream: one `state` event per provider now (the default
-    /// provider first) and one at every change, each naming its provider.
-    func openEventStream(_ exchange: HTTPExchange) {
-        exchange.startResponse(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
-                                                      ("X-Request-ID", exchange.info?.requestID ?? "")],
-                               framing: .streamed)
-        // HEAD gets the head only: held open, it would never end and the next request on its
-        // connection would wait forever.
-        if exchange.isHeadRequest { return exchange.endResponse() }
-        // A client that hangs up ends the exchange; `finished` takes it off the list.
-        eventStreams.append(exchange)
-        let first = slot(nil)
-        writeEvent(first, to: exchange)
-        for name in providerNames where name != first.name { writeEvent(slot(name), to: exchange) }
-        if heartbeat == nil { scheduleHeartbeat() }
-    }
-
-    private func broadcastState(_ slot: ProviderSlot) {
-        for stream in eventStreams { writeEvent(slot, to: stream) }
-    }
-
-    private func writeEvent(_ slot: ProviderSlot, to exchange: HTTPExchange) {
-        var bytes = Array("event: state\ndata: ".utf8)
-        bytes += eventJSON(slot)
-        bytes += Array("\n\n".utf8)
-        bytes.withUnsafeBytes { exchange.writeBody($0) }
-    }
-
-    /// A comment line every 15 s keeps intermediaries from closing idle streams and finds dead clients.
-    private func scheduleHeartbeat() {
-        heartbeat = loop.schedule(at: loop.now.adding(seconds: 15)) { [weak self] in
-            guard let self else { return }
-            self.heartbeat = nil
-            self.eventStreams.removeAll { $0.isAborted || $0.responseEnded }
-            guard !self.eventStreams.isEmpty else { return }
-            let comment = Array(": keep-alive\n\n".utf8)
-            for stream in self.eventStreams { comment.withUnsafeBytes { stream.writeBody($0) } }
-            self.scheduleHeartbeat()
-        }
     }
 }

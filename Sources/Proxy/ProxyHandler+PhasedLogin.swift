@@ -59,6 +59,8 @@ extension ProxyHandler {
 
     /// Sends the browser at `exchange` to `manager`'s authorization request (302), its `state`
     /// bound to `chain` (nil: a single login); `failed` gets the reason when none can be made.
+    /// When the provider keeps as many unfinished logins as it may, the answer is 429 and the
+    /// chain ends: a refused start must not linger in the table of chains either.
     func redirectToLogin(_ exchange: HTTPExchange, _ manager: CredentialManager, silent: Bool = false, chain: UInt64?,
                          failed: @escaping (ProxyHandler, HTTPExchange, String) -> Void) {
         let chains = loginChains
@@ -69,6 +71,9 @@ extension ProxyHandler {
             switch result {
             case .success(let url):
                 self.send(exchange, status: 302, headers: [("Location", url), ("Cache-Control", "no-store")], body: [])
+            case .failure(let failure) where failure.retryAfter != nil:
+                if let chain { chains.abandon(chain: chain) }
+                self.fail(exchange, .tooManyLogins(failure.message, retryAfterSeconds: failure.retryAfter ?? 0))
             case .failure(let failure):
                 failed(self, exchange, failure.message)
             }
@@ -121,9 +126,5 @@ extension ProxyHandler {
     }
 
     /// A finished phased login's outcome for this loop's auth event streams.
-    func loginOutcome(_ event: [UInt8]) {
-        guard !eventStreams.isEmpty else { return }
-        let bytes = Array("event: login\ndata: ".utf8) + event + Array("\n\n".utf8)
-        for stream in eventStreams { bytes.withUnsafeBytes { stream.writeBody($0) } }
-    }
+    func loginOutcome(_ event: [UInt8]) { broadcastEvent("login", data: event) }
 }

@@ -39,7 +39,7 @@ public final class ProxyHandler: HTTPHandler {
     /// Phased logins in progress, shared by every loop (a callback may arrive on any of them).
     var loginChains = LoginChains()
     /// `/_platform/auth/events` streams on this loop.
-    var eventStreams: [HTTPExchange] = []
+    var eventStreams: [AuthEventStream] = []
     var heartbeat: TimerID?
     /// Index of the `metricsListen` address among the server's listeners, when there is one.
     public var metricsListener: Int?
@@ -271,6 +271,7 @@ public final class ProxyHandler: HTTPHandler {
         let id = exchange.info?.requestID ?? requestIDs.next()
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json")]
         if let allow = error.allow { headers.append(("Allow", allow)) }
+        if let retryAfter = error.retryAfter { headers.append(("Retry-After", String(retryAfter))) }
         send(exchange, status: error.status, headers: headers, body: error.body(requestID: id))
     }
 
@@ -298,7 +299,7 @@ public final class ProxyHandler: HTTPHandler {
         case .clientClosed(let reason), .aborted(let reason): logExchange(exchange, outcome, level: .info, reason: reason)
         case .refused(let reason): logExchange(exchange, outcome, level: .warning, reason: reason)
         }
-        if !eventStreams.isEmpty { eventStreams.removeAll { $0 === exchange } }
+        if !eventStreams.isEmpty { eventStreams.removeAll { $0.exchange === exchange } }
     }
 
     /// The server's own refusals, rendered as the proxy's JSON errors (`Connection: close`).

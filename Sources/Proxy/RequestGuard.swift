@@ -53,7 +53,8 @@ enum RequestGuard: Int, CaseIterable {
     case originAllowed
     /// `Sec-Fetch-Site` does not mark the request as cross-site (`RequestScreen.refusesCrossSite`).
     case sameSite
-    /// As `sameSite`, except for the endpoints other sites send a browser to (login, callback).
+    /// As `sameSite`, except for top-level navigations to the endpoints other sites send a
+    /// browser to (login, callback); a frame is held to `sameSite`.
     case sameSiteOrNavigation
     /// HTTP/1.0 may omit Host, which would skip the allowed-hosts check.
     case hostPresent
@@ -85,7 +86,8 @@ enum RequestGuard: Int, CaseIterable {
             return .originNotAllowed
         case .sameSite, .sameSiteOrNavigation:
             if self == .sameSiteOrNavigation && RequestScreen.navigationTargets.contains(target.path)
-                && RequestScreen.isNavigation(fetchMode: request.screened.fetchMode) { return nil }
+                && RequestScreen.isTopLevelNavigation(fetchMode: request.screened.fetchMode,
+                                                      fetchDest: request.screened.fetchDest) { return nil }
             let crossSite = RequestScreen.refusesCrossSite(fetchSite: request.screened.fetchSite, origin: request.screened.origin,
                                                            access: access)
             return crossSite ? .crossSiteRequest : nil

@@ -9,6 +9,8 @@ enum RequestScreen {
         var fetchSite: String?
         /// The `Sec-Fetch-Mode` value, if any.
         var fetchMode: String?
+        /// The `Sec-Fetch-Dest` value, if any.
+        var fetchDest: String?
         /// Whether a method-override field names TRACE or TRACK.
         var overridesToTrace = false
         /// The `Origin` value, if any.
@@ -20,20 +22,28 @@ enum RequestScreen {
     /// Endpoints a browser is sent to from other sites, exempt from the `Sec-Fetch-Site` check:
     /// the login only redirects to the IdP, and the IdP sends the browser back to the callback
     /// from its own site (the callback's `state` check is its cross-site defence).
-    /// Only a navigation is exempt (`Sec-Fetch-Mode: navigate`, or no such field): an `<img>` or a
-    /// `fetch` from another site has no business starting logins (each one would push a started
-    /// login out of the bounded table of pending ones).
+    /// Only a top-level navigation is exempt (`Sec-Fetch-Mode: navigate`, or no such field, and
+    /// no frame `Sec-Fetch-Dest`): an `<img>`, a `fetch` or a frame from another site has no
+    /// business starting logins (each one takes a place in the bounded table of pending ones,
+    /// unseen by the user), nor a login page drawn inside another site's page.
     static let navigationTargets: Set<Substring> = ["/_platform/login", "/_platform/callback"]
 
-    /// Whether `Sec-Fetch-Mode` allows the navigation exemption: absent or `navigate`.
-    static func isNavigation(fetchMode: String?) -> Bool {
-        fetchMode.map { $0.trimmingCharacters().lowercased() == "navigate" } ?? true
+    /// `Sec-Fetch-Dest` values of a document loaded inside another page.
+    static let frameDestinations: Set<String> = ["iframe", "frame", "embed", "object", "fencedframe"]
+
+    /// Whether `Sec-Fetch-Mode` and `Sec-Fetch-Dest` allow the navigation exemption: the mode
+    /// absent or `navigate`, no destination a frame (of the lines joined, when sent twice).
+    static func isTopLevelNavigation(fetchMode: String?, fetchDest: String?) -> Bool {
+        guard fetchMode.map({ $0.trimmingCharacters().lowercased() == "navigate" }) ?? true else { return false }
+        guard let fetchDest else { return true }
+        return !fetchDest.split(separator: ",").contains { frameDestinations.contains($0.trimmingCharacters().lowercased()) }
     }
 
     private static let origin = StaticBytes("origin")
     private static let proxyKey = StaticBytes("x-proxy-key")
     private static let fetchSite = StaticBytes("sec-fetch-site")
     private static let fetchMode = StaticBytes("sec-fetch-mode")
+    private static let fetchDest = StaticBytes("sec-fetch-dest")
     /// Fields frameworks read as "treat this request as that method".
     private static let overrides = [StaticBytes("x-http-method-override"), StaticBytes("x-http-method"), StaticBytes("x-method-override")]
 
@@ -42,7 +52,7 @@ enum RequestScreen {
     /// second `Origin`, `Sec-Fetch-Site` or `X-Proxy-Key` cannot hide behind a first that passes.
     static func fields(_ head: HTTPRequestHead) -> Fields {
         // Indexes first, strings after: only fields that are there become strings.
-        var origin: Int?, key: Int?, site: Int?, mode: Int?
+        var origin: Int?, key: Int?, site: Int?, mode: Int?, dest: Int?
         var repeated = false
         var overridesToTrace = false
         func note(_ i: Int, _ slot: inout Int?) {
@@ -58,6 +68,8 @@ enum RequestScreen {
                 note(i, &site)
             } else if length == fetchMode.count, head.nameEquals(i, fetchMode) {
                 note(i, &mode)
+            } else if length == fetchDest.count, head.nameEquals(i, fetchDest) {
+                note(i, &dest)
             } else if length >= 13 && length <= 22, overrides.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
                 overridesToTrace = overridesToTrace || namesTrace(head.value(at: i))
             }
@@ -68,7 +80,8 @@ enum RequestScreen {
             let lines = (index..<head.fieldCount).filter { head.fields[$0].name.count == name.count && head.nameEquals($0, name) }
             return lines.map(head.value(at:)).joined(separator: ", ")
         }
-        return Fields(fetchSite: value(site, fetchSite), fetchMode: value(mode, fetchMode), overridesToTrace: overridesToTrace,
+        return Fields(fetchSite: value(site, fetchSite), fetchMode: value(mode, fetchMode), fetchDest: value(dest, fetchDest),
+                      overridesToTrace: overridesToTrace,
                       origin: value(origin, Self.origin), proxyKey: value(key, proxyKey))
     }
 

@@ -215,6 +215,42 @@ struct HTTPConnectionTests {
         #expect(h.handler.outcomes.map(\.ending) == [.completed])
     }
 
+    @Test("a writer with its own limit is refused at it, counts what waits, and hears writable as the queue drains")
+    func backpressureBelowALimit() throws {
+        let h = try ConnectionHarness(sendBuffer: 16384)
+        let delegate = RecordingDelegate()
+        let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 4096)
+        let limit = 16 * 1024
+        var queuedWhenRefused = 0
+        h.handler.onHandle = { exchange in
+            exchange.delegate = delegate
+            exchange.startResponse(status: 200, headers: [], framing: .streamed)
+        }
+        try h.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        let exchange = h.handler.handled[0]
+        // Written outside the request's own event, as events are: flushed at the end of each turn.
+        for _ in 0..<200 {
+            guard exchange.canWrite(below: limit) else { break }
+            chunk.withUnsafeBytes { exchange.writeBody($0) }
+            h.run(turns: 1)
+        }
+        queuedWhenRefused = exchange.queuedBytes
+        #expect(queuedWhenRefused >= limit)
+        #expect(!exchange.canWrite(below: limit))
+        #expect(delegate.writable == 0)
+        for _ in 0..<200 where delegate.writable == 0 {
+            _ = h.drain()
+            h.run(turns: 1)
+        }
+        #expect(delegate.writable >= 1)
+        #expect(exchange.queuedBytes < queuedWhenRefused)
+        exchange.endResponse()
+        h.run()
+        _ = h.drain()
+        #expect(h.handler.outcomes.map(\.ending) == [.completed])
+        #expect(exchange.queuedBytes == 0)
+    }
+
     @Test("a response none of whose bytes left is retracted and replaced by an error")
     func retractBeforeAnyByteLeft() throws {
         let h = try ConnectionHarness()

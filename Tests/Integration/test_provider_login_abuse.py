@@ -1,6 +1,8 @@
 """Phased login and provider selection under abuse, through the real binary: replayed and
 mixed-up `state` values, callbacks carrying both `code` and `error`, odd `?provider=` values,
-and every `/_platform/` path under every method (status, `Allow`, JSON body, HEAD without body)."""
+every `/_platform/` path under every method (status, `Allow`, JSON body, HEAD without body),
+login pages drawn in another site's frames, and bursts of login starts against the one the
+user is finishing."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import json
 import socket
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
-from credentials_support import free_port, http_call, idp_factory, wait_until  # noqa: F401
+from credentials_support import free_port, http_call, idp_factory, launch, wait_until  # noqa: F401
 from proxy import exchange
 from test_providers import Browser, add_ping_client, providers_state, start_two
 
@@ -284,3 +286,66 @@ def test_a_route_carries_only_its_providers_token_across_a_reload_and_a_redirect
     wait_until(lambda: server.log_events("config_reloaded"), timeout=5, what="reloaded")
     for _ in range(6):
         assert sent(main_upstream, "/a/x") == "Bearer token-b"
+
+
+# --------------------------------------------------------------------------- frames and bursts of starts
+
+def cross_site(dest: str, site: str = "cross-site") -> dict:
+    return {"Sec-Fetch-Site": site, "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": dest}
+
+
+def test_a_login_page_in_a_frame_of_another_site_is_refused_and_starts_no_login(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    p = launch(start_proxy, idp, tmp_path)
+    for dest in ("iframe", "frame", "embed", "object", "fencedframe", "IFrame"):
+        r = p.call("/_platform/login", headers=cross_site(dest))
+        assert r.status == 403 and r.json()["error"] == "cross_site_request", (dest, r)
+        r = p.call("/_platform/login", headers=cross_site(dest, site="same-site"))
+        assert r.status == 403 and r.json()["error"] == "cross_site_request", (dest, r)
+    # A frame of the proxy's own pages, and a top-level navigation from another site, still start one.
+    assert p.call("/_platform/login", headers=cross_site("iframe", site="same-origin")).status == 302
+    assert p.call("/_platform/login", headers=cross_site("document")).status == 302
+    assert p.call("/_platform/login").status == 302
+    assert not p.server.log_events("login_start_refused")
+
+
+def test_a_burst_of_login_starts_does_not_cancel_the_login_the_user_is_finishing(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    p = launch(start_proxy, idp, tmp_path)
+    mine = p.call("/_platform/login")
+    assert mine.status == 302, mine
+    # While the user is at the IdP: frames of another site, then forty top-level starts from it.
+    framed = [p.call("/_platform/login", headers=cross_site("iframe")).status for _ in range(10)]
+    answers = [p.call("/_platform/login", headers=cross_site("document")) for _ in range(40)]
+    # The user's login completes.
+    back = http_call(mine.header("location"))
+    assert back.status == 302, back
+    done = http_call(back.header("location"))
+    assert done.status == 200 and b"You are signed in" in done.body, done
+    p.wait_state("logged_in", timeout=5)
+    # The frames were refused; the starts past the table's size were too, saying when to come back.
+    assert framed == [403] * 10, framed
+    statuses = [r.status for r in answers]
+    busy = [r for r in answers if r.status == 429]
+    assert busy and statuses.count(302) + len(busy) == 40, statuses
+    assert busy[0].json()["error"] == "too_many_logins", busy[0]
+    assert 1 <= int(busy[0].header("retry-after")) <= 600, busy[0].headers
+    assert p.server.log_events("login_start_refused")
+    # Its place is free again.
+    assert p.call("/_platform/login").status == 302
+
+
+def test_a_burst_of_starts_does_not_cancel_a_phased_login_in_progress(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=120)
+    add_ping_client(idp)
+    p = start_two(start_proxy, tmp_path, idp, idp)
+    location, _ = authorize_redirect(p)
+    starts = [p.call("/_platform/login", headers=cross_site("document")).status for _ in range(40)]
+    # The chain goes on: platform signed in, the browser sent on to ping silently.
+    browser = Browser()
+    callback = browser._call(location).header("location")
+    step = browser._call(callback)
+    assert step.status == 302, step
+    assert parse_qs(urlsplit(step.header("location")).query)["prompt"] == ["none"]
+    assert providers_state(p)["platform"] == "logged_in"
+    assert 429 in starts and set(starts) <= {302, 429}, starts

@@ -99,6 +99,26 @@ struct RequestGuardTests {
         }
     }
 
+    @Test("a frame of another site is no top-level navigation: the login and callback in one are refused",
+          arguments: ["/_platform/login", "/_platform/callback"])
+    func framesAreNotTopLevelNavigations(path: String) {
+        for dest in ["iframe", "frame", "embed", "object", "fencedframe", " IFrame ", "document, iframe"] {
+            for site in ["cross-site", "same-site"] {
+                let framed = request("GET", path, ["Host: localhost", "Sec-Fetch-Site: \(site)", "Sec-Fetch-Mode: navigate",
+                                                   "Sec-Fetch-Dest: \(dest)"])
+                #expect(RequestGuard.sameSiteOrNavigation.refusal(framed) == .crossSiteRequest, "\(dest) \(site)")
+            }
+            let own = request("GET", path, ["Host: localhost", "Sec-Fetch-Site: same-origin", "Sec-Fetch-Mode: navigate",
+                                            "Sec-Fetch-Dest: \(dest)"])
+            #expect(RequestGuard.sameSiteOrNavigation.refusal(own) == nil)
+        }
+        for dest in ["document", "empty", "Document"] {
+            let page = request("GET", path, ["Host: localhost", "Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: navigate",
+                                             "Sec-Fetch-Dest: \(dest)"])
+            #expect(RequestGuard.sameSiteOrNavigation.refusal(page) == nil, "\(dest)")
+        }
+    }
+
     @Test("an absolute-form target stands in for a missing Host; a present Host needs no target authority")
     func hostPresent() {
         #expect(RequestGuard.hostPresent.refusal(request("GET", "http://localhost/api", [], http10: true)) == nil)
