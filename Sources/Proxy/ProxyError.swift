@@ -30,6 +30,7 @@ public struct ProxyError: Error, Sendable, Equatable {
         case shuttingDown = "shutting_down"
         case unknownOperation = "unknown_operation"
         case analyticsStoreFailed = "analytics_store_failed"
+        case analyticsStoreFull = "analytics_store_full"
         case unknownExperiment = "unknown_experiment"
         case unknownVariant = "unknown_variant"
         case journeyStepUnknown = "journey_step_unknown"
@@ -143,6 +144,14 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static func unknownOperation(_ name: String) -> Self { Self(.unknownOperation, 404, "No operation \(name) is running on that path or above it.") }
     /// The analytics store could not commit.
     public static let analyticsStoreFailed = Self(.analyticsStoreFailed, 500, "The analytics store could not commit the values; nothing was acknowledged.")
+    /// The analytics store's disk is full (507 Insufficient Storage, `Retry-After: 30`).
+    public static var analyticsStoreFull: Self {
+        var error = Self(.analyticsStoreFull, 507, "The disk holding the analytics store is full; nothing was acknowledged. Retry later.")
+        error.retryAfter = 30
+        return error
+    }
+    /// Seconds for the `Retry-After` header, when the condition is expected to pass.
+    public private(set) var retryAfter: Int?
     /// A browser marked the request as coming from another site (`Sec-Fetch-Site`).
     public static let crossSiteRequest = Self(.crossSiteRequest, 403, "Requests from another site are not allowed.")
     /// An absolute-form target with user information (`http://a@b/`): which host is meant is ambiguous.

@@ -1,0 +1,116 @@
+"""Damaged state through the real binary: what the proxy does when the files it keeps are not
+what it wrote (README "Analytics sidecar", "State directory", "Experiments", "Mocks and record").
+
+- a damaged ``analytics.sqlite`` is set aside (kept, renamed) and a new store starts;
+- a FIFO where a state file belongs neither hangs the start nor is read;
+- temporaries a killed recording left behind are never served and are removed at start;
+- an experiment override is acknowledged only once it is on disk;
+- a full disk refuses analytics values with 507 and makes the proxy not ready until space returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from proxy import base_config, write_mock_dir
+from test_analytics import (Analytics, analytics_block, crash, flush_until_empty, http_call, key, launch,
+                            make_tokens, parse_metrics, restart, wait_until)
+from analytics_sink import AnalyticsSink
+
+
+@pytest.fixture
+def sink():
+    s = AnalyticsSink().start()
+    yield s
+    s.stop()
+
+
+def ready(port: int):
+    r = http_call(port, "GET", "/_platform/ready")
+    return r.status, r.json()
+
+
+def metrics(port: int) -> dict:
+    r = http_call(port, "GET", "/_platform/metrics")
+    assert r.status == 200, r
+    return parse_metrics(r.body.decode())
+
+
+# --------------------------------------------------------------------------- 9: a damaged analytics.sqlite
+
+
+def garbage(path: Path) -> None:
+    path.write_bytes(os.urandom(24 * 1024))
+
+
+def truncated(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+
+
+def bad_pages(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big") or 65536
+    assert len(data) >= 6 * page, f"the store has only {len(data) // page} pages"
+    # Every page after the first two (the header page and the schema) is noise: b-tree pages of the table and index.
+    for start in range(2 * page, len(data), page):
+        data[start:start + page] = os.urandom(page)
+    path.write_bytes(bytes(data))
+
+
+def wrong_schema(path: Path) -> None:
+    path.unlink()
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE events(id INTEGER PRIMARY KEY, payload BLOB)")
+        db.executemany("INSERT INTO events(payload) VALUES (?)", [(b"x" * 100,)] * 50)
+
+
+def stored_store(start_proxy, sink, tmp_path) -> Analytics:
+    """A store holding 400 unsent values, written by the proxy itself and closed cleanly."""
+    a = launch(start_proxy, sink, tmp_path, name="writer")
+    for batch in range(8):
+        a.record([{"key": key(f"screen.s{batch}.n{i}"), "value": "v" * 200} for i in range(50)])
+    assert a.server.stop() == 0
+    return a
+
+
+@pytest.mark.parametrize("damage", [garbage, truncated, bad_pages, wrong_schema], ids=lambda f: f.__name__)
+def test_a_damaged_analytics_store_is_set_aside_and_a_new_one_starts(start_proxy, sink, tmp_path, damage):
+    first = stored_store(start_proxy, sink, tmp_path)
+    store = first.state_dir / "analytics.sqlite"
+    for leftover in (first.state_dir / "analytics.sqlite-wal", first.state_dir / "analytics.sqlite-shm"):
+        leftover.unlink(missing_ok=True)
+    damage(store)
+    damaged = store.read_bytes()
+
+    a = restart(start_proxy, first, "after-damage")  # on a build without the fix: exits 1 before listening
+    aside = sorted(a.state_dir.glob("analytics.sqlite.corrupt-*"))
+    aside = [p for p in aside if not p.name.endswith(("-wal", "-shm"))]
+    assert len(aside) == 1, sorted(p.name for p in a.state_dir.iterdir())
+    assert aside[0].read_bytes() == damaged, "the damaged store is kept as it was"
+    events = a.server.log_events("analytics_store_set_aside")
+    assert len(events) == 1, a.server.stderr_text()[-3000:]
+    assert events[0]["movedTo"] == str(aside[0]) and events[0].get("error"), events[0]
+    assert "lost" in events[0]["message"], events[0]
+
+    status, body = ready(a.port)
+    assert status == 200 and body["status"] == "ready", body
+    assert any("set aside" in n for n in body.get("notices", [])), body
+    assert metrics(a.port)["platform_proxy_analytics_store_set_aside_total"] == 1
+
+    # The new store works: values are acknowledged, survive a restart and are uploaded.
+    a.record([{"key": key("after.damage"), "value": "1"}])
+    assert a.server.stop() == 0
+    b = restart(start_proxy, a, "next")
+    flush_until_empty(b)
+    assert sink.accepted_pairs()[(key("after.damage"), "1")] == 1, sink.accepted_pairs()
+    assert not b.server.log_events("analytics_store_set_aside"), "a healthy store is not set aside again"
+    assert metrics(b.port)["platform_proxy_analytics_store_set_aside_total"] == 0
