@@ -114,3 +114,79 @@ def test_a_damaged_analytics_store_is_set_aside_and_a_new_one_starts(start_proxy
     assert sink.accepted_pairs()[(key("after.damage"), "1")] == 1, sink.accepted_pairs()
     assert not b.server.log_events("analytics_store_set_aside"), "a healthy store is not set aside again"
     assert metrics(b.port)["platform_proxy_analytics_store_set_aside_total"] == 0
+
+
+# --------------------------------------------------------------------------- 13: a full disk
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 8 MiB tmpfs for the state directory: a disk that really fills up (ENOSPC). Needs the
+    privilege to mount (root in the test container); skipped without it."""
+    mount_point = tmp_path / "small-disk"
+    mount_point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", str(mount_point)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs to fill up: {done.stderr.strip()}")
+    yield mount_point
+    subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def fill_up(directory: Path) -> Path:
+    """Writes a file until the file system refuses more (ENOSPC); returns it."""
+    filler = directory / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for size in (1 << 20, 64 << 10, 4 << 10):
+            try:
+                while True:
+                    os.write(fd, b"\1" * size)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_a_full_disk_answers_507_with_retry_after_and_makes_the_proxy_not_ready_until_space_returns(
+        small_disk, start_proxy, sink, tmp_path):
+    a = launch(start_proxy, sink, tmp_path, state_dir=small_disk / "state")
+    acked = [key("before.full")]
+    a.record([{"key": acked[0], "value": "1"}])
+    filler = fill_up(small_disk)
+
+    refused = None
+    for n in range(300):
+        k = key(f"filling.n{n}")
+        r = a.events([{"key": k, "value": "x" * 1000} for _ in range(1)] +
+                     [{"key": key(f"filling.n{n}.m{i}"), "value": "y" * 1000} for i in range(20)])
+        if r.status == 202:
+            acked += [k] + [key(f"filling.n{n}.m{i}") for i in range(20)]
+            continue
+        refused = r
+        break
+    assert refused is not None, "the disk never filled up"
+    # On a build without the fix: 500 analytics_store_failed, and ready stays 200.
+    assert refused.status == 507, refused
+    assert refused.json()["error"] == "analytics_store_full", refused
+    assert refused.headers.get("retry-after") == "30", refused.headers
+    status, body = ready(a.port)
+    assert status == 503 and "full" in body["reason"], body
+    m = metrics(a.port)
+    assert m["platform_proxy_analytics_store_full"] == 1, m
+    assert m["platform_proxy_analytics_refused_full_total"] >= 1, m
+    assert a.server.log_events("analytics_store_full"), "the refusal is logged"
+
+    filler.unlink()
+    status, body = ready(a.port)
+    assert status == 200, body
+    a.record([{"key": key("after.space"), "value": "1"}])
+    acked.append(key("after.space"))
+    assert metrics(a.port)["platform_proxy_analytics_store_full"] == 0
+
+    # Nothing acknowledged was lost on the way.
+    flush_until_empty(a)
+    delivered = {k for (k, _v) in sink.accepted_pairs()}
+    missing = [k for k in acked if k not in delivered]
+    assert not missing, f"{len(missing)} acknowledged values never arrived: {missing[:5]}"
