@@ -33,7 +33,9 @@ extension AnalyticsStore {
         }
         _ = unlink(path + "-shm")
         try? StoreDirectory.sync(StoreDirectory.parent(of: path))
-        return StoreSetAside(movedTo: target, error: error, unsentValues: countValues(at: target))
+        // Only a regular file is opened to count: SQLite's open of a FIFO would block.
+        let unsent = StoreDirectory.nonRegularKind(target) == nil ? countValues(at: target) : nil
+        return StoreSetAside(movedTo: target, error: error, unsentValues: unsent)
     }
 
     /// `SELECT count(subject) FROM events` (nil for a table without the store's columns) on the file as it is, read-only and `immutable` (nothing is

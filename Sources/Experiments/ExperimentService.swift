@@ -38,11 +38,11 @@ public final class ExperimentService: Sendable {
                 loaded = State(overrides: ExperimentOverrides(json: root["overrides"]), exposures: ExposureLog(json: root["exposures"]))
             } else {
                 let moved = file.moveAside()
-                Log.emit(.warning, "experiments_state_unreadable", ["movedTo": .string(moved)])
+                Log.emit(.warning, "experiments_state_unreadable", ["movedTo": .string(moved), "reason": .string("not a JSON object")])
             }
-        case .unreadable:
+        case .unreadable(let reason):
             let moved = file.moveAside()
-            Log.emit(.warning, "experiments_state_unreadable", ["movedTo": .string(moved)])
+            Log.emit(.warning, "experiments_state_unreadable", ["movedTo": .string(moved), "reason": .string(reason)])
         }
         state = Mutex(loaded)
     }

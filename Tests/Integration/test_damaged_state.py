@@ -14,12 +14,15 @@ import json
 import os
 import signal
 import sqlite3
+import stat
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from credentials_support import idp_factory  # noqa: F401  (fixture)
+from credentials_support import launch as launch_oauth
 from proxy import base_config, write_mock_dir
 from test_analytics import (Analytics, analytics_block, crash, flush_until_empty, http_call, key, launch,
                             make_tokens, parse_metrics, restart, wait_until)
@@ -190,3 +193,52 @@ def test_a_full_disk_answers_507_with_retry_after_and_makes_the_proxy_not_ready_
     delivered = {k for (k, _v) in sink.accepted_pairs()}
     missing = [k for k in acked if k not in delivered]
     assert not missing, f"{len(missing)} acknowledged values never arrived: {missing[:5]}"
+
+
+# --------------------------------------------------------------------------- 10: a FIFO in the state folder
+
+EXPERIMENTS = {"layout": {"variants": {"list": 1, "grid": 1}}}
+
+
+@pytest.mark.parametrize("name,event", [("experiments.json", "experiments_state_unreadable"),
+                                        ("installation-id", "installation_id_unreadable")])
+def test_a_fifo_named_like_an_experiments_state_file_is_set_aside_not_opened(start_proxy, tmp_path, name, event):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    os.mkfifo(state / name, 0o600)
+    # On a build without the fix, open() blocks for a writer: no "listening" within 10 s.
+    server = start_proxy(config=base_config(None, stateDirectory=str(state), experiments=EXPERIMENTS))
+    aside = list(state.glob(name + ".corrupt-*"))
+    assert len(aside) == 1 and stat.S_ISFIFO(aside[0].lstat().st_mode), sorted(p.name for p in state.iterdir())
+    logged = server.log_events(event)
+    assert len(logged) == 1 and logged[0]["movedTo"] == str(aside[0]), logged
+    assert "not a regular file but a FIFO" in logged[0]["reason"], logged[0]
+    assert server.get("/_platform/experiments/layout").status == 200
+    if name == "installation-id":
+        assert (state / name).is_file(), "a new id file replaces the FIFO"
+    assert server.stop() == 0
+
+
+def test_a_fifo_named_tokens_json_neither_hangs_the_start_nor_is_read(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory()
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    os.mkfifo(state / "tokens.json", 0o600)
+    p = launch_oauth(start_proxy, idp, tmp_path, state_dir=state)
+    assert p.auth()["state"] == "logged_out"
+    aside = list(state.glob("tokens.json.corrupt-*"))
+    assert len(aside) == 1 and stat.S_ISFIFO(aside[0].lstat().st_mode), sorted(x.name for x in state.iterdir())
+    assert p.server.log_events("token_store_corrupt"), "the FIFO is logged where it went"
+    # SIGTERM is honoured (the start did not hang with the signals blocked).
+    assert p.server.stop(timeout=10) == 0
+
+
+def test_a_fifo_named_analytics_sqlite_is_set_aside(start_proxy, sink, tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    os.mkfifo(state / "analytics.sqlite", 0o600)
+    a = launch(start_proxy, sink, tmp_path, state_dir=state)
+    logged = a.server.log_events("analytics_store_set_aside")
+    assert len(logged) == 1 and "FIFO" in logged[0]["error"], logged
+    assert stat.S_ISFIFO(Path(logged[0]["movedTo"]).lstat().st_mode)
+    a.record([{"key": key("after.fifo"), "value": "1"}])
