@@ -242,3 +242,33 @@ def test_a_fifo_named_analytics_sqlite_is_set_aside(start_proxy, sink, tmp_path)
     assert len(logged) == 1 and "FIFO" in logged[0]["error"], logged
     assert stat.S_ISFIFO(Path(logged[0]["movedTo"]).lstat().st_mode)
     a.record([{"key": key("after.fifo"), "value": "1"}])
+
+
+# --------------------------------------------------------------------------- 11: partial recordings
+
+
+def test_partial_recordings_are_never_served_and_are_removed_at_start(start_proxy, tmp_path):
+    mock = write_mock_dir(tmp_path / "mock", {"feed/1": {"n": 1}, "feed/2": {"n": 2}, "index": {"root": True}})
+    # What a recording killed mid-write leaves: `<file>.tmp-<base36>` holding part of a body.
+    partial = {mock / "feed" / "2.json.tmp-k3x9q1": b'{"n": 2, "items": [1, 2',
+               mock / "feed" / "3.json.tmp-0a": b'{"trunc',
+               mock / "index.json.tmp-z9": b'{"ro'}
+    for path, data in partial.items():
+        path.write_bytes(data)
+    # Replay serves them while they are there, on a build without the fix: a folder replays every file in it.
+    server = start_proxy(config=base_config(mock))
+    bodies = [server.get("/feed").body for _ in range(6)]
+    assert all(json.loads(b)["n"] in (1, 2) for b in bodies), bodies
+    assert not any(p.exists() for p in partial), sorted(p.name for p in mock.rglob("*"))
+    removed = server.log_events("mock_temporaries_removed")
+    assert len(removed) == 1 and removed[0]["count"] == 3, removed
+    assert (mock / "feed" / "1.json").exists() and (mock / "index.json").exists()
+
+
+def test_replay_ignores_a_temporary_that_appears_while_serving(start_proxy, tmp_path):
+    mock = write_mock_dir(tmp_path / "mock", {"feed/1": {"n": 1}})
+    server = start_proxy(config=base_config(mock))
+    (mock / "feed" / "1.json.tmp-5m2").write_bytes(b'{"n": ')
+    for _ in range(4):
+        r = server.get("/feed")
+        assert r.status == 200 and json.loads(r.body) == {"n": 1}, r
