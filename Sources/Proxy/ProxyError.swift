@@ -33,6 +33,7 @@ public struct ProxyError: Error, Sendable, Equatable {
         case analyticsStoreFull = "analytics_store_full"
         case unknownExperiment = "unknown_experiment"
         case unknownVariant = "unknown_variant"
+        case experimentsStateNotSaved = "experiments_state_not_saved"
         case journeyStepUnknown = "journey_step_unknown"
         case crossSiteRequest = "cross_site_request"
         case invalidTarget = "invalid_target"
@@ -144,6 +145,9 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static func unknownOperation(_ name: String) -> Self { Self(.unknownOperation, 404, "No operation \(name) is running on that path or above it.") }
     /// The analytics store could not commit.
     public static let analyticsStoreFailed = Self(.analyticsStoreFailed, 500, "The analytics store could not commit the values; nothing was acknowledged.")
+    /// An experiment override could not be written to the state file.
+    public static let experimentsStateNotSaved = Self(.experimentsStateNotSaved, 500,
+                                                      "The override is in force but could not be saved; it is lost when the proxy stops (the log has the reason).")
     /// The analytics store's disk is full (507 Insufficient Storage, `Retry-After: 30`).
     public static var analyticsStoreFull: Self {
         var error = Self(.analyticsStoreFull, 507, "The disk holding the analytics store is full; nothing was acknowledged. Retry later.")

@@ -272,3 +272,28 @@ def test_replay_ignores_a_temporary_that_appears_while_serving(start_proxy, tmp_
     for _ in range(4):
         r = server.get("/feed")
         assert r.status == 200 and json.loads(r.body) == {"n": 1}, r
+
+
+# --------------------------------------------------------------------------- 12: overrides on disk before the 200
+
+
+def test_an_acknowledged_override_survives_kill_9_right_after_the_answer(start_proxy, tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    config = base_config(None, stateDirectory=str(state), experiments=EXPERIMENTS)
+    lost = []
+    for round_ in range(8):
+        variant = ("list", "grid")[round_ % 2]
+        server = start_proxy(config=config, name=f"round{round_}")
+        r = server.request("PUT", "/_platform/experiments/layout", body=json.dumps({"variant": variant}).encode())
+        assert r.status == 200, r
+        server.expected_exit_code = None
+        os.kill(server.pid, signal.SIGKILL)  # the process this test started, at once after the 200
+        server.proc.wait(timeout=5)
+        after = start_proxy(config=config, name=f"check{round_}")
+        got = after.get("/_platform/experiments/layout").json()
+        if got["reason"] != "override" or got["variant"] != variant:
+            lost.append((round_, variant, got))
+        assert after.stop() == 0
+    # On a build that answers before the write, most rounds lose the override.
+    assert not lost, f"{len(lost)} of 8 acknowledged overrides were lost: {lost}"
