@@ -84,7 +84,9 @@ public final class AnalyticsStore {
         // No `events` table yet (a new file): nothing to compare.
         guard try prepares(db, "SELECT 1 FROM events LIMIT 0") else { return }
         let sql = "SELECT id, subject, key, value, timestamp FROM events LIMIT 0"
-        guard try prepares(db, sql) else { throw .sqlite("sqlite3_prepare_v2(\(sql))", SQLITE_ERROR, db: db) }
+        guard try prepares(db, sql) else {
+            throw .damaged("sqlite3_prepare_v2(\(sql))", "the events table is not the store's: \(String(cString: sqlite3_errmsg(db)))")
+        }
     }
 
     /// Whether `sql` compiles against the file's schema (reading the schema fails on a damaged file: thrown).

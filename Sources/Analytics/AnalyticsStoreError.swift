@@ -51,11 +51,11 @@ public struct AnalyticsStoreError: Error, Sendable, Equatable, CustomStringConve
 
     /// True, for a failure while opening the store, when the file itself is no usable store:
     /// not a database, damaged pages, not a regular file, or an `events` table that is not the
-    /// store's (its fixed statements fail with `SQLITE_ERROR`). Never true for a lock held by
-    /// another process, permissions, or a full disk: those leave the file as it is.
+    /// store's (`SQLITE_NOTADB`, `SQLITE_CORRUPT`, or `damaged`). Never true for a lock held by
+    /// another process, permissions, a full disk or any other error: those leave the file as it is.
     public var isDamagedStore: Bool {
         guard case .sqlite(let value) = code else { return false }
-        return [SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_ERROR].contains(value & 0xFF)
+        return value & 0xFF == SQLITE_CORRUPT || value & 0xFF == SQLITE_NOTADB
     }
 
     private init(code: Code, call: String, message: String, systemErrno: CInt? = nil) {

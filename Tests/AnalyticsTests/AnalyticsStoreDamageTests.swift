@@ -16,7 +16,7 @@ struct AnalyticsStoreDamageTests {
           arguments: [
               (AnalyticsStoreError.sqlite("c", SQLITE_NOTADB, db: nil), true, false),
               (.sqlite("c", SQLITE_CORRUPT, db: nil), true, false),
-              (.sqlite("c", SQLITE_ERROR, db: nil), true, false),
+              (.sqlite("c", SQLITE_ERROR, db: nil), false, false),
               (.damaged("quick_check", "page 3"), true, false),
               (.sqlite("c", SQLITE_BUSY, db: nil), false, false),
               (.sqlite("c", SQLITE_CANTOPEN, db: nil), false, false),
