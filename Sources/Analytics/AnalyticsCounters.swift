@@ -22,6 +22,12 @@ public final class AnalyticsCounters: Sendable {
     public let lastUpload = Atomic<Int>(0)
     /// Store transactions (each one fsync).
     public let commits = Atomic<Int>(0)
+    /// 1 when a damaged store was set aside at start (and a new one started), else 0.
+    public let storeSetAside = Atomic<Int>(0)
+    /// True from a commit that failed for want of disk space until a commit succeeds or space returns.
+    public let storeFull = Atomic<Bool>(false)
+    /// Values refused (507) because the store's disk was full.
+    public let refusedFull = Atomic<Int>(0)
 
     /// Zero counters.
     public init() {}

@@ -1,5 +1,6 @@
 import Config
 import EventLoop
+import Glibc
 import Synchronization
 import Upstream
 
@@ -24,11 +25,37 @@ public final class AnalyticsService: @unchecked Sendable {
         var operations = TimedOperations()
     }
 
-    /// Opens (or creates) `<stateDirectory>/analytics.sqlite`.
+    /// The damaged store set aside at start, if one was.
+    public let setAside: StoreSetAside?
+    /// The store's directory, whose free space ends a full-disk condition.
+    private let stateDirectory: String
+
+    /// Opens (or creates) `<stateDirectory>/analytics.sqlite`. A file that is no usable store
+    /// (damaged, not a database, not a regular file, another schema) is set aside, logged with
+    /// what it held, and a new store is started: analytics keeps working, and the old file is
+    /// kept for inspection. Any other failure (permissions, a lock, a full disk) throws.
     public init(configuration: AnalyticsConfiguration, stateDirectory: String) throws(AnalyticsStoreError) {
         self.configuration = configuration
+        self.stateDirectory = stateDirectory
         keys = AnalyticsKeys(root: configuration.root, maxKeyBytes: configuration.maxKeyBytes)
-        let store = try AnalyticsStore(path: stateDirectory + "/analytics.sqlite")
+        let path = stateDirectory + "/analytics.sqlite"
+        let store: AnalyticsStore
+        do {
+            store = try AnalyticsStore(path: path)
+            setAside = nil
+        } catch where error.isDamagedStore {
+            let aside = AnalyticsStore.setAside(path: path, error: error)
+            var fields: [(String, LogValue)] = [
+                ("movedTo", .string(aside.movedTo)), ("error", .string(error.description)),
+                ("message", .string("the analytics store is damaged; the values it held that were not uploaded are lost "
+                                   + "(unsentValues, when the file still allows counting them; the file is kept for "
+                                   + "inspection) and a new store is started"))]
+            if let count = aside.unsentValues { fields.append(("unsentValues", .int(count))) }
+            Log.emit(.warning, "analytics_store_set_aside", fields: fields)
+            store = try AnalyticsStore(path: path)
+            setAside = aside
+            counters.storeSetAside.store(1, ordering: .relaxed)
+        }
         writer = AnalyticsWriter(store: store)
         intake = Mutex(Intake(dedup: DedupBuffer(intervalSeconds: configuration.bufferIntervalSeconds)))
         uploader = AnalyticsUploader(configuration: configuration)
@@ -50,9 +77,16 @@ public final class AnalyticsService: @unchecked Sendable {
         capStoredBytes(adding: bytes)
         writer.append(admitted.map { NewEvent(subject: subject, key: $0.key, value: $0.value, timestamp: $0.timestamp) }) { result in
             counters.commits.store(writer.commits, ordering: .relaxed)
-            if case .success = result {
+            switch result {
+            case .success:
                 counters.queued.add(admitted.count, ordering: .relaxed)
                 counters.depth.add(admitted.count, ordering: .relaxed)
+                counters.storeFull.store(false, ordering: .relaxed)
+            case .failure(let error) where error.isStorageFull:
+                counters.storeFull.store(true, ordering: .relaxed)
+                counters.refusedFull.add(admitted.count, ordering: .relaxed)
+            case .failure:
+                break
             }
             caller.execute { done.value(result.map { admitted.count }) }
         }
@@ -109,6 +143,32 @@ public final class AnalyticsService: @unchecked Sendable {
     /// Drops the operations registered to be cancelled by `phase`.
     public func phase(_ phase: AppPhase) -> [String] {
         intake.withLock { $0.operations.phase(phase) }
+    }
+
+    // MARK: condition
+
+    /// Free bytes in the store's file system that end a full-disk condition before the next
+    /// write proves it: room for the WAL to grow by a few commits.
+    static let recoveredFreeBytes = 4 << 20
+
+    /// Why the proxy is not ready on analytics' account: the store's disk filled up, so values
+    /// are refused (507). The condition ends at the next commit that succeeds, or here, once the
+    /// file system has `recoveredFreeBytes` free again (so a probe that keeps traffic away does
+    /// not keep it forever).
+    public func unreadyReason() -> String? {
+        guard counters.storeFull.load(ordering: .relaxed) else { return nil }
+        var info = statvfs()
+        if statvfs(stateDirectory, &info) == 0, Int(info.f_bavail) * Int(info.f_frsize) >= Self.recoveredFreeBytes {
+            counters.storeFull.store(false, ordering: .relaxed)
+            return nil
+        }
+        return "the disk holding the analytics store is full: new values are refused (507) until space is freed"
+    }
+
+    /// What readiness reports without failing: a damaged store set aside at start.
+    public var notices: [String] {
+        setAside == nil ? [] : ["the analytics store was damaged and set aside at start (its unsent values are lost; "
+                                + "the log names the file); a new store is in use"]
     }
 
     // MARK: lifecycle

@@ -25,6 +25,21 @@ enum StoreDirectory {
         throw .system("mkdir(\(directory))", errnoCode: errno)
     }
 
+    /// What `path` is when it exists and is no regular file ("a FIFO", "a directory"…); nil for a
+    /// regular file (a symlink is followed) or nothing at all.
+    static func nonRegularKind(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFIFO: return "a FIFO"
+        case S_IFDIR: return "a directory"
+        case S_IFSOCK: return "a socket"
+        case S_IFCHR, S_IFBLK: return "a device"
+        default: return "not a file"
+        }
+    }
+
     /// fsync of the directory makes the names in it (the database, its WAL) durable.
     static func sync(_ directory: String) throws(AnalyticsStoreError) {
         var fd: CInt

@@ -36,6 +36,8 @@ public final class AnalyticsStore {
         self.path = path
         let directory = StoreDirectory.parent(of: path)
         try StoreDirectory.make(directory)
+        // SQLite would open a FIFO (and then block reading it) or a device; only a file is a store.
+        if let kind = StoreDirectory.nonRegularKind(path) { throw .damaged("stat(\(path))", "not a regular file but \(kind)") }
         var handle: OpaquePointer?
         // NOMUTEX: one thread at a time uses the connection, so SQLite's own locking is wasted work.
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
@@ -46,7 +48,10 @@ public final class AnalyticsStore {
             throw error
         }
         db = handle
+        // Before the first read: another process's lock is waited for, never taken for damage.
+        sqlite3_busy_timeout(handle, Self.busyTimeoutMilliseconds)
         do {
+            try checkIntegrity(handle)
             try configure(handle)
             statements = try StoreStatements(db: handle)
             // A new database file's directory entry must be durable too, or a crash can lose the
@@ -68,8 +73,33 @@ public final class AnalyticsStore {
         db = nil
     }
 
+    /// Refuses a file that is no usable store, before `configure` changes anything in it.
+    /// `PRAGMA quick_check(1)` reads every page once (about a tenth of a second for a store at
+    /// the default byte budget), so damaged pages are found here, where the file can still be
+    /// set aside, not by an upload hours later. An `events` table without the store's columns
+    /// is another program's (or a damaged schema).
+    private func checkIntegrity(_ db: OpaquePointer) throws(AnalyticsStoreError) {
+        let verdict = try pragma(db, "quick_check(1)")
+        guard verdict == "ok" else { throw .damaged("PRAGMA quick_check(\(path))", verdict) }
+        // No `events` table yet (a new file): nothing to compare.
+        guard try prepares(db, "SELECT 1 FROM events LIMIT 0") else { return }
+        let sql = "SELECT id, subject, key, value, timestamp FROM events LIMIT 0"
+        guard try prepares(db, sql) else {
+            throw .damaged("sqlite3_prepare_v2(\(sql))", "the events table is not the store's: \(String(cString: sqlite3_errmsg(db)))")
+        }
+    }
+
+    /// Whether `sql` compiles against the file's schema (reading the schema fails on a damaged file: thrown).
+    private func prepares(_ db: OpaquePointer, _ sql: String) throws(AnalyticsStoreError) -> Bool {
+        var handle: OpaquePointer?
+        defer { sqlite3_finalize(handle) }
+        let prepared = sqlite3_prepare_v2(db, sql, -1, &handle, nil)
+        if prepared == SQLITE_OK { return true }
+        if prepared & 0xFF == SQLITE_ERROR { return false }
+        throw .sqlite("sqlite3_prepare_v2(\(sql))", prepared, db: db)
+    }
+
     private func configure(_ db: OpaquePointer) throws(AnalyticsStoreError) {
-        sqlite3_busy_timeout(db, Self.busyTimeoutMilliseconds)
         try enableIncrementalVacuum(db)
         let mode = try pragma(db, "journal_mode=WAL")
         guard mode == "wal" else {

@@ -10,8 +10,8 @@ public final class DurableFile: Sendable {
         case missing
         /// The file's bytes.
         case bytes([UInt8])
-        /// It exists but cannot be read, or is larger than the size limit.
-        case unreadable
+        /// It exists but cannot be read, is no regular file, or is larger than the size limit; `reason` says which.
+        case unreadable(reason: String)
     }
 
     /// The directory, created (mode 0700) by `write` when missing.
@@ -29,26 +29,43 @@ public final class DurableFile: Sendable {
         self.sizeLimit = sizeLimit
     }
 
-    /// The file's bytes, or why there are none.
+    /// The file's bytes, or why there are none. Only a regular file is read: the open does not
+    /// block (`O_NONBLOCK`: a FIFO under the file's name would otherwise hang the start until
+    /// some writer opened it), and anything else there (FIFO, socket, device, directory) is
+    /// `unreadable`, so callers set it aside like a damaged file.
     public func read() -> ReadOutcome {
         let fd: CInt
         do {
-            fd = try DurableFile.retryingEINTR("open", path) { open(path, O_RDONLY | O_CLOEXEC) }
+            fd = try DurableFile.retryingEINTR("open", path) { open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
         } catch {
-            return error.errnoCode == ENOENT ? .missing : .unreadable
+            return error.errnoCode == ENOENT ? .missing : .unreadable(reason: error.description)
         }
         defer { _ = close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .unreadable(reason: "fstat(\(path)) failed: errno \(errno)") }
+        guard info.st_mode & S_IFMT == S_IFREG else { return .unreadable(reason: "\(path) is not a regular file but \(Self.kind(info.st_mode))") }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16384)
         while true {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                return .unreadable
+                return .unreadable(reason: "read(\(path)) failed: errno \(errno)")
             }
             if n == 0 { return .bytes(bytes) }
             bytes.append(contentsOf: chunk[0..<n])
-            if bytes.count > sizeLimit { return .unreadable }
+            if bytes.count > sizeLimit { return .unreadable(reason: "\(path) is larger than \(sizeLimit) bytes") }
+        }
+    }
+
+    /// "a FIFO", "a directory"…: what a non-regular file is, for messages.
+    private static func kind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFIFO: "a FIFO"
+        case S_IFDIR: "a directory"
+        case S_IFSOCK: "a socket"
+        case S_IFCHR, S_IFBLK: "a device"
+        default: "no file"
         }
     }
 

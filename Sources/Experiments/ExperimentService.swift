@@ -1,5 +1,6 @@
 import Credentials
 import EventLoop
+import Glibc
 import JSON
 import Synchronization
 
@@ -38,11 +39,11 @@ public final class ExperimentService: Sendable {
                 loaded = State(overrides: ExperimentOverrides(json: root["overrides"]), exposures: ExposureLog(json: root["exposures"]))
             } else {
                 let moved = file.moveAside()
-                Log.emit(.warning, "experiments_state_unreadable", ["movedTo": .string(moved)])
+                Log.emit(.warning, "experiments_state_unreadable", ["movedTo": .string(moved), "reason": .string("not a JSON object")])
             }
-        case .unreadable:
+        case .unreadable(let reason):
             let moved = file.moveAside()
-            Log.emit(.warning, "experiments_state_unreadable", ["movedTo": .string(moved)])
+            Log.emit(.warning, "experiments_state_unreadable", ["movedTo": .string(moved), "reason": .string(reason)])
         }
         state = Mutex(loaded)
     }
@@ -85,14 +86,19 @@ public final class ExperimentService: Sendable {
         state.withLock { (generation.load(ordering: .acquiring), $0.overrides) }
     }
 
-    /// Forces `variant` of `experiment` for everyone on this machine.
-    public func setOverride(_ variant: String, for experiment: String) {
-        change { $0.overrides.set(variant, for: experiment) }
+    /// Called on the worker thread once a change is on disk (nil) or could not be written.
+    public typealias Saved = @Sendable (TokenStoreError?) -> Void
+
+    /// Forces `variant` of `experiment` for everyone on this machine, in force at once;
+    /// `saved` runs once the state file holding it is durably written (or failed to be), so
+    /// an acknowledgement sent from there survives a crash.
+    public func setOverride(_ variant: String, for experiment: String, saved: Saved? = nil) {
+        change(saved: saved) { $0.overrides.set(variant, for: experiment) }
     }
 
-    /// Clears `experiment`'s override.
-    public func clearOverride(_ experiment: String) {
-        change { $0.overrides.clear(experiment) }
+    /// Clears `experiment`'s override; `saved` as for `setOverride`.
+    public func clearOverride(_ experiment: String, saved: Saved? = nil) {
+        change(saved: saved) { $0.overrides.clear(experiment) }
     }
 
     /// The `assignments` not yet recorded as exposures of `subject` on `day`; they count as
@@ -120,8 +126,9 @@ public final class ExperimentService: Sendable {
     public func shutdown() { worker.shutdown() }
 
     /// Applies `update`, bumps the generation and queues a write of the result, all under the
-    /// lock so writes reach the disk in the order the changes were made.
-    private func change(_ update: (inout State) -> Void) {
+    /// lock so writes reach the disk in the order the changes were made; `saved` runs after the
+    /// write (at once, with ECANCELED, once the worker has shut down).
+    private func change(saved: Saved? = nil, _ update: (inout State) -> Void) {
         state.withLock { state in
             update(&state)
             generation.add(1, ordering: .releasing)
@@ -130,11 +137,16 @@ public final class ExperimentService: Sendable {
             root["exposures"] = state.exposures.json
             let bytes = JSONValue.object(root).serializedBytes()
             let file = self.file
-            worker.submit {
-                do throws(TokenStoreError) { try file.write(bytes) } catch {
+            let queued = worker.submit {
+                do throws(TokenStoreError) {
+                    try file.write(bytes)
+                    saved?(nil)
+                } catch {
                     Log.emit(.error, "experiments_state_write_failed", ["error": .string(error.description)])
+                    saved?(error)
                 }
             }
+            if !queued { saved?(TokenStoreError(call: "write", path: file.path, errnoCode: ECANCELED)) }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Credentials
+import EventLoop
 
 /// The subject of logged-out assignments: a random id made once per state directory and kept
 /// in `<stateDirectory>/installation-id` (mode 0600), so a machine keeps its variants across
@@ -15,15 +16,22 @@ public enum InstallationID {
         case .bytes(let bytes):
             let text = String(decoding: bytes, as: UTF8.self).trimmingSpace()
             if isValid(text) { return text }
-            _ = file.moveAside()
-        case .unreadable:
-            _ = file.moveAside()
+            setAside(file, reason: "it does not hold an installation id")
+        case .unreadable(let reason):
+            setAside(file, reason: reason)
         case .missing:
             break
         }
         let id = randomToken(bytes: 16)
         try file.write(Array((id + "\n").utf8))
         return id
+    }
+
+    /// Moves an unusable id file aside and says so: logged-out subjects get new variants.
+    private static func setAside(_ file: DurableFile, reason: String) {
+        let moved = file.moveAside()
+        Log.emit(.warning, "installation_id_unreadable", ["movedTo": .string(moved), "reason": .string(reason),
+                                                          "message": .string("a new installation id is made")])
     }
 
     /// 8 to 128 characters of base64url: what we write, and nothing a header could choke on.

@@ -96,6 +96,9 @@ extension ProxyHandler {
                 fields["accepted"] = .number(JSONNumber(values.count))
                 fields["stored"] = .number(JSONNumber(stored))
                 self.sendJSON(exchange, 202, fields)
+            case .failure(let error) where error.isStorageFull:
+                self.log.emit(.error, "analytics_store_full", [("error", .string("\(error)"))])
+                self.fail(exchange, .analyticsStoreFull)
             case .failure(let error):
                 self.log.emit(.error, "analytics_store_failed", [("error", .string("\(error)"))])
                 self.fail(exchange, .analyticsStoreFailed)

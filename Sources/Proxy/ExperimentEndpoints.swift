@@ -1,4 +1,5 @@
 import Analytics
+import Credentials
 import EventLoop
 import Experiments
 import HTTPServer
@@ -44,10 +45,13 @@ extension ProxyHandler {
                 self.override(exchange, plan, body: bytes, service: service)
             }
         } else {  // DELETE
-            service.clearOverride(plan.name)
-            log.emit(.info, "experiment_override_cleared", [("experiment", .string(plan.name))])
-            let a = experiments.assignment(plan, subject: service.subject(credentials).id, now: now, overrides: service.overrides().overrides)
-            send(exchange, status: 200, headers: Self.json, body: Self.body(a, plan))
+            service.clearOverride(plan.name, saved: answerWhenSaved(exchange) { [weak self] in
+                guard let self else { return [] }
+                self.log.emit(.info, "experiment_override_cleared", [("experiment", .string(plan.name))])
+                let a = experiments.assignment(plan, subject: service.subject(self.credentials).id, now: UnixTime.now(),
+                                               overrides: service.overrides().overrides)
+                return Self.body(a, plan)
+            })
         }
         return true
     }
@@ -60,10 +64,25 @@ extension ProxyHandler {
         guard plan.variants.contains(variant) else {
             return fail(exchange, .unknownVariant(variant, experiment: plan.name, known: plan.variants))
         }
-        service.setOverride(variant, for: plan.name)
-        log.emit(.info, "experiment_overridden", [("experiment", .string(plan.name)), ("variant", .string(variant))])
-        send(exchange, status: 200, headers: Self.json,
-             body: Self.body(Assignment(experiment: plan.name, variant: variant, reason: .override), plan))
+        service.setOverride(variant, for: plan.name, saved: answerWhenSaved(exchange) { [weak self] in
+            self?.log.emit(.info, "experiment_overridden", [("experiment", .string(plan.name)), ("variant", .string(variant))])
+            return Self.body(Assignment(experiment: plan.name, variant: variant, reason: .override), plan)
+        })
+    }
+
+    /// The completion for an override change: back on this loop, 200 with `body()` once the
+    /// state file holds the change (so a crash right after the answer keeps it), else 500
+    /// `experiments_state_not_saved` (the change is in force until the proxy stops).
+    private func answerWhenSaved(_ exchange: HTTPExchange, _ body: @escaping () -> [UInt8]) -> ExperimentService.Saved {
+        let reply = LoopBound({ [weak self, weak exchange] (error: TokenStoreError?) in
+            guard let self, let exchange else { return }
+            if let error {
+                self.log.emit(.error, "experiment_override_not_saved", [("error", .string(error.description))])
+                return self.fail(exchange, .experimentsStateNotSaved)
+            }
+            self.send(exchange, status: 200, headers: Self.json, body: body())
+        }, on: loop)
+        return { error in reply.loop.execute { reply.value(error) } }
     }
 
     /// Answers a read after recording its exposures: the first read per subject per UTC day of

@@ -113,6 +113,7 @@ public final class MockFiles: Sendable {
     }
 
     /// The visible regular-file names of a folder in byte order, or nil if it is not a folder.
+    /// Record mode's temporaries are left out: one a killed recording left holds part of a body.
     static func list(_ path: String) -> [String]? {
         guard let dir = opendir(path) else { return nil }
         defer { closedir(dir) }
@@ -122,7 +123,8 @@ public final class MockFiles: Sendable {
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
             let type = entry.pointee.d_type
-            guard !name.hasPrefix("."), type == UInt8(DT_REG) || type == UInt8(DT_LNK) || type == UInt8(DT_UNKNOWN) else { continue }
+            guard !name.hasPrefix("."), type == UInt8(DT_REG) || type == UInt8(DT_LNK) || type == UInt8(DT_UNKNOWN),
+                  !MockTemporaries.isTemporary(name) else { continue }
             names.append(name)
         }
         return names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }

@@ -97,6 +97,14 @@ enum PrometheusText {
         out += "platform_proxy_analytics_queue_depth \(a.depth.load(ordering: .relaxed))\n"
         header(&out, "platform_proxy_analytics_last_upload_timestamp_seconds", "gauge", "Unix time of the last accepted upload (0: none).")
         out += "platform_proxy_analytics_last_upload_timestamp_seconds \(a.lastUpload.load(ordering: .relaxed))\n"
+        header(&out, "platform_proxy_analytics_store_set_aside_total", "counter",
+               "Damaged analytics stores set aside at start (a new store was started; the log names the file).")
+        out += "platform_proxy_analytics_store_set_aside_total \(a.storeSetAside.load(ordering: .relaxed))\n"
+        header(&out, "platform_proxy_analytics_store_full", "gauge",
+               "1 while the analytics store's disk is full and values are refused with 507 (as of the last write or readiness check).")
+        out += "platform_proxy_analytics_store_full \(a.storeFull.load(ordering: .relaxed) ? 1 : 0)\n"
+        header(&out, "platform_proxy_analytics_refused_full_total", "counter", "Analytics values refused with 507 because the store's disk was full.")
+        out += "platform_proxy_analytics_refused_full_total \(a.refusedFull.load(ordering: .relaxed))\n"
         return out
     }
 

@@ -30,8 +30,10 @@ public struct ProxyError: Error, Sendable, Equatable {
         case shuttingDown = "shutting_down"
         case unknownOperation = "unknown_operation"
         case analyticsStoreFailed = "analytics_store_failed"
+        case analyticsStoreFull = "analytics_store_full"
         case unknownExperiment = "unknown_experiment"
         case unknownVariant = "unknown_variant"
+        case experimentsStateNotSaved = "experiments_state_not_saved"
         case journeyStepUnknown = "journey_step_unknown"
         case crossSiteRequest = "cross_site_request"
         case invalidTarget = "invalid_target"
@@ -86,8 +88,6 @@ public struct ProxyError: Error, Sendable, Equatable {
     }
     /// For 405: the methods for the `Allow` header.
     public private(set) var allow: String?
-    /// For 429: seconds for the `Retry-After` header.
-    public private(set) var retryAfter: Int?
     /// The upstream could not be reached.
     public static let upstreamUnreachable = Self(.upstreamUnreachable, 502, "The upstream could not be reached.")
     /// The upstream did not answer in time.
@@ -152,6 +152,17 @@ public struct ProxyError: Error, Sendable, Equatable {
     public static func unknownOperation(_ name: String) -> Self { Self(.unknownOperation, 404, "No operation \(name) is running on that path or above it.") }
     /// The analytics store could not commit.
     public static let analyticsStoreFailed = Self(.analyticsStoreFailed, 500, "The analytics store could not commit the values; nothing was acknowledged.")
+    /// An experiment override could not be written to the state file.
+    public static let experimentsStateNotSaved = Self(.experimentsStateNotSaved, 500,
+                                                      "The override is in force but could not be saved; it is lost when the proxy stops (the log has the reason).")
+    /// The analytics store's disk is full (507 Insufficient Storage, `Retry-After: 30`).
+    public static var analyticsStoreFull: Self {
+        var error = Self(.analyticsStoreFull, 507, "The disk holding the analytics store is full; nothing was acknowledged. Retry later.")
+        error.retryAfter = 30
+        return error
+    }
+    /// Seconds for the `Retry-After` header, when the condition is expected to pass (429, 507).
+    public private(set) var retryAfter: Int?
     /// A browser marked the request as coming from another site (`Sec-Fetch-Site`).
     public static let crossSiteRequest = Self(.crossSiteRequest, 403, "Requests from another site are not allowed.")
     /// An absolute-form target with user information (`http://a@b/`): which host is meant is ambiguous.

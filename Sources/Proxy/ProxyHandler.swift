@@ -190,8 +190,12 @@ public final class ProxyHandler: HTTPHandler {
 
     private func ready(_ exchange: HTTPExchange) {
         let headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
-        if let reason = unreadyReason() {
+        if let reason = unreadyReason() ?? analytics?.unreadyReason() {
             send(exchange, status: 503, headers: headers, body: Array("{\"status\":\"not_ready\",\"reason\":\(jsonQuoted(reason))}".utf8))
+        } else if let notices = analytics?.notices, !notices.isEmpty {
+            // Ready, with what an operator should know: `notices` names conditions that need no action to serve.
+            let list = notices.map(jsonQuoted).joined(separator: ",")
+            send(exchange, status: 200, headers: headers, body: Array("{\"status\":\"ready\",\"notices\":[\(list)]}".utf8))
         } else {
             send(exchange, status: 200, headers: headers, body: Array("{\"status\":\"ready\"}".utf8))
         }

@@ -74,6 +74,7 @@ public enum ProxyService {
                 return 1
             }
         }
+        removeMockTemporaries(configuration)
         let experiments = ExperimentService(stateDirectory: configuration.stateDirectory)
         if !configuration.experiments.isEmpty, let error = experiments.prepare() {
             Log.emit(.error, "startup_failed", ["error": .string("experiments installation id: \(error)")])
@@ -127,6 +128,19 @@ public enum ProxyService {
                                     "maxClients": .int(settings.maxConnections)])
         return waitForSignals(signals, server: server, handlers: handlers, location: location, current: runtime, tokens: tokens,
                               lifecycle: lifecycle, analytics: analytics, experiments: experiments)
+    }
+
+    /// Removes the temporaries a recording killed mid-write left in the routes' mock folders
+    /// (a record-mode route, or one the mock switch may put in record mode), logged per folder.
+    private static func removeMockTemporaries(_ configuration: ProxyConfiguration) {
+        var seen: Set<String> = []
+        for route in configuration.routes {
+            guard let directory = route.mock?.directory, seen.insert(directory).inserted else { continue }
+            let removed = MockTemporaries.removeStale(under: directory)
+            guard !removed.isEmpty else { continue }
+            Log.emit(.warning, "mock_temporaries_removed", ["directory": .string(directory), "count": .int(removed.count),
+                                                            "message": .string("partial recordings left by an interrupted record mode")])
+        }
     }
 
     /// Raises the soft open-file limit to the hard one (each client and each upstream connection

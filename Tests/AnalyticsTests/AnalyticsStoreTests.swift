@@ -244,8 +244,9 @@ struct AnalyticsStoreTests {
             _ = try AnalyticsStore(path: dir.path)
             Issue.record("opened a directory as a database")
         } catch {
-            #expect(error.sqliteCode != nil)
-            #expect(error.description.contains("sqlite3_"))
+            // Not a file at all: damaged as far as the store goes (the service sets it aside).
+            #expect(error.isDamagedStore)
+            #expect(error.description.contains("not a regular file but a directory"))
         }
     }
 }

@@ -1,5 +1,6 @@
 import Credentials
 import Glibc
+import Synchronization
 import Testing
 @testable import Experiments
 
@@ -67,6 +68,32 @@ struct ExperimentServiceTests {
         let dir = temporaryDirectory()
         defer { removeDirectory(dir) }
         try DurableFile(directory: dir, name: ExperimentService.fileName).write(Array("not json".utf8))
+        let service = ExperimentService(stateDirectory: dir)
+        #expect(service.overrides().overrides == ExperimentOverrides())
+        #expect(mode(of: dir + "/" + ExperimentService.fileName) == nil)
+    }
+
+    @Test("an override's saved callback runs once the state file holds it, while the service still runs")
+    func savedAfterWrite() throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        let service = ExperimentService(stateDirectory: dir)
+        let outcome = Mutex<(error: TokenStoreError?, onDisk: Bool)?>(nil)
+        service.setOverride("grid", for: "layout") { error in
+            let file = DurableFile(directory: dir, name: ExperimentService.fileName).read()
+            guard case .bytes(let bytes) = file else { return }
+            outcome.withLock { $0 = (error, String(decoding: bytes, as: UTF8.self).contains("\"layout\":\"grid\"")) }
+        }
+        service.shutdown()  // runs the queued write and its callback
+        #expect(outcome.withLock { $0?.error } == nil)
+        #expect(outcome.withLock { $0?.onDisk } == true)
+    }
+
+    @Test("a FIFO under the state file's name is set aside without being opened for a writer")
+    func fifoIsSetAside() throws {
+        let dir = temporaryDirectory()
+        defer { removeDirectory(dir) }
+        #expect(mkfifo(dir + "/" + ExperimentService.fileName, 0o600) == 0)
         let service = ExperimentService(stateDirectory: dir)
         #expect(service.overrides().overrides == ExperimentOverrides())
         #expect(mode(of: dir + "/" + ExperimentService.fileName) == nil)
