@@ -8,7 +8,9 @@ import Glibc
 /// libcurl's callbacks and `CURLINFO_PRIVATE` carry the handle, set once, and reach the
 /// transfer through it: no option is set per request to say which transfer it is.
 final class EasyHandle {
-    let easy: UnsafeMutableRawPointer
+    /// libcurl's handle: the same options for the whole life of this object, but a new libcurl
+    /// handle after every transfer (`renew`).
+    private(set) var easy: UnsafeMutableRawPointer
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// The transfer running on this handle, from `UpstreamTransfer.init` until the client
     /// releases it (the handle is out of the multi handle then, so no callback comes). Not
@@ -108,6 +110,25 @@ final class EasyHandle {
                 handle.running?._withUnsafeGuaranteedRef { $0.send(data!, size * count) } ?? CC_READFUNC_ABORT
             }
         })
+    }
+
+    /// Replaces the libcurl handle, after a transfer, by a copy of it that carries every option
+    /// and no state (false: libcurl could not make one, and this handle must not be used again).
+    ///
+    /// libcurl 7.88 keeps a pointer to the last response field it stored for `curl_easy_header`
+    /// (`state.prevhead`) after freeing the fields when the handle's next transfer starts (curl
+    /// issue 11101, fixed in 8.1.0, not in Debian 12's 7.88.1). A response whose first field line
+    /// begins with a space or tab (obsolete line folding, or an upstream's garbage) is appended to
+    /// that freed field before any callback of ours sees the line: a use after free, which crashed
+    /// the process. A handle with no transfer behind it has no such pointer, and refuses the line
+    /// (`CURLE_BAD_FUNCTION_ARGUMENT`, a 502). The copy keeps every option set on this one, so what
+    /// the setters below remember stays true, and the callbacks still find this object
+    /// (`CURLOPT_PRIVATE` and the data pointers are copied as set).
+    func renew() -> Bool {
+        guard let fresh = curl_easy_duphandle(easy) else { return false }
+        curl_easy_cleanup(easy)
+        easy = fresh
+        return true
     }
 
     deinit {

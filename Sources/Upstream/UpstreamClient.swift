@@ -6,7 +6,8 @@ import Glibc
 /// One libcurl multi handle driven by one event loop, exactly as curl's `ephiperfifo.c`:
 /// the socket callback maps `CURL_POLL_*` to epoll interest, the timer callback only arms a
 /// loop timer, and `curl_multi_socket_action` runs from loop events, never from a callback.
-/// Connections to upstreams are pooled by the multi handle; easy handles are reused.
+/// Connections to upstreams are pooled by the multi handle; easy handles are reused, each with a
+/// new libcurl handle per transfer (`EasyHandle.renew`).
 public final class UpstreamClient {
     let loop: EventLoop
     let multi: UnsafeMutableRawPointer
@@ -126,7 +127,8 @@ public final class UpstreamClient {
         transfer.activeIndex = -1
         curl_multi_remove_handle(multi, transfer.handle.easy)
         transfer.handle.running = nil
-        idleHandles.append(transfer.handle)
+        // Never the same libcurl handle for a second transfer (`EasyHandle.renew` says why).
+        if transfer.handle.renew() { idleHandles.append(transfer.handle) }
     }
 
     // MARK: libcurl callbacks (they only record what to watch)
