@@ -24,8 +24,8 @@ import pytest
 from proxy import base_config, build_request, exchange
 
 SEED = int(os.environ.get("UPSTREAM_FUZZ_SEED", "9112"))
-CASES = int(os.environ.get("UPSTREAM_FUZZ_CASES", "400"))
-SECONDS = float(os.environ.get("UPSTREAM_FUZZ_SECONDS", "40"))
+CASES = int(os.environ.get("UPSTREAM_FUZZ_CASES", "1000"))
+SECONDS = float(os.environ.get("UPSTREAM_FUZZ_SECONDS", "45"))
 TIMEOUT = 2  # the route's timeoutSeconds: a case that leaves the proxy waiting costs this at most
 
 
@@ -33,10 +33,12 @@ class CaseUpstream:
     """A raw HTTP/1.1 upstream on loopback that answers by path, on keep-alive connections:
     `/ok/<n>` a valid 200 whose body names n (the connection stays open for the next request);
     `/hop/<n>` a 302 to `hop_to` (another CaseUpstream) at `/case/<n>`; `/case/<n>` the bytes
-    set in `cases[n]`, after which it closes the connection; anything else a 404."""
+    set in `cases[n]`, after which it closes the connection (when n is in `holds`, only after
+    the route's timeout has passed, or a next request came); anything else a 404."""
 
-    def __init__(self, cases: dict[int, bytes]):
+    def __init__(self, cases: dict[int, bytes], holds: set[int]):
         self.cases = cases
+        self.holds = holds
         self.hop_to: CaseUpstream | None = None
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
@@ -85,6 +87,14 @@ class CaseUpstream:
             return True
         if kind == "case" and number.isdigit() and int(number) in self.cases:
             conn.sendall(self.cases[int(number)])
+            if int(number) in self.holds:
+                # The upstream stalls before it closes, while the proxy waits; a next request on
+                # the connection (the case was a whole response) ends the stall unanswered.
+                conn.settimeout(TIMEOUT + 1)
+                try:
+                    conn.recv(1)
+                except socket.timeout:
+                    pass
             conn.shutdown(socket.SHUT_WR)
             return False
         conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
@@ -97,7 +107,7 @@ class CaseUpstream:
 def start_fuzz_proxy(start_proxy):
     """One proxy with one event loop, routed to a CaseUpstream whose `/hop/` goes to a second one."""
     cases: dict[int, bytes] = {}
-    main, foreign = CaseUpstream(cases), CaseUpstream(cases)
+    main, foreign = CaseUpstream(cases, set()), CaseUpstream(cases, set())
     main.hop_to = foreign
     route = {"name": "fuzz", "path": "/", "upstream": f"http://127.0.0.1:{main.port}/", "credential": "none",
              "timeoutSeconds": TIMEOUT}
@@ -150,7 +160,8 @@ def test_a_first_field_line_starting_with_whitespace_after_an_earlier_transfer_i
         ex = ask(server, "GET", f"/case/{i}")
         assert ex.status == 502 and b'"error":"upstream_unreachable"' in ex.final.body, (first, ex.outcome, ex.data)
     assert_proxy_serves(server, "end")
-    assert any("no field" in e.get("error", "") for e in server.log_events("upstream_failed")), server.stderr_text()
+    assert any("first field line begins with a space or tab" in e.get("error", "")
+               for e in server.log_events("upstream_failed")), server.stderr_text()
     main.close()
     foreign.close()
 
@@ -177,6 +188,19 @@ def test_a_folded_line_after_an_interim_response_is_a_502(start_proxy):
     assert_proxy_serves(server, "before")
     ex = ask(server, "GET", "/case/0")
     assert ex.status == 502, (ex.outcome, ex.data)
+    assert_proxy_serves(server, "after")
+    main.close()
+    foreign.close()
+
+
+def test_a_head_line_that_is_no_field_is_a_502(start_proxy):
+    """libcurl refuses a field line without a colon before the proxy sees it: the client gets the
+    JSON 502, and the proxy goes on relaying."""
+    server, cases, main, foreign = start_fuzz_proxy(start_proxy)
+    cases[0] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nNoColonHere\r\n\r\nok"
+    assert_proxy_serves(server, "before")
+    ex = ask(server, "GET", "/case/0")
+    assert ex.status == 502 and b'"error":"upstream_unreachable"' in ex.final.body, (ex.outcome, ex.data)
     assert_proxy_serves(server, "after")
     main.close()
     foreign.close()
@@ -306,7 +330,7 @@ def test_fuzzed_upstream_heads_never_crash_the_proxy_and_every_client_gets_an_an
     """Seeded mutations of valid heads (whitespace-led and folded lines, CR/LF placement, inserted
     and overwritten bytes, NULs, long lines and many fields, bad status lines, malformed or
     repeated Content-Length and Transfer-Encoding, bad chunks, interim heads, truncation and early
-    close), each after a valid request on the same loop, some through a redirect hop. After each:
+    close, a stall), each after a valid request on the same loop, some through a redirect hop. After each:
     the client got an answer, the proxy answers its health endpoint and relays a valid response.
     Bounded by `CASES` and `SECONDS` (env UPSTREAM_FUZZ_CASES, _SECONDS, _SEED to explore)."""
     rng = random.Random(SEED)
@@ -320,6 +344,9 @@ def test_fuzzed_upstream_heads_never_crash_the_proxy_and_every_client_gets_an_an
         cases[i] = make_case(rng)
         method = "HEAD" if rng.random() < 0.1 else "GET"
         path = f"/hop/{i}" if rng.random() < 0.15 else f"/case/{i}"
+        if rng.random() < 0.008:  # a few stall: the head timeout (504) or a stalled body
+            main.holds.add(i)
+            foreign.holds.add(i)
         ex = ask(server, method, path)
         assert answered(ex), (f"case {i} (seed {SEED}) {method} {path}: no answer ({ex.outcome}, {ex.parse_error}): "
                               f"{ex.data[:300]!r}; upstream sent {cases[i][:300]!r}")
@@ -332,6 +359,7 @@ def test_fuzzed_upstream_heads_never_crash_the_proxy_and_every_client_gets_an_an
                         f"{server.stderr_text()[-3000:]}")
         assert_proxy_serves(server, str(i))
         ran += 1
+    print(f"{ran} cases (seed {SEED}), statuses {sorted(statuses.items())}")
     assert ran >= min(CASES, 100), f"only {ran} cases ran in {SECONDS} s"
     # The mutations reach both sides: some heads refused, some relayed.
     assert statuses.get(502, 0) > 0 and sum(n for s, n in statuses.items() if s < 500) > 0, statuses
