@@ -115,21 +115,26 @@ final class EasyHandle {
     /// Replaces the libcurl handle, after a transfer, by a copy of it that carries every option
     /// and no state (false: libcurl could not make one, and this handle must not be used again).
     ///
-    /// libcurl 7.88 keeps a pointer to the last response field it stored for `curl_easy_header`
-    /// (`state.prevhead`) after freeing the fields when the handle's next transfer starts (curl
-    /// issue 11101, fixed in 8.1.0, not in Debian 12's 7.88.1). A response whose first field line
-    /// begins with a space or tab (obsolete line folding, or an upstream's garbage) is appended to
-    /// that freed field before any callback of ours sees the line: a use after free, which crashed
-    /// the process. A handle with no transfer behind it has no such pointer, and refuses the line
-    /// (`CURLE_BAD_FUNCTION_ARGUMENT`, a 502). The copy keeps every option set on this one, so what
-    /// the setters below remember stays true, and the callbacks still find this object
-    /// (`CURLOPT_PRIVATE` and the data pointers are copied as set).
+    /// libcurl before 8.1.0 keeps a pointer to the last response field it stored for
+    /// `curl_easy_header` (`state.prevhead`) after freeing the fields when the handle's next
+    /// transfer starts (curl issue 11101; Debian 12's 7.88.1 has no fix). A response whose first
+    /// field line begins with a space or tab (obsolete line folding, or an upstream's garbage) is
+    /// appended to that freed field before any callback of ours sees the line: a use after free,
+    /// which crashed the process. A handle with no transfer behind it has no such pointer, and
+    /// refuses the line (`CURLE_BAD_FUNCTION_ARGUMENT`, a 502). The copy keeps every option set on
+    /// this one, so what the setters below remember stays true, and the callbacks still find this
+    /// object (`CURLOPT_PRIVATE` and the data pointers are copied as set). It costs a handle's
+    /// allocation and release per transfer (docs/ARCHITECTURE.md §7), paid only where needed.
     func renew() -> Bool {
+        guard Self.keepsFreedField else { return true }
         guard let fresh = curl_easy_duphandle(easy) else { return false }
         curl_easy_cleanup(easy)
         easy = fresh
         return true
     }
+
+    /// Whether the libcurl loaded keeps the freed field (`renew`): versions before 8.1.0.
+    static let keepsFreedField: Bool = curl_version_info(CURLVERSION_TENTH).pointee.version_num < 0x08_01_00
 
     deinit {
         curl_easy_cleanup(easy)
