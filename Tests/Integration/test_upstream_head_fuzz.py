@@ -15,7 +15,9 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import socket
+import ssl
 import threading
 import time
 
@@ -36,9 +38,10 @@ class CaseUpstream:
     set in `cases[n]`, after which it closes the connection (when n is in `holds`, only after
     the route's timeout has passed, or a next request came); anything else a 404."""
 
-    def __init__(self, cases: dict[int, bytes], holds: set[int]):
+    def __init__(self, cases: dict[int, bytes], holds: set[int], tls: ssl.SSLContext | None = None):
         self.cases = cases
         self.holds = holds
+        self.tls = tls
         self.hop_to: CaseUpstream | None = None
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
@@ -57,6 +60,12 @@ class CaseUpstream:
 
     def _serve(self, conn: socket.socket):
         conn.settimeout(30)
+        if self.tls is not None:
+            try:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            except (OSError, ssl.SSLError):
+                conn.close()
+                return
         buf = b""
         with conn:
             try:
@@ -178,6 +187,29 @@ def test_a_redirect_hop_to_an_upstream_whose_first_field_line_is_folded_is_a_502
     assert_proxy_serves(server, "end")
     main.close()
     foreign.close()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl for a test CA")
+def test_over_tls_a_first_field_line_starting_with_whitespace_is_a_502_not_a_crash(start_proxy, tmp_path):
+    """The same fault over an HTTP/1.1 TLS upstream: no byte of it is readable before libcurl
+    decrypts it, so only a handle without the stale field keeps the process alive."""
+    from test_tls_upstream import make_ca_and_cert
+
+    ca, cert, key = make_ca_and_cert(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    cases: dict[int, bytes] = {}
+    upstream = CaseUpstream(cases, set(), tls=context)
+    route = {"name": "tls", "path": "/", "upstream": f"https://127.0.0.1:{upstream.port}/", "credential": "none",
+             "timeoutSeconds": TIMEOUT}
+    server = start_proxy(config=base_config(routes=[route], workers=1), env={**os.environ, "CURL_CA_BUNDLE": str(ca)})
+    for i, first in enumerate(FOLDED_FIRST_LINES):
+        cases[i] = b"HTTP/1.1 200 OK\r\n" + first + b"\r\nContent-Length: 2\r\n\r\nok"
+        assert_proxy_serves(server, f"before-{i}")
+        ex = ask(server, "GET", f"/case/{i}")
+        assert ex.status == 502 and b'"error":"upstream_unreachable"' in ex.final.body, (first, ex.outcome, ex.data)
+    assert_proxy_serves(server, "end")
+    upstream.close()
 
 
 def test_a_folded_line_after_an_interim_response_is_a_502(start_proxy):
