@@ -35,6 +35,8 @@ final class EasyHandle {
     /// The URL handle libcurl reads a request's URL from (`CURLOPT_CURLU`) while `parsedOrigin`
     /// is the origin parsed into it; see `setURL`.
     private let urlParts: OpaquePointer
+    /// The client's TLS session share (`UpstreamClient.tlsSessions`), set on every libcurl handle.
+    private let tlsSessions: UnsafeMutableRawPointer?
     private var parsedOrigin: String?
     private var readsURLParts = false
 
@@ -49,6 +51,7 @@ final class EasyHandle {
     init(client: UpstreamClient?) {
         easy = curl_easy_init()
         urlParts = curl_url()
+        tlsSessions = client?.tlsSessions
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         cc_easy_long(easy, CURLOPT_NOSIGNAL, 1)
@@ -62,6 +65,7 @@ final class EasyHandle {
         // A pooled TLS connection keeps OpenSSL's buffers rather than allocating 16.7 KB per read.
         _ = cc_easy_keep_tls_buffers(easy)
         cc_easy_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        if let tlsSessions { cc_easy_ptr(easy, CURLOPT_SHARE, tlsSessions) }
         let me = Unmanaged.passUnretained(self).toOpaque()
         for option in [CURLOPT_PRIVATE, CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_READDATA] { cc_easy_ptr(easy, option, me) }
         if !Self.environmentNamesProxy {
@@ -130,6 +134,8 @@ final class EasyHandle {
         guard let fresh = curl_easy_duphandle(easy) else { return false }
         curl_easy_cleanup(easy)
         easy = fresh
+        // A copy shares nothing of its original's (`curl_easy_duphandle`).
+        if let tlsSessions { cc_easy_ptr(easy, CURLOPT_SHARE, tlsSessions) }
         return true
     }
 

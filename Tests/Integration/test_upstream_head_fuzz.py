@@ -34,6 +34,7 @@ TIMEOUT = 2  # the route's timeoutSeconds: a case that leaves the proxy waiting 
 class CaseUpstream:
     """A raw HTTP/1.1 upstream on loopback that answers by path, on keep-alive connections:
     `/ok/<n>` a valid 200 whose body names n (the connection stays open for the next request);
+    `/last/<n>` a valid 200 after which it closes the connection;
     `/hop/<n>` a 302 to `hop_to` (another CaseUpstream) at `/case/<n>`; `/case/<n>` the bytes
     set in `cases[n]`, after which it closes the connection (when n is in `holds`, only after
     the route's timeout has passed, or a next request came); anything else a 404."""
@@ -42,6 +43,7 @@ class CaseUpstream:
         self.cases = cases
         self.holds = holds
         self.tls = tls
+        self.resumed: list[bool] = []  # per TLS connection: whether its handshake resumed a session
         self.hop_to: CaseUpstream | None = None
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
@@ -66,6 +68,7 @@ class CaseUpstream:
             except (OSError, ssl.SSLError):
                 conn.close()
                 return
+            self.resumed.append(conn.session_reused)
         buf = b""
         with conn:
             try:
@@ -90,6 +93,10 @@ class CaseUpstream:
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s"
                          % (len(body), body))
             return True
+        if kind == "last":  # a valid 200 on a connection that then closes
+            conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 4\r\n\r\nlast")
+            conn.shutdown(socket.SHUT_WR)
+            return False
         if kind == "hop" and self.hop_to is not None:
             conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:%d/case/%s\r\nContent-Length: 0\r\n\r\n"
                          % (self.hop_to.port, number.encode()))
@@ -209,6 +216,28 @@ def test_over_tls_a_first_field_line_starting_with_whitespace_is_a_502_not_a_cra
         ex = ask(server, "GET", f"/case/{i}")
         assert ex.status == 502 and b'"error":"upstream_unreachable"' in ex.final.body, (first, ex.outcome, ex.data)
     assert_proxy_serves(server, "end")
+    upstream.close()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl for a test CA")
+def test_a_new_tls_connection_to_an_upstream_resumes_the_session_an_earlier_transfer_got(start_proxy, tmp_path):
+    """Each transfer has a new libcurl handle, and a handle's own TLS session cache goes with it:
+    the client's shared cache keeps them, so a new connection (the last one closed) resumes the
+    session rather than verifying the upstream's certificate chain again."""
+    from test_tls_upstream import make_ca_and_cert
+
+    ca, cert, key = make_ca_and_cert(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    upstream = CaseUpstream({}, set(), tls=context)
+    route = {"name": "tls", "path": "/", "upstream": f"https://127.0.0.1:{upstream.port}/", "credential": "none",
+             "timeoutSeconds": TIMEOUT}
+    server = start_proxy(config=base_config(routes=[route], workers=1), env={**os.environ, "CURL_CA_BUNDLE": str(ca)})
+    for i in range(4):
+        ex = ask(server, "GET", f"/last/{i}")
+        assert ex.status == 200 and ex.final.body == b"last", (ex.outcome, ex.data)
+    assert len(upstream.resumed) == 4, upstream.resumed
+    assert upstream.resumed[1:] == [True, True, True], upstream.resumed
     upstream.close()
 
 
