@@ -208,7 +208,7 @@ def test_over_tls_a_first_field_line_starting_with_whitespace_is_a_502_not_a_cra
     cases: dict[int, bytes] = {}
     upstream = CaseUpstream(cases, set(), tls=context)
     route = {"name": "tls", "path": "/", "upstream": f"https://127.0.0.1:{upstream.port}/", "credential": "none",
-             "timeoutSeconds": TIMEOUT}
+             "timeoutSeconds": 10}
     server = start_proxy(config=base_config(routes=[route], workers=1), env={**os.environ, "CURL_CA_BUNDLE": str(ca)})
     for i, first in enumerate(FOLDED_FIRST_LINES):
         cases[i] = b"HTTP/1.1 200 OK\r\n" + first + b"\r\nContent-Length: 2\r\n\r\nok"
@@ -231,7 +231,7 @@ def test_a_new_tls_connection_to_an_upstream_resumes_the_session_an_earlier_tran
     context.load_cert_chain(cert, key)
     upstream = CaseUpstream({}, set(), tls=context)
     route = {"name": "tls", "path": "/", "upstream": f"https://127.0.0.1:{upstream.port}/", "credential": "none",
-             "timeoutSeconds": TIMEOUT}
+             "timeoutSeconds": 10}
     server = start_proxy(config=base_config(routes=[route], workers=1), env={**os.environ, "CURL_CA_BUNDLE": str(ca)})
     for i in range(4):
         ex = ask(server, "GET", f"/last/{i}")
