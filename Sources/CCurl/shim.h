@@ -9,6 +9,8 @@ static inline CURLcode cc_easy_long(CURL *h, CURLoption o, long v) { return curl
 static inline CURLcode cc_easy_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode cc_easy_str(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode cc_easy_ptr(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
+/* A share handle holding TLS sessions (one per loop's client, so no lock functions). */
+static inline CURLSHcode cc_share_tls_sessions(CURLSH *s) { return curl_share_setopt(s, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION); }
 static inline CURLcode cc_easy_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode cc_easy_curlu(CURL *h, CURLU *u) { return curl_easy_setopt(h, CURLOPT_CURLU, u); }
 

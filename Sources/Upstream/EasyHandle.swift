@@ -8,7 +8,9 @@ import Glibc
 /// libcurl's callbacks and `CURLINFO_PRIVATE` carry the handle, set once, and reach the
 /// transfer through it: no option is set per request to say which transfer it is.
 final class EasyHandle {
-    let easy: UnsafeMutableRawPointer
+    /// libcurl's handle: the same options for the whole life of this object, but a new libcurl
+    /// handle after every transfer (`renew`).
+    private(set) var easy: UnsafeMutableRawPointer
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// The transfer running on this handle, from `UpstreamTransfer.init` until the client
     /// releases it (the handle is out of the multi handle then, so no callback comes). Not
@@ -34,6 +36,8 @@ final class EasyHandle {
     /// The URL handle libcurl reads a request's URL from (`CURLOPT_CURLU`) while `parsedOrigin`
     /// is the origin parsed into it; see `setURL`.
     private let urlParts: OpaquePointer
+    /// The client's TLS session share (`UpstreamClient.tlsSessions`), set on every libcurl handle.
+    private let tlsSessions: UnsafeMutableRawPointer?
     private var parsedOrigin: String?
     private var readsURLParts = false
 
@@ -48,6 +52,7 @@ final class EasyHandle {
     init(client: UpstreamClient?) {
         easy = curl_easy_init()
         urlParts = curl_url()
+        tlsSessions = client?.tlsSessions
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         cc_easy_long(easy, CURLOPT_NOSIGNAL, 1)
@@ -61,6 +66,7 @@ final class EasyHandle {
         // A pooled TLS connection keeps OpenSSL's buffers rather than allocating 16.7 KB per read.
         _ = cc_easy_keep_tls_buffers(easy)
         cc_easy_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        if let tlsSessions { cc_easy_ptr(easy, CURLOPT_SHARE, tlsSessions) }
         let me = Unmanaged.passUnretained(self).toOpaque()
         for option in [CURLOPT_PRIVATE, CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_READDATA] { cc_easy_ptr(easy, option, me) }
         if !Self.environmentNamesProxy {
@@ -110,6 +116,32 @@ final class EasyHandle {
             }
         })
     }
+
+    /// Replaces the libcurl handle, after a transfer, by a copy of it that carries every option
+    /// and no state (false: libcurl could not make one, and this handle must not be used again).
+    ///
+    /// libcurl before 8.1.0 keeps a pointer to the last response field it stored for
+    /// `curl_easy_header` (`state.prevhead`) after freeing the fields when the handle's next
+    /// transfer starts (curl issue 11101; Debian 12's 7.88.1 has no fix). A response whose first
+    /// field line begins with a space or tab (obsolete line folding, or an upstream's garbage) is
+    /// appended to that freed field before any callback of ours sees the line: a use after free,
+    /// which crashed the process. A handle with no transfer behind it has no such pointer, and
+    /// refuses the line (`CURLE_BAD_FUNCTION_ARGUMENT`, a 502). The copy keeps every option set on
+    /// this one, so what the setters below remember stays true, and the callbacks still find this
+    /// object (`CURLOPT_PRIVATE` and the data pointers are copied as set). It costs a handle's
+    /// allocation and release per transfer (docs/ARCHITECTURE.md §7), paid only where needed.
+    func renew() -> Bool {
+        guard Self.keepsFreedField else { return true }
+        guard let fresh = curl_easy_duphandle(easy) else { return false }
+        curl_easy_cleanup(easy)
+        easy = fresh
+        // A copy shares nothing of its original's (`curl_easy_duphandle`).
+        if let tlsSessions { cc_easy_ptr(easy, CURLOPT_SHARE, tlsSessions) }
+        return true
+    }
+
+    /// Whether the libcurl loaded keeps the freed field (`renew`): versions before 8.1.0.
+    static let keepsFreedField: Bool = curl_version_info(CURLVERSION_TENTH).pointee.version_num < 0x08_01_00
 
     deinit {
         curl_easy_cleanup(easy)

@@ -6,10 +6,15 @@ import Glibc
 /// One libcurl multi handle driven by one event loop, exactly as curl's `ephiperfifo.c`:
 /// the socket callback maps `CURL_POLL_*` to epoll interest, the timer callback only arms a
 /// loop timer, and `curl_multi_socket_action` runs from loop events, never from a callback.
-/// Connections to upstreams are pooled by the multi handle; easy handles are reused.
+/// Connections to upstreams are pooled by the multi handle; easy handles are reused, each with a
+/// new libcurl handle per transfer (`EasyHandle.renew`).
 public final class UpstreamClient {
     let loop: EventLoop
     let multi: UnsafeMutableRawPointer
+    /// The TLS sessions of this client's transfers (`CURL_LOCK_DATA_SSL_SESSION`): a libcurl
+    /// handle's own cache would go with it after its one transfer (`EasyHandle.renew`), and a new
+    /// connection would verify the upstream's certificate chain again instead of resuming.
+    let tlsSessions: UnsafeMutableRawPointer?
     /// The loop timer for curl's timeout, and when it fires.
     private var timer: TimerID?
     private var timerDeadline: NanoTime?
@@ -54,6 +59,8 @@ public final class UpstreamClient {
         Self.globalInit()
         self.loop = loop
         multi = curl_multi_init()
+        tlsSessions = curl_share_init()
+        if let tlsSessions { _ = cc_share_tls_sessions(tlsSessions) }
         pass = CurlPass(loop: loop)
         kick.client = self
         let me = Unmanaged.passUnretained(self).toOpaque()
@@ -86,6 +93,10 @@ public final class UpstreamClient {
         kick.client = nil
         reaper?.detach(from: multi)
         curl_multi_cleanup(multi)
+        // The share goes once no handle uses it; a transfer still held elsewhere keeps it (libcurl
+        // refuses the cleanup then), to the end of the process.
+        idleHandles.removeAll()
+        if let tlsSessions { _ = curl_share_cleanup(tlsSessions) }
         // `timeoutAction` does not retain the client: its timer (armed last, perhaps by the
         // cleanup) must not outlive it.
         if let timer { loop.cancel(timer) }
@@ -126,7 +137,8 @@ public final class UpstreamClient {
         transfer.activeIndex = -1
         curl_multi_remove_handle(multi, transfer.handle.easy)
         transfer.handle.running = nil
-        idleHandles.append(transfer.handle)
+        // Never the same libcurl handle for a second transfer (`EasyHandle.renew` says why).
+        if transfer.handle.renew() { idleHandles.append(transfer.handle) }
     }
 
     // MARK: libcurl callbacks (they only record what to watch)

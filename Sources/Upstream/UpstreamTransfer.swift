@@ -318,6 +318,12 @@ public final class UpstreamTransfer {
             ? String(decoding: UnsafeRawBufferPointer(start: handle.errorBuffer, count: strlen(handle.errorBuffer)), as: UTF8.self)
             : String(cString: curl_easy_strerror(code))
         if code == CURLE_OPERATION_TIMEDOUT { return finish(.timeout(message)) }
+        if code == CURLE_BAD_FUNCTION_ARGUMENT, phase == .awaitingHead {
+            // libcurl 7.88 stores each response field for `curl_easy_header` before our callback
+            // sees it, and fails so on a first field line that begins with a space or tab: a
+            // fold with no field before it to continue (`EasyHandle.renew`).
+            return finish(.unreachable("the response head's first field line begins with a space or tab (obsolete line folding)"))
+        }
         if code == CURLE_OUT_OF_MEMORY, phase == .awaitingHead {
             // libcurl 7.88 refuses a header line over 100 KiB as "Out of memory", which misleads.
             return finish(.unreachable("the response head is larger than libcurl accepts (a line over 100 KiB), or libcurl ran out of memory"))
