@@ -1,0 +1,74 @@
+import Glibc
+import Testing
+@testable import Credentials
+
+/// The state directory's trust rule (ssh's StrictModes): owned by the proxy's user or root, and
+/// nobody else may write it or the files directly in it.
+@Suite("State directory trust")
+struct StateTrustTests {
+    private let me: uid_t = 1000
+
+    @Test("owner and mode table", arguments: [
+        // (owner, mode, isDirectory, trusted)
+        (uid_t(1000), mode_t(0o700), true, true),
+        (uid_t(1000), mode_t(0o755), true, true),
+        (uid_t(0), mode_t(0o755), true, true),
+        (uid_t(1000), mode_t(0o600), false, true),
+        (uid_t(1000), mode_t(0o644), false, true),
+        (uid_t(65534), mode_t(0o700), true, false),
+        (uid_t(65534), mode_t(0o777), true, false),
+        (uid_t(1000), mode_t(0o770), true, false),
+        (uid_t(1000), mode_t(0o702), true, false),
+        (uid_t(0), mode_t(0o1777), true, false),
+        (uid_t(0), mode_t(0o775), true, false),
+        (uid_t(1000), mode_t(0o666), false, false),
+        (uid_t(1000), mode_t(0o620), false, false),
+        (uid_t(65534), mode_t(0o600), false, false),
+    ])
+    func table(owner: uid_t, mode: mode_t, isDirectory: Bool, trusted: Bool) {
+        let verdict = StateTrust.judge(path: "/s", isDirectory: isDirectory, owner: owner, mode: mode, user: me)
+        #expect((verdict == nil) == trusted, "owner \(owner) mode \(String(mode, radix: 8))")
+    }
+
+    @Test("a link is judged by its owner: its own mode is always 0777")
+    func link() {
+        #expect(StateTrust.judge(path: "/s/l", isDirectory: false, isLink: true, owner: me, mode: 0o777, user: me) == nil)
+        #expect(StateTrust.judge(path: "/s/l", isDirectory: false, isLink: true, owner: 65534, mode: 0o777, user: me) != nil)
+    }
+
+    @Test("the refusal names the path, the owner and the mode")
+    func message() {
+        let problem = StateTrust.judge(path: "/srv/state", isDirectory: true, owner: 65534, mode: S_IFDIR | 0o777, user: 0)
+        #expect(problem?.octalMode == "0777")
+        #expect(problem?.description.hasPrefix("state directory /srv/state is owned by uid 65534 with mode 0777: it must belong to uid 0") == true)
+        let sticky = StateTrust.judge(path: "/tmp", isDirectory: true, owner: 0, mode: 0o1777, user: 1000)
+        #expect(sticky?.octalMode == "1777")
+        let file = StateTrust.judge(path: "/s/tokens.json", isDirectory: false, owner: 1000, mode: 0o666, user: 1000)
+        #expect(file?.description.hasPrefix("state file /s/tokens.json is owned by uid 1000 with mode 0666") == true)
+    }
+
+    @Test("a missing directory passes; a private one with private files passes; a loose file is named")
+    func directory() {
+        var template = Array("/tmp/state-trust-test-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        let file = dir + "/tokens-x.json"
+        defer {
+            unlink(file)
+            rmdir(dir)
+        }
+        let user = geteuid()
+        #expect(StateTrust.check(directory: dir + "/missing", user: user) == nil)
+        #expect(StateTrust.check(directory: dir, user: user) == nil)  // mkdtemp makes it 0700
+        close(open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
+        #expect(StateTrust.check(directory: dir, user: user) == nil)
+        chmod(file, 0o646)
+        #expect(StateTrust.check(directory: dir, user: user)?.path == file)
+        chmod(file, 0o600)
+        chmod(dir, 0o770)
+        #expect(StateTrust.check(directory: dir, user: user)?.path == dir)
+        chmod(dir, 0o700)
+        // Judged for another user, our directory is someone else's (unless we are root).
+        let forOther = StateTrust.check(directory: dir, user: user &+ 12345)
+        if user == 0 { #expect(forOther == nil) } else { #expect(forOther?.path == dir && forOther?.owner == user) }
+    }
+}
