@@ -77,13 +77,16 @@ public enum StateTrust {
     private static func judgeEntry(path: String, user: uid_t) -> UntrustedState? {
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
-        let isLink = info.st_mode & S_IFMT == S_IFLNK
-        if isLink {
-            if let problem = judge(path: path, isDirectory: false, isLink: true, owner: info.st_uid, mode: info.st_mode, user: user) {
-                return problem
-            }
-            guard stat(path, &info) == 0 else { return nil }
+        guard info.st_mode & S_IFMT == S_IFLNK else {
+            return judge(path: path, isDirectory: info.st_mode & S_IFMT == S_IFDIR, owner: info.st_uid, mode: info.st_mode, user: user)
         }
-        return judge(path: path, isDirectory: info.st_mode & S_IFMT == S_IFDIR, owner: info.st_uid, mode: info.st_mode, user: user)
+        var target = stat()
+        let found = stat(path, &target) == 0
+        let isDirectory = found && target.st_mode & S_IFMT == S_IFDIR
+        if let problem = judge(path: path, isDirectory: isDirectory, isLink: true, owner: info.st_uid, mode: info.st_mode, user: user) {
+            return problem
+        }
+        guard found else { return nil }
+        return judge(path: path, isDirectory: isDirectory, owner: target.st_uid, mode: target.st_mode, user: user)
     }
 }

@@ -67,6 +67,18 @@ struct StateTrustTests {
         chmod(dir, 0o770)
         #expect(StateTrust.check(directory: dir, user: user)?.path == dir)
         chmod(dir, 0o700)
+        // A link is judged by what it points at as well.
+        let outside = dir + ".outside"
+        let link = dir + "/tokens-y.json"
+        close(open(outside, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
+        chmod(outside, 0o666)
+        symlink(outside, link)
+        #expect(StateTrust.check(directory: dir, user: user)?.path == link)
+        #expect(StateTrust.check(directory: dir, user: user)?.octalMode == "0666")
+        chmod(outside, 0o600)
+        #expect(StateTrust.check(directory: dir, user: user) == nil)
+        unlink(link)
+        unlink(outside)
         // Judged for another user, our directory is someone else's (unless we are root).
         let forOther = StateTrust.check(directory: dir, user: user &+ 12345)
         if user == 0 { #expect(forOther == nil) } else { #expect(forOther?.path == dir && forOther?.owner == user) }
