@@ -189,6 +189,10 @@ public enum ProxyService {
                 for warning in ConfigWarnings.of(configuration) { text += "  warning: \(prefix)\(warning)\n" }
                 // Not errors: the directory may be created before `serve` runs (a volume, tmpfiles.d).
                 for warning in listenWarnings(configuration) { text += "  warning: \(prefix)\(warning)\n" }
+                // Judged for the user running the check, who may not be the one `serve` runs as.
+                if let problem = StateTrust.check(directory: configuration.stateDirectory) {
+                    text += "  warning: \(prefix)stateDirectory: \(problem); serve run as uid \(geteuid()) will refuse to start\n"
+                }
             case .failure(let errors):
                 failed = true
                 text += "\(label): \(errors.errors.count) problem\(errors.errors.count == 1 ? "" : "s")\n"

@@ -331,3 +331,16 @@ def test_a_private_state_directory_with_private_files_is_used(start_proxy, tmp_p
     auth = server.get("/_platform/auth").json()
     assert auth["providers"]["billing"]["state"] == "logged_in", auth
     assert not server.log_events("startup_failed")
+
+
+def test_check_config_warns_about_a_state_directory_serve_would_refuse(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    state.chmod(0o777)
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(base_config(stateDirectory=str(state))))
+    r = subprocess.run([str(require_binary()), "check-config", "--config", str(path)], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0, r  # a warning: serve may run as another user, or after a chmod
+    assert f"warning: stateDirectory: state directory {state} is owned by uid {os.geteuid()} with mode 0777" in r.stdout, r.stdout
+    assert f"serve run as uid {os.geteuid()} will refuse to start" in r.stdout, r.stdout
