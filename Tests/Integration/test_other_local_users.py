@@ -268,22 +268,21 @@ def test_a_world_writable_state_directory_of_another_user_is_refused_naming_path
     assert failed, err[-2000:]
     line = failed[-1]
     assert line["path"] == str(state) and line["owner"] == NOBODY and line["mode"] == "0777", line
-    assert f"state directory {state} is owned by uid {NOBODY} with mode 0777" in line["error"], line
+    assert f"state directory {state} is owned by uid {NOBODY} (gid {NOBODY}) with mode 0777" in line["error"], line
     assert "planted-by-nobody" not in err
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a directory another user owns")
-@pytest.mark.parametrize("owner,mode", [
-    (NOBODY, 0o700),  # private, but another user's: they write it
-    (None, 0o770),  # ours, group-writable
-    (None, 0o757),  # ours, writable by others
-    (0, 0o1777),  # root's sticky /tmp-like directory: others create the files not written yet
-], ids=["other-users-0700", "own-0770", "own-0757", "root-sticky-1777"])
-def test_a_state_directory_others_can_write_is_refused(tmp_path, owner, mode):
+@pytest.mark.parametrize("owner,group,mode", [
+    (NOBODY, NOBODY, 0o700),  # private, but another user's: they write it
+    (None, NOBODY, 0o770),  # ours, writable by a group others are in
+    (None, None, 0o757),  # ours, writable by others
+    (0, 0, 0o1777),  # root's sticky /tmp-like directory: others create the files not written yet
+], ids=["other-users-0700", "own-shared-group-0770", "own-0757", "root-sticky-1777"])
+def test_a_state_directory_others_can_write_is_refused(tmp_path, owner, group, mode):
     state = tmp_path / "state"
     state.mkdir()
-    if owner is not None:
-        os.chown(state, owner, owner)
+    os.chown(state, -1 if owner is None else owner, -1 if group is None else group)
     state.chmod(mode)
     code, failed, err = serve_expecting_refusal(base_config(stateDirectory=str(state)), tmp_path)
     assert code == 1 and failed, err[-2000:]
@@ -292,18 +291,22 @@ def test_a_state_directory_others_can_write_is_refused(tmp_path, owner, mode):
     assert failed[-1]["mode"] == f"{mode:04o}", failed[-1]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file another group")
 @pytest.mark.parametrize("kind", ["writable-by-others", "writable-by-group"])
 def test_a_token_file_others_can_write_is_refused(tmp_path, kind):
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     token = state / "tokens-search.json"
     token.write_text(planted_tokens("planted-token"))
+    if kind == "writable-by-group":
+        os.chown(token, -1, NOBODY)  # nogroup: not the proxy user's private group
     token.chmod(0o666 if kind == "writable-by-others" else 0o620)
     code, failed, err = serve_expecting_refusal(oauth_config(tmp_path, state), tmp_path)
     assert code == 1 and failed, err[-2000:]
     mode = "0666" if kind == "writable-by-others" else "0620"
     assert failed[-1]["path"] == str(token) and failed[-1]["mode"] == mode, failed[-1]
-    assert f"state file {token} is owned by uid {os.geteuid()} with mode {mode}" in failed[-1]["error"]
+    gid = os.getegid() if kind == "writable-by-others" else NOBODY
+    assert f"state file {token} is owned by uid {os.geteuid()} (gid {gid}) with mode {mode}" in failed[-1]["error"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a file another user owns")
@@ -333,6 +336,37 @@ def test_a_private_state_directory_with_private_files_is_used(start_proxy, tmp_p
     assert not server.log_events("startup_failed")
 
 
+def private_group_of_this_user() -> int | None:
+    """The group only this user is in (nobody else has it as primary group or is listed in it)."""
+    import grp
+    import pwd
+    try:
+        me = pwd.getpwuid(os.geteuid())
+        group = grp.getgrgid(me.pw_gid)
+    except KeyError:
+        return None
+    if any(member != me.pw_name for member in group.gr_mem):
+        return None
+    if any(p.pw_gid == me.pw_gid and p.pw_uid != me.pw_uid for p in pwd.getpwall()):
+        return None
+    return me.pw_gid
+
+
+@pytest.mark.skipif(private_group_of_this_user() is None, reason="this user has no private group")
+def test_a_state_directory_writable_by_the_users_private_group_is_used(start_proxy, tmp_path):
+    """User-private groups (umask 002) and Kubernetes' fsGroup make state group-writable; the
+    group has no one else in it."""
+    state = tmp_path / "state"
+    state.mkdir()
+    os.chown(state, -1, private_group_of_this_user())
+    state.chmod(0o2770)
+    (state / "tokens-billing.json").write_text(planted_tokens("stored-token"))
+    os.chown(state / "tokens-billing.json", -1, private_group_of_this_user())
+    (state / "tokens-billing.json").chmod(0o660)
+    server = start_proxy(config=oauth_config(tmp_path, state))
+    assert server.get("/_platform/auth").json()["providers"]["billing"]["state"] == "logged_in"
+
+
 def test_check_config_warns_about_a_state_directory_serve_would_refuse(tmp_path):
     state = tmp_path / "state"
     state.mkdir()
@@ -342,5 +376,6 @@ def test_check_config_warns_about_a_state_directory_serve_would_refuse(tmp_path)
     r = subprocess.run([str(require_binary()), "check-config", "--config", str(path)], capture_output=True,
                        text=True, timeout=30)
     assert r.returncode == 0, r  # a warning: serve may run as another user, or after a chmod
-    assert f"warning: stateDirectory: state directory {state} is owned by uid {os.geteuid()} with mode 0777" in r.stdout, r.stdout
+    assert f"warning: stateDirectory: state directory {state} is owned by uid {os.geteuid()} (gid {os.getegid()}) " \
+        "with mode 0777" in r.stdout, r.stdout
     assert f"serve run as uid {os.geteuid()} will refuse to start" in r.stdout, r.stdout
