@@ -18,7 +18,6 @@ import os
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import tempfile
 import time
