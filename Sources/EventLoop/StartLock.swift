@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 
 /// Serialises the exclusivity probe and the SO_REUSEPORT binds of processes starting on one TCP
