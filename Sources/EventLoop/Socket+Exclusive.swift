@@ -65,30 +65,3 @@ extension Socket {
         }
     }
 }
-
-/// An exclusive `flock` on one file in /tmp, held from the exclusivity probe until the
-/// listeners listen: two processes starting at the same moment cannot both pass the probe
-/// before either listens. One file for every address (starts are milliseconds long), so
-/// nothing accumulates in /tmp. Best effort: without a usable /tmp the probe alone decides
-/// (a window of microseconds).
-package struct StartLock: ~Copyable {
-    private let fd: CInt
-    static let path = "/tmp/platform-proxy.bind.lock"
-
-    /// Takes the lock, waiting for another starting process to finish binding.
-    package init() {
-        let path = Self.path
-        // Someone else's lock file in sticky /tmp may refuse O_CREAT (protected_regular): open it as is.
-        var fd = (try? syscall(where: "open") { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644) }) ?? -1
-        if fd < 0 { fd = (try? syscall(where: "open") { open(path, O_RDONLY | O_CLOEXEC) }) ?? -1 }
-        if fd >= 0, (try? syscall(where: "flock") { flock(fd, LOCK_EX) }) == nil {
-            closeDescriptor(fd)
-            fd = -1
-        }
-        self.fd = fd
-    }
-
-    deinit {
-        if fd >= 0 { closeDescriptor(fd) }
-    }
-}

@@ -29,7 +29,7 @@ public final class HTTPServer: @unchecked Sendable {
             switch address {
             case .tcp(let host, var port):
                 // Held until this address listens: see `StartLock`.
-                let lock = port == 0 ? nil : StartLock()
+                let lock = port == 0 ? nil : StartLock(port: port)
                 if port != 0 { try Socket.probeExclusive(host: host, port: port) }
                 for index in 0..<count {
                     let fd = try listening(.tcp(host: host, port: port), reusePort: true)

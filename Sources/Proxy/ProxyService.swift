@@ -47,6 +47,12 @@ public enum ProxyService {
         for warning in ConfigWarnings.of(configuration) {
             Log.emit(.warning, "config_warning", ["path": .string(warning.path), "message": .string(warning.message)])
         }
+        // Before anything reads from it: a state directory others can write may hold their tokens.
+        if let problem = StateTrust.check(directory: configuration.stateDirectory) {
+            Log.emit(.error, "startup_failed", ["error": .string(problem.description), "path": .string(problem.path),
+                                                "owner": .int(Int(problem.owner)), "mode": .string(problem.octalMode)])
+            return 1
+        }
         // Block the lifecycle signals before any thread exists so every thread inherits the mask.
         let signals = cl_signalfd_for_lifecycle()
         guard signals >= 0 else {
@@ -197,6 +203,10 @@ public enum ProxyService {
                 for warning in ConfigWarnings.of(configuration) { text += "  warning: \(prefix)\(warning)\n" }
                 // Not errors: the directory may be created before `serve` runs (a volume, tmpfiles.d).
                 for warning in listenWarnings(configuration) { text += "  warning: \(prefix)\(warning)\n" }
+                // Judged for the user running the check, who may not be the one `serve` runs as.
+                if let problem = StateTrust.check(directory: configuration.stateDirectory) {
+                    text += "  warning: \(prefix)stateDirectory: \(problem); serve run as uid \(geteuid()) will refuse to start\n"
+                }
             case .failure(let errors):
                 failed = true
                 text += "\(label): \(errors.errors.count) problem\(errors.errors.count == 1 ? "" : "s")\n"

@@ -724,7 +724,10 @@ def test_kubernetes_sidecar_shape():
     token_mount = mounts[str(token_path.parent)]
     secret = volumes[token_mount["name"]]["secret"]
     assert "subPath" not in token_mount, "subPath mounts never see a rotated Secret"
-    state_mount = mounts[config["stateDirectory"]]
+    # The state directory is the volume or one directory in it (an emptyDir's root is mode 0777,
+    # which serve refuses; the proxy creates its own directory 0700).
+    state = Path(config["stateDirectory"])
+    state_mount = mounts.get(str(state)) or mounts[str(state.parent)]
     assert not state_mount.get("readOnly")
     assert {"emptyDir", "persistentVolumeClaim"} & set(volumes[state_mount["name"]])
     # The Secret is mounted into the proxy only.
