@@ -1,3 +1,6 @@
+// CCurl as well as Glibc: compiled in one batch with a file that imports CCurl, a clean build
+// found no SOCK_STREAM or MSG_DONTWAIT through Glibc alone (the socket header reaches both).
+import CCurl
 import Glibc
 import Testing
 import EventLoop
