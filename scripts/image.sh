@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # `make image`: builds Docker/Dockerfile into localhost/platform-proxy:latest.
 #
-#   1. the engine: docker when its daemon answers, else podman (installed with runc on Debian when
-#      neither is there); scripts/container-engine.sh decides
+#   1. the engine: docker when its daemon answers, else podman (on Debian installed, with what it
+#      needs here, when missing); scripts/container-engine.sh decides
 #   2. the base images the Dockerfile names (FROM): used when present, else pulled, else, when no
 #      registry answers, made here from Debian's packages with debootstrap:
 #        debian:bookworm-slim   a minbase Debian 12 root without docs, man pages and locales
 #        swift:6.3-bookworm     a Debian 12 root with the Swift image's build packages and this
-#                               machine's own Swift toolchain (the one `swift` on PATH runs)
+#                               machine's own Swift toolchain (the one `swift` on PATH runs, or
+#                               $SWIFT_TOOLCHAIN, /opt/swift, /usr/share/swift)
 #   3. the image, with the engine's layer cache: a second run rebuilds only what changed
 #
 # Debian's packages are cached in ${XDG_CACHE_HOME:-~/.cache}/platform-proxy/debootstrap; the roots
@@ -16,6 +17,8 @@
 # run debootstrap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# debootstrap, runc and chroot live in the sbin folders, which a user's PATH may lack.
+PATH=$PATH:/usr/sbin:/sbin
 
 IMAGE=${IMAGE:-localhost/platform-proxy:latest}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -115,11 +118,21 @@ EOF
   $SUDO find "$root/usr/share/locale" -mindepth 1 -maxdepth 1 -not -name locale.alias -exec rm -rf {} +
 }
 
-# The root of the toolchain `swift` on PATH runs (its usr/ holds bin/, lib/, include/, share/).
+# The root of the Swift toolchain (its usr/ holds bin/, lib/, include/, share/): $SWIFT_TOOLCHAIN,
+# else the one `swift` on PATH runs, else /opt/swift or /usr/share/swift.
 toolchain_root() {
-  local swift
-  swift=$(command -v swift) || { echo "image: no swift on PATH to put into the build image" >&2; exit 1; }
-  dirname "$(dirname "$(dirname "$(readlink -f "$swift")")")"
+  local swift dir
+  if [ -n "${SWIFT_TOOLCHAIN:-}" ]; then
+    echo "$SWIFT_TOOLCHAIN"
+  elif swift=$(command -v swift); then
+    dirname "$(dirname "$(dirname "$(readlink -f "$swift")")")"
+  else
+    for dir in /opt/swift /usr/share/swift; do
+      [ -x "$dir/usr/bin/swift" ] && { echo "$dir"; return; }
+    done
+    echo "image: no Swift toolchain for the build image: put swift on PATH or set SWIFT_TOOLCHAIN" >&2
+    exit 1
+  fi
 }
 
 import_root() {
