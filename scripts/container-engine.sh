@@ -25,21 +25,23 @@ docker_answers() {
 }
 
 # What podman needs on Debian: runc (see above), catatonit (the pause process of pods, `podman
-# kube play`) and, on Debian 12's CNI network backend, the dnsname
-# plugin, so compose services find each other by name.
+# kube play`) and, on Debian 12's CNI network backend, the dnsname plugin, so compose services
+# find each other by name.
 debian_podman_packages() {
-  local p missing=()
+  local p missing=() available=()
   for p in podman runc catatonit golang-github-containernetworking-plugin-dnsname; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" && continue
-    [ "$p" = podman ] || apt-cache show "$p" >/dev/null 2>&1 || continue
-    missing+=("$p")
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -gt 0 ] || return 0
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  echo "container-engine: installing ${missing[*]}" >&2
   $SUDO apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The dnsname plugin exists only for Debian releases whose podman uses CNI.
+  for p in "${missing[@]}"; do
+    { [ "$p" = podman ] || apt-cache show "$p" >/dev/null 2>&1; } && available+=("$p")
+  done
+  echo "container-engine: installing ${available[*]}" >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${available[@]}" >/dev/null
 }
 
 engine=${CONTAINER_ENGINE:-}
