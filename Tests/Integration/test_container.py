@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -475,3 +477,35 @@ def test_compose_example_services_start(engine, resources, tmp_path):
                     engine("rm", "-f", "-v", name, check=False)
         down = run("down", "-v", "-t", "10")
         assert down.returncode == 0, down.stdout[-2000:] + down.stderr[-2000:]
+
+
+# ------------------------------------------------------------------ the engine's choice
+
+
+def test_engine_choice_ignores_a_docker_client_without_a_daemon(tmp_path):
+    """A `docker` program whose daemon does not answer (`docker info` fails) is not the engine,
+    as with a docker client installed on a machine without dockerd."""
+    fake = tmp_path / "bin" / "docker"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("CONTAINER_ENGINE", "CONTAINERS_CONF")}
+    env["PATH"] = f"{fake.parent}:{env['PATH']}"
+    chosen = subprocess.run([str(ENGINE_SCRIPT)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, env=env)
+    if chosen.returncode == 3:
+        assert "no container engine" in chosen.stderr
+        return
+    assert chosen.returncode == 0, chosen.stderr
+    assert chosen.stdout.splitlines()[0] == "ENGINE=podman", chosen.stdout
+
+
+def test_podman_limits_stay_within_the_hard_limits(engine):
+    """The containers.conf podman gets: runc, and limits no container start can be refused for."""
+    require_podman(engine, "containers.conf")
+    conf = Path(engine.env["CONTAINERS_CONF"]).read_text()
+    limits = dict(re.findall(r'"(\w+)=(\d+):\d+"', conf))
+    for name, which in (("nofile", resource.RLIMIT_NOFILE), ("nproc", resource.RLIMIT_NPROC)):
+        hard = resource.getrlimit(which)[1]
+        assert name in limits and (hard == resource.RLIM_INFINITY or int(limits[name]) <= hard), (name, conf)
+    if shutil.which("runc"):
+        assert 'runtime = "runc"' in conf, conf
