@@ -5,14 +5,15 @@ SWIFT_BUILD_FLAGS ?=
 
 PYTHON ?= .venv/bin/python
 
-.PHONY: run test setup setup-build build release unit integration check-config bench clean
+.PHONY: run test setup setup-build build release image unit integration check-config bench clean
 
 ## run: install the build libraries, build, and serve the embedded default config on 127.0.0.1:8080
 run: setup-build build
 	.build/debug/platform-proxy serve --config $(CONFIG)
 
-## test: install the build libraries and test peers (.venv for Python), build, run unit and integration tests
-test: setup build unit integration
+## test: install the build libraries and test peers (.venv for Python), build, run unit tests, build the
+## container image, run the integration tests (test_container.py runs the image)
+test: setup build unit image integration
 
 setup-build:
 	@scripts/setup.sh build
@@ -26,11 +27,20 @@ build:
 release:
 	swift build -c release -Xswiftc -static-stdlib
 
+## image: Docker/Dockerfile -> localhost/platform-proxy:latest with docker, else podman (installed on Debian);
+## base images pulled, or made here with debootstrap when no registry answers; cached (scripts/image.sh)
+image:
+	@scripts/image.sh
+
 unit:
 	swift test $(SWIFT_BUILD_FLAGS)
 
+# test_docker.py checks the libraries of the binary `make image` copied out of the image, when there
+# is one, instead of building the same release binary again.
 integration: build
-	PLATFORM_PROXY_BIN=$(CURDIR)/.build/debug/platform-proxy $(PYTHON) -m pytest -q Tests/Integration
+	PLATFORM_PROXY_BIN=$(CURDIR)/.build/debug/platform-proxy \
+	PLATFORM_PROXY_STATIC_BIN=$$(ls $(CURDIR)/.build-container/platform-proxy 2>/dev/null) \
+	$(PYTHON) -m pytest -q Tests/Integration
 
 ## check-config: the shipped configs; examples without their secrets (they name files and variables of a real deployment)
 check-config: setup-build build
