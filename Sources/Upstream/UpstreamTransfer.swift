@@ -30,11 +30,18 @@ public final class UpstreamTransfer {
     private let body: RequestBody?
     private var head = UpstreamResponseHead(status: 0)
     /// The lifecycle: the head is awaited, then the body streams; after `cancel` every libcurl
-    /// callback aborts until `finish` releases the handle. (The two pause flags below are
-    /// libcurl's pause mask, not lifecycle.)
-    private enum Phase { case awaitingHead, receivingBody, cancelled, finished }
+    /// callback aborts until `finish` releases the handle. A response that came whole while the
+    /// request body was still going up is `answered`: nothing more goes up and the transfer ends
+    /// after the current event (`responseCameWhole`). (The two pause flags below are libcurl's
+    /// pause mask, not lifecycle.)
+    private enum Phase { case awaitingHead, receivingBody, answered, cancelled, finished }
     private var phase = Phase.awaitingHead
     private var uploadPaused = false
+    /// The request body's end was handed to libcurl (or there is none to send).
+    private var uploadEnded: Bool
+    /// Response body bytes still to come by the head's `Content-Length` while the request body
+    /// is still going up (else -1): at 0 the answer is whole (`responseCameWhole`).
+    private var answerLeft = -1
     /// Why a response head that arrived whole was not relayed (the transfer fails with it).
     private var refusedHead: String?
     /// Why libcurl was stopped before a send (`sending`): the transfer fails with it.
@@ -73,6 +80,7 @@ public final class UpstreamTransfer {
         lastProgress = client.loop.now
         self.body = body
         self.delegate = delegate
+        uploadEnded = body == nil || !request.hasBody
         // The handle's head storage is taken, not copied (a copy retains its arrays); the handle
         // is left the empty head this one started as, until `finish` swaps them back.
         swap(&head, &handle.spareHead)
@@ -101,7 +109,7 @@ public final class UpstreamTransfer {
         switch phase {
         case .awaitingHead where body != nil && !uploadPaused, .receivingBody where !downloadPaused && !uploadPaused:
             return lastProgress.adding(seconds: timeout)
-        case .awaitingHead, .receivingBody, .cancelled, .finished:
+        case .awaitingHead, .receivingBody, .answered, .cancelled, .finished:
             return nil
         }
     }
@@ -122,7 +130,7 @@ public final class UpstreamTransfer {
 
     /// Resumes a response paused by the delegate.
     public func resumeResponse() {
-        guard downloadPaused, phase != .finished else { return }
+        guard downloadPaused, phase != .finished, phase != .answered else { return }
         downloadPaused = false
         progressed()
         client.deadlineAwaited(lastProgress.adding(seconds: timeout))
@@ -146,7 +154,7 @@ public final class UpstreamTransfer {
     private var pauseMask: Int32 { (downloadPaused ? Int32(CURLPAUSE_RECV) : 0) | (uploadPaused ? Int32(CURLPAUSE_SEND) : 0) }
 
     private func bodyDataArrived() {
-        guard uploadPaused, phase != .finished else { return }
+        guard uploadPaused, phase != .finished, phase != .answered else { return }
         uploadPaused = false
         progressed()
         if headDeadline == nil { client.deadlineAwaited(lastProgress.adding(seconds: timeout)) }
@@ -232,6 +240,7 @@ public final class UpstreamTransfer {
             swap(&delivered, &head)
             delegate?.transfer(self, receivedHead: delivered)
             swap(&delivered, &head)
+            if !uploadEnded { watchEarlyAnswer() }
         }
         return length
     }
@@ -260,6 +269,35 @@ public final class UpstreamTransfer {
         if let ssl = cc_info_openssl_connection(handle.easy), cc_openssl_has_pending(ssl) != 0 { handle.forbidReuse() }
     }
 
+    /// The head came while the request body still goes up. libcurl 7.88 stops sending on a final
+    /// status of 300 or more, but on a 2xx it sends the rest of the body even after the response
+    /// came whole (unless the upstream said it closes), while nobody waits for it: the client was
+    /// answered and may be gone. So the response's length is watched (its `Content-Length`; none
+    /// for 204 and 304), and once it came whole the transfer ends (`responseCameWhole`), as nginx
+    /// and Go's HTTP client end theirs. A response of unknown length (chunked) is not watched.
+    private func watchEarlyAnswer() {
+        if head.status == 204 || head.status == 304 { return responseCameWhole() }
+        guard let length = head.contentLength else { return }
+        answerLeft = length
+        if length == 0 { responseCameWhole() }
+    }
+
+    /// The response came whole while the request body was still going up: nothing more goes up
+    /// (`send` pauses), and after this event the transfer ends as a success (`finish`: removing
+    /// the handle before its request went out whole closes an HTTP/1.1 connection, and resets
+    /// an HTTP/2 stream). The client's exchange then ends and the server drains or closes the
+    /// rest of its body; the body buffered here is released with the exchange.
+    private func responseCameWhole() {
+        answerLeft = -1
+        guard phase == .receivingBody, !uploadEnded else { return }
+        phase = .answered
+        if client.callbackDepth > 0 {
+            client.loop.afterEvents { [self] in finish(nil) }
+        } else {
+            finish(nil)
+        }
+    }
+
     /// libcurl is about to send the request to `primaryIP`:`port` (`CURLOPT_PREREQFUNCTION`), on
     /// a new or a reused connection; false stops the transfer before a byte of it goes out.
     func sending(to primaryIP: UnsafeMutablePointer<CChar>?, port: Int, from localIP: UnsafeMutablePointer<CChar>?) -> Bool {
@@ -278,12 +316,17 @@ public final class UpstreamTransfer {
     }
 
     func received(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
+        if phase == .answered { return length }
         guard !aborting, let delegate else { return 0 }
         progressed()
         if delegate.transfer(self, receivedBody: UnsafeRawBufferPointer(start: data, count: length)) {
             if tlsBodyLeft >= 0 {  // counted once taken: paused, libcurl hands the same bytes again
                 tlsBodyLeft -= length
                 if tlsBodyLeft <= 0 { endOfTLSBody() }
+            }
+            if answerLeft >= 0 {
+                answerLeft -= length
+                if answerLeft <= 0 { responseCameWhole() }
             }
             return length
         }
@@ -292,12 +335,15 @@ public final class UpstreamTransfer {
     }
 
     func send(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
+        if phase == .answered { return CC_READFUNC_PAUSE }
         guard !aborting, let body else { return CC_READFUNC_ABORT }
         switch body.read(into: UnsafeMutableRawBufferPointer(start: data, count: length)) {
         case .bytes(let n):
             progressed()
             return n
         case .end:
+            uploadEnded = true
+            answerLeft = -1
             startHeadTimer()
             delegate?.transferSentRequestBody(self)
             return 0
@@ -310,6 +356,8 @@ public final class UpstreamTransfer {
     // MARK: completion
 
     func completed(code: CURLcode) {
+        // The answer came whole: a send that failed after it (the upstream closed) changes nothing.
+        if phase == .answered { return finish(nil) }
         if let refusedSend { return finish(refusedSend) }
         if let refusedHead { return finish(.unreachable(refusedHead)) }
         if code == CURLE_OK { return finish(nil) }
@@ -342,7 +390,7 @@ public final class UpstreamTransfer {
 
     func finish(_ error: UpstreamError?) {
         guard phase != .finished else { return }
-        let headDelivered = phase == .receivingBody
+        let headDelivered = phase == .receivingBody || phase == .answered
         phase = .finished
         headDeadline = nil
         body?.onData = nil
