@@ -205,6 +205,10 @@ public final class UpstreamTransfer {
         guard !aborting else { return 0 }
         // The blank line after a final head delivers it; 1xx heads end without one.
         let line = head.read(line: UnsafeRawBufferPointer(start: data, count: length))
+        if line == .field, head.fields.count > UpstreamResponseHead.maxFields, phase == .awaitingHead {
+            refusedHead = "the response head has more than \(UpstreamResponseHead.maxFields) fields"
+            return 0
+        }
         if line == .folded, phase == .awaitingHead {
             refusedHead = "the response folds a header line (obsolete line folding)"
             return 0
@@ -402,7 +406,7 @@ public final class UpstreamTransfer {
         // error, and relaying that head would turn a dead upstream into an empty 200.
         let incomplete = headDelivered ? nil : UpstreamError.unreachable(
             head.status == 0 ? "no response" : "the upstream closed the connection inside its response head")
-        head.reset(status: 0)
+        head.emptied()
         swap(&head, &handle.spareHead)
         delegate?.transfer(self, completedWith: error ?? incomplete)
     }

@@ -1,5 +1,5 @@
-"""Upstreams that answer before they read the request body, through the real binary with a raw
-upstream on loopback."""
+"""Upstreams that answer before they read the request body, and response heads with too many
+fields, through the real binary with a raw upstream on loopback."""
 
 from __future__ import annotations
 
@@ -9,8 +9,16 @@ import time
 
 import pytest
 
-from proxy import ResponseReader, base_config, build_request, wait_until
+from proxy import ResponseReader, base_config, build_request, exchange, wait_until
 from test_exchange_faults import RawUpstream, route_to, socket_fds
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
 
 
 def start_upload(server, path: str, declared: int, send: int, extra: dict | None = None) -> socket.socket:
@@ -139,4 +147,64 @@ def test_an_upstream_that_answers_and_closes_without_reading_the_body_is_relayed
     wrong = [g for g in got if g != (status, ANSWER_BODY)]
     assert not wrong, (f"{len(wrong)} of 25 not relayed as the upstream answered {status}: {wrong[:3]}; "
                        f"{[e.get('error') for e in server.log_events('upstream_failed')][:3]}")
+    upstream.close()
+
+
+def head_with_fields(count: int) -> bytes:
+    fields = b"".join(b"X-F%d: v\r\n" % i for i in range(count))
+    return b"HTTP/1.1 200 OK\r\n" + fields + b"Content-Length: 2\r\n\r\nok"
+
+
+def test_a_response_head_with_more_fields_than_the_limit_is_a_502_and_up_to_it_is_relayed(start_proxy):
+    """Was: any number of fields was taken, bounded only by libcurl's 300 KB for a head (some
+    50,000 short fields), and relayed. README: at most 500."""
+    def plan(upstream, conn):
+        count = int(upstream.last_head.split(b" ")[1].rsplit(b"/", 1)[1])
+        conn.sendall(head_with_fields(count))
+        time.sleep(0.3)
+
+    upstream = RawUpstream(plan)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)]))
+    at_limit = exchange((server.host, server.port), build_request("GET", "/fields/499", {"Host": server.host_header}),
+                        timeout=5)
+    assert at_limit.status == 200 and at_limit.final.header_all("X-F498") == ["v"], at_limit.data[:200]
+    over = exchange((server.host, server.port), build_request("GET", "/fields/501", {"Host": server.host_header}),
+                    timeout=5)
+    assert over.status == 502 and b'"error":"upstream_unreachable"' in over.final.body, over.data[:300]
+    assert wait_until(lambda: any("more than 500 fields" in e.get("error", "")
+                                  for e in server.log_events("upstream_failed")), 3), \
+        server.log_events("upstream_failed")
+    upstream.close()
+
+
+def test_huge_response_heads_leave_no_memory_behind(start_proxy):
+    """Was: 32 concurrent 50,000-field heads (all 502s) raised RSS from 19 to 172 MiB for good:
+    each easy handle kept its last head's arrays as capacity for the next. Now the head is
+    refused at 500 fields and a large head's memory is given back."""
+    def plan(upstream, conn):
+        conn.sendall(head_with_fields(50_000))
+        time.sleep(0.3)
+
+    upstream = RawUpstream(plan)
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port)]))
+    warm = exchange((server.host, server.port), build_request("GET", "/warm", {"Host": server.host_header}), timeout=5)
+    assert warm.status == 502, warm.data[:200]
+    time.sleep(0.3)
+    before = rss_mib(server.pid)
+    for _round in range(2):
+        statuses = []
+
+        def one(i):
+            statuses.append(exchange((server.host, server.port),
+                                     build_request("GET", f"/huge/{i}", {"Host": server.host_header}), timeout=10).status)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(32)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(15)
+        assert statuses == [502] * 32, statuses
+    time.sleep(0.5)
+    grown = rss_mib(server.pid) - before
+    assert grown < 40, f"RSS grew by {grown:.0f} MiB after 64 huge heads (from {before:.0f} MiB)"
     upstream.close()
