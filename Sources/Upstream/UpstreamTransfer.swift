@@ -287,14 +287,20 @@ public final class UpstreamTransfer {
     }
 
     /// The response came whole while the request body was still going up: nothing more goes up
-    /// (`send` pauses), and after this event the transfer ends as a success (`finish`: removing
-    /// the handle before its request went out whole closes an HTTP/1.1 connection, and resets
-    /// an HTTP/2 stream). The client's exchange then ends and the server drains or closes the
-    /// rest of its body; the body buffered here is released with the exchange.
+    /// (`send` pauses), and after this event the transfer ends as a success (`finish`). An
+    /// HTTP/1.x connection is closed, never pooled: its request did not go out whole, so the
+    /// upstream would read the next request as the rest of this body (removing the handle
+    /// early closes it in libcurl 7.88 anyway). An HTTP/2 stream is reset, its connection kept.
+    /// The client's exchange then ends and the server drains or closes the rest of its body;
+    /// the body buffered here is released with the exchange.
     private func responseCameWhole() {
         answerLeft = -1
         guard phase == .receivingBody, !uploadEnded else { return }
         phase = .answered
+        var version = 0
+        if cc_info_long(handle.easy, CURLINFO_HTTP_VERSION, &version) != CURLE_OK || version < CC_HTTP_VERSION_2_0 {
+            handle.forbidReuse()
+        }
         if client.callbackDepth > 0 {
             client.loop.afterEvents { [self] in finish(nil) }
         } else {
