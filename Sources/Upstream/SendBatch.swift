@@ -94,8 +94,8 @@ struct SendBatch {
     /// kernel still holds (a reset drops what was to be sent, not what arrived). Such a send is
     /// told it went out: libcurl reads the answer next, stops sending on a final status of 300 or
     /// more (and the transfer ends early on a 2xx whose body came whole: `UpstreamTransfer`), and a
-    /// later send, with nothing left to read, fails as before. RFC 9112 §9.5: a client that sees
-    /// such an answer stops sending and reads it. A send that fails with nothing to read (the
+    /// later send, with nothing left to read, fails as before (RFC 9112 §9.5: a client that sees
+    /// such an answer stops sending the body). A send that fails with nothing to read (the
     /// upstream reset without answering) fails at once, as before.
     private static func answeredBeforeReset(_ fd: CInt) -> Bool {
         let error = errno
