@@ -37,8 +37,12 @@ public final class UpstreamTransfer {
     private enum Phase { case awaitingHead, receivingBody, answered, cancelled, finished }
     private var phase = Phase.awaitingHead
     private var uploadPaused = false
-    /// The request body's end was handed to libcurl (or there is none to send).
+    /// The request body's last byte was handed to libcurl (or there is none to send). libcurl
+    /// asks for the end of a body of unknown length (`send` answers 0), not of one whose length
+    /// it was given: that one ends when `uploadLeft` reaches 0.
     private var uploadEnded: Bool
+    /// Bytes of a body of known length still to hand to libcurl (-1: unknown length).
+    private var uploadLeft: Int
     /// Response body bytes still to come by the head's `Content-Length` while the request body
     /// is still going up (else -1): at 0 the answer is whole (`responseCameWhole`).
     private var answerLeft = -1
@@ -80,7 +84,8 @@ public final class UpstreamTransfer {
         lastProgress = client.loop.now
         self.body = body
         self.delegate = delegate
-        uploadEnded = body == nil || !request.hasBody
+        uploadEnded = body == nil || !request.hasBody || request.bodyLength == 0
+        uploadLeft = request.bodyLength ?? -1
         // The handle's head storage is taken, not copied (a copy retains its arrays); the handle
         // is left the empty head this one started as, until `finish` swaps them back.
         swap(&head, &handle.spareHead)
@@ -350,10 +355,13 @@ public final class UpstreamTransfer {
         switch body.read(into: UnsafeMutableRawBufferPointer(start: data, count: length)) {
         case .bytes(let n):
             progressed()
+            if uploadLeft > 0 {
+                uploadLeft -= n
+                if uploadLeft <= 0 { uploadSent() }
+            }
             return n
         case .end:
-            uploadEnded = true
-            answerLeft = -1
+            uploadSent()
             startHeadTimer()
             delegate?.transferSentRequestBody(self)
             return 0
@@ -361,6 +369,12 @@ public final class UpstreamTransfer {
             uploadPaused = true
             return CC_READFUNC_PAUSE
         }
+    }
+
+    /// The request body's last byte was handed to libcurl: an answer is no longer early.
+    private func uploadSent() {
+        uploadEnded = true
+        answerLeft = -1
     }
 
     // MARK: completion

@@ -70,10 +70,11 @@ def test_an_early_2xx_answer_that_came_whole_ends_the_upload_and_frees_the_excha
         released = wait_until(lambda: socket_fds(server.pid) <= before, 5)
         assert released, (f"{socket_fds(server.pid) - before} sockets still held 5 s after 8 clients had their "
                           f"answer and left (the route's timeout is 20 s)")
-        logged = wait_until(lambda: [e for e in server.log_events("request")
-                                     if e.get("requestID", "").startswith("early-")], 2)
-        assert len(logged) == 8, logged
-        assert all(e["status"] == 200 and e["bytesOut"] == 2 and "outcome" not in e for e in logged), logged
+        def logged():
+            return [e for e in server.log_events("request") if e.get("requestID", "").startswith("early-")]
+        assert wait_until(lambda: len(logged()) == 8, 3), logged()
+        entries = logged()
+        assert all(e["status"] == 200 and e["bytesOut"] == 2 and "outcome" not in e for e in entries), entries
     finally:
         release.set()
         upstream.close()
