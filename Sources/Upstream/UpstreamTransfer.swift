@@ -31,10 +31,10 @@ public final class UpstreamTransfer {
     private var head = UpstreamResponseHead(status: 0)
     /// The lifecycle: the head is awaited, then the body streams; after `cancel` every libcurl
     /// callback aborts until `finish` releases the handle. A response that came whole while the
-    /// request body was still going up is `answered`: nothing more goes up and the transfer ends
-    /// after the current event (`responseCameWhole`). (The two pause flags below are libcurl's
-    /// pause mask, not lifecycle.)
-    private enum Phase { case awaitingHead, receivingBody, answered, cancelled, finished }
+    /// request body was still going up is `answered`: the body has until `cutAt` to finish going
+    /// up on its own, then the upload is cut (`responseCameWhole`, `cutUpload`). (The two pause
+    /// flags below are libcurl's pause mask, not lifecycle.)
+    private enum Phase: Equatable { case awaitingHead, receivingBody, answered(cutAt: NanoTime), cancelled, finished }
     private var phase = Phase.awaitingHead
     private var uploadPaused = false
     /// The request body's last byte was handed to libcurl (or there is none to send). libcurl
@@ -114,14 +114,24 @@ public final class UpstreamTransfer {
         switch phase {
         case .awaitingHead where body != nil && !uploadPaused, .receivingBody where !downloadPaused && !uploadPaused:
             return lastProgress.adding(seconds: timeout)
-        case .awaitingHead, .receivingBody, .answered, .cancelled, .finished:
+        case .answered(let cutAt):
+            return cutAt
+        case .awaitingHead, .receivingBody, .cancelled, .finished:
             return nil
         }
     }
 
+    /// Whether the response came whole while the body was still going up.
+    private var isAnswered: Bool { if case .answered = phase { true } else { false } }
+
     /// The client's sweep found `deadline` passed.
     func deadlinePassed() {
-        guard let deadline, deadline <= client.loop.now, phase == .awaitingHead || phase == .receivingBody else { return }
+        guard let deadline, deadline <= client.loop.now else { return }
+        switch phase {
+        case .answered: return cutUpload()
+        case .awaitingHead, .receivingBody: break
+        case .cancelled, .finished: return
+        }
         if headDeadline != nil {
             headDeadline = nil
             return finish(.timeout("no response head within \(timeout) s of the request's last byte"))
@@ -135,7 +145,7 @@ public final class UpstreamTransfer {
 
     /// Resumes a response paused by the delegate.
     public func resumeResponse() {
-        guard downloadPaused, phase != .finished, phase != .answered else { return }
+        guard downloadPaused, phase != .finished, !isAnswered else { return }
         downloadPaused = false
         progressed()
         client.deadlineAwaited(lastProgress.adding(seconds: timeout))
@@ -159,7 +169,7 @@ public final class UpstreamTransfer {
     private var pauseMask: Int32 { (downloadPaused ? Int32(CURLPAUSE_RECV) : 0) | (uploadPaused ? Int32(CURLPAUSE_SEND) : 0) }
 
     private func bodyDataArrived() {
-        guard uploadPaused, phase != .finished, phase != .answered else { return }
+        guard uploadPaused, phase != .finished else { return }
         uploadPaused = false
         progressed()
         if headDeadline == nil { client.deadlineAwaited(lastProgress.adding(seconds: timeout)) }
@@ -282,8 +292,9 @@ public final class UpstreamTransfer {
     /// status of 300 or more, but on a 2xx it sends the rest of the body even after the response
     /// came whole (unless the upstream said it closes), while nobody waits for it: the client was
     /// answered and may be gone. So the response's length is watched (its `Content-Length`; none
-    /// for 204 and 304), and once it came whole the transfer ends (`responseCameWhole`), as nginx
-    /// and Go's HTTP client end theirs. A response of unknown length (chunked) is not watched.
+    /// for 204 and 304), and once it came whole the upload is given a moment to end, then cut
+    /// (`responseCameWhole`), as Go's HTTP client does (nginx cuts at once). A response of
+    /// unknown length (chunked) is not watched.
     private func watchEarlyAnswer() {
         if head.status == 204 || head.status == 304 { return responseCameWhole() }
         guard let length = head.contentLength else { return }
@@ -291,26 +302,35 @@ public final class UpstreamTransfer {
         if length == 0 { responseCameWhole() }
     }
 
-    /// The response came whole while the request body was still going up: nothing more goes up
-    /// (`send` pauses), and after this event the transfer ends as a success (`finish`). An
-    /// HTTP/1.x connection is closed, never pooled: its request did not go out whole, so the
-    /// upstream would read the next request as the rest of this body (removing the handle
-    /// early closes it in libcurl 7.88 anyway). An HTTP/2 stream is reset, its connection kept.
-    /// The client's exchange then ends and the server drains or closes the rest of its body;
-    /// the body buffered here is released with the exchange.
+    /// The response came whole while the request body was still going up. A body that is about
+    /// to end (a small one whose last bytes were still on their way: an upstream that answers on
+    /// the head) has `uploadGrace` seconds to: libcurl then ends the transfer as usual and pools
+    /// the connection. Whatever ends it, it ends as a success: the answer is whole.
     private func responseCameWhole() {
         answerLeft = -1
         guard phase == .receivingBody, !uploadEnded else { return }
-        phase = .answered
+        let cutAt = client.loop.now.adding(seconds: Self.uploadGrace)
+        phase = .answered(cutAt: cutAt)
+        client.deadlineAwaited(cutAt)
+    }
+
+    /// How long the body may go on after the response came whole (the client's sweep may look
+    /// up to 0.1 s later).
+    static let uploadGrace = 0.2
+
+    /// The body did not end within `uploadGrace` of the whole answer: the upload is cut and the
+    /// transfer ends as a success (from the client's sweep, outside libcurl's callbacks). An
+    /// HTTP/1.x connection is closed, never pooled: its request did not go out whole, so the
+    /// upstream would read the next request as the rest of this body (removing the handle early
+    /// closes it in libcurl 7.88 anyway). An HTTP/2 stream is reset, its connection kept. The
+    /// client's exchange then ends and the server drains or closes the rest of its body; the
+    /// body buffered here is released with the exchange.
+    private func cutUpload() {
         var version = 0
         if cc_info_long(handle.easy, CURLINFO_HTTP_VERSION, &version) != CURLE_OK || version < CC_HTTP_VERSION_2_0 {
             handle.forbidReuse()
         }
-        if client.callbackDepth > 0 {
-            client.loop.afterEvents { [self] in finish(nil) }
-        } else {
-            finish(nil)
-        }
+        finish(nil)
     }
 
     /// libcurl is about to send the request to `primaryIP`:`port` (`CURLOPT_PREREQFUNCTION`), on
@@ -331,7 +351,7 @@ public final class UpstreamTransfer {
     }
 
     func received(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
-        if phase == .answered { return length }
+        if isAnswered { return length }
         guard !aborting, let delegate else { return 0 }
         progressed()
         if delegate.transfer(self, receivedBody: UnsafeRawBufferPointer(start: data, count: length)) {
@@ -350,7 +370,6 @@ public final class UpstreamTransfer {
     }
 
     func send(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
-        if phase == .answered { return CC_READFUNC_PAUSE }
         guard !aborting, let body else { return CC_READFUNC_ABORT }
         switch body.read(into: UnsafeMutableRawBufferPointer(start: data, count: length)) {
         case .bytes(let n):
@@ -381,7 +400,7 @@ public final class UpstreamTransfer {
 
     func completed(code: CURLcode) {
         // The answer came whole: a send that failed after it (the upstream closed) changes nothing.
-        if phase == .answered { return finish(nil) }
+        if isAnswered { return finish(nil) }
         if let refusedSend { return finish(refusedSend) }
         if let refusedHead { return finish(.unreachable(refusedHead)) }
         if code == CURLE_OK { return finish(nil) }
@@ -414,7 +433,7 @@ public final class UpstreamTransfer {
 
     func finish(_ error: UpstreamError?) {
         guard phase != .finished else { return }
-        let headDelivered = phase == .receivingBody || phase == .answered
+        let headDelivered = phase == .receivingBody || isAnswered
         phase = .finished
         headDeadline = nil
         body?.onData = nil
