@@ -316,7 +316,7 @@ public final class UpstreamTransfer {
 
     /// How long the body may go on after the response came whole (the client's sweep may look
     /// up to 0.1 s later).
-    static let uploadGrace = 0.2
+    static let uploadGrace = 0.1
 
     /// The body did not end within `uploadGrace` of the whole answer: the upload is cut and the
     /// transfer ends as a success (from the client's sweep, outside libcurl's callbacks). An
