@@ -79,8 +79,31 @@ struct SendBatch {
     /// `send`: into the thread's pass during one, else straight to the kernel.
     @inline(__always)
     static func send(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ length: Int, _ flags: CInt) -> Int {
-        let flags = CurlPass.withCurrent { $0.sends.flags(sendingTo: fd, flags) } ?? flags
-        return sendto(fd, buffer, length, flags, nil, 0)
+        guard let flags = CurlPass.withCurrent({ $0.sends.flags(sendingTo: fd, flags) }) else {
+            return sendto(fd, buffer, length, flags, nil, 0)
+        }
+        let sent = sendto(fd, buffer, length, flags, nil, 0)
+        if sent < 0 && answeredBeforeReset(fd) { return length }
+        return sent
+    }
+
+    /// A send of libcurl's failed: whether the upstream answered and then reset the connection,
+    /// its answer still unread. An upstream that answers early (a 401, a 413, a 200) and closes
+    /// without reading the request body resets the connection, and the next send fails; libcurl
+    /// 7.88 then ends the transfer with "Send failure" without reading the answer, which the
+    /// kernel still holds (a reset drops what was to be sent, not what arrived). Such a send is
+    /// told it went out: libcurl reads the answer next, stops sending on a final status of 300 or
+    /// more (and the transfer ends early on a 2xx whose body came whole: `UpstreamTransfer`), and a
+    /// later send, with nothing left to read, fails as before (RFC 9112 §9.5: a client that sees
+    /// such an answer stops sending the body). A send that fails with nothing to read (the
+    /// upstream reset without answering) fails at once, as before.
+    private static func answeredBeforeReset(_ fd: CInt) -> Bool {
+        let error = errno
+        defer { errno = error }
+        guard error == ECONNRESET || error == EPIPE else { return false }
+        if ReadAhead.block(of: fd) != nil { return true }
+        var byte: UInt8 = 0
+        return recvfrom(fd, &byte, 1, CInt(MSG_PEEK | MSG_DONTWAIT), nil, nil) > 0
     }
 }
 

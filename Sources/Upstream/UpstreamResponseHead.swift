@@ -114,6 +114,28 @@ public struct UpstreamResponseHead: Sendable {
         if elements == 0 { contentLengthMalformed = true }  // an empty value
     }
 
+    /// The most fields a response head may have; one with more is not relayed (a 502). Five
+    /// times what a client's request head may have (`HTTPHeadLimits.maxHeaderCount`, 100):
+    /// responses carry more (a `Set-Cookie` per cookie), and nothing a real upstream sends comes
+    /// near it. Without it a head was bounded only by libcurl's total (300 KB, some 50,000 short
+    /// fields), which a transfer's head kept as capacity after it ended.
+    public static let maxFields = 500
+
+    /// Storage up to this many bytes and room for up to this many fields are kept for the next
+    /// head when a transfer ends; a larger head's are given back (`emptied`).
+    static let keptBytes = 16 * 1024
+    static let keptFields = 64
+
+    /// An empty head that keeps this one's capacity for the next transfer, unless that is more
+    /// than an ordinary head needs: a large head's memory is given back, not kept per handle.
+    mutating func emptied() {
+        if storage.capacity > Self.keptBytes || fields.capacity > Self.keptFields {
+            self = UpstreamResponseHead(status: 0)
+        } else {
+            reset(status: 0)
+        }
+    }
+
     /// Forgets every field (a new head begins), keeping the capacity (reserving some at first).
     mutating func reset(status: Int) {
         if storage.capacity == 0 {

@@ -30,11 +30,22 @@ public final class UpstreamTransfer {
     private let body: RequestBody?
     private var head = UpstreamResponseHead(status: 0)
     /// The lifecycle: the head is awaited, then the body streams; after `cancel` every libcurl
-    /// callback aborts until `finish` releases the handle. (The two pause flags below are
-    /// libcurl's pause mask, not lifecycle.)
-    private enum Phase { case awaitingHead, receivingBody, cancelled, finished }
+    /// callback aborts until `finish` releases the handle. A response that came whole while the
+    /// request body was still going up is `answered`: the body has until `cutAt` to finish going
+    /// up on its own, then the upload is cut (`responseCameWhole`, `cutUpload`). (The two pause
+    /// flags below are libcurl's pause mask, not lifecycle.)
+    private enum Phase: Equatable { case awaitingHead, receivingBody, answered(cutAt: NanoTime), cancelled, finished }
     private var phase = Phase.awaitingHead
     private var uploadPaused = false
+    /// The request body's last byte was handed to libcurl (or there is none to send). libcurl
+    /// asks for the end of a body of unknown length (`send` answers 0), not of one whose length
+    /// it was given: that one ends when `uploadLeft` reaches 0.
+    private var uploadEnded: Bool
+    /// Bytes of a body of known length still to hand to libcurl (-1: unknown length).
+    private var uploadLeft: Int
+    /// Response body bytes still to come by the head's `Content-Length` while the request body
+    /// is still going up (else -1): at 0 the answer is whole (`responseCameWhole`).
+    private var answerLeft = -1
     /// Why a response head that arrived whole was not relayed (the transfer fails with it).
     private var refusedHead: String?
     /// Why libcurl was stopped before a send (`sending`): the transfer fails with it.
@@ -73,6 +84,8 @@ public final class UpstreamTransfer {
         lastProgress = client.loop.now
         self.body = body
         self.delegate = delegate
+        uploadEnded = body == nil || !request.hasBody || request.bodyLength == 0
+        uploadLeft = request.bodyLength ?? -1
         // The handle's head storage is taken, not copied (a copy retains its arrays); the handle
         // is left the empty head this one started as, until `finish` swaps them back.
         swap(&head, &handle.spareHead)
@@ -101,14 +114,24 @@ public final class UpstreamTransfer {
         switch phase {
         case .awaitingHead where body != nil && !uploadPaused, .receivingBody where !downloadPaused && !uploadPaused:
             return lastProgress.adding(seconds: timeout)
+        case .answered(let cutAt):
+            return cutAt
         case .awaitingHead, .receivingBody, .cancelled, .finished:
             return nil
         }
     }
 
+    /// Whether the response came whole while the body was still going up.
+    private var isAnswered: Bool { if case .answered = phase { true } else { false } }
+
     /// The client's sweep found `deadline` passed.
     func deadlinePassed() {
-        guard let deadline, deadline <= client.loop.now, phase == .awaitingHead || phase == .receivingBody else { return }
+        guard let deadline, deadline <= client.loop.now else { return }
+        switch phase {
+        case .answered: return cutUpload()
+        case .awaitingHead, .receivingBody: break
+        case .cancelled, .finished: return
+        }
         if headDeadline != nil {
             headDeadline = nil
             return finish(.timeout("no response head within \(timeout) s of the request's last byte"))
@@ -122,7 +145,7 @@ public final class UpstreamTransfer {
 
     /// Resumes a response paused by the delegate.
     public func resumeResponse() {
-        guard downloadPaused, phase != .finished else { return }
+        guard downloadPaused, phase != .finished, !isAnswered else { return }
         downloadPaused = false
         progressed()
         client.deadlineAwaited(lastProgress.adding(seconds: timeout))
@@ -198,6 +221,10 @@ public final class UpstreamTransfer {
         guard !aborting else { return 0 }
         // The blank line after a final head delivers it; 1xx heads end without one.
         let line = head.read(line: UnsafeRawBufferPointer(start: data, count: length))
+        if line == .field, head.fields.count > UpstreamResponseHead.maxFields, phase == .awaitingHead {
+            refusedHead = "the response head has more than \(UpstreamResponseHead.maxFields) fields"
+            return 0
+        }
         if line == .folded, phase == .awaitingHead {
             refusedHead = "the response folds a header line (obsolete line folding)"
             return 0
@@ -233,6 +260,7 @@ public final class UpstreamTransfer {
             swap(&delivered, &head)
             delegate?.transfer(self, receivedHead: delivered)
             swap(&delivered, &head)
+            if !uploadEnded { watchEarlyAnswer() }
         }
         return length
     }
@@ -261,6 +289,51 @@ public final class UpstreamTransfer {
         if let ssl = cc_info_openssl_connection(handle.easy), cc_openssl_has_pending(ssl) != 0 { handle.forbidReuse() }
     }
 
+    /// The head came while the request body still goes up. libcurl 7.88 stops sending on a final
+    /// status of 300 or more, but on a 2xx it sends the rest of the body even after the response
+    /// came whole (unless the upstream said it closes), while nobody waits for it: the client was
+    /// answered and may be gone. So the response's length is watched (its `Content-Length`; none
+    /// for 204 and 304), and once it came whole the upload is given a moment to end, then cut
+    /// (`responseCameWhole`), as Go's HTTP client does (nginx cuts at once). A response of
+    /// unknown length (chunked) is not watched.
+    private func watchEarlyAnswer() {
+        if head.status == 204 || head.status == 304 { return responseCameWhole() }
+        guard let length = head.contentLength else { return }
+        answerLeft = length
+        if length == 0 { responseCameWhole() }
+    }
+
+    /// The response came whole while the request body was still going up. A body that is about
+    /// to end (a small one whose last bytes were still on their way: an upstream that answers on
+    /// the head) has `uploadGrace` seconds to: libcurl then ends the transfer as usual and pools
+    /// the connection. Whatever ends it, it ends as a success: the answer is whole.
+    private func responseCameWhole() {
+        answerLeft = -1
+        guard phase == .receivingBody, !uploadEnded else { return }
+        let cutAt = client.loop.now.adding(seconds: Self.uploadGrace)
+        phase = .answered(cutAt: cutAt)
+        client.deadlineAwaited(cutAt)
+    }
+
+    /// How long the body may go on after the response came whole (the client's sweep may look
+    /// up to 0.1 s later).
+    static let uploadGrace = 0.1
+
+    /// The body did not end within `uploadGrace` of the whole answer: the upload is cut and the
+    /// transfer ends as a success (from the client's sweep, outside libcurl's callbacks). An
+    /// HTTP/1.x connection is closed, never pooled: its request did not go out whole, so the
+    /// upstream would read the next request as the rest of this body (removing the handle early
+    /// closes it in libcurl 7.88 anyway). An HTTP/2 stream is reset, its connection kept. The
+    /// client's exchange then ends and the server drains or closes the rest of its body; the
+    /// body buffered here is released with the exchange.
+    private func cutUpload() {
+        var version = 0
+        if cc_info_long(handle.easy, CURLINFO_HTTP_VERSION, &version) != CURLE_OK || version < CC_HTTP_VERSION_2_0 {
+            handle.forbidReuse()
+        }
+        finish(nil)
+    }
+
     /// libcurl is about to send the request to `primaryIP`:`port` (`CURLOPT_PREREQFUNCTION`), on
     /// a new or a reused connection; false stops the transfer before a byte of it goes out.
     func sending(to primaryIP: UnsafeMutablePointer<CChar>?, port: Int, from localIP: UnsafeMutablePointer<CChar>?) -> Bool {
@@ -279,12 +352,17 @@ public final class UpstreamTransfer {
     }
 
     func received(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
+        if isAnswered { return length }
         guard !aborting, let delegate else { return 0 }
         progressed()
         if delegate.transfer(self, receivedBody: UnsafeRawBufferPointer(start: data, count: length)) {
             if tlsBodyLeft >= 0 {  // counted once taken: paused, libcurl hands the same bytes again
                 tlsBodyLeft -= length
                 if tlsBodyLeft <= 0 { endOfTLSBody() }
+            }
+            if answerLeft >= 0 {
+                answerLeft -= length
+                if answerLeft <= 0 { responseCameWhole() }
             }
             return length
         }
@@ -297,8 +375,13 @@ public final class UpstreamTransfer {
         switch body.read(into: UnsafeMutableRawBufferPointer(start: data, count: length)) {
         case .bytes(let n):
             progressed()
+            if uploadLeft > 0 {
+                uploadLeft -= n
+                if uploadLeft <= 0 { uploadSent() }
+            }
             return n
         case .end:
+            uploadSent()
             startHeadTimer()
             delegate?.transferSentRequestBody(self)
             return 0
@@ -308,9 +391,17 @@ public final class UpstreamTransfer {
         }
     }
 
+    /// The request body's last byte was handed to libcurl: an answer is no longer early.
+    private func uploadSent() {
+        uploadEnded = true
+        answerLeft = -1
+    }
+
     // MARK: completion
 
     func completed(code: CURLcode) {
+        // The answer came whole: a send that failed after it (the upstream closed) changes nothing.
+        if isAnswered { return finish(nil) }
         if let refusedSend { return finish(refusedSend) }
         if let refusedHead { return finish(.unreachable(refusedHead)) }
         if code == CURLE_OK { return finish(nil) }
@@ -349,7 +440,7 @@ public final class UpstreamTransfer {
 
     func finish(_ error: UpstreamError?) {
         guard phase != .finished else { return }
-        let headDelivered = phase == .receivingBody
+        let headDelivered = phase == .receivingBody || isAnswered
         phase = .finished
         headDeadline = nil
         body?.onData = nil
@@ -361,7 +452,7 @@ public final class UpstreamTransfer {
         // error, and relaying that head would turn a dead upstream into an empty 200.
         let incomplete = headDelivered ? nil : UpstreamError.unreachable(
             head.status == 0 ? "no response" : "the upstream closed the connection inside its response head")
-        head.reset(status: 0)
+        head.emptied()
         swap(&head, &handle.spareHead)
         delegate?.transfer(self, completedWith: error ?? incomplete)
     }

@@ -17,7 +17,7 @@ private let noCredentials = ProxyError.credentialsUnavailable("access_token")
 /// The states a table row starts from, each reached through the machine's own events.
 private enum Start: CaseIterable {
     case idle, sendingBody, awaitingHead, discarding401, awaitingRefreshAfter401, redirectingFollow,
-         redirectingTooMany, relaying, finishedRelayed, finishedClientGone
+         redirectingTooMany, relaying, relayingEarly, finishedRelayed, finishedClientGone
 
     var machine: Machine {
         var m = Machine(hasBody: true)
@@ -30,6 +30,11 @@ private enum Start: CaseIterable {
         default: _ = m.start()
         }
         if self == .sendingBody { return m }
+        if self == .relayingEarly {
+            // An early answer: the head came while the body still went up, which it never finished.
+            _ = m.receivedHead(status: 200, retryAfter401: { true }, redirect: { _ in .relay })
+            return m
+        }
         m.requestSent()
         switch self {
         case .awaitingHead: break
@@ -112,6 +117,8 @@ private let table: [Event: [Start: (State, Event.Output)]] = [
         .redirectingFollow: (.awaitingHead, .action(.follow(url: foreign, method: "GET", keepsBody: false, credentials: .stripped))),
         .redirectingTooMany: (.finished(.failed(.tooManyRedirects)), .action(.fail(.tooManyRedirects))),
         .relaying: (.finished(.relayed), .action(.endResponse)),
+        // The transfer ends once an early answer came whole, its upload cut short: the answer is relayed whole.
+        .relayingEarly: (.finished(.relayed), .action(.endResponse)),
     ],
     .completedTimeout: failures(timeout, .upstreamTimeout),
     .completedUnreachable: failures(reset, .upstreamUnreachable),
@@ -137,6 +144,7 @@ private let table: [Event: [Start: (State, Event.Output)]] = [
         .redirectingFollow: (.finished(.clientGone), .action(.cancelTransfer)),
         .redirectingTooMany: (.finished(.clientGone), .action(.cancelTransfer)),
         .relaying: (.finished(.clientGone), .action(.cancelTransfer)),
+        .relayingEarly: (.finished(.clientGone), .action(.cancelTransfer)),
     ],
 ]
 
@@ -147,6 +155,7 @@ private func failures(_ error: UpstreamError, _ answer: ProxyError) -> [Start: (
         rows[start] = (.finished(.failed(answer)), .action(.failUpstream(error, answer: answer)))
     }
     rows[.relaying] = (.finished(.failed(answer)), .action(.retractOrCut(error, answer: answer)))
+    rows[.relayingEarly] = rows[.relaying]
     return rows
 }
 
@@ -351,7 +360,7 @@ struct ForwardStateMachineTests {
     @Test("body bytes are relayed only while relaying")
     func bodyDisposition() {
         for start in Start.allCases {
-            #expect(start.machine.relaysBody == (start == .relaying), "\(start)")
+            #expect(start.machine.relaysBody == (start == .relaying || start == .relayingEarly), "\(start)")
         }
     }
 }
