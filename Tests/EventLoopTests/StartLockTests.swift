@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import Testing
 @testable import EventLoop
@@ -51,11 +52,14 @@ struct StartLockTests {
     }
 
     @Test("a lock is taken as soon as its holder lets go")
-    func released() async {
+    func released() {
         let holder = holdName(port: 13)
-        let releaser = Task.detached {
-            usleep(150_000)
+        // A thread of Dispatch's own: a task could wait for a concurrency thread while the
+        // tests running in parallel hold them all, and the lock below blocks this one.
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.15) {
             close(holder)
+            done.signal()
         }
         let start = NanoTime.now()
         let lock = StartLock(port: 13, deadline: 5)
@@ -63,7 +67,7 @@ struct StartLockTests {
         let held = lock.isHeld
         #expect(held)
         #expect(waited >= 0.1 && waited < 3, "waited \(waited) s")
-        await releaser.value
+        done.wait()
     }
 
     @Test("each port has its own lock")
