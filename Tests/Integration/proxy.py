@@ -18,6 +18,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,36 @@ def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05):
             return value
         time.sleep(interval)
     return predicate()
+
+
+class RawUpstream:
+    """Base of the hostile and faulty upstreams the tests write by hand: a loopback listener
+    (`port`, `url`) that serves each connection on a thread of its own with `_serve(conn)`,
+    until `close`."""
+
+    def __init__(self, backlog: int = 64):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(backlog)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, path: str = "/") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket):
+        raise NotImplementedError
+
+    def close(self):
+        self.sock.close()
 
 
 def read_head(conn: socket.socket) -> tuple[bytes, bytes] | None:

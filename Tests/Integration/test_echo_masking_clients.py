@@ -10,19 +10,17 @@ import gzip
 import json
 import re
 import secrets
-import socket
-import threading
 import time
 import zlib
 
 import pytest
 import requests
 
-from proxy import base_config, read_head
+from proxy import RawUpstream, base_config, read_head
 from test_forwarding import make_tokens, static_provider
 
 
-class CompressingUpstream:
+class CompressingUpstream(RawUpstream):
     """An upstream on loopback that answers each request with a JSON echo of its Authorization
     value, as real servers do: compressed by the first coding it knows in the request's
     `Accept-Encoding` (`mode="negotiate"`), or gzip or deflate whatever was asked
@@ -35,22 +33,7 @@ class CompressingUpstream:
         self.escape_slashes = escape_slashes
         self.seen: list[dict[str, str]] = []
         self.lines: list[list[str]] = []
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        super().__init__()
 
     def body(self, auth: str) -> bytes:
         token = auth.split(" ", 1)[-1]
@@ -88,9 +71,6 @@ class CompressingUpstream:
                 extra += f"Content-Encoding: {coding}\r\n"
             conn.sendall((f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nVary: Accept-Encoding\r\n{extra}"
                           f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body)
-
-    def close(self):
-        self.sock.close()
 
 
 @pytest.fixture

@@ -18,12 +18,11 @@ import re
 import shutil
 import socket
 import ssl
-import threading
 import time
 
 import pytest
 
-from proxy import base_config, build_request, exchange
+from proxy import RawUpstream, base_config, build_request, exchange
 
 SEED = int(os.environ.get("UPSTREAM_FUZZ_SEED", "9112"))
 CASES = int(os.environ.get("UPSTREAM_FUZZ_CASES", "1000"))
@@ -31,7 +30,7 @@ SECONDS = float(os.environ.get("UPSTREAM_FUZZ_SECONDS", "45"))
 TIMEOUT = 2  # the route's timeoutSeconds: a case that leaves the proxy waiting costs this at most
 
 
-class CaseUpstream:
+class CaseUpstream(RawUpstream):
     """A raw HTTP/1.1 upstream on loopback that answers by path, on keep-alive connections:
     `/ok/<n>` a valid 200 whose body names n (the connection stays open for the next request);
     `/last/<n>` a valid 200 after which it closes the connection;
@@ -45,20 +44,8 @@ class CaseUpstream:
         self.tls = tls
         self.resumed: list[bool] = []  # per TLS connection: whether its handshake resumed a session
         self.hop_to: CaseUpstream | None = None
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(128)
-        self.port = self.sock.getsockname()[1]
         self.errors: list[str] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        super().__init__(backlog=128)
 
     def _serve(self, conn: socket.socket):
         conn.settimeout(30)
@@ -115,9 +102,6 @@ class CaseUpstream:
             return False
         conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
         return True
-
-    def close(self):
-        self.sock.close()
 
 
 def start_fuzz_proxy(start_proxy):

@@ -1,30 +1,14 @@
+// CCurl as well as Glibc for the socket names: the socket header reaches both modules, and a clean
+// build found SOCK_STREAM through Glibc alone missing in files compiled in one batch with another
+// importing CCurl. Every file of this target that uses socket names imports both.
+import CCurl
 import Glibc
 import Testing
 import EventLoop
 @testable import Upstream
 
 /// A connected loopback TCP pair (proxy side, upstream side).
-private func tcpPair() -> (CInt, CInt) {
-    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(listener) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            precondition(bind(listener, $0, length) == 0 && listen(listener, 1) == 0)
-            precondition(getsockname(listener, $0, &length) == 0)
-        }
-    }
-    let proxy = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { precondition(connect(proxy, $0, length) == 0) }
-    }
-    let upstream = accept(listener, nil, nil)
-    precondition(upstream >= 0)
-    return (proxy, upstream)
-}
+private func tcpPair() -> (CInt, CInt) { loopbackTCPPair() }
 
 /// The upstream reads a little of the body, answers `answer` (nothing when empty), and closes
 /// with the rest unread: the kernel resets the connection.

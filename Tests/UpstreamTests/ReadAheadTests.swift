@@ -1,3 +1,6 @@
+// CCurl as well as Glibc for the socket names: the socket header reaches both modules, and a clean
+// build found SOCK_STREAM through Glibc alone missing in files compiled in one batch with another
+// importing CCurl. Every file of this target that uses socket names imports both.
 import CCurl
 import EventLoop
 import Glibc

@@ -1,5 +1,6 @@
-// CCurl as well as Glibc: compiled in one batch with a file that imports CCurl, a clean build
-// found no SOCK_STREAM or MSG_DONTWAIT through Glibc alone (the socket header reaches both).
+// CCurl as well as Glibc for the socket names: the socket header reaches both modules, and a clean
+// build found SOCK_STREAM through Glibc alone missing in files compiled in one batch with another
+// importing CCurl. Every file of this target that uses socket names imports both.
 import CCurl
 import Glibc
 import Testing
@@ -7,29 +8,7 @@ import EventLoop
 @testable import Upstream
 
 /// A connected loopback TCP pair (sender, receiver), the sender with TCP_NODELAY as libcurl sets it.
-private func tcpPair() -> (CInt, CInt) {
-    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(listener) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            precondition(bind(listener, $0, length) == 0 && listen(listener, 1) == 0)
-            precondition(getsockname(listener, $0, &length) == 0)
-        }
-    }
-    let sender = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { precondition(connect(sender, $0, length) == 0) }
-    }
-    var one: CInt = 1
-    precondition(setsockopt(sender, CInt(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<CInt>.size)) == 0)
-    let receiver = accept(listener, nil, nil)
-    precondition(receiver >= 0)
-    return (sender, receiver)
-}
+private func tcpPair() -> (CInt, CInt) { loopbackTCPPair(noDelay: true) }
 
 /// What `fd` has to read within `milliseconds` (all of it, once something came).
 private func received(_ fd: CInt, within milliseconds: CInt) -> String {
