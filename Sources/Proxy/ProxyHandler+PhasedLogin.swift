@@ -65,7 +65,13 @@ extension ProxyHandler {
                          failed: @escaping (ProxyHandler, HTTPExchange, String) -> Void) {
         let chains = loginChains
         let provider = manager.name
-        manager.loginURL(silent: silent, onState: { state in chains.bind(state: state, provider: provider, chain: chain, now: UnixTime.now()) },
+        // A start navigated to from another site takes a place only among those kept for such
+        // starts; a phased login's next step (from the callback the IdP sent back) was admitted.
+        let screened = RequestScreen.fields(exchange.head)
+        let crossSite = exchange.info?.path == "/_platform/login"
+            && RequestScreen.refusesCrossSite(fetchSite: screened.fetchSite, origin: screened.origin, access: runtime.access)
+        manager.loginURL(silent: silent, crossSite: crossSite,
+                         onState: { state in chains.bind(state: state, provider: provider, chain: chain, now: UnixTime.now()) },
                          replyOn: loop) { [weak self, weak exchange] result in
             guard let self, let exchange else { return }
             switch result {
