@@ -67,9 +67,9 @@ extension ProxyHandler {
         let provider = manager.name
         // A start navigated to from another site takes a place only among those kept for such
         // starts; a phased login's next step (from the callback the IdP sent back) was admitted.
-        let screened = RequestScreen.fields(exchange.head)
+        // `same-site` is not another site: a local app's page on another port links here so.
         let crossSite = exchange.info?.path == "/_platform/login"
-            && RequestScreen.refusesCrossSite(fetchSite: screened.fetchSite, origin: screened.origin, access: runtime.access)
+            && RequestScreen.fields(exchange.head).fetchSite.map { $0.trimmingCharacters().lowercased() == "cross-site" } == true
         manager.loginURL(silent: silent, crossSite: crossSite,
                          onState: { state in chains.bind(state: state, provider: provider, chain: chain, now: UnixTime.now()) },
                          replyOn: loop) { [weak self, weak exchange] result in

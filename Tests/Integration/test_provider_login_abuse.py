@@ -342,9 +342,10 @@ def test_another_site_cannot_keep_the_user_from_starting_a_login(start_proxy, id
     p = launch(start_proxy, idp, tmp_path)
     answers = [p.call("/_platform/login", headers=cross_site("document")).status for _ in range(40)]
     assert 429 in answers and set(answers) == {302, 429}, answers
-    # The user types the address, or the proxy's own page links to it: started all the same.
+    # The user types the address, or the proxy's own page or a local app's links to it: started
+    # all the same.
     for headers in ({}, {"Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"},
-                    cross_site("document", site="same-origin")):
+                    cross_site("document", site="same-origin"), cross_site("document", site="same-site")):
         mine = p.call("/_platform/login", headers=headers)
         assert mine.status == 302, (headers, mine)
     back = http_call(mine.header("location"))
