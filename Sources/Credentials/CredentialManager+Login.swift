@@ -23,6 +23,8 @@ public struct LoginFailure: Error, Sendable, Equatable {
 struct PendingLogin {
     let verifier: String
     let expires: Double
+    /// Started by a navigation from another site (`loginURL`'s `crossSite`).
+    var crossSite = false
 }
 
 /// A device authorization being polled.
@@ -39,20 +41,26 @@ extension CredentialManager {
     /// many are live a new start is refused, so a burst of starts (another site, a script)
     /// cannot push out the login the user is finishing.
     static let maxPendingLogins = 32
+    /// Most of them started by navigations from other sites: a page that can navigate a window
+    /// (a popup it opened, again and again) would otherwise fill the table and refuse every
+    /// login the user starts for as long as it stays open; the other places are kept for starts
+    /// from the proxy's own pages, a typed address or a local client.
+    static let maxCrossSitePendingLogins = maxPendingLogins / 2
 
     /// The authorization URL for a new PKCE (S256) login with a fresh random `state`, which
     /// `onState` hears before the URL is handed out. `silent` asks for `prompt=none`: the
-    /// provider answers from its session or redirects back with `login_required`.
-    public func loginURL(silent: Bool = false, onState: (@Sendable (String) -> Void)? = nil,
+    /// provider answers from its session or redirects back with `login_required`. `crossSite`:
+    /// the start is a navigation from another site (`maxCrossSitePendingLogins`).
+    public func loginURL(silent: Bool = false, crossSite: Bool = false, onState: (@Sendable (String) -> Void)? = nil,
                          replyOn caller: EventLoop, _ done: @escaping (Result<String, LoginFailure>) -> Void) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
-            let result = makeLoginURL(silent: silent, onState: onState)
+            let result = makeLoginURL(silent: silent, crossSite: crossSite, onState: onState)
             caller.execute { done.value(result) }
         }
     }
 
-    private func makeLoginURL(silent: Bool, onState: (@Sendable (String) -> Void)?) -> Result<String, LoginFailure> {
+    private func makeLoginURL(silent: Bool, crossSite: Bool, onState: (@Sendable (String) -> Void)?) -> Result<String, LoginFailure> {
         guard provider.grant == .authorizationCode else { return .failure(LoginFailure("the \(provider.grant.rawValue) grant has no browser login")) }
         guard let endpoint = oauth.endpoints.authorization else {
             return .failure(LoginFailure(providerProblem ?? "the provider has no authorization endpoint"))
@@ -62,17 +70,19 @@ extension CredentialManager {
         }
         let now = UnixTime.now()
         pendingLogins = pendingLogins.filter { $0.value.expires > now }
-        if pendingLogins.count >= Self.maxPendingLogins {
-            let wait = (pendingLogins.values.map(\.expires).min() ?? now) - now
+        let counted = crossSite ? pendingLogins.values.filter(\.crossSite) : Array(pendingLogins.values)
+        let limit = crossSite ? Self.maxCrossSitePendingLogins : Self.maxPendingLogins
+        if counted.count >= limit {
+            let wait = (counted.map(\.expires).min() ?? now) - now
             emit(.warning, "login_start_refused", ["reason": .string("too many logins in progress"),
-                                                   "pending": .int(pendingLogins.count)])
-            return .failure(LoginFailure("\(Self.maxPendingLogins) logins were started in the last "
+                                                   "pending": .int(pendingLogins.count), "crossSite": .bool(crossSite)])
+            return .failure(LoginFailure("\(limit) logins were started\(crossSite ? " from other sites" : "") in the last "
                 + "\(Int(Self.loginLifetime / 60)) minutes and none of them finished. Finish one of them, "
                 + "or start again in \(Int(wait.rounded(.up))) seconds.", retryAfter: wait))
         }
         let pkce = PKCE.generate()
         let state = randomToken()
-        pendingLogins[state] = PendingLogin(verifier: pkce.verifier, expires: now + Self.loginLifetime)
+        pendingLogins[state] = PendingLogin(verifier: pkce.verifier, expires: now + Self.loginLifetime, crossSite: crossSite)
         onState?(state)
         var parameters = [
             ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirect.description),

@@ -143,7 +143,7 @@ public final class DurableFile: Sendable {
     }
 
     /// Creates `directory` and any missing parents, each mode 0700; existing ones are left as they are.
-    private static func makeDirectory(_ directory: String) throws(TokenStoreError) {
+    static func makeDirectory(_ directory: String) throws(TokenStoreError) {
         if mkdir(directory, 0o700) == 0 { return }
         switch errno {
         case EEXIST:

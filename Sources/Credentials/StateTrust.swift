@@ -83,6 +83,14 @@ public enum StateTrust {
         return gid
     }
 
+    /// Creates `directory`, and any missing parents, mode 0700 when it is missing: made at start,
+    /// before `check`, it cannot be made first by someone else between the check (which a missing
+    /// directory passes) and the first write, which would then go into their directory. One
+    /// that cannot be made (a read-only file system) is left to the writes to report.
+    public static func create(directory: String) {
+        try? DurableFile.makeDirectory(directory)
+    }
+
     /// The first untrusted thing among `directory` (when it exists; a missing one is created
     /// mode 0700 when first written) and every entry directly in it (for a symbolic link, the
     /// link and what it points at). Blocks on the file system: call at startup.

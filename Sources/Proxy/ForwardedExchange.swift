@@ -58,7 +58,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private var masker: EchoMasker?
 
     /// `identity`: the response is masked or recorded, so it is asked for whole and in its identity
-    /// form (README "Echoed credentials"): the client's `Accept-Encoding`, `Range` and `If-Range`
+    /// form (README "Echoed credentials"): the client's `Accept-Encoding` and ranges
     /// stay behind, libcurl asks for identity and decodes what comes encoded all the same.
     init(exchange: HTTPExchange, slot: RouteSlot, upstream: UpstreamURL, handler: ProxyHandler,
          info: ExchangeInfo, credentials: InjectedLines, generation: UInt64,

@@ -44,8 +44,11 @@ extension PrometheusText {
         header(&out, "platform_proxy_provider_token_expiry_timestamp_seconds", "gauge",
                "Unix time the provider's access token expires, while logged in and when known, by provider.")
         for provider in providers where provider.loggedIn {
-            guard let expiry = provider.expiresAt else { continue }
-            out += "platform_proxy_provider_token_expiry_timestamp_seconds{provider=\"\(escape(provider.name))\"} \(Int(expiry.rounded()))\n"
+            guard let expiry = provider.expiresAt, expiry.isFinite else { continue }
+            // An `exp` or `expires_in` past Int's range (a token's claim, an IdP's answer) is
+            // written as a float: converted to Int it would stop the process.
+            let value = Int(exactly: expiry.rounded()).map(String.init) ?? "\(expiry)"
+            out += "platform_proxy_provider_token_expiry_timestamp_seconds{provider=\"\(escape(provider.name))\"} \(value)\n"
         }
         return out
     }

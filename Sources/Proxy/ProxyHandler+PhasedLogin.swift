@@ -65,7 +65,13 @@ extension ProxyHandler {
                          failed: @escaping (ProxyHandler, HTTPExchange, String) -> Void) {
         let chains = loginChains
         let provider = manager.name
-        manager.loginURL(silent: silent, onState: { state in chains.bind(state: state, provider: provider, chain: chain, now: UnixTime.now()) },
+        // A start navigated to from another site takes a place only among those kept for such
+        // starts; a phased login's next step (from the callback the IdP sent back) was admitted.
+        // `same-site` is not another site: a local app's page on another port links here so.
+        let crossSite = exchange.info?.path == "/_platform/login"
+            && RequestScreen.fields(exchange.head).fetchSite.map { $0.trimmingCharacters().lowercased() == "cross-site" } == true
+        manager.loginURL(silent: silent, crossSite: crossSite,
+                         onState: { state in chains.bind(state: state, provider: provider, chain: chain, now: UnixTime.now()) },
                          replyOn: loop) { [weak self, weak exchange] result in
             guard let self, let exchange else { return }
             switch result {

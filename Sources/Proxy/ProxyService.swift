@@ -48,6 +48,8 @@ public enum ProxyService {
             Log.emit(.warning, "config_warning", ["path": .string(warning.path), "message": .string(warning.message)])
         }
         // Before anything reads from it: a state directory others can write may hold their tokens.
+        // Made first when missing, so nobody else can make it between the check and a first write.
+        StateTrust.create(directory: configuration.stateDirectory)
         if let problem = StateTrust.check(directory: configuration.stateDirectory) {
             Log.emit(.error, "startup_failed", ["error": .string(problem.description), "path": .string(problem.path),
                                                 "owner": .int(Int(problem.owner)), "mode": .string(problem.octalMode)])

@@ -17,8 +17,9 @@ final class RouteSlot {
     let upstream: UpstreamURL?
     /// The client fields left out of a request on this route, made once per loop rather than per
     /// request, by `RemovedFields` index: the route's credential headers (lowercased bytes); with
-    /// `experiments`, `x-experiments` too; with `identity`, `accept-encoding`, `range` and
-    /// `if-range`, for a response the proxy masks or records whole and in its identity form.
+    /// `experiments`, `x-experiments` too; with `identity`, `accept-encoding`, `range`,
+    /// `request-range` and `if-range`, for a response the proxy masks or records whole and in its
+    /// identity form.
     private let removedNames: [[[UInt8]]]
 
     /// Which client fields a request leaves out besides the route's credential headers.
@@ -43,7 +44,8 @@ final class RouteSlot {
         upstream = route.config.upstream?.privateCopy()
         let replaced = route.config.credential == .none ? [] : route.injector.headerNames.map { Array($0.utf8) }
         let experiments = [Array("x-experiments".utf8)]
-        let identity = ["accept-encoding", "range", "if-range"].map { Array($0.utf8) }
+        // `request-range`: Apache httpd's byte-range filter still reads it when there is no `range`.
+        let identity = ["accept-encoding", "range", "if-range", "request-range"].map { Array($0.utf8) }
         removedNames = [replaced, replaced + experiments, replaced + identity, replaced + experiments + identity]
     }
 }

@@ -7,8 +7,10 @@ enum TimeText {
         "\(iso8601(time)) (\(relative(time - now)))"
     }
 
-    /// "2026-11-22T23:40:00Z".
+    /// "2026-11-22T23:40:00Z"; a time outside the years 1 to 9999 as the number it is (an `exp`
+    /// claim is any JSON number: converted to `time_t` it could trap).
     static func iso8601(_ time: Double) -> String {
+        guard time >= -62_135_596_800 && time < 253_402_300_800 else { return "\(time)" }
         var t = time_t(time.rounded(.down))
         var parts = tm()
         gmtime_r(&t, &parts)
@@ -27,7 +29,10 @@ enum TimeText {
         case ..<(48 * 3600): text = "\(Int((magnitude / 3600).rounded())) h"
         case ..<(60 * 86400): text = "\(Int((magnitude / 86400).rounded())) days"
         case ..<(730 * 86400): text = "\(Int((magnitude / (30.44 * 86400)).rounded())) months"
-        default: text = "\(Int((magnitude / (365.25 * 86400)).rounded(.down))) years"
+        default:
+            // Bounded before the conversion: a far-off time must not trap.
+            let years = (magnitude / (365.25 * 86400)).rounded(.down)
+            text = years < 1e9 ? "\(Int(years)) years" : "over a billion years"
         }
         return seconds >= 0 ? "in \(text)" : "\(text) ago"
     }

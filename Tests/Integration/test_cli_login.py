@@ -124,3 +124,24 @@ def test_cli_commands_need_only_the_address_and_key_and_say_when_refused_or_unre
     gone = dict(cli_config, listen=[f"127.0.0.1:{free_port()}"], apiKey="the-right-key-0123456789")
     r = run_cli(["login"], gone, tmp_path)
     assert r.returncode == 2 and "not reachable" in r.stdout and "Open this URL" not in r.stdout, r
+
+
+def test_cli_status_prints_an_expiry_past_the_integer_range(start_proxy, tmp_path):
+    # An id_token's exp is any JSON number: `status` (one provider, and the table of several)
+    # must print it rather than trap converting it to an integer.
+    import base64
+
+    from proxy import base_config
+
+    def unsigned_jwt(claims: dict) -> str:
+        part = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=").decode()  # noqa: E731
+        return part({"alg": "none"}) + "." + part(claims) + "."
+
+    for exp in (1e300, -1e300, 9.3e18):
+        provider = {"grant": "static", "accessToken": "tok-static-abcdef", "idToken": unsigned_jwt({"sub": "s", "exp": exp})}
+        for config in (base_config(None, provider=provider),
+                       base_config(None, providers={"a": provider, "b": dict(provider)})):
+            server = start_proxy(config=config)
+            status = run_cli(["status"], dict(config, listen=[server.address]), tmp_path)
+            assert status.returncode == 0 and "logged_in" in status.stdout, (exp, status)
+            server.stop()

@@ -24,8 +24,8 @@ class CompressingUpstream(RawUpstream):
     """An upstream on loopback that answers each request with a JSON echo of its Authorization
     value, as real servers do: compressed by the first coding it knows in the request's
     `Accept-Encoding` (`mode="negotiate"`), or gzip or deflate whatever was asked
-    (`mode="gzip"`, `"deflate"`), and a byte range of the body when a `Range` asks for one (206,
-    as a static file server). `escape_slashes` writes `/` as `\\/` (PHP's `json_encode`).
+    (`mode="gzip"`, `"deflate"`), and a byte range of the body when a `Range`, or the older
+    `Request-Range` Apache httpd still reads, asks for one (206, as a static file server). `escape_slashes` writes `/` as `\\/` (PHP's `json_encode`).
     Each request's header fields are kept, lowercased, in `seen`."""
 
     def __init__(self, mode: str = "negotiate", escape_slashes: bool = False):
@@ -53,7 +53,8 @@ class CompressingUpstream(RawUpstream):
             self.lines.append(lines)
             body = self.body(fields.get("authorization", ""))
             status, extra = "200 OK", ""
-            ranged = re.fullmatch(r"bytes=(\d+)-(\d*)", fields.get("range", ""))
+            # Apache httpd (and Squid) read `Request-Range` when there is no `Range`.
+            ranged = re.fullmatch(r"bytes=(\d+)-(\d*)", fields.get("range", fields.get("request-range", "")))
             if ranged:
                 start = int(ranged.group(1))
                 end = int(ranged.group(2)) if ranged.group(2) else len(body) - 1
@@ -167,6 +168,24 @@ def test_ranges_on_masked_routes_get_the_whole_masked_body(start_proxy, tmp_path
     for body in pieces:
         assert token.encode() not in body and json.loads(body)["token"] == "*" * len(token)
     assert token.encode() not in pieces[0][:cut] + pieces[1][cut:]
+
+
+def test_a_request_range_on_a_masked_route_gets_the_whole_masked_body(start_proxy, tmp_path, upstreams):
+    # Apache httpd's byte-range filter reads `Request-Range` (Netscape's name) when a request has
+    # no `Range`: two slices cut inside the token would hand the app both halves of it.
+    up = upstreams(mode="identity")
+    server = masked_proxy(start_proxy, tmp_path, up)
+    token = server.tokens.access
+    whole = up.body("Bearer " + token)
+    cut = whole.index(token.encode()) + len(token) // 2
+    pieces = []
+    for rng in (f"bytes=0-{cut - 1}", f"bytes={cut}-"):
+        r = server.get("/api/echo", headers={"Request-Range": rng})
+        assert "request-range" not in up.seen[-1], up.seen[-1]
+        assert r.status == 200, str(r)
+        pieces.append(r.body)
+    assert token.encode() not in pieces[0][:cut] + pieces[1][cut:]
+    assert all(json.loads(body)["token"] == "*" * len(token) for body in pieces)
 
 
 def test_a_json_escaped_echo_is_masked(start_proxy, tmp_path, upstreams):

@@ -335,6 +335,22 @@ def test_a_private_state_directory_with_private_files_is_used(start_proxy, tmp_p
     assert not server.log_events("startup_failed")
 
 
+def test_a_missing_state_directory_is_made_private_at_start_so_nobody_else_can_make_it_first(start_proxy, tmp_path):
+    # A volume whose root is 0777 (a Kubernetes emptyDir shared with other containers): a missing
+    # state directory passes the start's check, so another user making it afterwards, 0777, would
+    # get the tokens written into their directory (and plant files the proxy reads later).
+    shared = tmp_path / "volume"
+    shared.mkdir()
+    shared.chmod(0o777)
+    state = shared / "state"
+    server = start_proxy(config=oauth_config(tmp_path, state))
+    info = os.stat(state)
+    assert info.st_uid == os.geteuid() and info.st_mode & 0o7777 == 0o700, (info.st_uid, oct(info.st_mode))
+    with pytest.raises(FileExistsError):
+        state.mkdir()
+    assert not server.log_events("startup_failed")
+
+
 def private_group_of_this_user() -> int | None:
     """The group only this user is in (nobody else has it as primary group or is listed in it)."""
     import grp

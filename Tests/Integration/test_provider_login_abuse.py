@@ -335,6 +335,26 @@ def test_a_burst_of_login_starts_does_not_cancel_the_login_the_user_is_finishing
     assert p.call("/_platform/login").status == 302
 
 
+def test_another_site_cannot_keep_the_user_from_starting_a_login(start_proxy, idp_factory, tmp_path):
+    # A page that opened one popup can navigate it to the login again and again (each a top-level
+    # navigation from another site): it must not fill the table the user's own starts need.
+    idp = idp_factory(access_ttl=120)
+    p = launch(start_proxy, idp, tmp_path)
+    answers = [p.call("/_platform/login", headers=cross_site("document")).status for _ in range(40)]
+    assert 429 in answers and set(answers) == {302, 429}, answers
+    # The user types the address, or the proxy's own page or a local app's links to it: started
+    # all the same.
+    for headers in ({}, {"Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"},
+                    cross_site("document", site="same-origin"), cross_site("document", site="same-site")):
+        mine = p.call("/_platform/login", headers=headers)
+        assert mine.status == 302, (headers, mine)
+    back = http_call(mine.header("location"))
+    assert back.status == 302, back
+    done = http_call(back.header("location"))
+    assert done.status == 200 and b"You are signed in" in done.body, done
+    p.wait_state("logged_in", timeout=5)
+
+
 def test_a_burst_of_starts_does_not_cancel_a_phased_login_in_progress(start_proxy, idp_factory, tmp_path):
     idp = idp_factory(access_ttl=120)
     add_ping_client(idp)

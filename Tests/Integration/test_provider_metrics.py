@@ -12,6 +12,8 @@ import json
 import signal
 import time
 
+import pytest
+
 from credentials_support import idp_factory, wait_until  # noqa: F401
 from test_analytics import unsigned_jwt
 from test_metrics import prom_parser, scrape, scrape_until  # noqa: F401
@@ -85,6 +87,24 @@ def test_the_single_provider_is_labelled_default(start_proxy, main_upstream, tmp
     }
     s = scrape(start_proxy(config), prom_parser)
     assert s.series("platform_proxy_provider_logged_in") == {frozenset({("provider", "default")}): 1}, s.text
+
+
+@pytest.mark.parametrize("exp", [1e300, 9.3e18, -1e300])
+def test_an_expiry_past_the_integer_range_is_scraped_without_stopping_the_proxy(start_proxy, main_upstream, tmp_path,
+                                                                                prom_parser, exp):
+    # An id_token's exp (or an IdP's expires_in) is any JSON number: a scrape must not trap on it.
+    config = {
+        "listen": ["127.0.0.1:0"],
+        "stateDirectory": str(tmp_path / "state"),
+        "provider": {"grant": "static", "accessToken": "token-" + "4" * 20,
+                     "idToken": unsigned_jwt({"sub": "svc", "exp": exp})},
+        "routes": [{"name": "r", "path": "/", "upstream": main_upstream.url("/"), "credential": "access_token"}],
+    }
+    server = start_proxy(config)
+    for _ in range(2):
+        s = scrape(server, prom_parser)
+        assert expiry(s, "default") == exp, s.text
+    assert server.running and server.get("/_platform/health").status == 200
 
 
 def test_a_refused_refresh_reads_logged_out_for_that_provider_only_and_refreshes_count_per_provider(

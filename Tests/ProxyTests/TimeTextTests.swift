@@ -5,6 +5,7 @@ struct TimeTextTests {
     static let cases: [(Double, String)] = [
         (10, "now"), (-30, "now"), (3540, "in 59 min"), (-120, "2 min ago"), (7200, "in 2 h"),
         (259_200, "in 3 days"), (7_776_000, "in 3 months"), (7_010_000_000, "in 222 years"),
+        (1e300, "in over a billion years"), (-1e300, "over a billion years ago"),
     ]
 
     @Test("relative times read as a person says them", arguments: cases)
@@ -17,6 +18,14 @@ struct TimeTextTests {
         #expect(TimeText.iso8601(0) == "1970-01-01T00:00:00Z")
         #expect(TimeText.iso8601(1_795_388_400) == "2026-11-22T23:00:00Z")
         #expect(TimeText.describe(1_795_391_940, now: 1_795_388_400) == "2026-11-22T23:59:00Z (in 59 min)")
+    }
+
+    @Test("a time outside the years 1 to 9999 is written as its number, never converted")
+    func farOff() {
+        #expect(TimeText.iso8601(253_402_300_799) == "9999-12-31T23:59:59Z")
+        #expect(TimeText.iso8601(1e300) == "1e+300")
+        #expect(TimeText.iso8601(9.3e18) == "9.3e+18")
+        #expect(TimeText.iso8601(-1e300) == "-1e+300")
     }
 }
 
