@@ -39,6 +39,12 @@ public final class AnalyticsService: @unchecked Sendable {
         self.stateDirectory = stateDirectory
         keys = AnalyticsKeys(root: configuration.root, maxKeyBytes: configuration.maxKeyBytes)
         let path = stateDirectory + "/analytics.sqlite"
+        for sidecar in AnalyticsStore.setAsideNonRegularSidecars(of: path) {
+            Log.emit(.warning, "analytics_store_sidecar_set_aside", [
+                "path": .string(sidecar.path), "movedTo": .string(sidecar.movedTo),
+                "reason": .string("not a regular file but \(sidecar.kind)"),
+                "message": .string("SQLite keeps only regular files there; the store itself is kept")])
+        }
         let store: AnalyticsStore
         do {
             store = try AnalyticsStore(path: path)
