@@ -9,6 +9,11 @@ enum TimeText {
 
     /// "2026-11-22T23:40:00Z".
     static func iso8601(_ time: Double) -> String {
+        // A provider's `expires_in` or a token's `exp` can be any number: past year 9999 (or
+        // before year 1) there is no date to print, and `time_t` of a huge one would trap.
+        guard time.isFinite, time >= -62_135_596_800, time < 253_402_300_800 else {
+            return time > 0 ? "after the year 9999" : "before the year 1"
+        }
         var t = time_t(time.rounded(.down))
         var parts = tm()
         gmtime_r(&t, &parts)
@@ -27,7 +32,8 @@ enum TimeText {
         case ..<(48 * 3600): text = "\(Int((magnitude / 3600).rounded())) h"
         case ..<(60 * 86400): text = "\(Int((magnitude / 86400).rounded())) days"
         case ..<(730 * 86400): text = "\(Int((magnitude / (30.44 * 86400)).rounded())) months"
-        default: text = "\(Int((magnitude / (365.25 * 86400)).rounded(.down))) years"
+        // Capped: a provider's `expires_in` can be any number, and a huge one must not trap.
+        default: text = "\(Int(min(magnitude / (365.25 * 86400), 1e12).rounded(.down))) years"
         }
         return seconds >= 0 ? "in \(text)" : "\(text) ago"
     }

@@ -10,7 +10,9 @@ failures, and on SIGHUP); a token that cannot go in a header is refused with a r
 
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
 import threading
 import time
 
@@ -26,6 +28,7 @@ from credentials_support import (  # noqa: F401  (fixtures)
     stored_tokens,
     wait_until,
 )
+from proxy import binary_path
 
 
 def refreshes(idp) -> int:
@@ -67,6 +70,29 @@ def test_expires_in_zero_refreshes_at_most_once_a_second_under_steady_traffic(st
     assert set(replies) == {200}, {s: replies.count(s) for s in set(replies)}
     # At most one a second (plus the edges of the window), however many requests came.
     assert 1 <= made <= 5, made
+
+
+@pytest.mark.parametrize("expires_in", [1e19, "1e300"], ids=["beyond_int64", "string_1e300"])
+def test_a_huge_expires_in_is_no_crash_of_metrics_or_the_status_command(start_proxy, idp_factory, tmp_path, expires_in):
+    idp = idp_factory(access_ttl=300)
+    p = launch(start_proxy, idp, tmp_path, refresh_before=30)
+    login(p)
+    idp.control.token_answer("refresh_token", count=-1, set={"expires_in": expires_in})
+    idp.control.expire_all()
+    assert p.call("/api/huge").status == 200
+    assert p.auth()["expiresAt"] > 9.3e18
+    # On a build without the fix the scrape traps the process (Int of the expiry): no answer, exit by SIGILL.
+    metrics = p.server.get("/_platform/metrics")
+    assert metrics.status == 200, metrics
+    series = [line for line in metrics.body.decode().splitlines()
+              if line.startswith("platform_proxy_provider_token_expiry_timestamp_seconds{")]
+    assert len(series) == 1 and float(series[0].split()[-1]) > 9.3e18, series
+    config = tmp_path / "cli-config.json"
+    config.write_text(json.dumps(p.config))
+    status = subprocess.run([binary_path(), "status", "--config", str(config)], capture_output=True, text=True,
+                            timeout=30, stdin=subprocess.DEVNULL)
+    assert status.returncode == 0 and "after the year 9999" in status.stdout, status
+    assert p.server.running
 
 
 # --------------------------------------------------------------------------- rotated, then refused
