@@ -319,6 +319,7 @@ def test_partial_recordings_are_never_served_and_are_removed_at_start(start_prox
                mock / "index.json.tmp-z9": b'{"ro'}
     for path, data in partial.items():
         path.write_bytes(data)
+        path.chmod(0o600)  # as the recorder creates them
     # Replay serves them while they are there, on a build without the fix: a folder replays every file in it.
     server = start_proxy(config=base_config(mock))
     bodies = [server.get("/feed").body for _ in range(6)]
@@ -327,6 +328,25 @@ def test_partial_recordings_are_never_served_and_are_removed_at_start(start_prox
     removed = server.log_events("mock_temporaries_removed")
     assert len(removed) == 1 and removed[0]["count"] == 3, removed
     assert (mock / "feed" / "1.json").exists() and (mock / "index.json").exists()
+
+
+def test_a_users_file_named_like_a_temporary_is_not_deleted_at_start(start_proxy, tmp_path):
+    mock = write_mock_dir(tmp_path / "mock", {"feed/1": {"n": 1}, "index": {"root": True}})
+    # Files of the user's own in a checked-out mock folder (mode 0644): only the recorder's 0600 temporaries go.
+    kept = {mock / "feed" / "notes.tmp-old": b"the user's notes", mock / "schedule.tmp-2024": b"plan"}
+    for path, data in kept.items():
+        path.write_bytes(data)
+        path.chmod(0o644)
+    partial = mock / "feed" / "2.json.tmp-k3x9q1"
+    partial.write_bytes(b'{"n": 2, "ite')
+    partial.chmod(0o600)
+    server = start_proxy(config=base_config(mock))
+    # On a build without the fix: both of the user's files are deleted with the partial recording.
+    assert all(path.read_bytes() == data for path, data in kept.items() if path.exists()), "changed"
+    assert all(path.exists() for path in kept), sorted(p.name for p in mock.rglob("*"))
+    assert not partial.exists()
+    removed = server.log_events("mock_temporaries_removed")
+    assert len(removed) == 1 and removed[0]["count"] == 1, removed
 
 
 def test_replay_ignores_a_temporary_that_appears_while_serving(start_proxy, tmp_path):
