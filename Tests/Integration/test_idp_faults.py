@@ -229,6 +229,25 @@ def test_sighup_reads_discovery_again(start_proxy, idp_factory, tmp_path):
     assert [e["status"] for e in c.token_call_log() if e["grant_type"] == "refresh_token"] == [200]
 
 
+def test_a_discovery_re_read_without_a_token_endpoint_keeps_the_endpoints_in_use(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=300)
+    p = launch(start_proxy, idp, tmp_path, refresh_before=30)
+    login(p)
+    c = idp.control
+    # A discovery that answers 200 with an error object (a maintenance page's JSON) names no endpoint.
+    c.discovery_answer({"error": "temporarily_unavailable"})
+    p.server.signal(signal.SIGHUP)
+    wait_until(lambda: p.server.log_events("provider_rediscovery_failed"), timeout=5,
+               what="provider_rediscovery_failed after SIGHUP")
+    assert "token_endpoint" in p.server.log_events("provider_rediscovery_failed")[0]["reason"]
+    c.expire_all()
+    # On a build without the fix: the token endpoint is forgotten, so the refresh fails
+    # ("the token endpoint is not known yet") and the call is a 503.
+    r = p.call("/api/after-bad-discovery")
+    assert r.status == 200, r
+    assert [e["status"] for e in c.token_call_log() if e["grant_type"] == "refresh_token"] == [200]
+
+
 # --------------------------------------------------------------------------- tokens that cannot go in a header
 
 
