@@ -51,6 +51,10 @@ public final class AnalyticsService: @unchecked Sendable {
             setAside = nil
         } catch where error.isDamagedStore {
             let aside = AnalyticsStore.setAside(path: path, error: error)
+            if let cause = aside.renameErrno {
+                // Nothing was moved (a read-only folder), so no new store can start beside it.
+                throw .system("rename(\(path)) to set the damaged store aside (\(error.description))", errnoCode: cause)
+            }
             var fields: [(String, LogValue)] = [
                 ("movedTo", .string(aside.movedTo)), ("error", .string(error.description)),
                 ("message", .string("the analytics store is damaged; the values it held that were not uploaded are lost "

@@ -12,6 +12,8 @@ public struct StoreSetAside: Sendable, Equatable {
     /// The unsent values still countable in the file (its main file only; nil when not even
     /// that can be read): they are never uploaded.
     public let unsentValues: Int?
+    /// Why the rename failed (then nothing was moved); nil when it succeeded.
+    public var renameErrno: CInt? = nil
 }
 
 extension AnalyticsStore {
@@ -26,7 +28,9 @@ extension AnalyticsStore {
             target = "\(base)-\(attempt)"
             attempt += 1
         }
-        guard rename(path, target) == 0 else { return StoreSetAside(movedTo: path, error: error, unsentValues: nil) }
+        guard rename(path, target) == 0 else {
+            return StoreSetAside(movedTo: path, error: error, unsentValues: nil, renameErrno: errno)
+        }
         if rename(path + "-wal", target + "-wal") != 0 && errno != ENOENT {
             // A WAL left under the store's name would be replayed into the new store: drop it from there.
             _ = unlink(path + "-wal")

@@ -308,6 +308,28 @@ def test_a_read_only_state_folder_is_refused_naming_the_folder(start_proxy, sink
     assert str(read_only_state) in failed[0]["error"] and "Read-only file system" in failed[0]["error"], failed[0]
 
 
+def test_a_damaged_store_in_a_read_only_state_folder_is_refused_without_claiming_it_was_set_aside(
+        start_proxy, sink, tmp_path, read_only_state):
+    first = launch(start_proxy, sink, tmp_path, name="writer", state_dir=read_only_state)
+    assert first.server.stop() == 0
+    garbage(read_only_state / "analytics.sqlite")
+    subprocess.run(["mount", "--bind", str(read_only_state), str(read_only_state)], check=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", str(read_only_state)], check=True)
+
+    config = tmp_path / "readonly.json"
+    config.write_text(json.dumps(first.config))
+    run = subprocess.run([str(binary_path()), "serve", "--config", str(config)],
+                         capture_output=True, text=True, timeout=30)
+    assert run.returncode == 1, run
+    events = [json.loads(line) for line in run.stderr.splitlines() if line.startswith("{")]
+    # On a build without the fix: analytics_store_set_aside says the file was moved to its own path
+    # and "a new store is started", then the start fails with "file is not a database".
+    assert not [e for e in events if e.get("event") == "analytics_store_set_aside"], run.stderr
+    failed = [e for e in events if e.get("event") == "startup_failed"]
+    assert len(failed) == 1, run.stderr
+    assert "set the damaged store aside" in failed[0]["error"] and "Read-only file system" in failed[0]["error"], failed
+
+
 # --------------------------------------------------------------------------- 11: partial recordings
 
 
