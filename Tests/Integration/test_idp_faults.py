@@ -124,7 +124,7 @@ def test_unusable_answer_after_a_rotation_keeps_the_rotated_refresh_token(start_
     assert_no_secrets_logged(idp, [p])
 
 
-def test_refresh_whose_answer_timed_out_is_no_logout(start_proxy, idp_factory, tmp_path):
+def test_refresh_whose_answer_timed_out_survives_one_invalid_grant_not_two(start_proxy, idp_factory, tmp_path):
     idp = idp_factory(access_ttl=300)
     p = launch(start_proxy, idp, tmp_path, refresh_before=30)
     login(p)
@@ -152,6 +152,14 @@ def test_refresh_whose_answer_timed_out_is_no_logout(start_proxy, idp_factory, t
     assert p.tokens_path.exists(), "tokens.json was deleted"
     r = p.call("/api/after-timeout")
     assert r.status == 503 and r.json()["error"] == "auth_server_unavailable", r
+    # The retry after that refusal is the last: the rotated token cannot come back, so a second
+    # invalid_grant ends the login. On a build without the fix it stays "logged_in" with 503s and
+    # refreshes with the spent token every minute, forever.
+    wait_until(lambda: c.token_results("refresh_token").get("invalid_grant", 0) >= 2, timeout=70,
+               what="the second retry with the old refresh token")
+    a = p.wait_state("awaiting_authorization", timeout=5)
+    assert a["loggedIn"] is False, a
+    assert c.token_results("refresh_token").get("invalid_grant", 0) == 2
 
 
 # --------------------------------------------------------------------------- only invalid_grant is a refusal
