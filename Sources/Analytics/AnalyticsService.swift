@@ -39,12 +39,22 @@ public final class AnalyticsService: @unchecked Sendable {
         self.stateDirectory = stateDirectory
         keys = AnalyticsKeys(root: configuration.root, maxKeyBytes: configuration.maxKeyBytes)
         let path = stateDirectory + "/analytics.sqlite"
+        for sidecar in AnalyticsStore.setAsideNonRegularSidecars(of: path) {
+            Log.emit(.warning, "analytics_store_sidecar_set_aside", [
+                "path": .string(sidecar.path), "movedTo": .string(sidecar.movedTo),
+                "reason": .string("not a regular file but \(sidecar.kind)"),
+                "message": .string("SQLite keeps only regular files there; the store itself is kept")])
+        }
         let store: AnalyticsStore
         do {
             store = try AnalyticsStore(path: path)
             setAside = nil
         } catch where error.isDamagedStore {
             let aside = AnalyticsStore.setAside(path: path, error: error)
+            if let cause = aside.renameErrno {
+                // Nothing was moved (a read-only folder), so no new store can start beside it.
+                throw .system("rename(\(path)) to set the damaged store aside (\(error.description))", errnoCode: cause)
+            }
             var fields: [(String, LogValue)] = [
                 ("movedTo", .string(aside.movedTo)), ("error", .string(error.description)),
                 ("message", .string("the analytics store is damaged; the values it held that were not uploaded are lost "

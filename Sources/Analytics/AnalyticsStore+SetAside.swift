@@ -12,6 +12,8 @@ public struct StoreSetAside: Sendable, Equatable {
     /// The unsent values still countable in the file (its main file only; nil when not even
     /// that can be read): they are never uploaded.
     public let unsentValues: Int?
+    /// Why the rename failed (then nothing was moved); nil when it succeeded.
+    public var renameErrno: CInt? = nil
 }
 
 extension AnalyticsStore {
@@ -26,7 +28,9 @@ extension AnalyticsStore {
             target = "\(base)-\(attempt)"
             attempt += 1
         }
-        guard rename(path, target) == 0 else { return StoreSetAside(movedTo: path, error: error, unsentValues: nil) }
+        guard rename(path, target) == 0 else {
+            return StoreSetAside(movedTo: path, error: error, unsentValues: nil, renameErrno: errno)
+        }
         if rename(path + "-wal", target + "-wal") != 0 && errno != ENOENT {
             // A WAL left under the store's name would be replayed into the new store: drop it from there.
             _ = unlink(path + "-wal")
@@ -66,5 +70,38 @@ extension String {
             }
         }
         return out
+    }
+}
+
+/// A `-wal` or `-shm` beside the store that was no regular file, moved out of the way at start.
+public struct SidecarSetAside: Sendable, Equatable {
+    /// The sidecar's path (`analytics.sqlite-wal`, `analytics.sqlite-shm`).
+    public let path: String
+    /// What it was ("a FIFO", "a directory"…).
+    public let kind: String
+    /// Where it went (`<path>.corrupt-<unix time>`); `path` itself if the rename failed.
+    public let movedTo: String
+}
+
+extension AnalyticsStore {
+    /// Moves a `-wal` or `-shm` that is no regular file out of the way before the store opens.
+    /// SQLite writes only regular files there, so such a thing holds no value; left in place,
+    /// a FIFO or a directory there makes every write fail (the store opens, but read-only) or
+    /// the open itself fail. The store file is kept as it is.
+    static func setAsideNonRegularSidecars(of path: String) -> [SidecarSetAside] {
+        var moved: [SidecarSetAside] = []
+        for sidecar in [path + "-wal", path + "-shm"] {
+            guard let kind = StoreDirectory.nonRegularKind(sidecar) else { continue }
+            let base = "\(sidecar).corrupt-\(time(nil))"
+            var target = base
+            var attempt = 1
+            while access(target, F_OK) == 0 {
+                target = "\(base)-\(attempt)"
+                attempt += 1
+            }
+            moved.append(SidecarSetAside(path: sidecar, kind: kind, movedTo: rename(sidecar, target) == 0 ? target : sidecar))
+        }
+        if !moved.isEmpty { try? StoreDirectory.sync(StoreDirectory.parent(of: path)) }
+        return moved
     }
 }

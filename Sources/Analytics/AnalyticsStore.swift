@@ -59,6 +59,11 @@ public final class AnalyticsStore {
             try StoreDirectory.sync(directory)
         } catch {
             close()
+            // SQLite opens a file it cannot write read-only and says only "unable to open
+            // database file" once it needs its WAL: a directory the proxy cannot write is named.
+            if !error.isDamagedStore, access(directory, W_OK | X_OK) != 0 {
+                throw .system("creating files in \(directory) as uid \(getuid())", errnoCode: errno)
+            }
             throw error
         }
     }

@@ -64,7 +64,7 @@ public struct CredentialLifecycle: Sendable {
     public private(set) var suppressedRefreshes = 0
     /// Whether a refresh since the last tokens ended without an answer (a timeout): the provider
     /// may have rotated the refresh token all the same, so a refusal of the old one does not
-    /// prove the login is gone.
+    /// prove the login is gone (the first refusal after it is excused, and clears it).
     public private(set) var answerLost = false
 
     /// A lifecycle for a grant; `selfService` for client_credentials. `minRefreshInterval`
@@ -194,15 +194,17 @@ public struct CredentialLifecycle: Sendable {
 
     /// The auth server refused the refresh token (`invalid_grant`): the login is gone. After a
     /// refresh whose answer was lost, though, the provider may have rotated the token in that
-    /// answer: the tokens are kept and the refresh retried as in an outage, with the reason in
-    /// `lastError`, until the user logs in again.
+    /// answer (and some accept the old one again for a short grace): the first refusal keeps the
+    /// tokens and retries as in an outage, with the reason in `lastError`; a second one ends the
+    /// login, since nothing but a new login can bring the rotated token back.
     public mutating func refreshRefused(_ reason: String, now: Double, jitter: Double) -> [Action] {
         guard case .refreshing(_, let waiters) = state else { return [] }
         // A service identity has no user to log in again: keep retrying, as for an outage.
         if selfService { return refreshUnavailable(reason, now: now, jitter: jitter) }
         if answerLost {
+            answerLost = false
             return refreshUnavailable(reason + " (an earlier refresh got no answer and may have rotated the refresh "
-                                      + "token: the tokens are kept; log in again if this lasts)", now: now, jitter: jitter)
+                                      + "token: the tokens are kept for one more try)", now: now, jitter: jitter)
         }
         return loginLost(reason, waiters: waiters)
     }

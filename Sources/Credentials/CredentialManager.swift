@@ -96,6 +96,12 @@ public final class CredentialManager: @unchecked Sendable {
         let known = oauth.endpoints.token != nil
         oauth.discover(url) { [self] result in
             switch result {
+            case .success(let endpoints) where known && endpoints.token == nil:
+                // A re-read whose document names no token endpoint (an error object served with
+                // 200, a half-written file) would leave nothing to refresh at: the endpoints in
+                // use stay, as for a failed re-read.
+                discovering = false
+                emit(.warning, "provider_rediscovery_failed", ["reason": .string("the discovery document names no token_endpoint")])
             case .success(let endpoints):
                 discovering = false
                 if known && endpoints != oauth.endpoints {

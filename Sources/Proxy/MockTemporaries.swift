@@ -2,7 +2,7 @@ import Glibc
 
 /// The temporary files record mode writes before renaming (`<file>.tmp-<base36>`): a recording
 /// killed mid-write leaves one holding part of a body. Replay never serves them, and the start
-/// removes them.
+/// removes those that are the recorder's (its user's, mode 0600).
 enum MockTemporaries {
     /// Folders below a mock folder searched at start; deeper ones are left alone.
     static let maxDepth = 32
@@ -18,6 +18,13 @@ enum MockTemporaries {
         let suffixStart = start + 1
         guard suffixStart < bytes.count, suffixStart >= marker.count + 1 else { return false }
         return Array(bytes[(suffixStart - marker.count)..<suffixStart]) == marker
+    }
+
+    /// Whether a file is as `MockRecorder` creates its temporaries: the proxy's user owns it and
+    /// only that user may read it (mode 0600 at most). A mock folder is the user's own (often a
+    /// checkout): a file of theirs whose name merely looks like a temporary is never deleted.
+    static func isRecorders(_ info: stat) -> Bool {
+        info.st_uid == geteuid() && info.st_mode & 0o077 == 0
     }
 
     private static func isBase36(_ b: UInt8) -> Bool { (b >= 0x30 && b <= 0x39) || (b >= 0x61 && b <= 0x7A) }
@@ -41,7 +48,7 @@ enum MockTemporaries {
             guard type == UInt8(DT_DIR) || type == UInt8(DT_REG) || type == UInt8(DT_UNKNOWN), lstat(path, &info) == 0 else { continue }
             switch info.st_mode & S_IFMT {
             case S_IFDIR: removed += removeStale(under: path, depth: depth + 1)
-            case S_IFREG where isTemporary(name) && unlink(path) == 0: removed.append(path)
+            case S_IFREG where isTemporary(name) && isRecorders(info) && unlink(path) == 0: removed.append(path)
             default: break
             }
         }

@@ -45,11 +45,16 @@ extension PrometheusText {
                "Unix time the provider's access token expires, while logged in and when known, by provider.")
         for provider in providers where provider.loggedIn {
             guard let expiry = provider.expiresAt, expiry.isFinite else { continue }
-            // An `exp` or `expires_in` past Int's range (a token's claim, an IdP's answer) is
-            // written as a float: converted to Int it would stop the process.
-            let value = Int(exactly: expiry.rounded()).map(String.init) ?? "\(expiry)"
-            out += "platform_proxy_provider_token_expiry_timestamp_seconds{provider=\"\(escape(provider.name))\"} \(value)\n"
+            out += "platform_proxy_provider_token_expiry_timestamp_seconds{provider=\"\(escape(provider.name))\"} \(Self.seconds(expiry))\n"
         }
         return out
+    }
+
+    /// Whole seconds as an integer, or in exponent form (`1e+19`, which Prometheus reads) beyond
+    /// what an integer holds: the expiry comes from the provider's `expires_in` or a token's
+    /// `exp`, and converting a huge one to `Int` would trap.
+    static func seconds(_ value: Double) -> String {
+        let rounded = value.rounded()
+        return abs(rounded) < 1e15 ? String(Int(rounded)) : "\(rounded)"
     }
 }

@@ -7,10 +7,14 @@ enum TimeText {
         "\(iso8601(time)) (\(relative(time - now)))"
     }
 
-    /// "2026-11-22T23:40:00Z"; a time outside the years 1 to 9999 as the number it is (an `exp`
-    /// claim is any JSON number: converted to `time_t` it could trap).
+    /// "2026-11-22T23:40:00Z"; a time outside the years 1 to 9999 says so (an `exp` claim is any
+    /// JSON number: converted to `time_t` it could trap).
     static func iso8601(_ time: Double) -> String {
-        guard time >= -62_135_596_800 && time < 253_402_300_800 else { return "\(time)" }
+        // A provider's `expires_in` or a token's `exp` can be any number: past year 9999 (or
+        // before year 1) there is no date to print, and `time_t` of a huge one would trap.
+        guard time.isFinite, time >= -62_135_596_800, time < 253_402_300_800 else {
+            return time > 0 ? "after the year 9999" : "before the year 1"
+        }
         var t = time_t(time.rounded(.down))
         var parts = tm()
         gmtime_r(&t, &parts)

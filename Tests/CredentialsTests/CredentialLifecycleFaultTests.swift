@@ -102,6 +102,20 @@ struct CredentialLifecycleFaultTests {
         }
     }
 
+    @Test("a second invalid_grant after a lost answer ends the login: the rotated token cannot come back")
+    func secondRefusalAfterLostAnswer() {
+        var life = loggedInLifecycle()
+        _ = life.refreshWanted(waiter: nil, now: now)
+        _ = life.refreshUnavailable("timeout", now: now, jitter: 0.5, answerLost: true)
+        _ = life.retryDue(now: now + 1)
+        #expect(!life.refreshRefused("invalid_grant", now: now + 1, jitter: 0.5).contains(.clearStore))
+        #expect(!life.answerLost)
+        _ = life.retryDue(now: now + 3)
+        let actions = life.refreshRefused("invalid_grant", now: now + 3, jitter: 0.5)
+        #expect(actions.contains(.clearStore))
+        #expect(life.status.state == .awaitingAuthorization)
+    }
+
     @Test("a successful refresh or a new login forgets the lost answer")
     func lostAnswerForgotten() {
         var life = loggedInLifecycle()

@@ -23,7 +23,7 @@ import pytest
 
 from credentials_support import idp_factory  # noqa: F401  (fixture)
 from credentials_support import launch as launch_oauth
-from proxy import base_config, write_mock_dir
+from proxy import base_config, binary_path, write_mock_dir
 from test_analytics import (Analytics, analytics_block, crash, flush_until_empty, http_call, key, launch,
                             make_tokens, parse_metrics, restart, wait_until)
 from analytics_sink import AnalyticsSink
@@ -244,6 +244,92 @@ def test_a_fifo_named_analytics_sqlite_is_set_aside(start_proxy, sink, tmp_path)
     a.record([{"key": key("after.fifo"), "value": "1"}])
 
 
+def fifo(path: Path) -> None:
+    os.mkfifo(path, 0o600)
+
+
+def folder(path: Path) -> None:
+    path.mkdir()
+
+
+@pytest.mark.parametrize("sidecar", ["analytics.sqlite-wal", "analytics.sqlite-shm"])
+@pytest.mark.parametrize("make", [fifo, folder], ids=lambda f: f.__name__)
+def test_a_wal_or_shm_that_is_no_file_is_moved_aside_and_the_store_keeps_its_values(start_proxy, sink, tmp_path,
+                                                                                     sidecar, make):
+    first = launch(start_proxy, sink, tmp_path, name="writer")
+    first.record([{"key": key("before.sidecar"), "value": "1"}])
+    assert first.server.stop() == 0
+    state = first.state_dir
+    (state / sidecar).unlink(missing_ok=True)
+    make(state / sidecar)
+
+    # On a build without the fix: the start fails ("unable to open database file", "disk I/O error"),
+    # or the store opens read-only and every value is refused with 500 while ready says 200.
+    a = restart(start_proxy, first, "after-sidecar")
+    logged = a.server.log_events("analytics_store_sidecar_set_aside")
+    assert len(logged) == 1 and logged[0]["path"] == str(state / sidecar), a.server.stderr_text()[-3000:]
+    moved = Path(logged[0]["movedTo"])
+    assert moved.name.startswith(sidecar + ".corrupt-") and (moved.is_dir() or stat.S_ISFIFO(moved.lstat().st_mode))
+    assert not a.server.log_events("analytics_store_set_aside"), "the store itself is healthy and kept"
+    a.record([{"key": key("after.sidecar"), "value": "1"}])
+    flush_until_empty(a)
+    pairs = sink.accepted_pairs()
+    assert pairs[(key("before.sidecar"), "1")] == 1 and pairs[(key("after.sidecar"), "1")] == 1, pairs
+
+
+@pytest.fixture
+def read_only_state(tmp_path):
+    """A state folder holding a healthy store, then made read-only (a read-only bind mount: root
+    ignores mode bits)."""
+    if os.geteuid() != 0:
+        pytest.skip("a read-only bind mount needs root")
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    yield state
+    subprocess.run(["umount", str(state)], check=False, capture_output=True)
+
+
+def test_a_read_only_state_folder_is_refused_naming_the_folder(start_proxy, sink, tmp_path, read_only_state):
+    first = launch(start_proxy, sink, tmp_path, name="writer", state_dir=read_only_state)
+    first.record([{"key": key("before.readonly"), "value": "1"}])
+    assert first.server.stop() == 0
+    subprocess.run(["mount", "--bind", str(read_only_state), str(read_only_state)], check=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", str(read_only_state)], check=True)
+
+    config = tmp_path / "readonly.json"
+    config.write_text(json.dumps(first.config))
+    run = subprocess.run([str(binary_path()), "serve", "--config", str(config)],
+                         capture_output=True, text=True, timeout=30)
+    assert run.returncode == 1, run
+    failed = [json.loads(line) for line in run.stderr.splitlines()
+              if line.startswith("{") and json.loads(line).get("event") == "startup_failed"]
+    assert len(failed) == 1, run.stderr
+    # On a build without the fix: "sqlite3_prepare_v2(PRAGMA quick_check(1)) failed: unable to open database file".
+    assert str(read_only_state) in failed[0]["error"] and "Read-only file system" in failed[0]["error"], failed[0]
+
+
+def test_a_damaged_store_in_a_read_only_state_folder_is_refused_without_claiming_it_was_set_aside(
+        start_proxy, sink, tmp_path, read_only_state):
+    first = launch(start_proxy, sink, tmp_path, name="writer", state_dir=read_only_state)
+    assert first.server.stop() == 0
+    garbage(read_only_state / "analytics.sqlite")
+    subprocess.run(["mount", "--bind", str(read_only_state), str(read_only_state)], check=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", str(read_only_state)], check=True)
+
+    config = tmp_path / "readonly.json"
+    config.write_text(json.dumps(first.config))
+    run = subprocess.run([str(binary_path()), "serve", "--config", str(config)],
+                         capture_output=True, text=True, timeout=30)
+    assert run.returncode == 1, run
+    events = [json.loads(line) for line in run.stderr.splitlines() if line.startswith("{")]
+    # On a build without the fix: analytics_store_set_aside says the file was moved to its own path
+    # and "a new store is started", then the start fails with "file is not a database".
+    assert not [e for e in events if e.get("event") == "analytics_store_set_aside"], run.stderr
+    failed = [e for e in events if e.get("event") == "startup_failed"]
+    assert len(failed) == 1, run.stderr
+    assert "set the damaged store aside" in failed[0]["error"] and "Read-only file system" in failed[0]["error"], failed
+
+
 # --------------------------------------------------------------------------- 11: partial recordings
 
 
@@ -255,6 +341,7 @@ def test_partial_recordings_are_never_served_and_are_removed_at_start(start_prox
                mock / "index.json.tmp-z9": b'{"ro'}
     for path, data in partial.items():
         path.write_bytes(data)
+        path.chmod(0o600)  # as the recorder creates them
     # Replay serves them while they are there, on a build without the fix: a folder replays every file in it.
     server = start_proxy(config=base_config(mock))
     bodies = [server.get("/feed").body for _ in range(6)]
@@ -263,6 +350,25 @@ def test_partial_recordings_are_never_served_and_are_removed_at_start(start_prox
     removed = server.log_events("mock_temporaries_removed")
     assert len(removed) == 1 and removed[0]["count"] == 3, removed
     assert (mock / "feed" / "1.json").exists() and (mock / "index.json").exists()
+
+
+def test_a_users_file_named_like_a_temporary_is_not_deleted_at_start(start_proxy, tmp_path):
+    mock = write_mock_dir(tmp_path / "mock", {"feed/1": {"n": 1}, "index": {"root": True}})
+    # Files of the user's own in a checked-out mock folder (mode 0644): only the recorder's 0600 temporaries go.
+    kept = {mock / "feed" / "notes.tmp-old": b"the user's notes", mock / "schedule.tmp-2024": b"plan"}
+    for path, data in kept.items():
+        path.write_bytes(data)
+        path.chmod(0o644)
+    partial = mock / "feed" / "2.json.tmp-k3x9q1"
+    partial.write_bytes(b'{"n": 2, "ite')
+    partial.chmod(0o600)
+    server = start_proxy(config=base_config(mock))
+    # On a build without the fix: both of the user's files are deleted with the partial recording.
+    assert all(path.read_bytes() == data for path, data in kept.items() if path.exists()), "changed"
+    assert all(path.exists() for path in kept), sorted(p.name for p in mock.rglob("*"))
+    assert not partial.exists()
+    removed = server.log_events("mock_temporaries_removed")
+    assert len(removed) == 1 and removed[0]["count"] == 1, removed
 
 
 def test_replay_ignores_a_temporary_that_appears_while_serving(start_proxy, tmp_path):

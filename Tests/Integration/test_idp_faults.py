@@ -10,7 +10,9 @@ failures, and on SIGHUP); a token that cannot go in a header is refused with a r
 
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
 import threading
 import time
 
@@ -26,6 +28,7 @@ from credentials_support import (  # noqa: F401  (fixtures)
     stored_tokens,
     wait_until,
 )
+from proxy import binary_path
 
 
 def refreshes(idp) -> int:
@@ -69,6 +72,29 @@ def test_expires_in_zero_refreshes_at_most_once_a_second_under_steady_traffic(st
     assert 1 <= made <= 5, made
 
 
+@pytest.mark.parametrize("expires_in", [1e19, "1e300"], ids=["beyond_int64", "string_1e300"])
+def test_a_huge_expires_in_is_no_crash_of_metrics_or_the_status_command(start_proxy, idp_factory, tmp_path, expires_in):
+    idp = idp_factory(access_ttl=300)
+    p = launch(start_proxy, idp, tmp_path, refresh_before=30)
+    login(p)
+    idp.control.token_answer("refresh_token", count=-1, set={"expires_in": expires_in})
+    idp.control.expire_all()
+    assert p.call("/api/huge").status == 200
+    assert p.auth()["expiresAt"] > 9.3e18
+    # On a build without the fix the scrape traps the process (Int of the expiry): no answer, exit by SIGILL.
+    metrics = p.server.get("/_platform/metrics")
+    assert metrics.status == 200, metrics
+    series = [line for line in metrics.body.decode().splitlines()
+              if line.startswith("platform_proxy_provider_token_expiry_timestamp_seconds{")]
+    assert len(series) == 1 and float(series[0].split()[-1]) > 9.3e18, series
+    config = tmp_path / "cli-config.json"
+    config.write_text(json.dumps(p.config))
+    status = subprocess.run([binary_path(), "status", "--config", str(config)], capture_output=True, text=True,
+                            timeout=30, stdin=subprocess.DEVNULL)
+    assert status.returncode == 0 and "after the year 9999" in status.stdout, status
+    assert p.server.running
+
+
 # --------------------------------------------------------------------------- rotated, then refused
 
 
@@ -98,7 +124,7 @@ def test_unusable_answer_after_a_rotation_keeps_the_rotated_refresh_token(start_
     assert_no_secrets_logged(idp, [p])
 
 
-def test_refresh_whose_answer_timed_out_is_no_logout(start_proxy, idp_factory, tmp_path):
+def test_refresh_whose_answer_timed_out_survives_one_invalid_grant_not_two(start_proxy, idp_factory, tmp_path):
     idp = idp_factory(access_ttl=300)
     p = launch(start_proxy, idp, tmp_path, refresh_before=30)
     login(p)
@@ -126,6 +152,14 @@ def test_refresh_whose_answer_timed_out_is_no_logout(start_proxy, idp_factory, t
     assert p.tokens_path.exists(), "tokens.json was deleted"
     r = p.call("/api/after-timeout")
     assert r.status == 503 and r.json()["error"] == "auth_server_unavailable", r
+    # The retry after that refusal is the last: the rotated token cannot come back, so a second
+    # invalid_grant ends the login. On a build without the fix it stays "logged_in" with 503s and
+    # refreshes with the spent token every minute, forever.
+    wait_until(lambda: c.token_results("refresh_token").get("invalid_grant", 0) >= 2, timeout=70,
+               what="the second retry with the old refresh token")
+    a = p.wait_state("awaiting_authorization", timeout=5)
+    assert a["loggedIn"] is False, a
+    assert c.token_results("refresh_token").get("invalid_grant", 0) == 2
 
 
 # --------------------------------------------------------------------------- only invalid_grant is a refusal
@@ -200,6 +234,25 @@ def test_sighup_reads_discovery_again(start_proxy, idp_factory, tmp_path):
     c.expire_all()
     # The 401 refreshes at the new endpoint at once: nothing failed, nothing was logged out.
     assert p.call("/api/after-sighup").status == 200
+    assert [e["status"] for e in c.token_call_log() if e["grant_type"] == "refresh_token"] == [200]
+
+
+def test_a_discovery_re_read_without_a_token_endpoint_keeps_the_endpoints_in_use(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=300)
+    p = launch(start_proxy, idp, tmp_path, refresh_before=30)
+    login(p)
+    c = idp.control
+    # A discovery that answers 200 with an error object (a maintenance page's JSON) names no endpoint.
+    c.discovery_answer({"error": "temporarily_unavailable"})
+    p.server.signal(signal.SIGHUP)
+    wait_until(lambda: p.server.log_events("provider_rediscovery_failed"), timeout=5,
+               what="provider_rediscovery_failed after SIGHUP")
+    assert "token_endpoint" in p.server.log_events("provider_rediscovery_failed")[0]["reason"]
+    c.expire_all()
+    # On a build without the fix: the token endpoint is forgotten, so the refresh fails
+    # ("the token endpoint is not known yet") and the call is a 503.
+    r = p.call("/api/after-bad-discovery")
+    assert r.status == 200, r
     assert [e["status"] for e in c.token_call_log() if e["grant_type"] == "refresh_token"] == [200]
 
 

@@ -19,11 +19,16 @@ struct MockTemporariesTests {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("mocktemps-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: root) }
         try FileManager.default.createDirectory(atPath: root + "/users/list", withIntermediateDirectories: true)
-        for file in ["a.json", "a.json.tmp-1x", "users/list/1.json", "users/list/1.json.tmp-9z", "users/b.tmp-b.json"] {
+        for file in ["a.json", "a.json.tmp-1x", "users/list/1.json", "users/list/1.json.tmp-9z", "users/b.tmp-b.json",
+                     "users/notes.tmp-old"] {
             try Data("{}".utf8).write(to: URL(fileURLWithPath: root + "/" + file))
+            // The recorder's temporaries are 0600; the user's own files (a checkout's 0644) are not its.
+            let mode: mode_t = file.hasSuffix("tmp-1x") || file.hasSuffix("tmp-9z") ? 0o600 : 0o644
+            #expect(chmod(root + "/" + file, mode) == 0)
         }
         let removed = MockTemporaries.removeStale(under: root).sorted()
         #expect(removed == [root + "/a.json.tmp-1x", root + "/users/list/1.json.tmp-9z"])
+        #expect(FileManager.default.fileExists(atPath: root + "/users/notes.tmp-old"))
         #expect(FileManager.default.fileExists(atPath: root + "/a.json"))
         #expect(FileManager.default.fileExists(atPath: root + "/users/list/1.json"))
         #expect(FileManager.default.fileExists(atPath: root + "/users/b.tmp-b.json"))

@@ -220,6 +220,10 @@ class IdPControl:
         return self.post("/_test/token_answer", {"grant_type": grant_type, "count": count,
                                                   "set": set or {}, "drop": list(drop or [])})
 
+    def discovery_answer(self, document: dict | None) -> dict:
+        """Discovery answers 200 with ``document`` instead of the real one (None: the real one again)."""
+        return self.post("/_test/discovery_answer", {"document": document})
+
     def move_token(self, moved: bool = True) -> dict:
         """Discovery names /v2/token (served there); the old /token answers an HTML 404."""
         return self.post("/_test/move_token", {"moved": moved})

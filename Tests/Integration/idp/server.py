@@ -554,6 +554,7 @@ class IdP:
             # token_answer: grant_type -> {"count", "set", "drop"}: rewrite the next successful answers
             self.answers: dict[str, dict] = {}
             self.token_moved = False  # discovery names /v2/token; /token answers an HTML 404
+            self.discovery_override = None  # discovery_answer: this JSON object instead of the document
             self.down = None
             self.delays: dict[str, float] = {}
 
@@ -862,6 +863,8 @@ def create_app(idp: IdP, runtime: "Runtime | None" = None) -> Flask:
     # ------------------------------------------------------------ OAuth / OIDC endpoints
     @app.get("/.well-known/openid-configuration")
     def discovery():
+        if idp.discovery_override is not None:
+            return jsonify(idp.discovery_override)
         return jsonify(discovery_document(idp))
 
     @app.get("/.well-known/oauth-authorization-server")
@@ -1086,6 +1089,7 @@ def control_routes(app: Flask, idp: IdP, runtime: "Runtime | None"):
                                        replaced ("{}" in a string value stands for the issued value) or dropped
                                        (count -1 = always, 0 = off)
     POST /_test/move_token             {"moved": bool}: discovery names /v2/token, and /token answers an HTML 404
+    POST /_test/discovery_answer       {"document": object|null}: discovery answers 200 with this object (null: the real one)
     POST /_test/down                   {"down":true,"status":503,"endpoints"?:[names],"paths"?:[prefixes],"retry_after"?:s,
                                         "html"?:bool (an HTML page instead of the OAuth error body)} or {"down":false}
     POST /_test/offline                {"seconds"?: s}: close the main listening socket and its connections
@@ -1220,6 +1224,12 @@ def control_routes(app: Flask, idp: IdP, runtime: "Runtime | None"):
             else:
                 idp.answers[gt] = spec
             return jsonify({k: dict(v) for k, v in idp.answers.items()})
+
+    @app.post("/_test/discovery_answer")
+    def t_discovery_answer():
+        with idp.lock:
+            idp.discovery_override = body().get("document")
+            return jsonify({"document": idp.discovery_override})
 
     @app.post("/_test/move_token")
     def t_move_token():
