@@ -137,8 +137,16 @@ public final class UpstreamClient {
         transfer.activeIndex = -1
         curl_multi_remove_handle(multi, transfer.handle.easy)
         transfer.handle.running = nil
-        // Never the same libcurl handle for a second transfer (`EasyHandle.renew` says why).
-        if transfer.handle.renew() { idleHandles.append(transfer.handle) }
+        // Never the same libcurl handle for a second transfer (`EasyHandle.renew` says why). The
+        // copy is made once this iteration's output has been written (its flushes are tasks of
+        // the iteration's first round; this runs in a later one), off the response's path.
+        let handle = transfer.handle
+        guard EasyHandle.keepsFreedField else { return idleHandles.append(handle) }
+        loop.afterEvents { [self] in
+            loop.afterEvents { [self] in
+                if handle.renew() { idleHandles.append(handle) }
+            }
+        }
     }
 
     // MARK: libcurl callbacks (they only record what to watch)
