@@ -58,11 +58,18 @@ class PrivateTmpProxy(ProxyProcess):
         """Starts without waiting for ``listening``."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(json.dumps(self.config, indent=2))
+        binary = Path(require_binary())
+        if str(binary.resolve()).startswith("/tmp/"):
+            # A checkout under /tmp (a CI clone) would vanish under the private /tmp: run a copy
+            # from the work folder, which the tests keep outside /tmp.
+            copy = self.workdir / "platform-proxy"
+            shutil.copy2(binary, copy)
+            binary = copy
         script = f'mount -t tmpfs tmpfs /tmp && {self.setup} && exec "$0" serve --config "$1"'
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 ["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
-                 str(require_binary()), str(self.config_path)],
+                 str(binary), str(self.config_path)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=self.workdir)
         return self
 
