@@ -152,7 +152,13 @@ def test_an_upstream_that_compresses_unasked_is_decoded_and_masked(start_proxy, 
         assert r.header("content-length") in (None, str(len(r.body))), str(r)
 
 
-def test_ranges_on_masked_routes_get_the_whole_masked_body(start_proxy, tmp_path, upstreams):
+@pytest.mark.parametrize("field, extra, dropped", [
+    ("Range", {"If-Range": '"v1"'}, ("range", "if-range")),
+    # Apache httpd's byte-range filter reads `Request-Range` (Netscape's name) when a request has
+    # no `Range`: two slices cut inside the token would hand the app both halves of it.
+    ("Request-Range", {}, ("request-range",)),
+], ids=["range", "request-range"])
+def test_ranges_on_masked_routes_get_the_whole_masked_body(start_proxy, tmp_path, upstreams, field, extra, dropped):
     up = upstreams(mode="identity")
     server = masked_proxy(start_proxy, tmp_path, up)
     token = server.tokens.access
@@ -160,32 +166,14 @@ def test_ranges_on_masked_routes_get_the_whole_masked_body(start_proxy, tmp_path
     cut = whole.index(token.encode()) + len(token) // 2
     pieces = []
     for rng in (f"bytes=0-{cut - 1}", f"bytes={cut}-"):
-        r = server.get("/api/echo", headers={"Range": rng, "If-Range": '"v1"'})
+        r = server.get("/api/echo", headers={field: rng, **extra})
+        assert not any(name in up.seen[-1] for name in dropped), up.seen[-1]
         assert r.status == 200, str(r)
         assert r.header("content-range") is None, str(r)
         pieces.append(r.body)
-        assert "range" not in up.seen[-1] and "if-range" not in up.seen[-1], up.seen[-1]
     for body in pieces:
         assert token.encode() not in body and json.loads(body)["token"] == "*" * len(token)
     assert token.encode() not in pieces[0][:cut] + pieces[1][cut:]
-
-
-def test_a_request_range_on_a_masked_route_gets_the_whole_masked_body(start_proxy, tmp_path, upstreams):
-    # Apache httpd's byte-range filter reads `Request-Range` (Netscape's name) when a request has
-    # no `Range`: two slices cut inside the token would hand the app both halves of it.
-    up = upstreams(mode="identity")
-    server = masked_proxy(start_proxy, tmp_path, up)
-    token = server.tokens.access
-    whole = up.body("Bearer " + token)
-    cut = whole.index(token.encode()) + len(token) // 2
-    pieces = []
-    for rng in (f"bytes=0-{cut - 1}", f"bytes={cut}-"):
-        r = server.get("/api/echo", headers={"Request-Range": rng})
-        assert "request-range" not in up.seen[-1], up.seen[-1]
-        assert r.status == 200, str(r)
-        pieces.append(r.body)
-    assert token.encode() not in pieces[0][:cut] + pieces[1][cut:]
-    assert all(json.loads(body)["token"] == "*" * len(token) for body in pieces)
 
 
 def test_a_json_escaped_echo_is_masked(start_proxy, tmp_path, upstreams):
