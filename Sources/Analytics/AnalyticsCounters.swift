@@ -1,34 +1,34 @@
 import Synchronization
 
 /// The analytics numbers the metrics endpoint reports; written from any thread.
-public final class AnalyticsCounters: Sendable {
+package final class AnalyticsCounters: Sendable {
     /// Values acknowledged (committed) with 202.
-    public let queued = Atomic<Int>(0)
+    package let queued = Atomic<Int>(0)
     /// Values the endpoint accepted.
-    public let sent = Atomic<Int>(0)
+    package let sent = Atomic<Int>(0)
     /// Values dropped because the endpoint refused their batch.
-    public let droppedRejected = Atomic<Int>(0)
+    package let droppedRejected = Atomic<Int>(0)
     /// Values pruned for age.
-    public let droppedExpired = Atomic<Int>(0)
+    package let droppedExpired = Atomic<Int>(0)
     /// Values dropped at `maxStoredEvents`.
-    public let droppedCap = Atomic<Int>(0)
+    package let droppedCap = Atomic<Int>(0)
     /// Values dropped, oldest first, to keep the store within `maxStoredBytes`.
-    public let droppedBytes = Atomic<Int>(0)
+    package let droppedBytes = Atomic<Int>(0)
     /// Values dropped as repeats within the buffer interval.
-    public let droppedDuplicate = Atomic<Int>(0)
+    package let droppedDuplicate = Atomic<Int>(0)
     /// Values stored and not yet sent (as of the last store operation).
-    public let depth = Atomic<Int>(0)
+    package let depth = Atomic<Int>(0)
     /// Unix seconds of the last successful upload, 0 if none.
-    public let lastUpload = Atomic<Int>(0)
+    package let lastUpload = Atomic<Int>(0)
     /// Store transactions (each one fsync).
-    public let commits = Atomic<Int>(0)
+    package let commits = Atomic<Int>(0)
     /// 1 when a damaged store was set aside at start (and a new one started), else 0.
-    public let storeSetAside = Atomic<Int>(0)
+    package let storeSetAside = Atomic<Int>(0)
     /// True from a commit that failed for want of disk space until a commit succeeds or space returns.
-    public let storeFull = Atomic<Bool>(false)
+    package let storeFull = Atomic<Bool>(false)
     /// Values refused (507) because the store's disk was full.
-    public let refusedFull = Atomic<Int>(0)
+    package let refusedFull = Atomic<Int>(0)
 
     /// Zero counters.
-    public init() {}
+    package init() {}
 }

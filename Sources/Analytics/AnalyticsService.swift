@@ -7,13 +7,13 @@ import Upstream
 /// The analytics sidecar: takes values from apps (any loop), makes them durable through the
 /// group-committing writer thread before the 202, and uploads them in batches from the home
 /// loop. Delivery is at least once: a batch is deleted only after the endpoint accepted it.
-public final class AnalyticsService: @unchecked Sendable {
+package final class AnalyticsService: @unchecked Sendable {
     /// The configuration.
-    public let configuration: AnalyticsConfiguration
+    package let configuration: AnalyticsConfiguration
     /// Key rules with the configured root.
-    public let keys: AnalyticsKeys
+    package let keys: AnalyticsKeys
     /// The numbers for the metrics endpoint.
-    public let counters = AnalyticsCounters()
+    package let counters = AnalyticsCounters()
     let writer: AnalyticsWriter
     private let intake: Mutex<Intake>
     let uploader: AnalyticsUploader
@@ -26,7 +26,7 @@ public final class AnalyticsService: @unchecked Sendable {
     }
 
     /// The damaged store set aside at start, if one was.
-    public let setAside: StoreSetAside?
+    package let setAside: StoreSetAside?
     /// The store's directory, whose free space ends a full-disk condition.
     private let stateDirectory: String
 
@@ -34,7 +34,7 @@ public final class AnalyticsService: @unchecked Sendable {
     /// (damaged, not a database, not a regular file, another schema) is set aside, logged with
     /// what it held, and a new store is started: analytics keeps working, and the old file is
     /// kept for inspection. Any other failure (permissions, a lock, a full disk) throws.
-    public init(configuration: AnalyticsConfiguration, stateDirectory: String) throws(AnalyticsStoreError) {
+    package init(configuration: AnalyticsConfiguration, stateDirectory: String) throws(AnalyticsStoreError) {
         self.configuration = configuration
         self.stateDirectory = stateDirectory
         keys = AnalyticsKeys(root: configuration.root, maxKeyBytes: configuration.maxKeyBytes)
@@ -75,7 +75,7 @@ public final class AnalyticsService: @unchecked Sendable {
 
     /// Stores `values` for `subject`; `done` runs on `caller` once they are committed, with the
     /// number stored (repeats within the buffer interval are dropped first).
-    public func record(_ values: [AnalyticsValue], subject: String, replyOn caller: EventLoop,
+    package func record(_ values: [AnalyticsValue], subject: String, replyOn caller: EventLoop,
                        _ done: @escaping (Result<Int, AnalyticsStoreError>) -> Void) {
         let admitted = intake.withLock { intake in values.filter { intake.dedup.admit(key: $0.key, timestamp: $0.timestamp) } }
         counters.droppedDuplicate.add(values.count - admitted.count, ordering: .relaxed)
@@ -129,7 +129,7 @@ public final class AnalyticsService: @unchecked Sendable {
     }
 
     /// Starts (or restarts) a timed operation; returns its key.
-    public func begin(_ request: OperationRequest, now: Int64) -> Result<String, AnalyticsKeyError> {
+    package func begin(_ request: OperationRequest, now: Int64) -> Result<String, AnalyticsKeyError> {
         keys.operationKey(path: request.path, operation: request.operation).map { key in
             intake.withLock { $0.operations.begin(key: key, cancelOn: request.cancelOn, now: now) }
             return key
@@ -137,21 +137,21 @@ public final class AnalyticsService: @unchecked Sendable {
     }
 
     /// Ends the nearest running operation from `request.path` upward: its key and duration, nil if none runs.
-    public func finish(_ request: OperationRequest, now: Int64) -> Result<(key: String, milliseconds: Int64)?, AnalyticsKeyError> {
+    package func finish(_ request: OperationRequest, now: Int64) -> Result<(key: String, milliseconds: Int64)?, AnalyticsKeyError> {
         keys.operationSearch(path: request.path, operation: request.operation).map { candidates in
             intake.withLock { $0.operations.finish(searchingFrom: candidates, now: now) }
         }
     }
 
     /// Drops the nearest running operation; its key, nil if none runs.
-    public func cancel(_ request: OperationRequest) -> Result<String?, AnalyticsKeyError> {
+    package func cancel(_ request: OperationRequest) -> Result<String?, AnalyticsKeyError> {
         keys.operationSearch(path: request.path, operation: request.operation).map { candidates in
             intake.withLock { $0.operations.cancel(searchingFrom: candidates) }
         }
     }
 
     /// Drops the operations registered to be cancelled by `phase`.
-    public func phase(_ phase: AppPhase) -> [String] {
+    package func phase(_ phase: AppPhase) -> [String] {
         intake.withLock { $0.operations.phase(phase) }
     }
 
@@ -165,7 +165,7 @@ public final class AnalyticsService: @unchecked Sendable {
     /// are refused (507). The condition ends at the next commit that succeeds, or here, once the
     /// file system has `recoveredFreeBytes` free again (so a probe that keeps traffic away does
     /// not keep it forever).
-    public func unreadyReason() -> String? {
+    package func unreadyReason() -> String? {
         guard counters.storeFull.load(ordering: .relaxed) else { return nil }
         var info = statvfs()
         if statvfs(stateDirectory, &info) == 0, Int(info.f_bavail) * Int(info.f_frsize) >= Self.recoveredFreeBytes {
@@ -176,7 +176,7 @@ public final class AnalyticsService: @unchecked Sendable {
     }
 
     /// What readiness reports without failing: a damaged store set aside at start.
-    public var notices: [String] {
+    package var notices: [String] {
         setAside == nil ? [] : ["the analytics store was damaged and set aside at start (its unsent values are lost; "
                                 + "the log names the file); a new store is in use"]
     }
@@ -185,35 +185,35 @@ public final class AnalyticsService: @unchecked Sendable {
 
     /// Starts the uploader on `home` with that loop's libcurl client; `refresher` (the OAuth
     /// token manager, when there is one) is asked for new tokens when the endpoint answers 401.
-    public func start(home: EventLoop, http: UpstreamClient, refresher: (any UploadTokenRefresher)?) {
+    package func start(home: EventLoop, http: UpstreamClient, refresher: (any UploadTokenRefresher)?) {
         uploader.start(service: self, home: home, http: http, refresher: refresher)
     }
 
     /// Asks for an upload now; `done` runs on `caller` with what this cycle did.
-    public func flush(replyOn caller: EventLoop, _ done: @escaping (FlushReport) -> Void) {
+    package func flush(replyOn caller: EventLoop, _ done: @escaping (FlushReport) -> Void) {
         uploader.flush(replyOn: caller, done)
     }
 
     /// The tokens the uploader uses (call on the home loop).
-    public func credentialsChanged(_ token: UploadToken) { uploader.credentials = token }
+    package func credentialsChanged(_ token: UploadToken) { uploader.credentials = token }
 
     /// At shutdown: one last upload, bounded by `seconds`; what is not sent stays on disk.
-    public func finalUpload(within seconds: Double, home: EventLoop) -> Bool {
+    package func finalUpload(within seconds: Double, home: EventLoop) -> Bool {
         uploader.finalUpload(within: seconds, home: home)
     }
 
     /// Commits what is queued and closes the store.
-    public func shutdown() { writer.shutdown() }
+    package func shutdown() { writer.shutdown() }
 }
 
 /// What one upload cycle did.
-public struct FlushReport: Sendable, Equatable {
+package struct FlushReport: Sendable, Equatable {
     /// Values the endpoint accepted.
-    public var sent = 0
+    package var sent = 0
     /// Values it refused for good.
-    public var dropped = 0
+    package var dropped = 0
     /// Values still stored.
-    public var remaining = 0
+    package var remaining = 0
     /// Why the cycle stopped early (endpoint unavailable, no credential), if it did.
-    public var deferredReason: String?
+    package var deferredReason: String?
 }

@@ -2,18 +2,18 @@ import CSQLite
 import Glibc
 
 /// A damaged store moved out of the way at start: where it went and what it held.
-public struct StoreSetAside: Sendable, Equatable {
+package struct StoreSetAside: Sendable, Equatable {
     /// The damaged database's new path, `<path>.corrupt-<unix time>` (its WAL, if any, beside it
     /// with `-wal` added, so `sqlite3` opens the pair as it was); the store's own path if even
     /// the rename failed.
-    public let movedTo: String
+    package let movedTo: String
     /// Why it could not be used.
-    public let error: AnalyticsStoreError
+    package let error: AnalyticsStoreError
     /// The unsent values still countable in the file (its main file only; nil when not even
     /// that can be read): they are never uploaded.
-    public let unsentValues: Int?
+    package let unsentValues: Int?
     /// Why the rename failed (then nothing was moved); nil when it succeeded.
-    public var renameErrno: CInt? = nil
+    package var renameErrno: CInt? = nil
 }
 
 extension AnalyticsStore {
@@ -74,13 +74,13 @@ extension String {
 }
 
 /// A `-wal` or `-shm` beside the store that was no regular file, moved out of the way at start.
-public struct SidecarSetAside: Sendable, Equatable {
+package struct SidecarSetAside: Sendable, Equatable {
     /// The sidecar's path (`analytics.sqlite-wal`, `analytics.sqlite-shm`).
-    public let path: String
+    package let path: String
     /// What it was ("a FIFO", "a directory"…).
-    public let kind: String
+    package let kind: String
     /// Where it went (`<path>.corrupt-<unix time>`); `path` itself if the rename failed.
-    public let movedTo: String
+    package let movedTo: String
 }
 
 extension AnalyticsStore {

@@ -1,16 +1,16 @@
 import JSON
 
 /// One accepted value, ready for the queue.
-public struct AnalyticsValue: Sendable, Equatable {
+package struct AnalyticsValue: Sendable, Equatable {
     /// The full key, root-prefixed.
-    public var key: String
+    package var key: String
     /// The value as text ("1" by default).
-    public var value: String
+    package var value: String
     /// When it happened, Unix seconds.
-    public var timestamp: Int64
+    package var timestamp: Int64
 
     /// A value as given.
-    public init(key: String, value: String, timestamp: Int64) {
+    package init(key: String, value: String, timestamp: Int64) {
         self.key = key
         self.value = value
         self.timestamp = timestamp
@@ -24,28 +24,28 @@ public struct AnalyticsValue: Sendable, Equatable {
 /// `value` (a string, or a number kept as its literal) defaults to "1";
 /// `timestamp` (Unix seconds, floored) defaults to now. A `null` member counts
 /// as absent; unknown members are rejected.
-public enum EventsRequest {
+package enum EventsRequest {
     /// What one request may hold (`analytics.maxEventsPerRequest`, `analytics.maxValueBytes`).
-    public struct Limits: Sendable, Equatable {
+    package struct Limits: Sendable, Equatable {
         /// Most events in one request. Default 1000.
-        public var maxEvents: Int
+        package var maxEvents: Int
         /// Longest value, in UTF-8 bytes. Default 1024.
-        public var maxValueBytes: Int
+        package var maxValueBytes: Int
 
         /// Limits with the documented defaults unless given.
-        public init(maxEvents: Int = 1000, maxValueBytes: Int = 1024) {
+        package init(maxEvents: Int = 1000, maxValueBytes: Int = 1024) {
             self.maxEvents = maxEvents
             self.maxValueBytes = maxValueBytes
         }
     }
     /// How far past `now` a timestamp may lie, in seconds (clock skew, not milliseconds by mistake).
-    public static let maxFutureSeconds: Int64 = 86_400
+    package static let maxFutureSeconds: Int64 = 86_400
 
     /// The names an event may have, in the order an error lists them.
     static let fields = ["path", "event", "key", "value", "timestamp"]
 
     /// The values in request order, or the first problem; `now` is Unix seconds.
-    public static func parse(
+    package static func parse(
         _ body: [UInt8], keys: AnalyticsKeys, now: Int64, limits: Limits = Limits()
     ) -> Result<[AnalyticsValue], EventsRequestError> {
         Result { () throws(EventsRequestError) in
@@ -171,16 +171,16 @@ private struct EventMembers {
 }
 
 /// Why an events or operations body was refused (a 400).
-public struct EventsRequestError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct EventsRequestError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The offending event's position in `events`; nil for problems with the body as a whole.
-    public let index: Int?
+    package let index: Int?
     /// What was wrong, starting with the field ("timestamp: must be …").
-    public let message: String
+    package let message: String
     /// Whether a size limit was exceeded (a 413 rather than a 400).
-    public let tooLarge: Bool
+    package let tooLarge: Bool
 
     /// An error for the event at `index` (nil: the whole body).
-    public init(index: Int?, message: String, tooLarge: Bool = false) {
+    package init(index: Int?, message: String, tooLarge: Bool = false) {
         self.index = index
         self.message = message
         self.tooLarge = tooLarge
@@ -191,7 +191,7 @@ public struct EventsRequestError: Error, Sendable, Equatable, CustomStringConver
     }
 
     /// `events[3]: timestamp: …`, or the bare message for body-level problems.
-    public var description: String {
+    package var description: String {
         index.map { "events[\($0)]: \(message)" } ?? message
     }
 }

@@ -5,23 +5,23 @@ import JSON
 ///
 /// `path` is optional (absent, null or empty: the global operation); key rules
 /// are applied later by ``AnalyticsKeys``. Unknown members are rejected.
-public struct OperationRequest: Sendable, Equatable {
+package struct OperationRequest: Sendable, Equatable {
     /// The view path, as given; nil when absent or null.
-    public var path: String?
+    package var path: String?
     /// The operation's name.
-    public var operation: String
+    package var operation: String
     /// Phases that cancel the operation, in order, without repeats; empty unless begun with them.
-    public var cancelOn: [AppPhase]
+    package var cancelOn: [AppPhase]
 
     /// A request as given.
-    public init(path: String?, operation: String, cancelOn: [AppPhase] = []) {
+    package init(path: String?, operation: String, cancelOn: [AppPhase] = []) {
         self.path = path
         self.operation = operation
         self.cancelOn = cancelOn
     }
 
     /// Parses a body; `cancelOn` is accepted only when `requireCancelOnAllowed` (begin), else it is an unknown field.
-    public static func parse(
+    package static func parse(
         _ body: [UInt8], requireCancelOnAllowed: Bool
     ) -> Result<OperationRequest, EventsRequestError> {
         Result { () throws(EventsRequestError) in
@@ -49,9 +49,9 @@ public struct OperationRequest: Sendable, Equatable {
 }
 
 /// The body of `…/phase`: `{"phase":"background"}`.
-public enum PhaseRequest {
+package enum PhaseRequest {
     /// The phase the app entered.
-    public static func parse(_ body: [UInt8]) -> Result<AppPhase, EventsRequestError> {
+    package static func parse(_ body: [UInt8]) -> Result<AppPhase, EventsRequestError> {
         Result { () throws(EventsRequestError) in
             let members = try AnalyticsRequestBody.object(body, fields: ["phase"])
             guard let phase = members["phase"] else { throw EventsRequestError(nil, "phase: missing") }

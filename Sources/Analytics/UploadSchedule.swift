@@ -1,8 +1,8 @@
 /// When the uploader runs (docs/ARCHITECTURE.md §3): `idle → uploading → idle | backoff`.
 /// A value with a manual clock; `AnalyticsUploader` performs the I/O.
-public struct UploadSchedule: Sendable, Equatable {
+package struct UploadSchedule: Sendable, Equatable {
     /// How one batch ended.
-    public enum BatchOutcome: Sendable, Equatable {
+    package enum BatchOutcome: Sendable, Equatable {
         /// The endpoint accepted it (2xx): deleted.
         case sent
         /// The endpoint refused it for good (4xx other than 401/408/429): deleted, counted.
@@ -14,7 +14,7 @@ public struct UploadSchedule: Sendable, Equatable {
     }
 
     /// What to do next.
-    public enum Next: Sendable, Equatable {
+    package enum Next: Sendable, Equatable {
         /// Send the next batch now.
         case continueUploading
         /// Done; the next push is at this time.
@@ -25,22 +25,22 @@ public struct UploadSchedule: Sendable, Equatable {
     private var state = State.idle
     private var failures = 0
     /// Seconds between pushes.
-    public let interval: Double
+    package let interval: Double
     /// Longest backoff, seconds.
-    public let maxBackoff: Double
+    package let maxBackoff: Double
 
     /// A schedule pushing every `interval` seconds.
-    public init(interval: Double, maxBackoff: Double = 300) {
+    package init(interval: Double, maxBackoff: Double = 300) {
         self.interval = interval
         self.maxBackoff = maxBackoff
     }
 
     /// Whether an upload is running.
-    public var isUploading: Bool { state == .uploading }
+    package var isUploading: Bool { state == .uploading }
 
     /// The push timer fired or a flush was asked for: true when a cycle should start now.
     /// A flush (`force`) ignores a running backoff.
-    public mutating func begin(now: Double, force: Bool) -> Bool {
+    package mutating func begin(now: Double, force: Bool) -> Bool {
         switch state {
         case .uploading: return false
         case .backoff(let until) where !force && now < until: return false
@@ -51,7 +51,7 @@ public struct UploadSchedule: Sendable, Equatable {
     }
 
     /// One batch finished.
-    public mutating func finished(_ outcome: BatchOutcome, now: Double, jitter: Double) -> Next {
+    package mutating func finished(_ outcome: BatchOutcome, now: Double, jitter: Double) -> Next {
         switch outcome {
         case .sent, .dropped:
             failures = 0

@@ -1,20 +1,20 @@
 /// Size, count and time limits that protect the proxy from slow or oversized clients.
-public struct LimitsConfiguration: Sendable, Equatable {
+package struct LimitsConfiguration: Sendable, Equatable {
     /// Largest request head (request line plus headers) in bytes; larger gets 431. Default 32768.
-    public var maxHeaderBytes: Int
+    package var maxHeaderBytes: Int
     /// Largest request body in bytes; larger gets 413. Default 104857600 (100 MiB).
-    public var maxBodyBytes: Int
+    package var maxBodyBytes: Int
     /// Bodies up to this many bytes are buffered so a 401 can be retried. Default 1048576 (1 MiB).
-    public var retryBodyBytes: Int
+    package var retryBodyBytes: Int
     /// Most client connections open at once, across all workers. Default 10000.
-    public var maxConnections: Int
+    package var maxConnections: Int
     /// Seconds a client may take to send a complete request head. Default 10.
-    public var headerTimeoutSeconds: Double
+    package var headerTimeoutSeconds: Double
     /// Seconds a keep-alive connection may sit idle between requests. Default 60.
-    public var idleTimeoutSeconds: Double
+    package var idleTimeoutSeconds: Double
 
     /// Limits with the documented defaults unless given.
-    public init(
+    package init(
         maxHeaderBytes: Int = 32768, maxBodyBytes: Int = 104_857_600, retryBodyBytes: Int = 1_048_576,
         maxConnections: Int = 10000, headerTimeoutSeconds: Double = 10, idleTimeoutSeconds: Double = 60
     ) {

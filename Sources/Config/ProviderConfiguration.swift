@@ -1,7 +1,7 @@
 /// The OAuth 2 / OIDC provider that issues the proxy's tokens.
-public struct ProviderConfiguration: Sendable, Equatable {
+package struct ProviderConfiguration: Sendable, Equatable {
     /// How tokens are obtained.
-    public enum Grant: String, Sendable, Equatable, CaseIterable {
+    package enum Grant: String, Sendable, Equatable, CaseIterable {
         /// User login with PKCE S256.
         case authorizationCode = "authorization_code"
         /// Service identity: client ID and secret, no login.
@@ -13,44 +13,44 @@ public struct ProviderConfiguration: Sendable, Equatable {
     }
 
     /// OIDC discovery document; fills any endpoint not given by hand. Default nil.
-    public var discoveryURL: UpstreamURL?
+    package var discoveryURL: UpstreamURL?
     /// Authorization endpoint (overrides discovery). Default nil.
-    public var authorizationEndpoint: UpstreamURL?
+    package var authorizationEndpoint: UpstreamURL?
     /// Token endpoint (overrides discovery). Default nil.
-    public var tokenEndpoint: UpstreamURL?
+    package var tokenEndpoint: UpstreamURL?
     /// RFC 7009 revocation endpoint (overrides discovery). Default nil.
-    public var revocationEndpoint: UpstreamURL?
+    package var revocationEndpoint: UpstreamURL?
     /// OIDC userinfo endpoint (overrides discovery). Default nil.
-    public var userinfoEndpoint: UpstreamURL?
+    package var userinfoEndpoint: UpstreamURL?
     /// RFC 8628 device authorization endpoint (overrides discovery). Default nil.
-    public var deviceAuthorizationEndpoint: UpstreamURL?
+    package var deviceAuthorizationEndpoint: UpstreamURL?
     /// OAuth client ID; required unless the grant is static. Default nil.
-    public var clientID: String?
+    package var clientID: String?
     /// OAuth client secret; required for client_credentials. Default nil.
-    public var clientSecret: SecretSource?
+    package var clientSecret: SecretSource?
     /// Redirect URI registered with the provider; required for authorization_code. Default nil.
-    public var redirectURI: UpstreamURL?
+    package var redirectURI: UpstreamURL?
     /// Scopes requested. Default ["openid"].
-    public var scopes: [String]
+    package var scopes: [String]
     /// How tokens are obtained. Default `.authorizationCode`.
-    public var grant: Grant
+    package var grant: Grant
     /// Seconds before expiry at which a token is refreshed. Default 60.
-    public var refreshBeforeExpirySeconds: Double
+    package var refreshBeforeExpirySeconds: Double
     /// Seconds a token must have been in use before an upstream 401 may refresh it (and so at most one such refresh per interval). Default 30.
-    public var minRefreshIntervalSeconds: Double
+    package var minRefreshIntervalSeconds: Double
     /// Static grant only: the access token (required there). Default nil.
-    public var accessToken: SecretSource?
+    package var accessToken: SecretSource?
     /// Static grant only: the id_token. Default nil.
-    public var idToken: SecretSource?
+    package var idToken: SecretSource?
     /// Token type put before the token in injected headers. Default "Bearer".
-    public var tokenType: String
+    package var tokenType: String
     /// Token set installed by `POST /_platform/login/demo`; nil disables that endpoint. Default nil.
-    public var demo: DemoTokens?
+    package var demo: DemoTokens?
     /// Journey grant only: the AM tree and server (required there). Default nil.
-    public var journey: JourneyConfiguration?
+    package var journey: JourneyConfiguration?
 
     /// A provider with the documented defaults unless given.
-    public init(
+    package init(
         grant: Grant = .authorizationCode, discoveryURL: UpstreamURL? = nil,
         authorizationEndpoint: UpstreamURL? = nil, tokenEndpoint: UpstreamURL? = nil,
         revocationEndpoint: UpstreamURL? = nil, userinfoEndpoint: UpstreamURL? = nil,
@@ -81,16 +81,16 @@ public struct ProviderConfiguration: Sendable, Equatable {
 }
 
 /// The token set `POST /_platform/login/demo` installs (store reviewers, CI).
-public struct DemoTokens: Sendable, Equatable {
+package struct DemoTokens: Sendable, Equatable {
     /// The demo access token. Required.
-    public var accessToken: SecretSource
+    package var accessToken: SecretSource
     /// The demo id_token. Default nil.
-    public var idToken: SecretSource?
+    package var idToken: SecretSource?
     /// Seconds until the demo login expires. Default 3600.
-    public var expiresInSeconds: Double
+    package var expiresInSeconds: Double
 
     /// A demo token set.
-    public init(accessToken: SecretSource, idToken: SecretSource? = nil, expiresInSeconds: Double = 3600) {
+    package init(accessToken: SecretSource, idToken: SecretSource? = nil, expiresInSeconds: Double = 3600) {
         self.accessToken = accessToken
         self.idToken = idToken
         self.expiresInSeconds = expiresInSeconds

@@ -37,7 +37,7 @@ package struct UTF8Writer {
 extension String {
     /// The same text in storage of its own: an event loop's copy, so the reference counts its
     /// requests write are not another loop's (docs/ARCHITECTURE.md §13, "Nothing shared is written").
-    public func privateCopy() -> String { String(decoding: Array(utf8), as: UTF8.self) }
+    package func privateCopy() -> String { String(decoding: Array(utf8), as: UTF8.self) }
 
     /// A string of at most `capacity` UTF-8 bytes written part by part by `body`.
     @inlinable

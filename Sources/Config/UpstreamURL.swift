@@ -2,7 +2,7 @@
 ///
 /// IPv6 hosts keep their brackets (`[::1]`), so `hostPort` and `origin` are
 /// ready to use in a Host header or a URL.
-public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertible {
+package struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertible {
     /// The scheme, host and port, and the origin text made from them once: shared by every copy
     /// of a URL, so the copies a forwarded request makes retain one object rather than each part.
     private final class Authority: Sendable {
@@ -21,22 +21,22 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
 
     private let authority: Authority
     /// "http" or "https", lowercased.
-    public var scheme: String { authority.scheme }
+    package var scheme: String { authority.scheme }
     /// Lowercased host name, IPv4 literal, or bracketed IPv6 literal.
-    public var host: String { authority.host }
+    package var host: String { authority.host }
     /// The explicit port, or the scheme's default (80, 443).
-    public var port: UInt16 { authority.port }
+    package var port: UInt16 { authority.port }
     /// "scheme://host" plus ":port" when not the default (RFC 6454 serialization): made once with
     /// the URL, since every forwarded request's URL starts with it (a route's upstream URL is
     /// copied with a new path and query, and `description` formats no number).
-    public var origin: String { authority.origin }
+    package var origin: String { authority.origin }
     /// The path, always beginning with "/"; percent-escapes kept as written.
-    public var path: String
+    package var path: String
     /// The query after "?", without the "?"; nil when there is none.
-    public var query: String?
+    package var query: String?
 
     /// A URL from its parts; `parse` is the validating way in.
-    public init(scheme: String, host: String, port: UInt16? = nil, path: String = "/", query: String? = nil) {
+    package init(scheme: String, host: String, port: UInt16? = nil, path: String = "/", query: String? = nil) {
         authority = Authority(scheme: scheme, host: host, port: port ?? UpstreamURL.defaultPort(for: scheme))
         self.path = path
         self.query = query
@@ -44,7 +44,7 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
 
     /// The same scheme, host and port with another path and query: the origin's object is shared,
     /// and no part of this URL is copied to be replaced.
-    public func replacing(path: String, query: String?) -> UpstreamURL {
+    package func replacing(path: String, query: String?) -> UpstreamURL {
         UpstreamURL(authority: authority, path: path, query: query)
     }
 
@@ -57,16 +57,16 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
     /// The same URL with its own copy of every part. An event loop forwards with its own copy of a
     /// route's URL, so the reference counts its requests write are not the ones another loop's
     /// requests write (docs/ARCHITECTURE.md §13, "Nothing shared is written").
-    public func privateCopy() -> UpstreamURL {
+    package func privateCopy() -> UpstreamURL {
         UpstreamURL(scheme: scheme.privateCopy(), host: host.privateCopy(), port: port, path: path.privateCopy(),
                     query: query?.privateCopy())
     }
 
-    public static func == (a: UpstreamURL, b: UpstreamURL) -> Bool {
+    package static func == (a: UpstreamURL, b: UpstreamURL) -> Bool {
         a.scheme == b.scheme && a.host == b.host && a.port == b.port && a.path == b.path && a.query == b.query
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(scheme)
         hasher.combine(host)
         hasher.combine(port)
@@ -75,16 +75,16 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
     }
 
     /// 443 for https, 80 otherwise.
-    public static func defaultPort(for scheme: String) -> UInt16 { scheme == "https" ? 443 : 80 }
+    package static func defaultPort(for scheme: String) -> UInt16 { scheme == "https" ? 443 : 80 }
 
     /// True when the port is the scheme's default.
-    public var hasDefaultPort: Bool { port == UpstreamURL.defaultPort(for: scheme) }
+    package var hasDefaultPort: Bool { port == UpstreamURL.defaultPort(for: scheme) }
 
     /// "host:port", port always present: the unit credentials are scoped to.
-    public var hostPort: String { "\(host):\(port)" }
+    package var hostPort: String { "\(host):\(port)" }
 
     /// The whole URL (built for every forwarded request: one allocation, `String.build`).
-    public var description: String {
+    package var description: String {
         let capacity = origin.utf8.count + path.utf8.count + 1 + (query?.utf8.count ?? 0)
         return String.build(capacity: capacity) { url in
             url.put(origin)
@@ -97,7 +97,7 @@ public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertibl
     }
 
     /// The URL, or nil if it is not an absolute http(s) URL without user info or fragment.
-    public static func parse(_ text: String) -> UpstreamURL? {
+    package static func parse(_ text: String) -> UpstreamURL? {
         try? validate(text).get()
     }
 

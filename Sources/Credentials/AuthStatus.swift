@@ -1,5 +1,5 @@
 /// The login state apps see at `/_platform/auth` and on its event stream.
-public enum AuthState: String, Sendable, Equatable, CaseIterable {
+package enum AuthState: String, Sendable, Equatable, CaseIterable {
     /// Usable tokens.
     case loggedIn = "logged_in"
     /// No login (never logged in, or logged out).
@@ -11,18 +11,18 @@ public enum AuthState: String, Sendable, Equatable, CaseIterable {
 }
 
 /// What `/_platform/auth` reports; never holds a secret.
-public struct AuthStatus: Sendable, Equatable {
+package struct AuthStatus: Sendable, Equatable {
     /// The state.
-    public var state: AuthState
+    package var state: AuthState
     /// When the access token expires (Unix seconds), if known.
-    public var expiresAt: Double?
+    package var expiresAt: Double?
     /// The subject (`pennkey`, else `sub`, of the id_token), if known.
-    public var subject: String?
+    package var subject: String?
     /// The last refresh or login problem, cleared by success.
-    public var lastError: String?
+    package var lastError: String?
 
     /// Creates a status.
-    public init(state: AuthState, expiresAt: Double? = nil, subject: String? = nil, lastError: String? = nil) {
+    package init(state: AuthState, expiresAt: Double? = nil, subject: String? = nil, lastError: String? = nil) {
         self.state = state
         self.expiresAt = expiresAt
         self.subject = subject
@@ -32,5 +32,5 @@ public struct AuthStatus: Sendable, Equatable {
     /// Whether requests can carry credentials. Inlinable: every forwarded request asks, and
     /// called from another module a snapshot's status was copied for it (its strings retained).
     @inlinable
-    public var loggedIn: Bool { state == .loggedIn || state == .refreshing }
+    package var loggedIn: Bool { state == .loggedIn || state == .refreshing }
 }

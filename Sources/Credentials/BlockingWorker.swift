@@ -4,13 +4,13 @@ import Synchronization
 
 /// One dedicated thread that runs submitted jobs in order: where the blocking work
 /// (fsync of the token file) goes, so event loops never wait on the disk.
-public final class BlockingWorker: Sendable {
+package final class BlockingWorker: Sendable {
     /// A name for logs, e.g. `token-store`.
-    public let name: String
+    package let name: String
     private let queue = JobQueue()
 
     /// Starts the thread; failing to create one (resource exhaustion at startup) traps.
-    public init(name: String) {
+    package init(name: String) {
         self.name = name
         // The thread holds only the queue, so dropping the last worker reference still runs deinit.
         let thread: pthread_t
@@ -23,7 +23,7 @@ public final class BlockingWorker: Sendable {
     /// Queues `job` to run after every job submitted before it; returns false (and drops
     /// the job) once `shutdown` has begun.
     @discardableResult
-    public func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+    package func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
         let accepted = queue.state.withLock { state -> Bool in
             guard !state.stopping else { return false }
             state.jobs.append(job)
@@ -35,7 +35,7 @@ public final class BlockingWorker: Sendable {
 
     /// Runs every queued job, then stops and joins the thread. Idempotent; callable from a
     /// job, in which case the thread is detached instead, since it cannot join itself.
-    public func shutdown() {
+    package func shutdown() {
         let thread = queue.state.withLock { state -> pthread_t? in
             guard !state.stopping else { return nil }
             state.stopping = true

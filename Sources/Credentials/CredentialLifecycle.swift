@@ -2,12 +2,12 @@
 /// awaitingAuthorization → valid ⇄ refreshing(waiters) → backoff`. Events in, actions out;
 /// `CredentialManager` performs the I/O. Refresh is single-flight: every request that needs one
 /// while it runs only waits.
-public struct CredentialLifecycle: Sendable {
+package struct CredentialLifecycle: Sendable {
     /// Identifies a request waiting for a refresh.
-    public typealias Waiter = UInt64
+    package typealias Waiter = UInt64
 
     /// How a wait ended.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// Tokens are usable (possibly unchanged, if no refresh was possible or needed).
         case ready
         /// The auth server could not be reached; the login is kept.
@@ -19,7 +19,7 @@ public struct CredentialLifecycle: Sendable {
     }
 
     /// Work for the owner.
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Call the token endpoint: refresh with `refreshToken`, or (nil) a client-credentials grant.
         case startRefresh(refreshToken: String?)
         /// Write the tokens to the store.
@@ -48,41 +48,41 @@ public struct CredentialLifecycle: Sendable {
 
     private var state: State = .loggedOut
     /// Whether tokens are renewed without a user (client_credentials): no refresh token needed.
-    public let selfService: Bool
+    package let selfService: Bool
     /// Seconds before expiry at which to refresh.
-    public let refreshBefore: Double
+    package let refreshBefore: Double
     /// Increases whenever the tokens change.
-    public private(set) var generation: UInt64 = 0
+    package private(set) var generation: UInt64 = 0
     private var lastError: String?
     /// Consecutive unavailable refreshes, for the backoff.
     private var failures = 0
     /// Seconds tokens must have been in use before an upstream 401 may refresh them.
-    public let minRefreshInterval: Double
+    package let minRefreshInterval: Double
     /// When the tokens in use were obtained (Unix seconds); nil when unknown (stored at start).
-    public private(set) var obtainedAt: Double?
+    package private(set) var obtainedAt: Double?
     /// Upstream 401s answered without a refresh because the tokens were younger than `minRefreshInterval`.
-    public private(set) var suppressedRefreshes = 0
+    package private(set) var suppressedRefreshes = 0
     /// Whether a refresh since the last tokens ended without an answer (a timeout): the provider
     /// may have rotated the refresh token all the same, so a refusal of the old one does not
     /// prove the login is gone (the first refusal after it is excused, and clears it).
-    public private(set) var answerLost = false
+    package private(set) var answerLost = false
 
     /// A lifecycle for a grant; `selfService` for client_credentials. `minRefreshInterval`
     /// bounds refreshes asked for by upstream 401s (an app or a page can make those at will).
-    public init(selfService: Bool, refreshBefore: Double, minRefreshInterval: Double = 0) {
+    package init(selfService: Bool, refreshBefore: Double, minRefreshInterval: Double = 0) {
         self.selfService = selfService
         self.refreshBefore = refreshBefore
         self.minRefreshInterval = minRefreshInterval
     }
 
     /// Whether tokens obtained at `obtainedAt` are too young at `now` for a 401 to refresh them.
-    public static func tooYoung(obtainedAt: Double?, now: Double, minRefreshInterval: Double) -> Bool {
+    package static func tooYoung(obtainedAt: Double?, now: Double, minRefreshInterval: Double) -> Bool {
         guard let obtainedAt else { return false }
         return now - obtainedAt < minRefreshInterval
     }
 
     /// The tokens in use, if any.
-    public var tokens: TokenSet? {
+    package var tokens: TokenSet? {
         switch state {
         case .valid(let t): t
         case .refreshing(let t, _), .backoff(let t, _, _): t
@@ -91,7 +91,7 @@ public struct CredentialLifecycle: Sendable {
     }
 
     /// The state as apps see it.
-    public var status: AuthStatus {
+    package var status: AuthStatus {
         let tokens = self.tokens
         let state: AuthState
         switch self.state {
@@ -107,7 +107,7 @@ public struct CredentialLifecycle: Sendable {
     // MARK: events
 
     /// Tokens found in the store at start (or none). A self-service grant fetches its first token.
-    public mutating func started(with stored: TokenSet?, now: Double) -> [Action] {
+    package mutating func started(with stored: TokenSet?, now: Double) -> [Action] {
         if let stored {
             state = .valid(stored)
             generation += 1
@@ -118,7 +118,7 @@ public struct CredentialLifecycle: Sendable {
     }
 
     /// A login completed (code exchange, device flow, demo).
-    public mutating func loggedIn(_ tokens: TokenSet, now: Double? = nil) -> [Action] {
+    package mutating func loggedIn(_ tokens: TokenSet, now: Double? = nil) -> [Action] {
         let waiters = currentWaiters
         state = .valid(tokens)
         obtainedAt = now
@@ -130,7 +130,7 @@ public struct CredentialLifecycle: Sendable {
     }
 
     /// A request (or the proactive timer, with no waiter) wants fresh tokens.
-    public mutating func refreshWanted(waiter: Waiter?, now: Double) -> [Action] {
+    package mutating func refreshWanted(waiter: Waiter?, now: Double) -> [Action] {
         refreshWanted(waiter: waiter, now: now, bounded: true)
     }
 
@@ -171,7 +171,7 @@ public struct CredentialLifecycle: Sendable {
     /// An upstream answered 401 to the tokens in use: refresh, unless they were obtained less
     /// than `minRefreshInterval` ago (the upstream refuses the token itself, not its age), so a
     /// route that always answers 401 causes at most one refresh per interval, whatever the rate.
-    public mutating func rejected(waiter: Waiter, now: Double) -> [Action] {
+    package mutating func rejected(waiter: Waiter, now: Double) -> [Action] {
         if case .valid = state, Self.tooYoung(obtainedAt: obtainedAt, now: now, minRefreshInterval: minRefreshInterval) {
             suppressedRefreshes += 1
             return resolve([waiter], .suppressed)
@@ -180,7 +180,7 @@ public struct CredentialLifecycle: Sendable {
     }
 
     /// The token endpoint answered with tokens.
-    public mutating func refreshSucceeded(_ response: TokenSet, now: Double? = nil) -> [Action] {
+    package mutating func refreshSucceeded(_ response: TokenSet, now: Double? = nil) -> [Action] {
         guard case .refreshing(let old, let waiters) = state else { return [] }
         let merged = old.map { $0.merging(refresh: response) } ?? response
         state = .valid(merged)
@@ -197,7 +197,7 @@ public struct CredentialLifecycle: Sendable {
     /// answer (and some accept the old one again for a short grace): the first refusal keeps the
     /// tokens and retries as in an outage, with the reason in `lastError`; a second one ends the
     /// login, since nothing but a new login can bring the rotated token back.
-    public mutating func refreshRefused(_ reason: String, now: Double, jitter: Double) -> [Action] {
+    package mutating func refreshRefused(_ reason: String, now: Double, jitter: Double) -> [Action] {
         guard case .refreshing(_, let waiters) = state else { return [] }
         // A service identity has no user to log in again: keep retrying, as for an outage.
         if selfService { return refreshUnavailable(reason, now: now, jitter: jitter) }
@@ -212,7 +212,7 @@ public struct CredentialLifecycle: Sendable {
     /// The auth server was unreachable, answered 5xx or something unusable: keep the login,
     /// retry with backoff. `rotatedRefreshToken`: the refresh token the unusable answer carried,
     /// kept and stored (the old one may be spent). `answerLost`: no answer came at all.
-    public mutating func refreshUnavailable(_ reason: String, now: Double, jitter: Double,
+    package mutating func refreshUnavailable(_ reason: String, now: Double, jitter: Double,
                                             rotatedRefreshToken: String? = nil, answerLost lost: Bool = false) -> [Action] {
         guard case .refreshing(var tokens, let waiters) = state else { return [] }
         failures += 1
@@ -231,7 +231,7 @@ public struct CredentialLifecycle: Sendable {
     }
 
     /// The retry time came.
-    public mutating func retryDue(now: Double) -> [Action] {
+    package mutating func retryDue(now: Double) -> [Action] {
         // The retry timer is the authority: a timer firing a hair early must not be lost.
         guard case .backoff(let tokens, _, _) = state else { return [] }
         state = .refreshing(tokens, waiters: [])
@@ -241,13 +241,13 @@ public struct CredentialLifecycle: Sendable {
     /// A login attempt ended without tokens (a device login the user refused, or that expired):
     /// the tokens in hand, if any, stay; the reason is published, so whoever waits for the
     /// login (`platform-proxy login --device`, `/_platform/auth`) learns it ended.
-    public mutating func loginFailed(_ reason: String) -> [Action] {
+    package mutating func loginFailed(_ reason: String) -> [Action] {
         lastError = reason
         return [.publish]
     }
 
     /// A new login attempt began: an error from an earlier one is no longer news.
-    public mutating func loginStarted() -> [Action] {
+    package mutating func loginStarted() -> [Action] {
         guard lastError != nil else { return [] }
         lastError = nil
         return [.publish]
@@ -256,7 +256,7 @@ public struct CredentialLifecycle: Sendable {
     /// The user logged out: revoke, forget, tell everyone. A service identity (client
     /// credentials) has no login to wait for: it fetches a new token at once, so its routes
     /// are not left gated until a restart (found by a review).
-    public mutating func loggedOut() -> [Action] {
+    package mutating func loggedOut() -> [Action] {
         let waiters = currentWaiters
         let refresh = tokens?.refreshToken
         state = selfService ? .refreshing(nil, waiters: []) : .loggedOut
@@ -305,7 +305,7 @@ public struct CredentialLifecycle: Sendable {
     }
 
     /// The shortest wait before a proactive refresh, whatever the token's lifetime.
-    public static let minimumRefreshDelay: Double = 1
+    package static let minimumRefreshDelay: Double = 1
 
     private func pow2(_ n: Int) -> Double {
         var value = 1.0

@@ -4,7 +4,7 @@ import JSON
 import Upstream
 
 /// The outcome of one journey request, for the HTTP endpoint or the CLI.
-public enum JourneyTurn: Sendable {
+package enum JourneyTurn: Sendable {
     /// A node for the app (`continue`, `error`, `failure`, `success`).
     case node(JSONValue)
     /// The step id is unknown, spent, expired or another client's.
@@ -37,13 +37,13 @@ final class JourneyState {
 
 extension CredentialManager {
     /// Where journey progress goes (the auth event streams of every loop).
-    public func onJourneyProgress(_ report: @escaping @Sendable ([UInt8]) -> Void) {
+    package func onJourneyProgress(_ report: @escaping @Sendable ([UInt8]) -> Void) {
         loop.execute { [self] in journeys.progress = report }
     }
 
     /// Starts `journey` (the configured one when nil), or resumes a suspended one from the
     /// "magic link" `resume`; `client` binds the step ids to the caller.
-    public func startJourney(_ journey: String?, resume: String?, client: String, replyOn caller: EventLoop,
+    package func startJourney(_ journey: String?, resume: String?, client: String, replyOn caller: EventLoop,
                              _ done: @escaping (JourneyTurn) -> Void) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
@@ -92,7 +92,7 @@ extension CredentialManager {
     }
 
     /// Answers the step `step` with `answers` (input name → value).
-    public func continueJourney(step: String, answers: JSONObject, client: String, replyOn caller: EventLoop,
+    package func continueJourney(step: String, answers: JSONObject, client: String, replyOn caller: EventLoop,
                                 _ done: @escaping (JourneyTurn) -> Void) {
         let done = LoopBound(done, on: caller)
         let answers = LoopBound(answers, on: loop)

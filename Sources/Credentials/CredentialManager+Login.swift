@@ -3,15 +3,15 @@ import EventLoop
 import Upstream
 
 /// Why a login did not complete, in words for the user (never a secret).
-public struct LoginFailure: Error, Sendable, Equatable {
+package struct LoginFailure: Error, Sendable, Equatable {
     /// The sentence.
-    public let message: String
+    package let message: String
     /// The authorization server's `error` code when it refused the login (`access_denied`,
     /// `login_required`, …), else nil.
-    public let code: String?
+    package let code: String?
     /// Set when the login was not started because too many are in progress: seconds until the
     /// oldest of them expires.
-    public let retryAfter: Double?
+    package let retryAfter: Double?
     init(_ message: String, code: String? = nil, retryAfter: Double? = nil) {
         self.message = message
         self.code = code
@@ -51,7 +51,7 @@ extension CredentialManager {
     /// `onState` hears before the URL is handed out. `silent` asks for `prompt=none`: the
     /// provider answers from its session or redirects back with `login_required`. `crossSite`:
     /// the start is a navigation from another site (`maxCrossSitePendingLogins`).
-    public func loginURL(silent: Bool = false, crossSite: Bool = false, onState: (@Sendable (String) -> Void)? = nil,
+    package func loginURL(silent: Bool = false, crossSite: Bool = false, onState: (@Sendable (String) -> Void)? = nil,
                          replyOn caller: EventLoop, _ done: @escaping (Result<String, LoginFailure>) -> Void) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
@@ -95,7 +95,7 @@ extension CredentialManager {
     }
 
     /// The redirect back from the authorization server: checks `state`, exchanges the code.
-    public func completeLogin(query: [(String, String)], replyOn caller: EventLoop, _ done: @escaping (Result<Void, LoginFailure>) -> Void) {
+    package func completeLogin(query: [(String, String)], replyOn caller: EventLoop, _ done: @escaping (Result<Void, LoginFailure>) -> Void) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             let reply: (Result<Void, LoginFailure>) -> Void = { result in caller.execute { done.value(result) } }
@@ -128,7 +128,7 @@ extension CredentialManager {
     }
 
     /// Starts an RFC 8628 device login and polls for its completion.
-    public func deviceLogin(replyOn caller: EventLoop, _ done: @escaping (Result<DeviceAuthorization, OAuthFailure>) -> Void) {
+    package func deviceLogin(replyOn caller: EventLoop, _ done: @escaping (Result<DeviceAuthorization, OAuthFailure>) -> Void) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             oauth.authorizeDevice(scopes: provider.scopes) { [self] result in
@@ -176,7 +176,7 @@ extension CredentialManager {
     }
 
     /// Logs in with the configured demo token set (store reviewers, CI).
-    public func demoLogin(replyOn caller: EventLoop, _ done: @escaping (Result<Void, LoginFailure>) -> Void) {
+    package func demoLogin(replyOn caller: EventLoop, _ done: @escaping (Result<Void, LoginFailure>) -> Void) {
         let done = LoopBound(done, on: caller)
         guard let demo = provider.demo else { return caller.execute { done.value(.failure(LoginFailure("no demo tokens are configured"))) } }
         let tokenType = provider.tokenType
@@ -205,7 +205,7 @@ extension CredentialManager {
     }
 
     /// Revokes the refresh token when the provider can, forgets the tokens either way.
-    public func logout(replyOn caller: EventLoop, _ done: @escaping (_ revoked: Bool) -> Void) {
+    package func logout(replyOn caller: EventLoop, _ done: @escaping (_ revoked: Bool) -> Void) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             abandonJourneys()
@@ -226,7 +226,7 @@ extension CredentialManager {
     }
 
     /// The provider's userinfo for the current login.
-    public func userinfo(replyOn caller: EventLoop, _ done: @escaping (Result<FetchedResponse, OAuthFailure>) -> Void) {
+    package func userinfo(replyOn caller: EventLoop, _ done: @escaping (Result<FetchedResponse, OAuthFailure>) -> Void) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             guard let tokens = lifecycle.tokens else { return caller.execute { done.value(.failure(.refused("not logged in"))) } }

@@ -7,13 +7,13 @@ import Upstream
 /// tokens change. IdP calls go through that loop's libcurl client; store writes go to a
 /// blocking worker thread; every change is published as a new snapshot to every loop.
 /// Other loops talk to it only through the `…(replyOn:)` methods, which hop by message.
-public final class CredentialManager: @unchecked Sendable {
+package final class CredentialManager: @unchecked Sendable {
     let loop: EventLoop
     let provider: ProviderConfiguration
     /// The provider's name in the config ("default" for the single `provider`); every log line says it.
-    public let name: String
+    package let name: String
     /// Seconds tokens must have been in use before an upstream 401 may refresh them.
-    public var minRefreshInterval: Double { provider.minRefreshIntervalSeconds }
+    package var minRefreshInterval: Double { provider.minRefreshIntervalSeconds }
     let oauth: OAuthClient
     let http: UpstreamClient
     let store: TokenStore
@@ -48,10 +48,10 @@ public final class CredentialManager: @unchecked Sendable {
     /// Requests told to use newer tokens that were not published yet.
     private var awaitingPublish: [(EventLoop, LoopBound<(CredentialLifecycle.Outcome) -> Void>)] = []
     /// Refreshes by outcome, for the metrics.
-    public let refreshOutcomes = RefreshCounters()
+    package let refreshOutcomes = RefreshCounters()
 
     /// Creates the manager; call `start` on its loop.
-    public init(provider: ProviderConfiguration, loop: EventLoop, http: UpstreamClient, store: TokenStore,
+    package init(provider: ProviderConfiguration, loop: EventLoop, http: UpstreamClient, store: TokenStore,
                 worker: BlockingWorker, clientSecret: String?, name: String = "default",
                 publish: @escaping @Sendable (CredentialSnapshot) -> Void) {
         self.name = name
@@ -69,7 +69,7 @@ public final class CredentialManager: @unchecked Sendable {
 
     /// Starts with the stored tokens (read before the loops ran); discovers the provider first
     /// when configured to, so the first refresh has a token endpoint.
-    public func start(stored: TokenSet?) {
+    package func start(stored: TokenSet?) {
         loop.execute { [self] in
             guard let url = provider.discoveryURL else { return perform(lifecycle.started(with: stored, now: UnixTime.now())) }
             providerProblem = "OIDC discovery has not completed yet"
@@ -83,7 +83,7 @@ public final class CredentialManager: @unchecked Sendable {
     /// Reads the discovery document again (SIGHUP, or the token endpoint failing repeatedly
     /// without an OAuth answer), so a provider that moved its endpoints is followed. Endpoints
     /// written in the config still win; a failed re-read keeps the endpoints in use.
-    public func rediscover(trigger: String) {
+    package func rediscover(trigger: String) {
         loop.execute { [self] in
             guard let url = provider.discoveryURL, !discovering else { return }
             emit(.info, "provider_rediscovering", ["trigger": .string(trigger)])
@@ -135,7 +135,7 @@ public final class CredentialManager: @unchecked Sendable {
     }
 
     /// The grant, for callers that choose how to log in.
-    public var grant: ProviderConfiguration.Grant { provider.grant }
+    package var grant: ProviderConfiguration.Grant { provider.grant }
 
     /// Logs one line naming this provider.
     func emit(_ level: LogLevel, _ event: String, _ fields: KeyValuePairs<String, LogValue> = [:]) {
@@ -149,7 +149,7 @@ public final class CredentialManager: @unchecked Sendable {
     /// single refresh. `done` runs on `replyOn` after that loop received the new snapshot.
     /// `after401`: an upstream refused the tokens, which refreshes them only when they are old
     /// enough (`minRefreshIntervalSeconds`); else the outcome is `.suppressed`.
-    public func refresh(seen generation: UInt64, after401: Bool = false, replyOn caller: EventLoop,
+    package func refresh(seen generation: UInt64, after401: Bool = false, replyOn caller: EventLoop,
                         _ done: @escaping (CredentialLifecycle.Outcome) -> Void) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
@@ -333,27 +333,27 @@ extension CredentialManager {
 }
 
 /// Token refreshes by outcome.
-public final class RefreshCounters: Sendable {
+package final class RefreshCounters: Sendable {
     /// New tokens received.
-    public let ok = Atomic<Int>(0)
+    package let ok = Atomic<Int>(0)
     /// The auth server refused (4xx).
-    public let refused = Atomic<Int>(0)
+    package let refused = Atomic<Int>(0)
     /// The auth server was unreachable or failed (5xx, 408, 429).
-    public let unavailable = Atomic<Int>(0)
+    package let unavailable = Atomic<Int>(0)
     /// Upstream 401s relayed without a refresh: the tokens were younger than `minRefreshIntervalSeconds`.
-    public let suppressed = Atomic<Int>(0)
+    package let suppressed = Atomic<Int>(0)
 }
 
 extension OAuthFailure {
     /// Whether the provider said the grant itself is dead (`invalid_grant`, RFC 6749 §5.2):
     /// the only answer to a refresh that ends the login.
-    public var grantIsDead: Bool {
+    package var grantIsDead: Bool {
         guard case .refused(let reason) = self else { return false }
         return reason == "invalid_grant" || reason.hasPrefix("invalid_grant:")
     }
 
     /// The reason in words (never a token).
-    public var reason: String {
+    package var reason: String {
         switch self {
         case .refused(let reason), .unavailable(let reason): reason
         }

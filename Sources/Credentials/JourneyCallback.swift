@@ -2,43 +2,43 @@ import JSON
 
 /// One callback of an AM journey step, as the server sent it, with the proxy's normalised view
 /// for apps (`offered`) and the filling of its inputs from an app's answers.
-public struct JourneyCallback: Sendable, Equatable {
+package struct JourneyCallback: Sendable, Equatable {
     /// The server's callback object, kept whole so unknown types round-trip.
-    public let raw: JSONObject
+    package let raw: JSONObject
 
     /// Wraps a callback object.
-    public init(raw: JSONObject) { self.raw = raw }
+    package init(raw: JSONObject) { self.raw = raw }
 
     /// `PasswordCallback`, `ChoiceCallback`, …; empty when the server gave none.
-    public var type: String { raw["type"]?.stringValue ?? "" }
+    package var type: String { raw["type"]?.stringValue ?? "" }
 
     /// The outputs as name → value, in the server's order.
-    public var outputs: [(name: String, value: JSONValue)] { Self.pairs(raw["output"]) }
+    package var outputs: [(name: String, value: JSONValue)] { Self.pairs(raw["output"]) }
 
     /// The inputs as name → value (the server's default), in order.
-    public var inputs: [(name: String, value: JSONValue)] { Self.pairs(raw["input"]) }
+    package var inputs: [(name: String, value: JSONValue)] { Self.pairs(raw["input"]) }
 
     /// The output named `name`.
-    public func output(_ name: String) -> JSONValue? { outputs.first { $0.name == name }?.value }
+    package func output(_ name: String) -> JSONValue? { outputs.first { $0.name == name }?.value }
 
     /// Types whose answer is a secret: read without echo, never logged.
-    public var isSecret: Bool { ["PasswordCallback", "ValidatedCreatePasswordCallback"].contains(type) }
+    package var isSecret: Bool { ["PasswordCallback", "ValidatedCreatePasswordCallback"].contains(type) }
 
     /// Whether the user has something to answer (a non-empty input other than a validate-only flag).
-    public var asksUser: Bool {
+    package var asksUser: Bool {
         !["HiddenValueCallback", "MetadataCallback", "PollingWaitCallback", "TextOutputCallback",
           "SuspendedTextOutputCallback"].contains(type) && !inputs.isEmpty
     }
 
     /// Milliseconds a `PollingWaitCallback` asks to wait before the step is sent back.
-    public var waitTimeMs: Int? {
+    package var waitTimeMs: Int? {
         guard type == "PollingWaitCallback", let value = output("waitTime") else { return nil }
         if let n = value.int64Value { return Int(n) }
         return value.stringValue.flatMap { Int($0) }
     }
 
     /// The normalised callback for apps: `type`, `prompt`, `inputs`, type-specific fields and `raw`.
-    public var offered: JSONValue {
+    package var offered: JSONValue {
         var object = JSONObject()
         object["type"] = .string(type)
         object["prompt"] = output("prompt") ?? .null
@@ -101,5 +101,5 @@ public struct JourneyCallback: Sendable, Equatable {
         }
     }
 
-    public static func == (a: JourneyCallback, b: JourneyCallback) -> Bool { a.raw == b.raw }
+    package static func == (a: JourneyCallback, b: JourneyCallback) -> Bool { a.raw == b.raw }
 }

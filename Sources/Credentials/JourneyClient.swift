@@ -2,33 +2,33 @@ import Config
 import JSON
 
 /// One request to AM, built by `JourneyClient`; the owner sends it through libcurl.
-public struct JourneyRequest: Sendable, Equatable {
+package struct JourneyRequest: Sendable, Equatable {
     /// `GET` or `POST`.
-    public var method: String
+    package var method: String
     /// The absolute URL.
-    public var url: String
+    package var url: String
     /// Header lines `Name: value` (the session cookie among them: never log these).
-    public var headers: [String]
+    package var headers: [String]
     /// The body, for POST.
-    public var body: [UInt8]?
+    package var body: [UInt8]?
 }
 
 /// The requests the Journey SDK makes, as values: authenticate, authorize with the session,
 /// session logout. Pure: no I/O, no clock, no randomness.
-public struct JourneyClient: Sendable, Equatable {
+package struct JourneyClient: Sendable, Equatable {
     /// The tree and server.
-    public let config: JourneyConfiguration
+    package let config: JourneyConfiguration
     /// The OAuth client the tokens are for.
-    public let clientID: String
+    package let clientID: String
     /// The redirect URI registered for it; AM puts the code on it.
-    public let redirectURI: String
+    package let redirectURI: String
     /// Scopes requested at authorize.
-    public let scopes: [String]
+    package let scopes: [String]
     /// The authorize endpoint (AM's own unless configured).
-    public let authorizeURL: UpstreamURL
+    package let authorizeURL: UpstreamURL
 
     /// A client for one configured journey provider.
-    public init(config: JourneyConfiguration, clientID: String, redirectURI: String, scopes: [String], authorizeURL: UpstreamURL) {
+    package init(config: JourneyConfiguration, clientID: String, redirectURI: String, scopes: [String], authorizeURL: UpstreamURL) {
         self.config = config
         self.clientID = clientID
         self.redirectURI = redirectURI
@@ -43,7 +43,7 @@ public struct JourneyClient: Sendable, Equatable {
 
     /// `POST …/authenticate`: `{}` starts `journey`, a step with inputs filled continues it; a
     /// `suspendedId` resumes a suspended journey; `session` is sent as the tenant's cookie.
-    public func authenticate(journey: String?, body: JSONValue, suspendedId: String? = nil, session: String? = nil) -> JourneyRequest {
+    package func authenticate(journey: String?, body: JSONValue, suspendedId: String? = nil, session: String? = nil) -> JourneyRequest {
         var query: [(String, String)] = []
         if let journey { query += [("authIndexType", "service"), ("authIndexValue", journey)] }
         if let suspendedId { query.append(("suspendedId", suspendedId)) }
@@ -58,7 +58,7 @@ public struct JourneyClient: Sendable, Equatable {
 
     /// `GET …/authorize` with the session cookie, PKCE S256 and `response_type=code`: AM answers
     /// 302 to the redirect URI with the code (read from `Location`, never followed).
-    public func authorize(session: String, pkce: PKCE, state: String, nonce: String) -> JourneyRequest {
+    package func authorize(session: String, pkce: PKCE, state: String, nonce: String) -> JourneyRequest {
         let query = FormEncoding.encode([
             ("client_id", clientID), ("response_type", "code"), ("redirect_uri", redirectURI),
             ("scope", scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
@@ -69,7 +69,7 @@ public struct JourneyClient: Sendable, Equatable {
     }
 
     /// `POST …/sessions?_action=logout`: ends the AM session (cookie and the tenant's header, as the iOS SDK sends).
-    public func logout(session: String) -> JourneyRequest {
+    package func logout(session: String) -> JourneyRequest {
         let url = config.url("/json" + config.realmPath + "/sessions", query: "_action=logout")
         return JourneyRequest(method: "POST", url: url.description,
                               headers: ["Content-Type: application/json", "Accept: application/json", Self.sessionsVersion,
@@ -80,7 +80,7 @@ public struct JourneyClient: Sendable, Equatable {
     private func cookie(_ session: String) -> String { "Cookie: \(config.cookieName)=\(session)" }
 
     /// What the authorize redirect carried.
-    public enum Redirect: Sendable, Equatable {
+    package enum Redirect: Sendable, Equatable {
         /// The code, for the token exchange.
         case code(String)
         /// AM refused: `error` and its description.
@@ -90,7 +90,7 @@ public struct JourneyClient: Sendable, Equatable {
     }
 
     /// Reads the authorize answer: a 302 whose `Location` is the redirect URI with `code` and our `state`.
-    public func redirect(status: Int, location: String?, state: String) -> Redirect {
+    package func redirect(status: Int, location: String?, state: String) -> Redirect {
         guard (300...399).contains(status), let location else {
             return .invalid("AM answered the authorize request with HTTP \(status), not a redirect (no valid session, or consent is required)")
         }

@@ -3,9 +3,9 @@ import JSON
 /// One journey login as a value: `authenticating → awaiting(step) ⇄ polling → authorizing →
 /// exchanging → finished`. Events in, actions out; `CredentialManager` sends the requests, waits
 /// and stores the tokens. A 401 restarts the tree once so the app can answer again.
-public struct JourneyFlow: Sendable {
+package struct JourneyFlow: Sendable {
     /// Work for the owner.
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Send this request to AM and report the answer with `answered`.
         case send(JourneyRequest)
         /// Wait this many seconds, then call `pollDue`.
@@ -19,16 +19,16 @@ public struct JourneyFlow: Sendable {
     }
 
     /// An HTTP answer from AM, as the flow needs it.
-    public struct Answer: Sendable, Equatable {
+    package struct Answer: Sendable, Equatable {
         /// Status code.
-        public var status: Int
+        package var status: Int
         /// The `Location` header, if any.
-        public var location: String?
+        package var location: String?
         /// The body.
-        public var body: [UInt8]
+        package var body: [UInt8]
 
         /// Creates an answer.
-        public init(status: Int, location: String? = nil, body: [UInt8] = []) {
+        package init(status: Int, location: String? = nil, body: [UInt8] = []) {
             self.status = status
             self.location = location
             self.body = body
@@ -54,19 +54,19 @@ public struct JourneyFlow: Sendable {
 
     private var state: State = .idle
     /// The requests' builder.
-    public let client: JourneyClient
+    package let client: JourneyClient
     /// The tree being walked.
-    public let journey: String
+    package let journey: String
     private let pkce: PKCE
     private let oauthState: String
     private let nonce: String
     /// Seconds the proxy polls on its own within one turn before handing the wait to the app.
-    public static let pollBudget = 30.0
+    package static let pollBudget = 30.0
     /// Seconds waited for polling in the current turn.
     private var pollWaited = 0.0
 
     /// A flow for `journey`; PKCE, `state` and `nonce` are fresh per login (given, for tests).
-    public init(client: JourneyClient, journey: String, pkce: PKCE, state: String, nonce: String) {
+    package init(client: JourneyClient, journey: String, pkce: PKCE, state: String, nonce: String) {
         self.client = client
         self.journey = journey
         self.pkce = pkce
@@ -75,9 +75,9 @@ public struct JourneyFlow: Sendable {
     }
 
     /// Whether the flow has ended (a success or failure was replied).
-    public var isFinished: Bool { state == .finished }
+    package var isFinished: Bool { state == .finished }
     /// The step waiting for the app, if any.
-    public var awaitingStep: JourneyStep? {
+    package var awaitingStep: JourneyStep? {
         if case .awaiting(let step) = state { return step }
         return nil
     }
@@ -85,7 +85,7 @@ public struct JourneyFlow: Sendable {
     // MARK: events
 
     /// Starts the tree (or resumes a suspended one); `session` is an existing AM session, if any.
-    public mutating func start(suspendedId: String? = nil, session: String? = nil) -> [Action] {
+    package mutating func start(suspendedId: String? = nil, session: String? = nil) -> [Action] {
         guard state == .idle else { return [] }
         state = .authenticating(refusal: nil)
         let tree = suspendedId == nil ? journey : nil
@@ -93,7 +93,7 @@ public struct JourneyFlow: Sendable {
     }
 
     /// The app answered the waiting step.
-    public mutating func answer(_ answers: JSONObject) -> Result<[Action], JourneyAnswerError> {
+    package mutating func answer(_ answers: JSONObject) -> Result<[Action], JourneyAnswerError> {
         guard case .awaiting(let step) = state else { return .failure(JourneyAnswerError(message: "This step is not waiting for answers.")) }
         switch step.answered(answers) {
         case .failure(let error): return .failure(error)
@@ -107,7 +107,7 @@ public struct JourneyFlow: Sendable {
     }
 
     /// AM answered the request last sent (nil: it could not be reached, with why).
-    public mutating func answered(_ result: Result<Answer, JourneyTransportError>) -> [Action] {
+    package mutating func answered(_ result: Result<Answer, JourneyTransportError>) -> [Action] {
         switch state {
         case .authenticating(let refusal):
             let reply: JourneyReply
@@ -134,14 +134,14 @@ public struct JourneyFlow: Sendable {
     }
 
     /// The polling wait is over: send the step back as it is.
-    public mutating func pollDue() -> [Action] {
+    package mutating func pollDue() -> [Action] {
         guard case .polling(let step) = state else { return [] }
         state = .authenticating(refusal: nil)
         return [.send(client.authenticate(journey: journey, body: .object(step.raw)))]
     }
 
     /// The token endpoint answered the code exchange.
-    public mutating func exchanged(_ result: Result<TokenSet, OAuthFailure>) -> [Action] {
+    package mutating func exchanged(_ result: Result<TokenSet, OAuthFailure>) -> [Action] {
         guard case .exchanging(let session) = state else { return [] }
         switch result {
         case .success(let tokens):
@@ -196,9 +196,9 @@ public struct JourneyFlow: Sendable {
 }
 
 /// AM could not be reached (connect, TLS, timeout), in words.
-public struct JourneyTransportError: Error, Sendable, Equatable {
+package struct JourneyTransportError: Error, Sendable, Equatable {
     /// The reason (libcurl's message; never a header).
-    public let message: String
+    package let message: String
     /// Creates one.
-    public init(_ message: String) { self.message = message }
+    package init(_ message: String) { self.message = message }
 }

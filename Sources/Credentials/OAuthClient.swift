@@ -4,7 +4,7 @@ import JSON
 import Upstream
 
 /// Why an auth-server call failed, classified like an OIDC SDK's ErrorNode / FailureNode.
-public enum OAuthFailure: Error, Sendable, Equatable {
+package enum OAuthFailure: Error, Sendable, Equatable {
     /// The server answered with an OAuth error (RFC 6749 §5.2, e.g. `invalid_grant`): the
     /// reason, `error` first, never a token.
     case refused(String)
@@ -23,19 +23,19 @@ struct TokenCallNotes: Sendable, Equatable {
 }
 
 /// RFC 8628 device authorization response.
-public struct DeviceAuthorization: Sendable, Equatable {
+package struct DeviceAuthorization: Sendable, Equatable {
     /// Polled at the token endpoint.
-    public var deviceCode: String
+    package var deviceCode: String
     /// Shown to the user.
-    public var userCode: String
+    package var userCode: String
     /// Where the user enters the code.
-    public var verificationURI: String
+    package var verificationURI: String
     /// The URI with the code filled in, when offered.
-    public var verificationURIComplete: String?
+    package var verificationURIComplete: String?
     /// Seconds until the codes expire.
-    public var expiresIn: Double
+    package var expiresIn: Double
     /// Seconds between polls.
-    public var interval: Double
+    package var interval: Double
 }
 
 /// Token endpoint, revocation, userinfo and discovery calls, on one loop through libcurl.

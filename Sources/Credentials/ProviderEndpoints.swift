@@ -2,20 +2,20 @@ import Config
 import JSON
 
 /// The provider's endpoints: explicit config values override what OIDC discovery found.
-public struct ProviderEndpoints: Sendable, Equatable {
+package struct ProviderEndpoints: Sendable, Equatable {
     /// Where the user logs in (authorization code grant).
-    public var authorization: UpstreamURL?
+    package var authorization: UpstreamURL?
     /// Where tokens are issued and refreshed.
-    public var token: UpstreamURL?
+    package var token: UpstreamURL?
     /// RFC 7009 revocation.
-    public var revocation: UpstreamURL?
+    package var revocation: UpstreamURL?
     /// OIDC userinfo.
-    public var userinfo: UpstreamURL?
+    package var userinfo: UpstreamURL?
     /// RFC 8628 device authorization.
-    public var deviceAuthorization: UpstreamURL?
+    package var deviceAuthorization: UpstreamURL?
 
     /// The endpoints written in the config.
-    public init(configured provider: ProviderConfiguration) {
+    package init(configured provider: ProviderConfiguration) {
         authorization = provider.authorizationEndpoint
         token = provider.tokenEndpoint
         revocation = provider.revocationEndpoint
@@ -31,7 +31,7 @@ public struct ProviderEndpoints: Sendable, Equatable {
     }
 
     /// These endpoints with gaps filled from a discovery document; nil if it is not a JSON object.
-    public func filled(fromDiscovery body: [UInt8]) -> ProviderEndpoints? {
+    package func filled(fromDiscovery body: [UInt8]) -> ProviderEndpoints? {
         guard let document = try? JSONValue.parse(body), document.objectValue != nil else { return nil }
         func url(_ key: String) -> UpstreamURL? { document[key]?.stringValue.flatMap(UpstreamURL.parse) }
         var filled = self

@@ -3,14 +3,14 @@ import Glibc
 import Synchronization
 
 /// Something registered with a loop that reacts to readiness.
-public protocol Selectable: AnyObject {
+package protocol Selectable: AnyObject {
     /// Called on the loop thread with the epoll event bits.
     func ready(_ events: UInt32)
 }
 
 /// One epoll loop on one thread: it owns its descriptors, its timers and everything
 /// registered with it. Only `execute` and `wakeup` may be called from other threads.
-public final class EventLoop: @unchecked Sendable {
+package final class EventLoop: @unchecked Sendable {
     private let selector: Selector
     private let wakeFD: CInt
     /// Timers need no descriptor: each wait ends by the earliest deadline (`epoll_pwait2`), so
@@ -41,10 +41,10 @@ public final class EventLoop: @unchecked Sendable {
     /// the thread that creates or joins the loop may set it up or tear it down.
     private let owner = Atomic<UInt>(0)
     /// The time the current iteration started: cheap and precise enough for deadlines.
-    public private(set) var now = NanoTime.now()
+    package private(set) var now = NanoTime.now()
     /// How many readiness events the current iteration is dispatching: 1 when a lone event woke
     /// the loop (low load), many under load, when the end of the iteration comes soon anyway.
-    public private(set) var eventsInBatch = 0
+    package private(set) var eventsInBatch = 0
     /// Iterations run so far: tests check that a loop waiting for a timer sleeps, not spins.
     package private(set) var iterations = 0
     /// Iterations whose batch of events has been dispatched: once this passes the iteration in
@@ -52,10 +52,10 @@ public final class EventLoop: @unchecked Sendable {
     /// it reported handled (`UpstreamClient` tells quiet parked connections by it).
     package private(set) var batchesDispatched = 0
     /// A name for logs, e.g. `loop-0`.
-    public let name: String
+    package let name: String
 
     /// Creates a loop; call `run` on the thread that will own it.
-    public init(name: String) throws(IOError) {
+    package init(name: String) throws(IOError) {
         self.name = name
         selector = try Selector()
         wakeFD = try syscall(where: "eventfd") { cl_eventfd() }
@@ -69,19 +69,19 @@ public final class EventLoop: @unchecked Sendable {
     /// Whether the caller runs on this loop's thread (or the loop has not started yet, when
     /// the thread that creates it sets it up). Checked by `assertInLoop` in debug builds, as
     /// swift-nio's `NIOLoopBound` does: loop-confined state touched from another thread is a bug.
-    public var inLoop: Bool {
+    package var inLoop: Bool {
         let thread = owner.load(ordering: .relaxed)
         return thread == 0 || pthread_equal(thread, pthread_self()) != 0
     }
 
     /// Traps in debug builds when called off the loop's thread; free in release builds.
     @inline(__always)
-    public func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
+    package func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
         assert(inLoop, "\(name): called off its loop thread", file: file, line: line)
     }
 
     /// Registers `fd` for `interest`; events go to `target` until `deregister`.
-    public func register(fd: CInt, interest: Interest, target: any Selectable, exclusive: Bool = false) throws(IOError) {
+    package func register(fd: CInt, interest: Interest, target: any Selectable, exclusive: Bool = false) throws(IOError) {
         assertInLoop()
         let generation = slot(for: fd)
         registrations[Int(fd)] = (generation, target)
@@ -90,7 +90,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// (Re)claims `fd` for `target`: modifies an existing epoll entry, or adds one when the kernel
     /// has none (the descriptor was closed and its number reused). One syscall either way.
-    public func claim(fd: CInt, interest: Interest, target: any Selectable) throws(IOError) {
+    package func claim(fd: CInt, interest: Interest, target: any Selectable) throws(IOError) {
         assertInLoop()
         let generation = slot(for: fd)
         registrations[Int(fd)] = (generation, target)
@@ -102,13 +102,13 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Changes the interest of a registered `fd`.
-    public func reregister(fd: CInt, interest: Interest) throws(IOError) {
+    package func reregister(fd: CInt, interest: Interest) throws(IOError) {
         assertInLoop()
         try selector.reregister(fd: fd, generation: registrations[Int(fd)].generation, interest: interest)
     }
 
     /// Stops delivering events for `fd`; call before closing it.
-    public func deregister(fd: CInt) {
+    package func deregister(fd: CInt) {
         assertInLoop()
         selector.deregister(fd: fd)
         registrations[Int(fd)].target = nil
@@ -117,7 +117,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Forgets `fd`'s registration without a syscall, for a descriptor about to be closed (or just
     /// closed) whose open file is not shared: closing it takes it out of the epoll set. Events
     /// already fetched for it are dropped, as after `deregister`.
-    public func forget(fd: CInt) {
+    package func forget(fd: CInt) {
         assertInLoop()
         guard Int(fd) < registrations.count else { return }
         registrations[Int(fd)].target = nil
@@ -125,7 +125,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Schedules `callback` on this loop at `deadline`.
     @discardableResult
-    public func schedule(at deadline: NanoTime, _ callback: @escaping () -> Void) -> TimerID {
+    package func schedule(at deadline: NanoTime, _ callback: @escaping () -> Void) -> TimerID {
         assertInLoop()
         // The next wait ends by the earliest deadline; one already due runs at the end of this
         // iteration, or ends the next wait at once.
@@ -133,13 +133,13 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Cancels a timer; a no-op if it already ran.
-    public func cancel(_ timer: TimerID) {
+    package func cancel(_ timer: TimerID) {
         assertInLoop()
         timers.cancel(timer)
     }
 
     /// Runs `task` on the loop thread soon; callable from any thread.
-    public func execute(_ task: @escaping @Sendable () -> Void) {
+    package func execute(_ task: @escaping @Sendable () -> Void) {
         inbox.withLock { $0.append(task) }
         wakeup()
     }
@@ -147,31 +147,31 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `task` where a timer due now would run: after this batch's events, before its timers;
     /// asked while those run, at the next iteration, which then does not wait. A zero timeout
     /// without a timer heap insert and removal (libcurl asks for one per transfer). Loop thread only.
-    public func runDue(_ task: @escaping () -> Void) {
+    package func runDue(_ task: @escaping () -> Void) {
         assertInLoop()
         dueNow.append(Task(run: task))
     }
 
     /// Runs `task` at the end of the current iteration, after all events were handled (loop thread only).
-    public func afterEvents(_ task: @escaping () -> Void) {
+    package func afterEvents(_ task: @escaping () -> Void) {
         assertInLoop()
         afterIteration.append(Task(run: task))
     }
 
     /// Interrupts `epoll_wait`; callable from any thread.
-    public func wakeup() {
+    package func wakeup() {
         var one: UInt64 = 1
         _ = Glibc.write(wakeFD, &one, 8)
     }
 
     /// Makes `run` return after the current iteration (loop thread only).
-    public func stop() { running = false }
+    package func stop() { running = false }
 
     /// Runs `task` on the loop thread when `run` returns (buffers that must reach their file).
-    public func whenStopped(_ task: @escaping () -> Void) { atStop.append(task) }
+    package func whenStopped(_ task: @escaping () -> Void) { atStop.append(task) }
 
     /// Runs until `stop`.
-    public func run() {
+    package func run() {
         owner.store(pthread_self(), ordering: .relaxed)
         while running { iterate(timeoutMilliseconds: -1) }
         for task in atStop { task() }

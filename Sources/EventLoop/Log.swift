@@ -3,14 +3,14 @@ import JSON
 import Synchronization
 
 /// Severity of a log line.
-public enum LogLevel: Int, Sendable, Comparable {
+package enum LogLevel: Int, Sendable, Comparable {
     case debug, info, warning, error
     /// The name a log line carries.
     var name: StaticString { switch self { case .debug: "debug"; case .info: "info"; case .warning: "warning"; case .error: "error" } }
-    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+    package static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
 
     /// Parses `debug`, `info`, `warning` or `error`.
-    public init?(name: String) {
+    package init?(name: String) {
         switch name {
         case "debug": self = .debug
         case "info": self = .info
@@ -22,23 +22,23 @@ public enum LogLevel: Int, Sendable, Comparable {
 }
 
 /// A value in a log line.
-public enum LogValue: Sendable {
+package enum LogValue: Sendable {
     case string(String), int(Int), double(Double), bool(Bool)
 }
 
 /// JSON-lines logging to stderr: one object per line with `time`, `level`, `event` and fields.
 /// Callers pass only values that are safe to print; no secret is ever given to the log.
-public enum Log {
+package enum Log {
     private static let minimum = Atomic<Int>(LogLevel.info.rawValue)
 
     /// Sets the lowest level written.
-    public static func setMinimumLevel(_ level: LogLevel) { minimum.store(level.rawValue, ordering: .relaxed) }
+    package static func setMinimumLevel(_ level: LogLevel) { minimum.store(level.rawValue, ordering: .relaxed) }
 
     /// Whether lines at `level` are written.
-    public static func enabled(_ level: LogLevel) -> Bool { level.rawValue >= minimum.load(ordering: .relaxed) }
+    package static func enabled(_ level: LogLevel) -> Bool { level.rawValue >= minimum.load(ordering: .relaxed) }
 
     /// Writes one line now (lifecycle events; request lines go through `LogBuffer`).
-    public static func emit(_ level: LogLevel, _ event: String, _ fields: KeyValuePairs<String, LogValue> = [:]) {
+    package static func emit(_ level: LogLevel, _ event: String, _ fields: KeyValuePairs<String, LogValue> = [:]) {
         guard enabled(level) else { return }
         var line: [UInt8] = []
         format(level, event, fields.map { ($0.key, $0.value) }, into: &line)
@@ -46,7 +46,7 @@ public enum Log {
     }
 
     /// Writes one line now with fields built at run time (a component adding its own, such as `provider`).
-    public static func emit(_ level: LogLevel, _ event: String, fields: [(String, LogValue)]) {
+    package static func emit(_ level: LogLevel, _ event: String, fields: [(String, LogValue)]) {
         guard enabled(level) else { return }
         var line: [UInt8] = []
         format(level, event, fields, into: &line)
@@ -61,7 +61,7 @@ public enum Log {
     }
 
     /// Writes plain text (CLI messages) to stderr.
-    public static func writeStandardError(_ text: String) { write(Array(text.utf8)) }
+    package static func writeStandardError(_ text: String) { write(Array(text.utf8)) }
 
     static func write(_ bytes: [UInt8]) { bytes.withUnsafeBytes { write($0) } }
 
@@ -89,24 +89,24 @@ public enum Log {
 /// one, so a busy loop makes one write(2) for hundreds of requests; warnings and errors go out at
 /// once (with what is queued before them, keeping the order). The rest is written when the loop
 /// stops. Lines are composed in place, at the end of what is queued.
-public final class LogBuffer {
+package final class LogBuffer {
     private var pending = LogLine(capacity: LogBuffer.flushBytes + 4096)
     private var flushTimer: TimerID?
     private let loop: EventLoop
 
     /// Bytes queued before a write.
-    public static let flushBytes = 64 * 1024
+    package static let flushBytes = 64 * 1024
     /// Seconds a queued line waits at most.
-    public static let flushSeconds = 1.0
+    package static let flushSeconds = 1.0
 
     /// Creates a buffer for `loop`, flushed when the loop stops.
-    public init(loop: EventLoop) {
+    package init(loop: EventLoop) {
         self.loop = loop
         loop.whenStopped { [weak self] in self?.flush() }
     }
 
     /// Queues one line.
-    public func emit(_ level: LogLevel, _ event: String, _ fields: [(String, LogValue)]) {
+    package func emit(_ level: LogLevel, _ event: String, _ fields: [(String, LogValue)]) {
         guard Log.enabled(level) else { return }
         pending.write(level, event, fields)
         queued(level)
@@ -114,7 +114,7 @@ public final class LogBuffer {
 
     /// Queues one line whose fields `fields` writes, in order, straight into the queue: no array
     /// of fields and no String per value (every request's access line goes this way).
-    public func emit(_ level: LogLevel, _ event: StaticString, fields: (inout LogLine) -> Void) {
+    package func emit(_ level: LogLevel, _ event: StaticString, fields: (inout LogLine) -> Void) {
         guard Log.enabled(level) else { return }
         pending.begin(level, event)
         fields(&pending)
@@ -132,7 +132,7 @@ public final class LogBuffer {
     }
 
     /// Writes what is queued.
-    public func flush() {
+    package func flush() {
         if let flushTimer {
             loop.cancel(flushTimer)
             self.flushTimer = nil

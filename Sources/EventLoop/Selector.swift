@@ -3,13 +3,13 @@ import Glibc
 import Synchronization
 
 /// Readiness interest for a descriptor.
-public struct Interest: OptionSet, Sendable, Hashable {
-    public let rawValue: UInt32
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
+package struct Interest: OptionSet, Sendable, Hashable {
+    package let rawValue: UInt32
+    package init(rawValue: UInt32) { self.rawValue = rawValue }
     /// Readable.
-    public static let read = Interest(rawValue: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+    package static let read = Interest(rawValue: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
     /// Writable.
-    public static let write = Interest(rawValue: EPOLLOUT.rawValue)
+    package static let write = Interest(rawValue: EPOLLOUT.rawValue)
 }
 
 /// One readiness event: the descriptor, the registration generation packed with it into
@@ -94,13 +94,13 @@ final class Selector {
 }
 
 /// Reading the event bits `Selectable.ready` receives.
-public enum ReadyEvents {
+package enum ReadyEvents {
     /// Data, end of stream or hang-up: a read will not block.
-    public static func isReadable(_ events: UInt32) -> Bool {
+    package static func isReadable(_ events: UInt32) -> Bool {
         events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0
     }
     /// A write will not block.
-    public static func isWritable(_ events: UInt32) -> Bool { events & EPOLLOUT.rawValue != 0 }
+    package static func isWritable(_ events: UInt32) -> Bool { events & EPOLLOUT.rawValue != 0 }
     /// The socket has an error pending.
-    public static func isError(_ events: UInt32) -> Bool { events & EPOLLERR.rawValue != 0 }
+    package static func isError(_ events: UInt32) -> Bool { events & EPOLLERR.rawValue != 0 }
 }

@@ -2,13 +2,13 @@ import CLinux
 import Glibc
 
 /// Where a listener binds.
-public enum BindAddress: Sendable, Hashable, CustomStringConvertible {
+package enum BindAddress: Sendable, Hashable, CustomStringConvertible {
     /// An IPv4 or IPv6 literal (or `localhost`) and a port; port 0 picks a free one.
     case tcp(host: String, port: UInt16)
     /// A Unix domain socket path.
     case unix(path: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .tcp(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         case .unix(let path): "unix:\(path)"
@@ -17,10 +17,10 @@ public enum BindAddress: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Socket helpers over the syscall chokepoint.
-public enum Socket {
+package enum Socket {
     /// Creates a non-blocking listening socket; `reusePort` lets each loop bind its own (SO_REUSEPORT).
     /// With `listening: false` the socket is only bound (the exclusivity probe).
-    public static func listen(_ address: BindAddress, reusePort: Bool, backlog: CInt = 4096,
+    package static func listen(_ address: BindAddress, reusePort: Bool, backlog: CInt = 4096,
                               listening: Bool = true) throws(IOError) -> CInt {
         switch address {
         case .tcp(let host, let port):
@@ -87,7 +87,7 @@ public enum Socket {
     }
 
     /// The port a TCP listener is bound to (useful after binding port 0).
-    public static func boundPort(_ fd: CInt) throws(IOError) -> UInt16 {
+    package static func boundPort(_ fd: CInt) throws(IOError) -> UInt16 {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = try withUnsafeMutablePointer(to: &storage) { p throws(IOError) in

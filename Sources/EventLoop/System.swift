@@ -63,15 +63,15 @@ package func closeDescriptor(_ fd: CInt) {
 }
 
 /// Monotonic time in nanoseconds.
-public struct NanoTime: Sendable, Comparable, Hashable {
+package struct NanoTime: Sendable, Comparable, Hashable {
     /// Nanoseconds since an arbitrary start.
-    public var nanoseconds: Int64
+    package var nanoseconds: Int64
 
     /// Creates a time from nanoseconds.
-    public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
+    package init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
 
     /// Now, from CLOCK_MONOTONIC.
-    public static func now() -> NanoTime {
+    package static func now() -> NanoTime {
         var ns: Int64 = 0
         _ = cl_monotonic_now(&ns)
         return NanoTime(nanoseconds: ns)
@@ -80,7 +80,7 @@ public struct NanoTime: Sendable, Comparable, Hashable {
     /// This time plus `seconds`.
     /// This time plus `seconds`, saturating at about 292 years either way (a duration from a
     /// peer must never trap the process).
-    public func adding(seconds: Double) -> NanoTime {
+    package func adding(seconds: Double) -> NanoTime {
         let delta = seconds * 1_000_000_000
         let clamped = delta.isNaN ? 0 : min(max(delta, -9.0e18), 9.0e18)
         let (sum, overflow) = nanoseconds.addingReportingOverflow(Int64(clamped))
@@ -88,7 +88,7 @@ public struct NanoTime: Sendable, Comparable, Hashable {
     }
 
     /// Seconds from `earlier` to this time.
-    public func seconds(since earlier: NanoTime) -> Double { Double(nanoseconds - earlier.nanoseconds) / 1e9 }
+    package func seconds(since earlier: NanoTime) -> Double { Double(nanoseconds - earlier.nanoseconds) / 1e9 }
 
-    public static func < (a: NanoTime, b: NanoTime) -> Bool { a.nanoseconds < b.nanoseconds }
+    package static func < (a: NanoTime, b: NanoTime) -> Bool { a.nanoseconds < b.nanoseconds }
 }

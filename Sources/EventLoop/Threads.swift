@@ -1,9 +1,9 @@
 import Glibc
 
 /// Thread primitives shared by the loops and the blocking workers (token store, analytics store).
-public enum Threads {
+package enum Threads {
     /// Starts a pthread running `body`.
-    public static func spawn(_ body: @escaping () -> Void) throws(IOError) -> pthread_t {
+    package static func spawn(_ body: @escaping () -> Void) throws(IOError) -> pthread_t {
         var thread = pthread_t()
         let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
         let result = pthread_create(&thread, nil, { arg in
@@ -25,12 +25,12 @@ public enum Threads {
 }
 
 /// A POSIX counting semaphore at a stable address, as `sem_t` requires.
-public final class PosixSemaphore: @unchecked Sendable {
+package final class PosixSemaphore: @unchecked Sendable {
     // sem_post and sem_wait are thread-safe by contract, and the pointer never changes.
     private let sem = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
 
     /// A semaphore at zero.
-    public init() { sem_init(sem, 0, 0) }
+    package init() { sem_init(sem, 0, 0) }
 
     deinit {
         sem_destroy(sem)
@@ -38,10 +38,10 @@ public final class PosixSemaphore: @unchecked Sendable {
     }
 
     /// Adds one.
-    public func post() { sem_post(sem) }
+    package func post() { sem_post(sem) }
 
     /// Waits for one (retrying interrupted waits).
-    public func wait() {
+    package func wait() {
         while sem_wait(sem) == -1 && errno == EINTR {}
     }
 }

@@ -9,7 +9,7 @@
 ///
 /// Like swift-nio's `NIOLoopBound`, this carries a promise the compiler cannot check; unlike it,
 /// the promise is about lifetime, not threads (pair it with `LoopBound` where both hold).
-public struct Unretained<Object: AnyObject> {
+package struct Unretained<Object: AnyObject> {
     #if DEBUG
     @usableFromInline unowned let reference: Object
     #else
@@ -18,11 +18,11 @@ public struct Unretained<Object: AnyObject> {
 
     /// Refers to `object`, which the caller guarantees outlives this value and every copy of it.
     @inlinable
-    public init(_ object: Object) {
+    package init(_ object: Object) {
         reference = object
     }
 
     /// The object.
     @inlinable
-    public var object: Object { reference }
+    package var object: Object { reference }
 }

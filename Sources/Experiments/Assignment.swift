@@ -1,7 +1,7 @@
 /// One experiment's variant for one subject, and why it is that one.
-public struct Assignment: Sendable, Equatable {
+package struct Assignment: Sendable, Equatable {
     /// Why a subject has its variant.
-    public enum Reason: String, Sendable, Equatable {
+    package enum Reason: String, Sendable, Equatable {
         /// Hashed into the variant's range while the experiment runs.
         case assigned
         /// Disabled or outside `start`/`end`: the first variant.
@@ -11,19 +11,19 @@ public struct Assignment: Sendable, Equatable {
     }
 
     /// The experiment.
-    public let experiment: String
+    package let experiment: String
     /// The variant.
-    public let variant: String
+    package let variant: String
     /// How it was decided.
-    public let reason: Reason
+    package let reason: Reason
 
     /// An assignment.
-    public init(experiment: String, variant: String, reason: Reason) {
+    package init(experiment: String, variant: String, reason: Reason) {
         self.experiment = experiment
         self.variant = variant
         self.reason = reason
     }
 
     /// Whether reading it counts as an exposure: only a hashed assignment is part of the experiment.
-    public var isExposure: Bool { reason == .assigned }
+    package var isExposure: Bool { reason == .assigned }
 }

@@ -1,18 +1,18 @@
 /// A response head to serialise: status line plus fields, in order.
-public struct HTTPResponseHead: Sendable {
+package struct HTTPResponseHead: Sendable {
     /// Status code, e.g. 200.
-    public var status: Int
+    package var status: Int
     /// Header fields in order; the serialiser adds nothing on its own.
-    public var headers: [(name: String, value: String)]
+    package var headers: [(name: String, value: String)]
 
     /// Creates a head.
-    public init(status: Int, headers: [(name: String, value: String)] = []) {
+    package init(status: Int, headers: [(name: String, value: String)] = []) {
         self.status = status
         self.headers = headers
     }
 
     /// Appends `HTTP/1.1 <status> <reason>\r\n`, the fields and the blank line to `buffer`.
-    public func serialize(into buffer: inout [UInt8]) {
+    package func serialize(into buffer: inout [UInt8]) {
         Self.appendStatusLine(status, to: &buffer)
         for (name, value) in headers { buffer.writeField(name, value) }
         buffer.write(HTTPFieldSyntax.crlf)
@@ -21,7 +21,7 @@ public struct HTTPResponseHead: Sendable {
     /// Appends `HTTP/1.1 <status> <reason>\r\n`: the digits and a literal reason phrase, so no
     /// table is looked up and no shared array is retained per response.
     @inlinable
-    public static func appendStatusLine<Sink: ByteSink>(_ status: Int, to bytes: inout Sink) {
+    package static func appendStatusLine<Sink: ByteSink>(_ status: Int, to bytes: inout Sink) {
         bytes.write(versionPrefix)
         if status >= 0 { bytes.writeDecimal(status) } else { bytes.write(String(status)) }
         bytes.write(byte: UInt8(ascii: " "))
@@ -32,7 +32,7 @@ public struct HTTPResponseHead: Sendable {
     @usableFromInline static let versionPrefix = StaticBytes("HTTP/1.1 ")
 
     /// The RFC 9110 reason phrase, or "Unknown".
-    public static func reasonPhrase(_ status: Int) -> String {
+    package static func reasonPhrase(_ status: Int) -> String {
         switch status {
         case 100: "Continue"
         case 101: "Switching Protocols"

@@ -169,17 +169,17 @@ final class BufferPool {
 
 /// A response head (`HTTPExchange.startResponse`) or a chunk's size line written straight into a
 /// connection's output buffer.
-public struct ResponseHeadWriter: ByteSink {
+package struct ResponseHeadWriter: ByteSink {
     /// Unretained: a writer lives only inside `HTTPConnection.writeHead` and `writeBody`, which hold the buffer.
     /// `Unmanaged`, as an `unowned(unsafe)` reference is retained and released around each call.
     let output: Unmanaged<ByteBuffer>
 
     init(output: ByteBuffer) { self.output = Unmanaged.passUnretained(output) }
 
-    public mutating func write(_ bytes: UnsafeRawBufferPointer) { output._withUnsafeGuaranteedRef { $0.append(bytes) } }
+    package mutating func write(_ bytes: UnsafeRawBufferPointer) { output._withUnsafeGuaranteedRef { $0.append(bytes) } }
 
-    public mutating func reserve(_ count: Int) { output._withUnsafeGuaranteedRef { $0.reserve(count) } }
+    package mutating func reserve(_ count: Int) { output._withUnsafeGuaranteedRef { $0.reserve(count) } }
 
     /// The bytes queued on the connection, this head's so far included.
-    public var count: Int { output._withUnsafeGuaranteedRef { $0.readableBytes } }
+    package var count: Int { output._withUnsafeGuaranteedRef { $0.readableBytes } }
 }

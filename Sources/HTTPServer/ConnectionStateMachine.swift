@@ -3,21 +3,21 @@ import EventLoop
 /// payloads, events in, actions out. `HTTPConnection` performs the I/O the actions name and keeps
 /// no lifecycle of its own. Deadlines (slow-loris, idle, stalled body, stalled reader) are
 /// derived from the state, never stored beside it.
-public struct ConnectionStateMachine: Sendable {
+package struct ConnectionStateMachine: Sendable {
     /// Whether the connection may carry another request after the current response.
-    public enum Persistence: Sendable, Equatable {
+    package enum Persistence: Sendable, Equatable {
         case keepAlive
         case close
     }
 
     /// Whether request body bytes are read and delivered, or held in the socket by the handler.
-    public enum BodyFlow: Sendable, Equatable {
+    package enum BodyFlow: Sendable, Equatable {
         case flowing
         case paused
     }
 
     /// `Expect: 100-continue` bookkeeping for one request body.
-    public enum Continue: Sendable, Equatable {
+    package enum Continue: Sendable, Equatable {
         /// The client sends its body unasked.
         case notExpected
         /// The client waits for `100 Continue`, which was not sent (an early answer leaves the body
@@ -28,7 +28,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// The request side of an exchange.
-    public enum RequestState: Sendable, Equatable {
+    package enum RequestState: Sendable, Equatable {
         /// Body bytes are arriving; the idle timeout runs from the last of them.
         case body(BodyFlow, Continue, lastProgress: NanoTime)
         /// The request is complete.
@@ -36,7 +36,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// Who waits for queued output to drain.
-    public enum Writer: Sendable, Equatable {
+    package enum Writer: Sendable, Equatable {
         /// Nobody.
         case ready
         /// A writer was told `canWrite == false` and is owed a `writable` event.
@@ -44,7 +44,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// The response side of an exchange.
-    public enum ResponseState: Sendable, Equatable {
+    package enum ResponseState: Sendable, Equatable {
         /// Nothing queued yet.
         case pending
         /// The head is queued; body may follow.
@@ -59,14 +59,14 @@ public struct ConnectionStateMachine: Sendable {
 
     /// One request and its response, progressing independently (an early response drains the
     /// rest of the body; a pipelined head waits for the response).
-    public struct Exchange: Sendable, Equatable {
-        public var request: RequestState
-        public var response: ResponseState
-        public var persistence: Persistence
+    package struct Exchange: Sendable, Equatable {
+        package var request: RequestState
+        package var response: ResponseState
+        package var persistence: Persistence
     }
 
     /// Where the connection is.
-    public enum State: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
         /// Accepted, no byte of the first request yet: the header timeout runs from accept.
         case accepted(deadline: NanoTime)
         /// Between requests: the idle timeout runs.
@@ -84,14 +84,14 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// Whether queued output drains.
-    public enum Output: Sendable, Equatable {
+    package enum Output: Sendable, Equatable {
         case drained
         /// A write could not complete at `since`; a reader that stays stalled times out.
         case blocked(since: NanoTime)
     }
 
     /// What the owner must do after an event.
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Nothing.
         case none
         /// Parse the next request (pipelined bytes may already be buffered).
@@ -106,13 +106,13 @@ public struct ConnectionStateMachine: Sendable {
         case close(reason: String?)
     }
 
-    public private(set) var state: State
-    public private(set) var output: Output = .drained
+    package private(set) var state: State
+    package private(set) var output: Output = .drained
     private let headerTimeout: Double
     private let idleTimeout: Double
 
     /// A new connection accepted at `now`: the first request must arrive within the header timeout.
-    public init(now: NanoTime, headerTimeout: Double, idleTimeout: Double) {
+    package init(now: NanoTime, headerTimeout: Double, idleTimeout: Double) {
         self.headerTimeout = headerTimeout
         self.idleTimeout = idleTimeout
         state = .accepted(deadline: now.adding(seconds: headerTimeout))
@@ -121,7 +121,7 @@ public struct ConnectionStateMachine: Sendable {
     // MARK: derived
 
     /// When the connection times out, if a timeout applies now.
-    public var deadline: NanoTime? {
+    package var deadline: NanoTime? {
         let stalledReader: NanoTime? = if case .blocked(let since) = output { since.adding(seconds: idleTimeout) } else { nil }
         switch state {
         case .accepted(let deadline), .readingHead(let deadline, _):
@@ -142,19 +142,19 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// Whether the connection is closed (or decided to close now).
-    public var isClosed: Bool { if case .closed = state { true } else { false } }
+    package var isClosed: Bool { if case .closed = state { true } else { false } }
 
     /// Whether nothing more is read because the connection closes after its output.
-    public var isClosing: Bool { if case .closing = state { true } else { false } }
+    package var isClosing: Bool { if case .closing = state { true } else { false } }
 
     /// Whether the response being written must carry `Connection: close`.
-    public var closesAfterResponse: Bool {
+    package var closesAfterResponse: Bool {
         if case .exchange(let exchange) = state { return exchange.persistence == .close }
         return true
     }
 
     /// Whether heads are being parsed.
-    public var expectsHead: Bool {
+    package var expectsHead: Bool {
         switch state {
         case .accepted, .idle, .readingHead: true
         case .exchange, .closing, .closed: false
@@ -162,26 +162,26 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// Whether the request body is read now: it flows, or the response ended and the rest is drained.
-    public var readsBody: Bool {
+    package var readsBody: Bool {
         guard case .exchange(let exchange) = state, case .body(let flow, _, _) = exchange.request else { return false }
         return flow == .flowing || exchange.response.isComplete
     }
 
     /// Whether body bytes go to the handler (not once its response ended: they are only drained).
-    public var deliversBody: Bool {
+    package var deliversBody: Bool {
         guard case .exchange(let exchange) = state, case .body = exchange.request else { return false }
         return !exchange.response.isComplete
     }
 
     /// Whether the body the handler paused is held.
-    public var bodyPaused: Bool {
+    package var bodyPaused: Bool {
         guard case .exchange(let exchange) = state, case .body(.paused, _, _) = exchange.request else { return false }
         return true
     }
 
     /// Whether the socket should be read. `inputFull`: the input buffer holds as much as it may
     /// (pipelined requests wait behind the current response).
-    public func wantsRead(inputFull: Bool) -> Bool {
+    package func wantsRead(inputFull: Bool) -> Bool {
         if case .blocked = output { return false }
         switch state {
         case .accepted, .idle, .readingHead: return true
@@ -196,7 +196,7 @@ public struct ConnectionStateMachine: Sendable {
     // MARK: request events
 
     /// Bytes of a request head arrived.
-    public mutating func headBytesReceived(now: NanoTime) {
+    package mutating func headBytesReceived(now: NanoTime) {
         switch state {
         case .accepted(let deadline): state = .readingHead(deadline: deadline, persistence: .keepAlive)
         case .idle: state = .readingHead(deadline: now.adding(seconds: headerTimeout), persistence: .keepAlive)
@@ -205,7 +205,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// A whole head was parsed.
-    public mutating func headReceived(now: NanoTime, keepAlive: Bool, hasBody: Bool, expectsContinue: Bool = false) {
+    package mutating func headReceived(now: NanoTime, keepAlive: Bool, hasBody: Bool, expectsContinue: Bool = false) {
         let persistence: Persistence
         switch state {
         case .accepted, .idle: persistence = .keepAlive
@@ -218,7 +218,7 @@ public struct ConnectionStateMachine: Sendable {
 
     /// The handler returned from `handle`: a client waiting for `100 Continue` is invited unless
     /// it was already answered.
-    public mutating func handlerReturned() -> Action {
+    package mutating func handlerReturned() -> Action {
         guard case .exchange(var exchange) = state, case .body(let flow, .owed, let last) = exchange.request,
               exchange.response.isPending else { return .none }
         exchange.request = .body(flow, .sent, lastProgress: last)
@@ -227,14 +227,14 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// Body bytes arrived: the idle timeout restarts.
-    public mutating func bodyReceived(now: NanoTime) {
+    package mutating func bodyReceived(now: NanoTime) {
         guard case .exchange(var exchange) = state, case .body(let flow, let expect, _) = exchange.request else { return }
         exchange.request = .body(flow, expect, lastProgress: now)
         state = .exchange(exchange)
     }
 
     /// The handler holds (`.paused`) or wants (`.flowing`) the body; true when it changed.
-    public mutating func setBodyFlow(_ flow: BodyFlow) -> Bool {
+    package mutating func setBodyFlow(_ flow: BodyFlow) -> Bool {
         guard case .exchange(var exchange) = state, case .body(let old, let expect, let last) = exchange.request,
               old != flow else { return false }
         exchange.request = .body(flow, expect, lastProgress: last)
@@ -243,7 +243,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// The request body ended.
-    public mutating func bodyEnded(now: NanoTime) -> Action {
+    package mutating func bodyEnded(now: NanoTime) -> Action {
         guard case .exchange(var exchange) = state, case .body = exchange.request else { return .none }
         exchange.request = .complete
         if exchange.response.isComplete { return exchangeComplete(now: now, exchange.persistence) }
@@ -254,7 +254,7 @@ public struct ConnectionStateMachine: Sendable {
     // MARK: response events
 
     /// A response head was queued. `closeDelimited`: its body ends with the connection (HTTP/1.0, no length).
-    public mutating func responseStarted(closeDelimited: Bool = false) {
+    package mutating func responseStarted(closeDelimited: Bool = false) {
         guard case .exchange(var exchange) = state, exchange.response.isPending else { return }
         exchange.response = .streaming(.ready)
         if closeDelimited { exchange.persistence = .close }
@@ -262,14 +262,14 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// A started response was taken back before any byte left (an error replaces it).
-    public mutating func responseRetracted() {
+    package mutating func responseRetracted() {
         guard case .exchange(var exchange) = state, case .streaming = exchange.response else { return }
         exchange.response = .pending
         state = .exchange(exchange)
     }
 
     /// The response was fully queued.
-    public mutating func responseEnded(now: NanoTime) -> Action {
+    package mutating func responseEnded(now: NanoTime) -> Action {
         guard case .exchange(var exchange) = state else { return .none }
         exchange.response = .complete
         switch exchange.request {
@@ -287,7 +287,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// The writer was told it may not queue more: it is owed `notifyWritable` once output drains.
-    public mutating func writerRefused() {
+    package mutating func writerRefused() {
         guard case .exchange(var exchange) = state, case .streaming = exchange.response else { return }
         exchange.response = .streaming(.waiting)
         state = .exchange(exchange)
@@ -296,12 +296,12 @@ public struct ConnectionStateMachine: Sendable {
     // MARK: output events
 
     /// A write could not complete: a reader that stays stalled times out.
-    public mutating func outputBlocked(now: NanoTime) {
+    package mutating func outputBlocked(now: NanoTime) {
         if case .drained = output { output = .blocked(since: now) }
     }
 
     /// Queued output shrank below the low-water mark (`empty`: all of it was written).
-    public mutating func outputDrained(empty: Bool) -> Action {
+    package mutating func outputDrained(empty: Bool) -> Action {
         if empty {
             output = .drained
             if case .closing(let reason) = state {
@@ -320,7 +320,7 @@ public struct ConnectionStateMachine: Sendable {
     /// The client shut down its sending side (read returned 0). A FIN while a response is pending
     /// is the client going away (nginx's client abort): close now, so upstream work is cancelled
     /// at once rather than answered into a socket nobody reads.
-    public mutating func inputEnded() -> Action {
+    package mutating func inputEnded() -> Action {
         let reason: String
         switch state {
         case .closed: return .none
@@ -334,7 +334,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// The timer fired: close if the deadline really passed (it may have moved since it was armed).
-    public mutating func timerFired(now: NanoTime) -> Action {
+    package mutating func timerFired(now: NanoTime) -> Action {
         guard let deadline, deadline <= now else { return .none }
         state = .closed
         return .close(reason: "timeout")
@@ -342,7 +342,7 @@ public struct ConnectionStateMachine: Sendable {
 
     /// The server is shutting down: idle connections close once what is queued is written, busy
     /// ones after their response.
-    public mutating func shutdown() -> Action {
+    package mutating func shutdown() -> Action {
         switch state {
         case .accepted:
             state = .closed
@@ -365,7 +365,7 @@ public struct ConnectionStateMachine: Sendable {
 
     /// The exchange cannot go on (a response cut short, a refused request): write what is queued,
     /// then close. `reason` is logged for an exchange that had not ended.
-    public mutating func closeAfterFlush(reason: String?) -> Action {
+    package mutating func closeAfterFlush(reason: String?) -> Action {
         switch state {
         case .closed: return .none
         case .closing: return .flushAndClose
@@ -376,7 +376,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// Close now (an I/O error, the shutdown deadline).
-    public mutating func closeNow(reason: String?) -> Action {
+    package mutating func closeNow(reason: String?) -> Action {
         if case .closed = state { return .none }
         state = .closed
         return .close(reason: reason)

@@ -7,24 +7,24 @@ import HTTP1
 /// `endResponse` (streamed). Whoever consumes the request body or streams the response sets
 /// itself as the `delegate`: it receives the body, the writable and finished events, and the
 /// exchange is its single owner (released after `exchange(_:finished:)`).
-public final class HTTPExchange {
+package final class HTTPExchange {
     /// The request head.
-    public let head: HTTPRequestHead
+    package let head: HTTPRequestHead
     /// The client's address (`unix` for a Unix socket).
-    public let peer: String
+    package let peer: String
     /// Index of the listen address (`ServerConfiguration.addresses`) the connection came in on.
-    public let listener: Int
+    package let listener: Int
     /// When the head was complete.
-    public let startedAt: NanoTime
+    package let startedAt: NanoTime
     /// The loop that owns this exchange.
-    public let loop: EventLoop
+    package let loop: EventLoop
     /// Cleared when the exchange finished, the connection closed or moved to its next request
     /// (`finish`, `HTTPConnection.perform`): a strong reference, as a weak one would give every
     /// connection a side table (docs/ARCHITECTURE.md §13), and no cycle outlives the exchange.
     var connection: HTTPConnection?
 
     /// Receives this exchange's events; held until the exchange finished.
-    public var delegate: (any HTTPExchangeDelegate)?
+    package var delegate: (any HTTPExchangeDelegate)?
 
     /// How the response body is delimited on the wire, once a head was queued.
     enum BodyFraming: Equatable {
@@ -52,11 +52,11 @@ public final class HTTPExchange {
     var progress: Progress = .pending
 
     /// The status sent, once started (0 before, and after a retraction).
-    public internal(set) var status = 0
+    package internal(set) var status = 0
     /// Body bytes queued for the client.
-    public internal(set) var bytesSent = 0
+    package internal(set) var bytesSent = 0
     /// Request body bytes received.
-    public internal(set) var bytesReceived = 0
+    package internal(set) var bytesReceived = 0
 
     init(head: consuming HTTPRequestHead, peer: String, listener: Int, startedAt: NanoTime, loop: EventLoop, connection: HTTPConnection) {
         self.head = head
@@ -68,11 +68,11 @@ public final class HTTPExchange {
     }
 
     /// Whether a response head was queued.
-    public var responseStarted: Bool { if case .pending = progress { false } else { true } }
+    package var responseStarted: Bool { if case .pending = progress { false } else { true } }
     /// Whether the response ended.
-    public var responseEnded: Bool { if case .ended = progress { true } else { false } }
+    package var responseEnded: Bool { if case .ended = progress { true } else { false } }
     /// Whether the connection went away before the response ended.
-    public var isAborted: Bool { if case .aborted = progress { true } else { false } }
+    package var isAborted: Bool { if case .aborted = progress { true } else { false } }
     /// Whether the outcome was reported (ended or aborted).
     var isFinished: Bool {
         switch progress {
@@ -81,16 +81,16 @@ public final class HTTPExchange {
         }
     }
     /// Whether the request method is HEAD (a response carries no body).
-    public var isHeadRequest: Bool { head.methodIs("HEAD") }
+    package var isHeadRequest: Bool { head.methodIs("HEAD") }
 
     /// Sends a whole response; `Content-Length` (and `Connection: close` when closing) are added.
-    public func respond(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+    package func respond(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
         guard let connection, !responseStarted else { return }
         body.withUnsafeBytes { connection.respond(self, status: status, headers: headers, body: $0) }
     }
 
     /// How a streamed response body is delimited.
-    public enum ResponseFraming: Sendable, Equatable {
+    package enum ResponseFraming: Sendable, Equatable {
         /// Exactly this many bytes follow (`Content-Length`).
         case length(Int)
         /// Length unknown: chunked for HTTP/1.1 clients, close-delimited for 1.0.
@@ -100,7 +100,7 @@ public final class HTTPExchange {
     }
 
     /// Starts a streamed response.
-    public func startResponse(status: Int, headers: [(name: String, value: String)], framing: ResponseFraming) {
+    package func startResponse(status: Int, headers: [(name: String, value: String)], framing: ResponseFraming) {
         startResponse(status: status, framing: framing) { head in
             for (name, value) in headers { head.writeField(name, value) }
         }
@@ -108,47 +108,47 @@ public final class HTTPExchange {
 
     /// Starts a streamed response whose fields `writeFields` appends as `Name: value\r\n` lines
     /// (the caller vouches they hold no CR, LF or NUL); framing fields are added after them.
-    public func startResponse(status: Int, framing: ResponseFraming, writeFields: (inout ResponseHeadWriter) -> Void) {
+    package func startResponse(status: Int, framing: ResponseFraming, writeFields: (inout ResponseHeadWriter) -> Void) {
         guard let connection, !responseStarted else { return }
         connection.startResponse(self, status: status, framing: framing, writeFields: writeFields)
     }
 
     /// Queues body bytes of a streamed response.
-    public func writeBody(_ bytes: UnsafeRawBufferPointer) {
+    package func writeBody(_ bytes: UnsafeRawBufferPointer) {
         guard let connection, case .started = progress else { return }
         connection.writeBody(self, bytes)
     }
 
     /// Ends a streamed response.
-    public func endResponse() {
+    package func endResponse() {
         guard let connection, case .started = progress else { return }
         connection.endResponse(self)
     }
 
     /// Closes the client connection: a streamed response cannot be finished. What was queued is
     /// flushed first, so the client gets the head and partial body before the close.
-    public func abort(reason: String) { connection?.abort(self, reason: reason) }
+    package func abort(reason: String) { connection?.abort(self, reason: reason) }
 
     /// Takes back a started response of which nothing reached the client yet (true), so an error
     /// response can replace it; false when bytes already left.
-    public func retractResponse() -> Bool { connection?.retract(self) ?? false }
+    package func retractResponse() -> Bool { connection?.retract(self) ?? false }
 
     /// Whether more output may be queued without exceeding the high-water mark; after a false,
     /// the delegate hears `exchangeWritable` once the output drained below the low-water mark.
-    public var canWrite: Bool { connection?.canWrite(self) ?? false }
+    package var canWrite: Bool { connection?.canWrite(self) ?? false }
 
     /// Whether fewer than `limit` bytes wait for the socket; after a false, the delegate hears
     /// `exchangeWritable` as the output drains (below the low-water mark, or empty), and may ask again.
-    public func canWrite(below limit: Int) -> Bool { connection?.canWrite(self, below: limit) ?? false }
+    package func canWrite(below limit: Int) -> Bool { connection?.canWrite(self, below: limit) ?? false }
 
     /// Bytes queued on the connection that the socket has not taken yet (0 once it closed).
-    public var queuedBytes: Int { connection?.queuedBytes ?? 0 }
+    package var queuedBytes: Int { connection?.queuedBytes ?? 0 }
 
     /// Stops delivering request body until `resumeBody` (the socket is not read meanwhile).
-    public func pauseBody() { connection?.setBodyFlow(self, .paused) }
+    package func pauseBody() { connection?.setBodyFlow(self, .paused) }
 
     /// Resumes request body delivery.
-    public func resumeBody() { connection?.setBodyFlow(self, .flowing) }
+    package func resumeBody() { connection?.setBodyFlow(self, .flowing) }
 
     /// The outcome, reported once: to the delegate (then released) and to the handler.
     func finish(_ ending: ExchangeOutcome.Ending, handler: any HTTPHandler) {
@@ -163,9 +163,9 @@ public final class HTTPExchange {
 }
 
 /// How an exchange ended, reported once to its delegate and to the handler (the access log).
-public struct ExchangeOutcome: Sendable, Equatable {
+package struct ExchangeOutcome: Sendable, Equatable {
     /// Why it ended.
-    public enum Ending: Sendable, Equatable {
+    package enum Ending: Sendable, Equatable {
         /// The response was fully queued.
         case completed
         /// The response was fully queued, but the handler offered more body than its
@@ -183,16 +183,16 @@ public struct ExchangeOutcome: Sendable, Equatable {
     }
 
     /// Why it ended.
-    public let ending: Ending
+    package let ending: Ending
     /// The response status sent (0 when no response was started).
-    public let status: Int
+    package let status: Int
     /// Request body bytes received.
-    public let bytesIn: Int
+    package let bytesIn: Int
     /// Response body bytes queued.
-    public let bytesOut: Int
+    package let bytesOut: Int
 
     /// The reason an exchange that did not complete carries, nil for `.completed` and `.truncated`.
-    public var reason: String? {
+    package var reason: String? {
         switch ending {
         case .completed, .truncated: nil
         case .clientClosed(let reason), .aborted(let reason), .refused(let reason): reason

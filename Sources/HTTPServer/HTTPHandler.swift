@@ -2,7 +2,7 @@ import EventLoop
 import HTTP1
 
 /// What the server calls for each request, on the loop thread that owns the connection.
-public protocol HTTPHandler: AnyObject {
+package protocol HTTPHandler: AnyObject {
     /// A request head arrived; answer now or later through `exchange`, and set its `delegate`
     /// to receive the request body and the exchange's events.
     func handle(_ exchange: HTTPExchange)
@@ -20,7 +20,7 @@ public protocol HTTPHandler: AnyObject {
 
 /// Receives the events of one exchange, on its loop; set as `HTTPExchange.delegate`, which is
 /// its single owner until `exchange(_:finished:)`.
-public protocol HTTPExchangeDelegate: AnyObject {
+package protocol HTTPExchangeDelegate: AnyObject {
     /// A piece of the request body (valid only during the call). Not delivered once the
     /// response ended (the rest of the body is drained).
     func exchange(_ exchange: HTTPExchange, receivedBody bytes: UnsafeRawBufferPointer)
@@ -34,25 +34,25 @@ public protocol HTTPExchangeDelegate: AnyObject {
 }
 
 extension HTTPExchangeDelegate {
-    public func exchange(_ exchange: HTTPExchange, receivedBody bytes: UnsafeRawBufferPointer) {}
-    public func exchangeBodyEnded(_ exchange: HTTPExchange) {}
-    public func exchangeWritable(_ exchange: HTTPExchange) {}
-    public func exchange(_ exchange: HTTPExchange, finished outcome: ExchangeOutcome) {}
+    package func exchange(_ exchange: HTTPExchange, receivedBody bytes: UnsafeRawBufferPointer) {}
+    package func exchangeBodyEnded(_ exchange: HTTPExchange) {}
+    package func exchangeWritable(_ exchange: HTTPExchange) {}
+    package func exchange(_ exchange: HTTPExchange, finished outcome: ExchangeOutcome) {}
 }
 
 /// Why the server refuses a request or a connection; the handler renders the response.
-public struct HTTPRefusal: Sendable, Equatable {
+package struct HTTPRefusal: Sendable, Equatable {
     /// The response status.
-    public let status: Int
+    package let status: Int
     /// The stable error code (`body_too_large`, `too_many_connections`, a parse error's code).
-    public let code: String
+    package let code: String
     /// A sentence for the client.
-    public let message: String
+    package let message: String
     /// What is logged (a parse error's precise reason; else the code).
-    public let reason: String
+    package let reason: String
 
     /// A refusal with these parts.
-    public init(status: Int, code: String, message: String, reason: String? = nil) {
+    package init(status: Int, code: String, message: String, reason: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
@@ -60,16 +60,16 @@ public struct HTTPRefusal: Sendable, Equatable {
     }
 
     /// A request the parser or body decoder refused.
-    public init(_ error: HTTPParseError) {
+    package init(_ error: HTTPParseError) {
         self.init(status: error.status, code: error.errorCode, message: error.message, reason: error.reason)
     }
 
     /// The declared or received body exceeds `maxBodyBytes`.
-    public static let bodyTooLarge = HTTPRefusal(status: 413, code: "body_too_large",
+    package static let bodyTooLarge = HTTPRefusal(status: 413, code: "body_too_large",
                                                  message: "The request body is larger than the proxy accepts.")
     /// The connection limit is reached; the connection is closed after this answer.
-    public static let tooManyConnections = HTTPRefusal(status: 503, code: "too_many_connections",
+    package static let tooManyConnections = HTTPRefusal(status: 503, code: "too_many_connections",
                                                        message: "The proxy has too many open connections.")
     /// Whether this is the connection-limit refusal.
-    public var isConnectionLimit: Bool { code == "too_many_connections" }
+    package var isConnectionLimit: Bool { code == "too_many_connections" }
 }

@@ -5,23 +5,23 @@ import Synchronization
 
 /// The HTTP/1.1 server: one event loop per worker thread, each with its own SO_REUSEPORT
 /// listener per TCP address (a Unix socket is one descriptor shared by all loops).
-public final class HTTPServer: @unchecked Sendable {
+package final class HTTPServer: @unchecked Sendable {
     /// The configuration in force.
-    public let configuration: ServerConfiguration
+    package let configuration: ServerConfiguration
     private let shared: ServerShared
     private var loops: [(loop: EventLoop, server: LoopServer)] = []
     private var threads: [pthread_t] = []
     private var sharedListeners: [CInt] = []
 
     /// Creates a server; nothing is bound until `start`.
-    public init(configuration: ServerConfiguration) {
+    package init(configuration: ServerConfiguration) {
         self.configuration = configuration
         shared = ServerShared(maxConnections: configuration.maxConnections)
     }
 
     /// Binds every address, starts the loops and returns the bound addresses (ports resolved).
     /// `makeHandler` is called once per loop, on the caller's thread.
-    public func start(makeHandler: (EventLoop, Int) throws -> any HTTPHandler) throws -> [BindAddress] {
+    package func start(makeHandler: (EventLoop, Int) throws -> any HTTPHandler) throws -> [BindAddress] {
         let count = configuration.resolvedWorkers
         var perLoop: [[LoopServer.Listener]] = Array(repeating: [], count: count)
         var bound: [BindAddress] = []
@@ -69,13 +69,13 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// The event loops, in worker order.
-    public var eventLoops: [EventLoop] { loops.map(\.loop) }
+    package var eventLoops: [EventLoop] { loops.map(\.loop) }
 
     /// Open client connections across all loops.
-    public var openConnections: Int { shared.openConnections.load(ordering: .relaxed) }
+    package var openConnections: Int { shared.openConnections.load(ordering: .relaxed) }
 
     /// Stops accepting; idle connections close, busy ones after their current response.
-    public func beginShutdown() {
+    package func beginShutdown() {
         for (loop, server) in loops {
             nonisolated(unsafe) let server = server
             loop.execute { server.shutdown() }
@@ -87,7 +87,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// the answer is false: the caller exits rather than wait for ever (found by a fault-injection
     /// review: a SIGTERM then never ended the process, and a second one was never read).
     @discardableResult
-    public func stop(within seconds: Double = 5) -> Bool {
+    package func stop(within seconds: Double = 5) -> Bool {
         for (loop, server) in loops {
             nonisolated(unsafe) let server = server
             loop.execute {

@@ -6,13 +6,13 @@ import EventLoop
 /// and no reference count for the ID as it travels with the exchange) up to 62⁶ ≈ 5.7 × 10¹⁰
 /// requests per loop, on fewer than 62 loops: a 6-character random part (35.7 bits), one for the
 /// loop, at most six for the counter. Past that the ID is simply one character longer.
-public struct RequestIDGenerator {
+package struct RequestIDGenerator {
     private let prefix: [UInt8]
     /// The last counter value given out (internal: tests start it high).
     var counter: UInt64 = 0
 
     /// Creates a generator for loop `index`.
-    public init(loopIndex: Int) {
+    package init(loopIndex: Int) {
         var random = SystemRandomNumberGenerator()
         let loop = UInt64(loopIndex), loopDigits = Self.digitCount(loop)
         prefix = [UInt8](unsafeUninitializedCapacity: 6 + 1 + loopDigits + 1) { buffer, count in
@@ -50,7 +50,7 @@ public struct RequestIDGenerator {
 
     /// The next ID, written straight into the new string's storage: no concatenation, and no
     /// allocation while it fits a small string (docs/ARCHITECTURE.md §13).
-    public mutating func next() -> String {
+    package mutating func next() -> String {
         counter &+= 1
         let value = counter
         let digits = Self.digitCount(value)

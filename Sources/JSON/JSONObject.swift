@@ -1,9 +1,9 @@
 /// A JSON object: members in insertion order, each key at most once.
 ///
 /// Equality ignores order (RFC 8259 objects are unordered); serialization keeps it.
-public struct JSONObject: Sendable, Equatable, Sequence {
+package struct JSONObject: Sendable, Equatable, Sequence {
     /// One member.
-    public typealias Element = (key: String, value: JSONValue)
+    package typealias Element = (key: String, value: JSONValue)
 
     private var entries: [Element] = []
     // Built once an object grows past a handful of keys, so hostile bodies with
@@ -12,29 +12,29 @@ public struct JSONObject: Sendable, Equatable, Sequence {
     private static let indexThreshold = 12
 
     /// An empty object.
-    public init() {}
+    package init() {}
 
     /// Members in the given order; a repeated key is a programming error.
-    public init(uniqueKeysWithValues pairs: some Sequence<(String, JSONValue)>) {
+    package init(uniqueKeysWithValues pairs: some Sequence<(String, JSONValue)>) {
         for (key, value) in pairs {
             precondition(insertNew(key, value), "duplicate JSON object key \"\(key)\"")
         }
     }
 
     /// Number of members.
-    public var count: Int { entries.count }
+    package var count: Int { entries.count }
 
     /// True when there are no members.
-    public var isEmpty: Bool { entries.isEmpty }
+    package var isEmpty: Bool { entries.isEmpty }
 
     /// The keys in order.
-    public var keys: [String] { entries.map(\.key) }
+    package var keys: [String] { entries.map(\.key) }
 
     /// True when `key` is a member.
-    public func contains(_ key: String) -> Bool { position(of: key) != nil }
+    package func contains(_ key: String) -> Bool { position(of: key) != nil }
 
     /// The value for `key`; setting nil removes the member, setting a new key appends it.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         get { position(of: key).map { entries[$0].value } }
         set {
             if let i = position(of: key) {
@@ -52,17 +52,17 @@ public struct JSONObject: Sendable, Equatable, Sequence {
 
     /// Appends a member unless `key` is present; returns false (and changes nothing) if it is.
     @discardableResult
-    public mutating func insertNew(_ key: String, _ value: JSONValue) -> Bool {
+    package mutating func insertNew(_ key: String, _ value: JSONValue) -> Bool {
         if position(of: key) != nil { return false }
         appendUnchecked(key, value)
         return true
     }
 
     /// Iterates the members in order.
-    public func makeIterator() -> IndexingIterator<[Element]> { entries.makeIterator() }
+    package func makeIterator() -> IndexingIterator<[Element]> { entries.makeIterator() }
 
     /// Same keys with equal values, in any order.
-    public static func == (a: JSONObject, b: JSONObject) -> Bool {
+    package static func == (a: JSONObject, b: JSONObject) -> Bool {
         guard a.count == b.count else { return false }
         for (key, value) in a.entries {
             guard let other = b[key], other == value else { return false }

@@ -4,7 +4,7 @@ import Synchronization
 /// Started browser logins, shared by every loop (the redirect back may land on any of them):
 /// which provider each `state` belongs to, and the phased chains (`PhasedLogin`) in progress,
 /// each bound to the `state` values of its requests. Entries expire with the login lifetime.
-public final class LoginChains: Sendable {
+package final class LoginChains: Sendable {
     /// How long a started login (and its chain) stays valid, in seconds.
     static let lifetime = 600.0
     /// Most remembered states and chains (the oldest are dropped). A backstop: each provider

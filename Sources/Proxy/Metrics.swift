@@ -126,22 +126,22 @@ struct MetricsSnapshot: Sendable {
 }
 
 /// Config reloads so far, and how the last one ended.
-public struct ReloadStatus: Sendable {
+package struct ReloadStatus: Sendable {
     /// Reloads that replaced the config.
-    public var ok = 0
+    package var ok = 0
     /// Reloads refused (the old config stayed).
-    public var failed = 0
+    package var failed = 0
     /// Whether the last load (the start, or the last reload) succeeded.
-    public var lastSucceeded = true
+    package var lastSucceeded = true
     /// Unix time of the last successful load.
-    public var lastSuccessTime = 0.0
+    package var lastSuccessTime = 0.0
 
     /// The status at start: the config was loaded at `startTime`.
-    public init(startTime: Double = 0) { lastSuccessTime = startTime }
+    package init(startTime: Double = 0) { lastSuccessTime = startTime }
 }
 
 /// Knows every loop's counters; filled before the loops start, read-only afterwards.
-public final class MetricsHub: @unchecked Sendable {
+package final class MetricsHub: @unchecked Sendable {
     private var members: [(loop: EventLoop, metrics: LoopMetrics)] = []
     private var openConnections: @Sendable () -> Int = { 0 }
     private var reloads: @Sendable () -> ReloadStatus = { ReloadStatus() }
@@ -159,15 +159,15 @@ public final class MetricsHub: @unchecked Sendable {
     func setAnalytics(_ counters: AnalyticsCounters) { analytics = counters }
 
     /// The profile the process runs with (fixed at start; a reload cannot switch it).
-    public var profile: String?
+    package var profile: String?
 
     /// Creates an empty hub.
-    public init() {}
+    package init() {}
 
     func add(loop: EventLoop, metrics: LoopMetrics) { members.append((loop, metrics)) }
 
     /// Where the open-connection gauge and the reload counts come from (set before the loops start).
-    public func setSources(openConnections: @escaping @Sendable () -> Int,
+    package func setSources(openConnections: @escaping @Sendable () -> Int,
                            reloads: @escaping @Sendable () -> ReloadStatus) {
         self.openConnections = openConnections
         self.reloads = reloads

@@ -3,9 +3,9 @@
 /// identity provider's session cookie signs it in silently, and asked interactively only when
 /// it answers `login_required` (or another "needs the user" error). A refusal of one
 /// provider is recorded and the chain moves on. A value: events in, actions out (§3).
-public struct PhasedLogin: Sendable, Equatable {
+package struct PhasedLogin: Sendable, Equatable {
     /// How one provider's authorization request came back.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// The code was exchanged: the provider is signed in.
         case signedIn
         /// A silent attempt needs the user (`login_required`, `interaction_required`, …).
@@ -17,20 +17,20 @@ public struct PhasedLogin: Sendable, Equatable {
     }
 
     /// Who is signed in and who is not, in chain order.
-    public struct Report: Sendable, Equatable {
+    package struct Report: Sendable, Equatable {
         /// Providers signed in by this chain.
-        public var signedIn: [String] = []
+        package var signedIn: [String] = []
         /// Providers that refused or failed, with the reason.
-        public var notSignedIn: [Refusal] = []
+        package var notSignedIn: [Refusal] = []
         /// A provider that was not signed in, and why.
-        public struct Refusal: Sendable, Equatable {
-            public var provider: String
-            public var reason: String
+        package struct Refusal: Sendable, Equatable {
+            package var provider: String
+            package var reason: String
         }
     }
 
     /// Where the chain is.
-    public enum State: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
         /// Created, not started.
         case ready(providers: [String])
         /// The browser is at `provider`'s authorization endpoint (silently or not); `rest` follow.
@@ -40,7 +40,7 @@ public struct PhasedLogin: Sendable, Equatable {
     }
 
     /// What the caller does next.
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Redirect the browser to `provider`'s authorization request (`prompt=none` when silent).
         case authorize(provider: String, silent: Bool)
         /// Show the report: the chain is over.
@@ -50,24 +50,24 @@ public struct PhasedLogin: Sendable, Equatable {
     }
 
     /// Errors of a `prompt=none` request that mean "ask the user" (OIDC Core §3.1.2.6).
-    public static let interactionErrors: Set<String> = [
+    package static let interactionErrors: Set<String> = [
         "login_required", "interaction_required", "consent_required", "account_selection_required",
     ]
 
     /// The current state.
-    public private(set) var state: State
+    package private(set) var state: State
 
     /// A chain over `providers`, in that order.
-    public init(providers: [String]) { state = .ready(providers: providers) }
+    package init(providers: [String]) { state = .ready(providers: providers) }
 
     /// Starts: the first provider is asked interactively (there is no session to reuse yet).
-    public mutating func start() -> Action {
+    package mutating func start() -> Action {
         guard case .ready(let providers) = state else { return .ignore }
         return next(providers, report: Report(), silent: false)
     }
 
     /// `provider`'s authorization request came back with `outcome`.
-    public mutating func completed(_ provider: String, _ outcome: Outcome) -> Action {
+    package mutating func completed(_ provider: String, _ outcome: Outcome) -> Action {
         guard case .authorizing(let current, let silent, let rest, var report) = state, current == provider else { return .ignore }
         switch outcome {
         case .signedIn:
@@ -84,7 +84,7 @@ public struct PhasedLogin: Sendable, Equatable {
     }
 
     /// `provider`'s authorization request could not even be made (no endpoint yet, …).
-    public mutating func couldNotAuthorize(_ provider: String, reason: String) -> Action {
+    package mutating func couldNotAuthorize(_ provider: String, reason: String) -> Action {
         completed(provider, .failed(reason))
     }
 

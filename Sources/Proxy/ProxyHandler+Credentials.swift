@@ -78,7 +78,7 @@ extension ProxyHandler {
 
     /// New tokens or a new login state of `provider` (nil: the default), sent by whoever owns
     /// the tokens (its manager or the file watcher).
-    public func credentialsChanged(_ snapshot: CredentialSnapshot, provider: String? = nil) {
+    package func credentialsChanged(_ snapshot: CredentialSnapshot, provider: String? = nil) {
         let slot = slot(provider)
         let previous = slot.snapshot.status
         // This loop's own object (the same tokens): requests retain it, and no other core does.
@@ -121,7 +121,7 @@ extension ProxyHandler {
     }
 
     /// Stopping: event streams end (their clients reconnect elsewhere), held requests get 503.
-    public func shutdown() {
+    package func shutdown() {
         endEventStreams()
         for slot in slots.values {
             let held = slot.gated

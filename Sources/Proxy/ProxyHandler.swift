@@ -10,9 +10,9 @@ import JSON
 import Upstream
 
 /// The request pipeline of one loop: local security → control endpoints → router → route policy.
-public final class ProxyHandler: HTTPHandler {
+package final class ProxyHandler: HTTPHandler {
     /// The runtime in force; replaced (on this loop) by a reload.
-    public var runtime: ProxyRuntime
+    package var runtime: ProxyRuntime
     let loop: EventLoop
     let log: LogBuffer
     private var requestIDs: RequestIDGenerator
@@ -24,15 +24,15 @@ public final class ProxyHandler: HTTPHandler {
     /// Each provider's state on this loop, by name (`ProviderSlot`).
     var slots: [String: ProviderSlot] = [:]
     /// The default provider's tokens in force; replaced (on this loop) by `credentialsChanged`.
-    public var credentials: CredentialSnapshot { slot(nil).snapshot }
+    package var credentials: CredentialSnapshot { slot(nil).snapshot }
     /// The analytics sidecar, when configured.
-    public var analytics: AnalyticsService?
+    package var analytics: AnalyticsService?
     /// Experiment overrides, exposures and the installation id.
-    public var experimentService: ExperimentService?
+    package var experimentService: ExperimentService?
     /// Set on the home loop's handler: the uploader follows this loop's token snapshots.
     var uploadsHere = false
     /// The default provider's token lifecycle (OAuth grants); nil for the static grant or no provider.
-    public var credentialManager: CredentialManager? {
+    package var credentialManager: CredentialManager? {
         get { slot(nil).manager }
         set { slot(nil).manager = newValue }
     }
@@ -42,14 +42,14 @@ public final class ProxyHandler: HTTPHandler {
     var eventStreams: [AuthEventStream] = []
     var heartbeat: TimerID?
     /// Index of the `metricsListen` address among the server's listeners, when there is one.
-    public var metricsListener: Int?
+    package var metricsListener: Int?
     /// The `X-Experiments` line, formatted once per subject and config.
     private var experimentLines = ExperimentHeaderCache()
     /// Each route's provider slot and counters for the runtime in force.
     private var routeSlots = RouteSlotTable()
 
     /// Creates the handler for `loop`.
-    public init(runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int, hub: MetricsHub) {
+    package init(runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int, hub: MetricsHub) {
         self.runtime = runtime
         self.hub = hub
         self.loop = loop
@@ -62,11 +62,11 @@ public final class ProxyHandler: HTTPHandler {
     }
 
     /// Installs the token lifecycles of the OAuth providers, by name.
-    public func setManagers(_ managers: [String: CredentialManager]) {
+    package func setManagers(_ managers: [String: CredentialManager]) {
         for (name, manager) in managers { slot(name).manager = manager }
     }
 
-    public func handle(_ exchange: HTTPExchange) {
+    package func handle(_ exchange: HTTPExchange) {
         // `exchange.head` is read in place each time: a local copy would retain its arrays.
         let target = RequestTarget(exchange.head.target)
         // Read once: each read of the stored `var` is a retain and a release of its own.
@@ -296,7 +296,7 @@ public final class ProxyHandler: HTTPHandler {
 
     // MARK: server events
 
-    public func finished(_ exchange: HTTPExchange, outcome: ExchangeOutcome) {
+    package func finished(_ exchange: HTTPExchange, outcome: ExchangeOutcome) {
         switch outcome.ending {
         case .completed: logExchange(exchange, outcome, level: .info, reason: nil)
         case .truncated: logExchange(exchange, outcome, level: .warning, reason: "upstream_body_longer_than_content_length")
@@ -307,7 +307,7 @@ public final class ProxyHandler: HTTPHandler {
     }
 
     /// The server's own refusals, rendered as the proxy's JSON errors (`Connection: close`).
-    public func refusal(_ refusal: HTTPRefusal, exchange: HTTPExchange?, peer: String) -> [UInt8] {
+    package func refusal(_ refusal: HTTPRefusal, exchange: HTTPExchange?, peer: String) -> [UInt8] {
         if let exchange, exchange.info == nil {
             // Refused before `handle` saw it (a Content-Length over the limit): the access log
             // line gets the ID the client is sent, and the path.

@@ -5,28 +5,28 @@ import Experiments
 
 /// Everything a request reads that a config reload can change, built once per config and
 /// never mutated: loops swap their reference to a new one, so requests take no lock.
-public final class ProxyRuntime: Sendable {
+package final class ProxyRuntime: Sendable {
     /// The configuration.
-    public let configuration: ProxyConfiguration
+    package let configuration: ProxyConfiguration
     /// Routing over `configuration.routes`.
-    public let router: Router
+    package let router: Router
     /// Host, Origin and key checks.
     let access: AccessPolicy
     /// Run-time mock switches.
-    public let mockModes: MockSwitchboard
+    package let mockModes: MockSwitchboard
     /// Mock folder state, shared by every loop and kept across reloads.
-    public let mocks: MockFiles
+    package let mocks: MockFiles
     /// The `/_platform/health` body: the status, and the active profile when there is one.
     let healthBody: [UInt8]
     /// Each route's credential injector, by route index.
-    public let injectors: [CredentialInjector]
+    package let injectors: [CredentialInjector]
     /// The configured experiments, compiled.
-    public let experiments: ExperimentSet
+    package let experiments: ExperimentSet
     /// The provider a route without `provider` uses (looked up once: every request asks).
     let defaultProviderName: String
 
     /// Compiles `configuration`, resolving its `apiKey` source (a file is read here).
-    public convenience init(configuration: ProxyConfiguration, mocks: MockFiles = MockFiles()) {
+    package convenience init(configuration: ProxyConfiguration, mocks: MockFiles = MockFiles()) {
         // The key was resolved once at load; a source that stopped resolving refuses everything.
         let key = configuration.apiKey.map { (try? $0.resolve()) ?? "" }
         self.init(configuration: configuration, mocks: mocks, mockModes: MockSwitchboard(routes: configuration.routes),
@@ -51,7 +51,7 @@ public final class ProxyRuntime: Sendable {
     /// (never read again: every loop must accept the same key, even if its file changed since).
     /// Each loop retains and releases what it reads per request; objects of its own keep those
     /// writes off the other cores' cache lines (docs/ARCHITECTURE.md §13, "Nothing shared is written").
-    public func forLoop() -> ProxyRuntime {
+    package func forLoop() -> ProxyRuntime {
         ProxyRuntime(configuration: configuration, mocks: mocks, mockModes: mockModes, access: access.privateCopy())
     }
 
@@ -59,7 +59,7 @@ public final class ProxyRuntime: Sendable {
     /// switch, else the route's configured mode. A route without an upstream always replays.
     /// Takes the compiled route, not its configuration: a configuration passed by value is a
     /// copy of every field, for every request.
-    public func mockMode(_ route: CompiledRoute) -> MockConfiguration.Mode? {
+    package func mockMode(_ route: CompiledRoute) -> MockConfiguration.Mode? {
         guard let mock = route.config.mock else { return nil }
         if route.config.upstream == nil { return .replay }
         switch mockModes.mode(of: route.config.name) {
@@ -71,7 +71,7 @@ public final class ProxyRuntime: Sendable {
     }
 
     /// Why `provider`'s credentials are not usable, or nil when `/_platform/ready` may answer 200.
-    public func unreadyReason(_ provider: ProviderConfiguration) -> String? {
+    package func unreadyReason(_ provider: ProviderConfiguration) -> String? {
         switch provider.grant {
         case .staticTokens:
             do {

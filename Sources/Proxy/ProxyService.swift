@@ -11,9 +11,9 @@ import Upstream
 
 /// Runs the proxy: loads the config, starts the loops, and handles signals on the calling
 /// thread through a signalfd (SIGTERM/SIGINT graceful then forced, SIGHUP reload).
-public enum ProxyService {
+package enum ProxyService {
     /// The version printed by `--version` and logged at start.
-    public static let version = "0.1.0"
+    package static let version = "0.1.0"
     /// SIGHUP outcomes, for the metrics.
     private static let reloadCounts = ReloadCounts()
 
@@ -29,7 +29,7 @@ public enum ProxyService {
     }
 
     /// Serves until stopped; returns the process exit code.
-    public static func serve(config location: ConfigLocation) -> Int32 {
+    package static func serve(config location: ConfigLocation) -> Int32 {
         let configPath = location.path
         let configuration: ProxyConfiguration
         switch location.load() {
@@ -188,7 +188,7 @@ public enum ProxyService {
     /// problem with its JSON path, or "ok" and any warnings. Returns 1 on a problem, else 0.
     /// With `schemaOnly`, secret files and environment variables are not read. With a profile
     /// the merged config is checked; without one, the base and then every profile, each named.
-    public static func checkConfig(config location: ConfigLocation, schemaOnly: Bool) -> Int32 {
+    package static func checkConfig(config location: ConfigLocation, schemaOnly: Bool) -> Int32 {
         var text = location.source != "--config" ? "using \(location.description)\n" : ""
         var profiles: [String?] = [location.profile]
         if location.profile == nil { profiles += ConfigLoader.profileNames(path: location.path).map { $0 } }

@@ -3,20 +3,20 @@ import Credentials
 
 /// A route compiled once per config: its settings, its credential injector, the prefix it
 /// matches and the provider whose tokens it carries.
-public final class CompiledRoute: Sendable {
+package final class CompiledRoute: Sendable {
     /// The route as configured.
-    public let config: RouteConfiguration
+    package let config: RouteConfiguration
     /// Its position in `configuration.routes` (per-route caches are indexed by it).
-    public let index: Int
+    package let index: Int
     /// Formats and strips its credential headers.
-    public let injector: CredentialInjector
+    package let injector: CredentialInjector
     /// The path prefix without trailing slashes ("/" stays "/").
-    public let prefix: String
+    package let prefix: String
     /// The provider whose tokens it injects; nil on a route without credentials.
-    public var provider: String? { config.provider }
+    package var provider: String? { config.provider }
 
     /// Compiles `config`, the route at `index`.
-    public init(_ config: RouteConfiguration, index: Int) {
+    package init(_ config: RouteConfiguration, index: Int) {
         self.config = config
         self.index = index
         injector = CredentialInjector(route: config)
@@ -30,20 +30,20 @@ public final class CompiledRoute: Sendable {
 ///
 /// A prefix matches the path equal to it (without its trailing slash) or any path continuing
 /// it with "/": `/accounts/` matches `/accounts`, `/accounts/` and `/accounts/me`, not `/accountsX`.
-public struct Router: Sendable {
+package struct Router: Sendable {
     /// Every route in config order (index = position).
-    public let routes: [CompiledRoute]
+    package let routes: [CompiledRoute]
     /// The same routes, longest prefix first.
     private let byLength: [CompiledRoute]
 
     /// Compiles the routes, longest prefix first.
-    public init(routes: [RouteConfiguration]) {
+    package init(routes: [RouteConfiguration]) {
         self.routes = routes.enumerated().map { index, route in CompiledRoute(route, index: index) }
         byLength = self.routes.sorted { $0.prefix.utf8.count > $1.prefix.utf8.count }
     }
 
     /// The matching route and the rest of the path after the prefix ("" or starting with "/").
-    public func match(_ path: Substring) -> (route: CompiledRoute, rest: Substring)? {
+    package func match(_ path: Substring) -> (route: CompiledRoute, rest: Substring)? {
         for route in byLength {
             if route.prefix == "/" { return (route, path) }
             guard path.utf8.starts(with: route.prefix.utf8) else { continue }

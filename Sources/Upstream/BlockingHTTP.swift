@@ -1,18 +1,18 @@
 import CCurl
 
 /// One blocking request with libcurl's easy interface, for the command line (never on a loop).
-public enum BlockingHTTP {
+package enum BlockingHTTP {
     /// Where and how to reach the proxy.
-    public struct Target: Sendable {
+    package struct Target: Sendable {
         /// `http://127.0.0.1:8080`-style base URL.
-        public var baseURL: String
+        package var baseURL: String
         /// A Unix socket path instead of TCP, if the proxy listens on one.
-        public var unixSocket: String?
+        package var unixSocket: String?
         /// Extra header lines (e.g. `X-Proxy-Key: …`).
-        public var headers: [String]
+        package var headers: [String]
 
         /// Creates a target.
-        public init(baseURL: String, unixSocket: String?, headers: [String]) {
+        package init(baseURL: String, unixSocket: String?, headers: [String]) {
             self.baseURL = baseURL
             self.unixSocket = unixSocket
             self.headers = headers
@@ -21,7 +21,7 @@ public enum BlockingHTTP {
 
     /// Sends `method path` (a POST with `json` as its body, if given) and returns status and body;
     /// `onData` may stream the body instead (return false to stop). Fails with libcurl's message.
-    public static func request(_ method: String, _ path: String, to target: Target, timeout: Double, json: String? = nil,
+    package static func request(_ method: String, _ path: String, to target: Target, timeout: Double, json: String? = nil,
                                onData: ((UnsafeRawBufferPointer) -> Bool)? = nil) -> Result<(status: Int, body: [UInt8]), BlockingHTTPError> {
         UpstreamClient.globalInit()
         guard let easy = curl_easy_init() else { return .failure(BlockingHTTPError(message: "curl_easy_init failed")) }
@@ -66,8 +66,8 @@ public enum BlockingHTTP {
 }
 
 /// Why a command-line request failed.
-public struct BlockingHTTPError: Error, Sendable, CustomStringConvertible {
+package struct BlockingHTTPError: Error, Sendable, CustomStringConvertible {
     /// libcurl's message.
-    public let message: String
-    public var description: String { message }
+    package let message: String
+    package var description: String { message }
 }

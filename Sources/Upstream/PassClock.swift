@@ -41,6 +41,6 @@ enum PassClock {
 /// monotonic clock during a pass of a loop's client are answered from the pass's last real read
 /// (`PassClock`); every other call is glibc's.
 @_cdecl("clock_gettime")
-public func clockReadingPasses(_ clock: clockid_t, _ time: UnsafeMutablePointer<timespec>?) -> CInt {
+package func clockReadingPasses(_ clock: clockid_t, _ time: UnsafeMutablePointer<timespec>?) -> CInt {
     PassClock.read(clock, time)
 }

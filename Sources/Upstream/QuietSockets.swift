@@ -51,7 +51,7 @@ import Glibc
 /// connection, as it does when that race happens anyway (`Curl_retry_request`). It cannot send a
 /// request body again, so while a request with a body may be choosing a connection, every check
 /// is the kernel's (`asking(strictly:)`): such a request meets only the race it always met.
-public enum QuietSockets {
+package enum QuietSockets {
     /// What is known of a socket's readiness, one byte per descriptor number.
     enum Mark: UInt8 {
         /// Nothing: every check is the kernel's.
@@ -303,7 +303,7 @@ struct ParkedSockets {
 /// zero-timeout checks of sockets whose readiness the loop knows are answered from that
 /// (`QuietSockets`); every other call is glibc's.
 @_cdecl("poll")
-public func pollAnsweringKnownSockets(_ fds: UnsafeMutablePointer<pollfd>?, _ count: nfds_t, _ timeout: CInt) -> CInt {
+package func pollAnsweringKnownSockets(_ fds: UnsafeMutablePointer<pollfd>?, _ count: nfds_t, _ timeout: CInt) -> CInt {
     QuietSockets.poll(fds, count, timeout)
 }
 
@@ -311,7 +311,7 @@ public func pollAnsweringKnownSockets(_ fds: UnsafeMutablePointer<pollfd>?, _ co
 /// readiness the loop knows is answered from that (`QuietSockets.receive`); every other call is
 /// glibc's `recvfrom`, which `recv` is.
 @_cdecl("recv")
-public func receiveAnsweringKnownSockets(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ length: Int,
+package func receiveAnsweringKnownSockets(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ length: Int,
                                          _ flags: CInt) -> Int {
     QuietSockets.receive(fd, buffer, length, flags)
 }

@@ -1,33 +1,33 @@
 /// A request body passing from the client connection to a curl transfer, with backpressure
 /// both ways, and kept whole for a replay (redirect 307/308, 401 retry) while it stays small.
-public final class RequestBody {
+package final class RequestBody {
     private var storage: [UInt8] = []
     private var readIndex = 0
     private var retained = true
     private let replayLimit: Int
     /// Whether the client finished the body.
-    public private(set) var ended = false
+    package private(set) var ended = false
     /// Bytes received from the client so far.
-    public private(set) var totalBytes = 0
+    package private(set) var totalBytes = 0
     /// Called (after the current event) when buffered bytes fell below the low-water mark.
-    public var onDrained: (() -> Void)?
+    package var onDrained: (() -> Void)?
     var onData: (() -> Void)?
 
     /// Above this many unread bytes the client should be paused.
-    public static let highWater = 256 * 1024
+    package static let highWater = 256 * 1024
     private static let lowWater = 64 * 1024
 
     /// A body keeping up to `replayLimit` bytes for a replay.
-    public init(replayLimit: Int) { self.replayLimit = replayLimit }
+    package init(replayLimit: Int) { self.replayLimit = replayLimit }
 
     /// Unread bytes.
-    public var buffered: Int { storage.count - readIndex }
+    package var buffered: Int { storage.count - readIndex }
 
     /// Whether the whole body is kept, so another transfer can send it again.
-    public var isReplayable: Bool { ended && retained }
+    package var isReplayable: Bool { ended && retained }
 
     /// A fresh body with the same bytes, for a replay; nil unless `isReplayable`.
-    public func replay() -> RequestBody? {
+    package func replay() -> RequestBody? {
         guard isReplayable else { return nil }
         let copy = RequestBody(replayLimit: replayLimit)
         copy.storage = storage
@@ -37,7 +37,7 @@ public final class RequestBody {
     }
 
     /// Adds client bytes.
-    public func append(_ bytes: UnsafeRawBufferPointer) {
+    package func append(_ bytes: UnsafeRawBufferPointer) {
         totalBytes += bytes.count
         if retained && totalBytes > replayLimit { retained = false }
         if !retained && readIndex > 0 && readIndex >= storage.count / 2 {
@@ -49,7 +49,7 @@ public final class RequestBody {
     }
 
     /// The client finished the body.
-    public func finish() {
+    package func finish() {
         ended = true
         onData?()
     }

@@ -111,6 +111,6 @@ struct SendBatch {
 /// loop's client are coalesced per socket (`SendBatch`); every other call is glibc's `sendto`,
 /// which `send` is.
 @_cdecl("send")
-public func sendCoalescingPasses(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ length: Int, _ flags: CInt) -> Int {
+package func sendCoalescingPasses(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ length: Int, _ flags: CInt) -> Int {
     SendBatch.send(fd, buffer, length, flags)
 }

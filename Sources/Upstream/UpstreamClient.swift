@@ -8,7 +8,7 @@ import Glibc
 /// loop timer, and `curl_multi_socket_action` runs from loop events, never from a callback.
 /// Connections to upstreams are pooled by the multi handle; easy handles are reused, each with a
 /// new libcurl handle per transfer (`EasyHandle.renew`).
-public final class UpstreamClient {
+package final class UpstreamClient {
     let loop: EventLoop
     let multi: UnsafeMutableRawPointer
     /// The TLS sessions of this client's transfers (`CURL_LOCK_DATA_SSL_SESSION`): a libcurl
@@ -48,14 +48,14 @@ public final class UpstreamClient {
     /// sockets holding bytes read ahead.
     let pass: CurlPass
     /// The proxy's own listeners, which a request with `refusesOwnListeners` never connects to.
-    public var ownListeners: OwnListeners?
+    package var ownListeners: OwnListeners?
 
     /// Initialises libcurl once per process; call before any loop thread starts.
-    public static func globalInit() { _ = initialised }
+    package static func globalInit() { _ = initialised }
     private static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
     /// Creates the client of `loop` (call on that loop's thread or before it runs).
-    public init(loop: EventLoop) {
+    package init(loop: EventLoop) {
         Self.globalInit()
         self.loop = loop
         multi = curl_multi_init()
@@ -109,7 +109,7 @@ public final class UpstreamClient {
     }
 
     /// Starts `request`; events go to `delegate` on this loop. `body` streams the request body.
-    public func start(_ request: borrowing UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
+    package func start(_ request: borrowing UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
         let handle = idleHandles.popLast() ?? EasyHandle(client: self)
         let transfer = UpstreamTransfer(client: self, handle: handle, request: request, body: body, delegate: delegate)
         if request.hasBody { bodiesStarting += 1 }
@@ -123,7 +123,7 @@ public final class UpstreamClient {
     }
 
     /// Number of transfers in flight on this loop.
-    public var activeTransfers: Int { active.count }
+    package var activeTransfers: Int { active.count }
 
     /// Detaches a finished or cancelled transfer and keeps its easy handle for the next one.
     func release(_ transfer: UpstreamTransfer) {

@@ -1,23 +1,23 @@
 /// A whole response, for small control calls (token endpoint, discovery, userinfo).
-public struct FetchedResponse: Sendable {
+package struct FetchedResponse: Sendable {
     /// Status code.
-    public var status: Int
+    package var status: Int
     /// Header fields.
-    public var headers: [(name: String, value: String)]
+    package var headers: [(name: String, value: String)]
     /// The body, at most `UpstreamClient.maxFetchBytes`.
-    public var body: [UInt8]
+    package var body: [UInt8]
 
     /// The first value of `name` (ASCII case-insensitive).
-    public func first(_ name: String) -> String? { UpstreamResponseHead(status: status, headers: headers).first(name) }
+    package func first(_ name: String) -> String? { UpstreamResponseHead(status: status, headers: headers).first(name) }
 }
 
 extension UpstreamClient {
     /// Largest body `fetch` keeps; a larger one fails the fetch.
-    public static let maxFetchBytes = 1 << 20
+    package static let maxFetchBytes = 1 << 20
 
     /// Sends `request` with an optional small body and calls `completion` on this loop with the
     /// whole response. Redirects are not followed (IdP endpoints answer directly).
-    public func fetch(_ request: UpstreamRequest, body: [UInt8]?, completion: @escaping (Result<FetchedResponse, UpstreamError>) -> Void) {
+    package func fetch(_ request: UpstreamRequest, body: [UInt8]?, completion: @escaping (Result<FetchedResponse, UpstreamError>) -> Void) {
         var request = request
         var requestBody: RequestBody?
         if let body {

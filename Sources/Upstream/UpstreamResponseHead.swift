@@ -4,33 +4,33 @@ import HTTP1
 /// ranges, so relaying a response makes no String per field. The fields a relay must understand
 /// itself (the framing, the hop-by-hop fields) are recognised once, as each arrives, so neither
 /// the framing nor the relay looks at a field's name again.
-public struct UpstreamResponseHead: Sendable {
+package struct UpstreamResponseHead: Sendable {
     /// What a field is to a relay, told from its name when it is added.
-    public typealias Kind = FieldRole
+    package typealias Kind = FieldRole
 
     /// One field: its name and value ranges in `storage`, and what it is.
-    public struct Field: Sendable {
+    package struct Field: Sendable {
         /// The name's bytes in `storage`.
-        public let name: Range<Int>
+        package let name: Range<Int>
         /// The value's bytes in `storage`, blanks around it trimmed.
-        public let value: Range<Int>
+        package let value: Range<Int>
         /// What the name says the field is.
-        public let kind: Kind
+        package let kind: Kind
         /// Whether `storage` holds the field as `Name: value\r\n` (one space after the colon), so
         /// that `line` relays it as is.
-        public let isCanonical: Bool
+        package let isCanonical: Bool
 
         /// The name through the CRLF that follows the value in `storage`.
-        public var line: Range<Int> { name.lowerBound..<value.upperBound + 2 }
+        package var line: Range<Int> { name.lowerBound..<value.upperBound + 2 }
     }
 
     /// Status code.
-    public var status: Int
+    package var status: Int
     /// Each field's name, the bytes between name and value (`: ` usually), its value and a CRLF,
     /// back to back; `fields` holds the ranges.
-    public private(set) var storage: [UInt8] = []
+    package private(set) var storage: [UInt8] = []
     /// The fields in arrival order.
-    public private(set) var fields: [Field] = []
+    package private(set) var fields: [Field] = []
     /// Index of the first `Content-Length` field.
     private var firstContentLength: Int?
     /// The first element of the first `Content-Length` field, which every other must equal.
@@ -41,19 +41,19 @@ public struct UpstreamResponseHead: Sendable {
     private var contentLengthMalformed = false
     private var hasTransferEncoding = false
     /// Whether a `Connection` field names a field (anything but `keep-alive` and `close`).
-    public private(set) var connectionNamesFields = false
+    package private(set) var connectionNamesFields = false
 
     /// An empty head with `status`.
-    public init(status: Int) { self.status = status }
+    package init(status: Int) { self.status = status }
 
     /// A head with these fields (tests, fetch results).
-    public init(status: Int, headers: [(name: String, value: String)]) {
+    package init(status: Int, headers: [(name: String, value: String)]) {
         self.status = status
         for (name, value) in headers { append(name: Array(name.utf8)[...], value: Array(value.utf8)[...]) }
     }
 
     /// Adds a field.
-    public mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
+    package mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
         let nameStart = storage.count
         storage.append(contentsOf: name)
         let nameEnd = storage.count
@@ -119,7 +119,7 @@ public struct UpstreamResponseHead: Sendable {
     /// responses carry more (a `Set-Cookie` per cookie), and nothing a real upstream sends comes
     /// near it. Without it a head was bounded only by libcurl's total (300 KB, some 50,000 short
     /// fields), which a transfer's head kept as capacity after it ended.
-    public static let maxFields = 500
+    package static let maxFields = 500
 
     /// Storage up to this many bytes and room for up to this many fields are kept for the next
     /// head when a transfer ends; a larger head's are given back (`emptied`).
@@ -156,26 +156,26 @@ public struct UpstreamResponseHead: Sendable {
     }
 
     /// Header fields as strings, in order.
-    public var headers: [(name: String, value: String)] {
+    package var headers: [(name: String, value: String)] {
         fields.map { (string($0.name), string($0.value)) }
     }
 
     /// Whether field `index` is called `lowercased` (given in lowercase), ignoring ASCII case.
-    public func nameEquals(_ index: Int, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool {
+    package func nameEquals(_ index: Int, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool {
         let range = fields[index].name
         guard range.count == lowercased.count else { return false }
         return storage.withUnsafeBufferPointer { asciiEqualsLowercased(UnsafeBufferPointer(rebasing: $0[range]), lowercased) }
     }
 
     /// The first value of `name` (ASCII case-insensitive).
-    public func first(_ name: String) -> String? {
+    package func first(_ name: String) -> String? {
         let wanted = Array(name.utf8).map(asciiLower)
         return wanted.withUnsafeBufferPointer { wanted in fields.indices.first { nameEquals($0, wanted) } }.map { string(fields[$0].value) }
     }
 
     /// The first `Content-Length` as a number, when it is one and no `Transfer-Encoding` overrides
     /// it (RFC 9112 §6.3: curl then decodes the chunks and the length means nothing).
-    public var contentLength: Int? {
+    package var contentLength: Int? {
         guard !hasTransferEncoding, let index = firstContentLength else { return nil }
         let digits = storage[fields[index].value]
         guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 &- 0x30 < 10 }) else { return nil }
@@ -185,13 +185,13 @@ public struct UpstreamResponseHead: Sendable {
     /// Whether every `Content-Length` field, and every element of a list in one, says the same
     /// (RFC 9112 §6.3: a response with differing ones is unrecoverable, and a proxy must not relay
     /// it: the client would frame the body by one length while libcurl read it by another).
-    public var contentLengthsAgree: Bool { !contentLengthsDiffer }
+    package var contentLengthsAgree: Bool { !contentLengthsDiffer }
 
     /// Whether every `Content-Length` element is a number, unless a `Transfer-Encoding` frames the
     /// body instead (RFC 9112 §6.3: a proxy answers an invalid length with a 502). libcurl reads
     /// `0x5` as 0 and `+5` or `5.0` as 5, or reads to the close when the value overflows: a client
     /// would get an empty or cut body that looked complete.
-    public var contentLengthReadable: Bool { !contentLengthMalformed || hasTransferEncoding }
+    package var contentLengthReadable: Bool { !contentLengthMalformed || hasTransferEncoding }
 
     /// Whether a `Connection` value names any field: an element other than `keep-alive` and
     /// `close` (nginx sends one of those on every response, read here without a pass over elements).
@@ -205,7 +205,7 @@ public struct UpstreamResponseHead: Sendable {
 
     /// The field names the `Connection` fields list, lowercased, other than `keep-alive` and
     /// `close` (RFC 9110 §7.6.1: a relay drops them); empty unless `connectionNamesFields`.
-    public var connectionNames: [[UInt8]] {
+    package var connectionNames: [[UInt8]] {
         guard connectionNamesFields else { return [] }
         var names: [[UInt8]] = []
         storage.withUnsafeBufferPointer { bytes in

@@ -3,7 +3,7 @@ import EventLoop
 import Glibc
 
 /// Receives a transfer's events, on its loop.
-public protocol UpstreamTransferDelegate: AnyObject {
+package protocol UpstreamTransferDelegate: AnyObject {
     /// The final response head arrived.
     func transfer(_ transfer: UpstreamTransfer, receivedHead head: UpstreamResponseHead)
     /// Response body bytes; return false to pause (the same bytes come again after `resumeResponse`).
@@ -16,11 +16,11 @@ public protocol UpstreamTransferDelegate: AnyObject {
 
 extension UpstreamTransferDelegate {
     /// Most delegates do not care when the body went out.
-    public func transferSentRequestBody(_ transfer: UpstreamTransfer) {}
+    package func transferSentRequestBody(_ transfer: UpstreamTransfer) {}
 }
 
 /// One request on one easy handle, streaming both ways with pause/resume backpressure.
-public final class UpstreamTransfer {
+package final class UpstreamTransfer {
     /// Unretained and unchecked: the client holds its transfers while they run and lives as long
     /// as its loop; after `finish` a transfer touches it no more. (A checked `unowned` costs an
     /// atomic increment and decrement per use, several per request.)
@@ -144,7 +144,7 @@ public final class UpstreamTransfer {
     private func progressed() { lastProgress = client.loop.now }
 
     /// Resumes a response paused by the delegate.
-    public func resumeResponse() {
+    package func resumeResponse() {
         guard downloadPaused, phase != .finished, !isAnswered else { return }
         downloadPaused = false
         progressed()
@@ -153,7 +153,7 @@ public final class UpstreamTransfer {
     }
 
     /// Stops the transfer; the delegate hears nothing more.
-    public func cancel() {
+    package func cancel() {
         guard phase != .finished else { return }
         phase = .cancelled
         delegate = nil

@@ -72,7 +72,7 @@ struct HTTPConnectionTests {
         h.handler.onHandle = { _ in }
         try h.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
         let exchange = try #require(h.handler.handled.first)
-        weak var connection = exchange.connection
+        weak let connection = exchange.connection
         #expect(connection != nil)
         // A streamed write from outside the connection's event queues a flush for the loop's
         // next after-events turn; the connection closes before that turn comes.
