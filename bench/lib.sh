@@ -18,6 +18,7 @@
 #   free_ports N                    # N distinct free loopback ports
 #   run_wrk NAME URL                # wrk --latency, output saved as $BENCH_DIR/NAME.wrk
 #   parse_wrk FILE                  # prints "rps p50_ms p99_ms errors"
+#   results_markdown SUMMARY BUILD  # bench/RESULTS.md from bench/proxy.sh's summary (its table and targets)
 #
 # Knobs (environment): WRK_THREADS (2), WRK_CONNECTIONS (64), WRK_DURATION (10s).
 
@@ -338,4 +339,19 @@ make_test_ca() {
         openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
             -out "$dir/server.pem" -days 2 -extfile "$dir/san.ext"
     } >"$dir/openssl.log" 2>&1 || { cat "$dir/openssl.log" >&2; bench_die "openssl could not make the test CA"; }
+}
+
+# results_markdown SUMMARY BUILD: prints bench/RESULTS.md from the summary bench/proxy.sh prints at
+# its end (the "== Markdown" table, then the "== Issue 13 targets" lines up to the closing line).
+# BUILD is one line saying what was measured (commit, libcurl, CPUs, rounds). Only the latest run
+# is kept: earlier runs live in git.
+results_markdown() {
+    local summary=$1 build=$2
+    printf '# Latest benchmark results\n\n'
+    printf 'Written by `bench/proxy.sh` at the end of its last run (rerun it to replace this file; how to\n'
+    printf 'read the columns and targets: [docs/performance.md](../docs/performance.md)). %s\n\n' "$build"
+    awk '/^== Markdown/ { on = 1; next } on && /^\|/ { print; next } on { exit }' "$summary"
+    printf '\n## Targets\n\n```text\n'
+    awk '/^== Issue 13 targets/ { on = 1 } on { print }' "$summary"
+    printf '```\n'
 }

@@ -18,7 +18,7 @@
 # after a 5,000-connection burst), the libcurl floor for plain and TLS (bench/curl-floor.c: the
 # upstream half of each request, no server side, 64 in flight and 1), and the design's floor: the
 # "floor" target, bench/floor-proxy.c, a lean C proxy on epoll and libcurl doing the same job in the
-# same rounds. Then a markdown table for README, and one line per issue 13 target with its ratio and
+# same rounds. Then a markdown table (also written to bench/RESULTS.md), and one line per issue 13 target with its ratio and
 # PASS/FAIL, and under each throughput and latency target the ratio in every round (this 2-CPU VM's
 # speed moves by 20 % within minutes) and what floor-proxy reaches on the same job. A FAIL that
 # floor-proxy fails too in the same run reads "FAIL (floor-proxy: ...)", and the closing line counts
@@ -31,10 +31,11 @@
 # (PLATFORM_PROXY_RELEASE_BIN=path skips it). Knobs (environment):
 #   ROUNDS (2), WRK_DURATION (10s), WRK_THREADS (1), CONNECTIONS ("64 256"), WARMUP (2s, each
 #   target once before the rounds), WARM_EACH (0: off; e.g. 2s, each target at its load just before
-#   each measured run -- in session 18 it moved no ratio beyond the run-to-run noise),
+#   each measured run; it has moved no ratio beyond the run-to-run noise),
 #   BENCH_TLS=0 skips the HTTPS case, BENCH_LATENCY=0 the c=1 rows, BENCH_IDLE=0 the idle rows,
 #   BENCH_FLOOR=0 both floors; IDLE_CLIENTS (1000), IDLE_BURST (5000), FLOOR_SECONDS (5),
-#   PROXY_WORKERS (0), TLS_UPSTREAM_WORKERS (1), BENCH_KEEP=1 keeps $BENCH_DIR (configs, wrk outputs).
+#   PROXY_WORKERS (0), TLS_UPSTREAM_WORKERS (1), BENCH_KEEP=1 keeps $BENCH_DIR (configs, wrk outputs),
+#   BENCH_RESULTS (bench/RESULTS.md: the file the run's table and targets replace; empty: none).
 # Every process is started here on free loopback ports and stopped by PID at exit.
 set -euo pipefail
 export WRK_THREADS="${WRK_THREADS:-1}"
@@ -444,9 +445,13 @@ if ((${#FLOOR[@]})); then
     done
 fi
 
-# Markdown rows in the shape of README's benchmark table.
+# The summary: a markdown table (bench/RESULTS.md's), then each target's line and the closing line.
+# It goes to a file first, so bench/RESULTS.md is written from it before it is printed and the
+# closing line stays the run's last line.
+SUMMARY="$BENCH_DIR/summary.txt"
+{
 echo
-echo "== Markdown (README)"
+echo "== Markdown (bench/RESULTS.md)"
 echo "| case | nginx | HAProxy | platform-proxy | floor-proxy (C on libcurl) |"
 echo "|---|---|---|---|---|"
 md_rps_cpu() { [[ -n "$1" ]] || { printf '–'; return; }; awk -v r="$1" -v c="$2" 'BEGIN { printf "%.1fk · %.1f", r / 1000, c }'; }
@@ -580,3 +585,13 @@ closing="issue 13: $PASSED of $((PASSED + FAILED)) measured targets met"
 ((FAILED)) && closing+="; of the $FAILED missed, $BEYOND beyond the design's floor in this run (floor-proxy, the same job in lean C on libcurl, misses it too)"
 ((SKIPPED)) && closing+="; $SKIPPED not measured"
 echo "$closing"
+} >"$SUMMARY"
+# BENCH_RESULTS (default bench/RESULTS.md; empty: none) receives the latest run's table and targets.
+BENCH_RESULTS="${BENCH_RESULTS-$BENCH_REPO_ROOT/bench/RESULTS.md}"
+if [[ -n "$BENCH_RESULTS" ]]; then
+    build="Measured: commit $(git -C "$BENCH_REPO_ROOT" describe --always --dirty 2>/dev/null || echo unknown)"
+    build+=", libcurl $(curl-config --version 2>/dev/null | awk '{ print $2 }' || echo unknown), $(nproc) CPUs,"
+    build+=" $ROUNDS rounds of $WRK_DURATION per target (CONNECTIONS=\"$CONNECTIONS\")."
+    results_markdown "$SUMMARY" "$build" >"$BENCH_RESULTS"
+fi
+cat "$SUMMARY"
