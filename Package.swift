@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Zero SwiftPM package dependencies: system C libraries only (design card).
-// Release builds drop the run-time exclusivity checks (docs/ARCHITECTURE.md §13): they cost ~6 % of
+// Release builds drop the run-time exclusivity checks (docs/performance.md): they cost ~6 % of
 // a forwarded request's instructions (bench/cost-profile.sh); debug builds, and so every test, keep them.
 // They also optimise across modules (the request path crosses HTTP1, HTTPServer, Upstream and Proxy):
 // 1.6 % fewer of our instructions per forwarded request (callgrind, 26.47k -> 26.04k).
@@ -16,7 +16,7 @@ let strict: [SwiftSetting] = [
                  .when(configuration: .release)),
 ]
 
-// The release link (docs/ARCHITECTURE.md §13, "The release binary"): lld packs the ~28,000
+// The release link (docs/architecture.md, "The release binary"): lld packs the ~28,000
 // relative relocations into a few KiB (DT_RELR, glibc >= 2.36) instead of 670 KiB the loader reads
 // at every start; it places the functions listed in link-order.txt (the ones start-up, the health
 // probe and forwarding run; bench/link-order.sh writes it) together at the front of the text, so

@@ -11,7 +11,7 @@
  *
  * https as the proxy does it: verification on, the CA from CURL_CA_BUNDLE, h2 by ALPN and
  * CURLOPT_PIPEWAIT (transfers wait to multiplex on one connection; PIPEWAIT=0 turns it off).
- * Used by bench/proxy.sh; see README "Benchmarks".
+ * Used by bench/proxy.sh; see docs/performance.md.
  */
 #include <curl/curl.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 # clients: nginx over TLS with `keepalive_requests` KEEPALIVE_REQUESTS (nginx's default is 1,000),
 # platform-proxy forwarding wrk's load to it at each of CONNECTIONS, and the answers that were not
 # 2xx (wrk's non-2xx responses and socket errors). The streams beyond the last one the upstream takes are refused; libcurl sends them again on
-# a new connection (up to five times), the proxy once more (README "A pooled upstream connection
+# a new connection (up to five times), the proxy once more (docs/forwarding.md, "A pooled upstream connection
 # closed while idle"). Every request waiting goes to the one new connection, so an upstream that
 # allows fewer requests per connection than there are in flight refuses most of them each time.
 #

@@ -3,7 +3,7 @@
 # when the proxy starts, answers its health probe and forwards requests, hottest first. The
 # release link (Package.swift) places them together at the front of the text with lld's
 # --symbol-ordering-file, so the pages the process maps at rest hold code it runs instead of
-# neighbours of it (README "Benchmarks", RSS at rest).
+# neighbours of it (docs/architecture.md, "The release binary").
 #
 # The list only orders code: a function missing from it (new, renamed) links after the listed
 # ones and works the same, so a stale list costs memory, never correctness. Regenerate it after a

@@ -2,7 +2,7 @@
 # Which objects both event loops write per forwarded request. A retain or release is an atomic
 # write to the object's reference count; when two loops on two cores write the same object, its
 # cache line moves between the cores on every request, which costs far more than the instruction
-# (docs/ARCHITECTURE.md §13, "Nothing shared is written"). Instruction counts (cost-profile.sh)
+# (docs/performance.md, "Nothing shared is written"). Instruction counts (cost-profile.sh)
 # cannot see it; this census can.
 #
 # The release proxy (two loops, the bench's credentialed route, access log off) forwards keep-alive

@@ -117,7 +117,7 @@ static inline void cc_store_pointer(void **p, void *v) { __atomic_store_n(p, v, 
    checks are all the kernel's (QuietSockets.asking): thread-local words that the executable's
    poll, recv, send and clock_gettime read on every call, a load each. (pthread_getspecific with a
    key in a lazily initialised Swift global cost a call into libc and a swift_once check per
-   lookup: 1.6k instructions per forwarded request, docs/ARCHITECTURE.md §13, "fourteenth pass".)
+   lookup, counted per forwarded request by bench/cost-profile.sh; docs/architecture.md, "libcurl tuning".)
    Weak definitions, so every module that includes this header shares one of each; initial-exec,
    as the executable holds them; read and written only through these functions, as Swift does
    not import thread-local variables. */

@@ -1,7 +1,8 @@
 import Config
 import Upstream
 
-/// Decides which credential header lines a request carries, per hop (docs/ARCHITECTURE.md §7:
+/// Decides which credential header lines a request carries, per hop (docs/architecture.md, "libcurl driven like
+/// ephiperfifo.c":
 /// libcurl protects only Authorization and Cookie across hosts, so the proxy decides itself).
 package struct CredentialInjector: Sendable {
     /// The route's credential header names, lowercased.

@@ -2,7 +2,7 @@
 ///
 /// A `[UInt8]` constant is a heap object with a reference count, and every loop that appends or
 /// compares it retains and releases it. Those are atomic writes to one cache line, so two loops on
-/// two cores pass that line back and forth on every request (docs/ARCHITECTURE.md §13, "Nothing
+/// two cores pass that line back and forth on every request (docs/performance.md, "Nothing
 /// shared is written"). These bytes have no count to write.
 package struct StaticBytes: RandomAccessCollection, @unchecked Sendable {
     private let start: UnsafePointer<UInt8>

@@ -1,5 +1,5 @@
 import EventLoop
-/// The lifecycle of one client connection as a value (docs/ARCHITECTURE.md §3): one enum with
+/// The lifecycle of one client connection as a value (docs/architecture.md, "State machines as values"): one enum with
 /// payloads, events in, actions out. `HTTPConnection` performs the I/O the actions name and keeps
 /// no lifecycle of its own. Deadlines (slow-loris, idle, stalled body, stalled reader) are
 /// derived from the state, never stored beside it.

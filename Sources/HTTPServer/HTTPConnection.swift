@@ -39,7 +39,7 @@ final class HTTPConnection: Selectable {
     /// Made once per connection (`start`), so scheduling a flush or the timer allocates nothing
     /// per response. They hold the connection strongly: a weak reference would give it a side
     /// table, and every retain of it would take the slow path (~2k instructions per request,
-    /// docs/ARCHITECTURE.md §13). `performClose` drops them; a copy the loop still holds keeps
+    /// docs/performance.md). `performClose` drops them; a copy the loop still holds keeps
     /// the connection alive until it ran, and finds it closed.
     private var flushAction: (() -> Void)?
     private var timerAction: (() -> Void)?

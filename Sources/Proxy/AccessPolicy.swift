@@ -1,7 +1,7 @@
 import Config
 import HTTP1
 
-/// Local security (README "Local security and operations"): which Host and Origin values are
+/// Local security (docs/security.md): which Host and Origin values are
 /// served, and the optional proxy key. DNS rebinding is defeated by the Host check, cross-site
 /// requests from a browser by the Origin check, other local processes by the key.
 struct AccessPolicy: Sendable {
@@ -21,7 +21,7 @@ struct AccessPolicy: Sendable {
     }
 
     /// The same policy with its own copy of every list and string, for one event loop
-    /// (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    /// (docs/performance.md, "Nothing shared is written").
     func privateCopy() -> AccessPolicy {
         AccessPolicy(allowedHosts: allowedHosts.map { $0.privateCopy() }, keyBytes: apiKey.map { Array($0) })
     }

@@ -85,7 +85,7 @@ extension ProxyHandler {
         }
     }
 
-    /// Commits `values` and answers 202 only then (README "Analytics sidecar": durable before acknowledged).
+    /// Commits `values` and answers 202 only then (docs/analytics.md: durable before acknowledged).
     private func store(_ values: [AnalyticsValue], subject: String, exchange: HTTPExchange, service: AnalyticsService,
                        extra: [String: JSONValue]) {
         service.record(values, subject: subject, replyOn: loop) { [weak self, weak exchange] result in

@@ -6,7 +6,7 @@ import HTTP1
 /// It looks for the token as sent and, when the token holds a `/`, for the token as JSON may
 /// escape it (`\/`: PHP's `json_encode` by default, and encoders that make JSON safe to embed in
 /// HTML). It reads the bytes as they come: the proxy sees identity bytes on masked routes
-/// (`ForwardedExchange`, README "Echoed credentials").
+/// (`ForwardedExchange`, docs/security.md, "Echoed credentials").
 /// Streaming: bytes that could begin an occurrence completed by the next chunk are held back
 /// (fewer than the longest form's length) until it arrives or the body ends.
 struct EchoMasker {

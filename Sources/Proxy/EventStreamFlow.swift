@@ -1,10 +1,10 @@
-/// What one `/_platform/auth/events` stream may hold for a client that does not keep up (README
+/// What one `/_platform/auth/events` stream may hold for a client that does not keep up (docs/login.md,
 /// "Several providers"). A `state` event is a snapshot: a stream whose client has not taken what
 /// was queued gets nothing more queued, only remembers which providers changed, and is sent
 /// their state as it is then once the client reads again (intermediate states are skipped).
 /// Other events (`journey`, `login`) are held in order; past `cap` bytes queued and held the
 /// stream is closed (the client reconnects and starts from the current states). A value:
-/// events in, actions out (docs/ARCHITECTURE.md §3).
+/// events in, actions out (docs/architecture.md, "State machines as values").
 struct EventStreamFlow: Equatable {
     /// Something to send.
     enum Item: Equatable {

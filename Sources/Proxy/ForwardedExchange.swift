@@ -12,7 +12,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private let exchange: HTTPExchange
     /// The route's slot on this loop, which holds the route: the route is shared by every loop,
     /// so it is referred to without a reference count of its own
-    /// (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    /// (docs/performance.md, "Nothing shared is written").
     private let slot: RouteSlot
     /// The matched route; its settings are `route.config`.
     private unowned(unsafe) let route: CompiledRoute
@@ -58,7 +58,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private var masker: EchoMasker?
 
     /// `identity`: the response is masked or recorded, so it is asked for whole and in its identity
-    /// form (README "Echoed credentials"): the client's `Accept-Encoding` and ranges
+    /// form (docs/security.md, "Echoed credentials"): the client's `Accept-Encoding` and ranges
     /// stay behind, libcurl asks for identity and decodes what comes encoded all the same.
     init(exchange: HTTPExchange, slot: RouteSlot, upstream: UpstreamURL, handler: ProxyHandler,
          info: ExchangeInfo, credentials: InjectedLines, generation: UInt64,
@@ -97,7 +97,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     }
 
     /// Whether a hop goes out at most once: unless it is bodiless and idempotent, as libcurl would
-    /// send any request again after a reused connection died unanswered (README, "pooled
+    /// send any request again after a reused connection died unanswered (docs/forwarding.md, "pooled
     /// connections"). (Every hop also refuses the proxy's own listeners, `refusesOwnListeners`:
     /// a redirect there would come back credentialed by a route.)
     private static func sendsOnce(method: String, hasBody: Bool) -> Bool { hasBody || !HTTPRequestHead.isIdempotent(method) }
@@ -294,7 +294,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         masker = nil
     }
 
-    /// README "Logging in (OAuth 2 / OIDC)": on a `retryOn401` route (the machine adds: first send
+    /// docs/login.md: on a `retryOn401` route (the machine adds: first send
     /// only), refresh (or take tokens that changed since this request was sent) and retry once.
     /// A body that cannot be sent again (too large to keep, or still arriving when the 401 came)
     /// has its 401 relayed, and the refresh is asked all the same: otherwise the next request

@@ -2,7 +2,7 @@ import Glibc
 import HTTP1
 import Upstream
 
-/// Which headers cross the proxy, in each direction (README "Behaviour worth knowing", Headers).
+/// Which headers cross the proxy, in each direction (docs/forwarding.md, "Headers").
 enum HeaderPolicy {
     /// What the policy does with a request field (`accept` and `contentType` are kept, and noted).
     private enum Action { case drop, forwardedFor, via, host, connection, keep, accept, contentType }

@@ -5,7 +5,7 @@ import JSON
 import Upstream
 
 /// `status`, `login` and `logout` when the config names several providers: a table with one
-/// row per provider, and one login for every provider that needs one (README "Phased login").
+/// row per provider, and one login for every provider that needs one (docs/login.md, "Phased login").
 extension LoginCommands {
     /// The providers of an `/_platform/auth` answer, in its order.
     static func providers(_ auth: JSONValue) -> [(name: String, fields: JSONValue)] {

@@ -1,7 +1,7 @@
 import Glibc
 import Synchronization
 
-/// Replay of a mock folder (README "Mocks and record"): `<directory>/<rest>.json`, or the files of
+/// Replay of a mock folder (docs/mocks.md): `<directory>/<rest>.json`, or the files of
 /// the folder `<directory>/<rest>/` in name order, looping. Files are small development fixtures,
 /// read on the loop thread.
 package final class MockFiles: Sendable {

@@ -1,7 +1,8 @@
 import JSON
 
 /// An error the proxy answers itself: HTTP status, snake_case code and a human sentence.
-/// A struct over a private enum so new errors are additive (docs/ARCHITECTURE.md §8).
+/// A struct over a private enum so new errors are additive (docs/architecture.md, "Errors are structs over private
+/// enum codes").
 package struct ProxyError: Error, Sendable, Equatable {
     private enum Code: String, Sendable {
         case noRoute = "no_route"
@@ -98,7 +99,7 @@ package struct ProxyError: Error, Sendable, Equatable {
     package static let loopDetected = Self(.loopDetected, 508, "The request would come back to this proxy: its upstream or a redirect names one of the proxy's own addresses.")
     /// The body exceeds `limits.maxBodyBytes`.
     package static let bodyTooLarge = Self(.bodyTooLarge, 413, "The request body is larger than the proxy accepts.")
-    /// No login: credentialed routes are gated (README "Logging in (OAuth 2 / OIDC)", Gate).
+    /// No login: credentialed routes are gated (docs/login.md, Gate).
     package static let awaitingAuthorization = Self(.awaitingAuthorization, 401, "Sign in first: open /_platform/login.",
                                                    login: "/_platform/login")
     /// The route's provider (one of several) has no login: its login URL names it.

@@ -6,7 +6,7 @@ import JSON
 
 extension ProxyHandler {
     /// `GET /_platform/login` with several providers: one browser flow through every
-    /// authorization-code provider that is not logged in (README "Phased login").
+    /// authorization-code provider that is not logged in (docs/login.md, "Phased login").
     func startPhasedLogin(_ exchange: HTTPExchange) {
         let waiting = providerNames.filter { name in
             let slot = slot(name)

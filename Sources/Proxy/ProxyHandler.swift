@@ -122,7 +122,7 @@ package final class ProxyHandler: HTTPHandler {
     func forward(_ exchange: HTTPExchange, _ plan: ForwardPlan, refreshed: Bool) {
         guard !exchange.isAborted else { return }
         // The route is shared by every loop and held by the plan's slot: used unretained
-        // (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+        // (docs/performance.md, "Nothing shared is written").
         unowned(unsafe) let compiled = plan.compiled
         // Each provider has its own tokens, gate and refresher: one's outage never holds another's routes.
         let slot = plan.slot.provider
@@ -155,7 +155,7 @@ package final class ProxyHandler: HTTPHandler {
                                                 now: UnixTime.now())
         }
         // A masked or recorded response is asked for whole and in its identity form: a compressed
-        // or ranged echo would carry the token past the masker (README "Echoed credentials").
+        // or ranged echo would carry the token past the masker (docs/security.md, "Echoed credentials").
         let masks = plan.runtime.configuration.maskEchoedCredentials && compiled.config.credential != .none
         let forwarded = ForwardedExchange(exchange: exchange, slot: plan.slot, upstream: plan.url(), handler: self,
                                           info: exchange.info ?? ExchangeInfo(requestID: "", path: ""),

@@ -50,7 +50,7 @@ package final class ProxyRuntime: Sendable {
     /// the same mock switches and mock folder state, and the `apiKey` as this runtime resolved it
     /// (never read again: every loop must accept the same key, even if its file changed since).
     /// Each loop retains and releases what it reads per request; objects of its own keep those
-    /// writes off the other cores' cache lines (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    /// writes off the other cores' cache lines (docs/performance.md, "Nothing shared is written").
     package func forLoop() -> ProxyRuntime {
         ProxyRuntime(configuration: configuration, mocks: mocks, mockModes: mockModes, access: access.privateCopy())
     }

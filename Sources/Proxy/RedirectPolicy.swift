@@ -1,7 +1,7 @@
 import Config
 import Credentials
 
-/// Redirect decisions, hop by hop (Config/README.md, `redirects`), as pure functions.
+/// Redirect decisions, hop by hop (docs/configuration.md, `redirects`), as pure functions.
 enum RedirectPolicy {
     /// What to do with a 3xx.
     enum Decision: Equatable {

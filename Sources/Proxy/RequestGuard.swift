@@ -33,7 +33,7 @@ struct GuardedRequest {
     }
 }
 
-/// One local-security check (README "Local security and operations"): passes, or names the
+/// One local-security check (docs/security.md): passes, or names the
 /// error the request is refused with. `ProxyHandler.handle` evaluates the ordered list of the
 /// request's `RequestScope` in one place, before anything is answered or forwarded.
 enum RequestGuard: Int, CaseIterable {
@@ -127,7 +127,7 @@ enum RequestGuard: Int, CaseIterable {
 /// An ordered list of guards, held as one bit per guard. Every list runs its guards in the order
 /// they are declared in `RequestGuard` (a list written in another order stops the process when
 /// it is made), so the bits say the whole list; and a value with no array behind it is not
-/// retained per request by every loop (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+/// retained per request by every loop (docs/performance.md, "Nothing shared is written").
 struct GuardList: Sequence, Equatable, ExpressibleByArrayLiteral {
     private var bits: UInt32 = 0
 

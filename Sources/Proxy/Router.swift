@@ -26,7 +26,7 @@ package final class CompiledRoute: Sendable {
     }
 }
 
-/// Longest-prefix routing on a segment boundary (README "Configuration").
+/// Longest-prefix routing on a segment boundary (docs/configuration.md, "Routing").
 ///
 /// A prefix matches the path equal to it (without its trailing slash) or any path continuing
 /// it with "/": `/accounts/` matches `/accounts`, `/accounts/` and `/accounts/me`, not `/accountsX`.

@@ -71,7 +71,7 @@ final class EasyHandle {
         for option in [CURLOPT_PRIVATE, CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_READDATA] { cc_easy_ptr(easy, option, me) }
         if !Self.environmentNamesProxy {
             // No proxy variable at start-up: say so once, rather than have libcurl read five
-            // environment variables for every transfer (docs/ARCHITECTURE.md §13).
+            // environment variables for every transfer (docs/performance.md).
             cc_easy_str(easy, CURLOPT_PROXY, "")
             cc_easy_str(easy, CURLOPT_NOPROXY, "")
         }
@@ -129,7 +129,8 @@ final class EasyHandle {
     /// refuses the line (`CURLE_BAD_FUNCTION_ARGUMENT`, a 502). The copy keeps every option set on
     /// this one, so what the setters below remember stays true, and the callbacks still find this
     /// object (`CURLOPT_PRIVATE` and the data pointers are copied as set). It costs a handle's
-    /// allocation and release per transfer (docs/ARCHITECTURE.md §7), paid only where needed.
+    /// allocation and release per transfer (docs/architecture.md, "libcurl driven like ephiperfifo.c"), paid only
+    /// where needed.
     func renew() -> Bool {
         guard Self.keepsFreedField else { return true }
         guard let fresh = curl_easy_duphandle(easy) else { return false }
@@ -151,7 +152,7 @@ final class EasyHandle {
         lineBytes.deallocate()
     }
 
-    /// Whether the environment names a proxy for libcurl (README, "Upstream TLS and HTTP/2"): then
+    /// Whether the environment names a proxy for libcurl (docs/forwarding.md, "Upstream TLS and HTTP/2"): then
     /// libcurl reads the variables itself for each transfer, as it always has.
     static let environmentNamesProxy = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
                                         "ALL_PROXY", "no_proxy", "NO_PROXY"].contains { (name: String) in getenv(name) != nil }

@@ -5,7 +5,7 @@ import Glibc
 /// socket holds instead of two per TLS record.
 ///
 /// OpenSSL reads a record in two `recv` calls, its 5-byte header and then its body (libcurl 7.88
-/// leaves OpenSSL's own read-ahead off; docs/ARCHITECTURE.md §13 says why it cannot be turned on).
+/// leaves OpenSSL's own read-ahead off; docs/architecture.md, "libcurl tuning", says why it cannot be turned on).
 /// A short read (`shortRead`: a header) of a socket curl watches for reading, during a pass,
 /// reads up to a block's `capacity` into a block, hands the caller what it asked for and keeps
 /// the rest for the socket (`block(of:)`); the next reads of that socket, whoever makes them, are

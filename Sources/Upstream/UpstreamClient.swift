@@ -29,7 +29,7 @@ package final class UpstreamClient {
     /// When curl last asked to be called (nil: it asked for no timeout).
     private var curlDeadline: NanoTime?
     /// curl's sockets by descriptor: an array, not a dictionary, since curl reports sockets
-    /// several times per request (docs/ARCHITECTURE.md §13).
+    /// several times per request (docs/performance.md).
     var sockets = SocketTable()
     private var idleHandles: [EasyHandle] = []
     /// Transfers in flight; each knows its index here (`activeIndex`), so removal is O(1).
@@ -337,7 +337,7 @@ package final class UpstreamClient {
     /// Made once, so arming the timer allocates nothing. Unretained, and cancelled in `deinit`
     /// (the client is released on its loop's thread, or after the loop stopped): a weak
     /// reference would give the client a side table, and every retain of it, several per
-    /// transfer, would take the slow path (docs/ARCHITECTURE.md §13).
+    /// transfer, would take the slow path (docs/performance.md).
     private lazy var timeoutAction: () -> Void = { [unowned(unsafe) self] in
         self.timer = nil
         self.timerDeadline = nil

@@ -1,4 +1,5 @@
-/// Why a transfer failed; a struct over a private enum (docs/ARCHITECTURE.md §8).
+/// Why a transfer failed; a struct over a private enum (docs/architecture.md, "Errors are structs over private enum
+/// codes").
 package struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
     private enum Code: Sendable, Equatable { case unreachable, staleConnection, timeout, cancelled, failedMidResponse, loop }
     private let code: Code

@@ -1,7 +1,8 @@
 import Testing
 @testable import HTTP1
 
-/// Every request-smuggling and header-injection defence of docs/ARCHITECTURE.md §5, one row per
+/// Every request-smuggling and header-injection defence of docs/architecture.md, "Every smuggling defence is a named
+/// error", one row per
 /// attack (swift-nio `testRefusesRequestSmugglingAttempt` style), fed whole and one byte at a time.
 @Suite("Request smuggling defences")
 struct SmugglingTests {

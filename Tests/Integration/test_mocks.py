@@ -450,7 +450,7 @@ def test_switch_is_logged(mocks):
     assert events and events[-1].get("route") == "sw" and events[-1].get("mode") == "off", events
 
 
-# --------------------------------------------------------------------------- found by a security review (session 23)
+# --------------------------------------------------------------------------- what reaches a mock file, and what a mock folder can hold
 
 
 class _Peer:
