@@ -18,8 +18,8 @@
 # after a 5,000-connection burst), the libcurl floor for plain and TLS (bench/curl-floor.c: the
 # upstream half of each request, no server side, 64 in flight and 1), and the design's floor: the
 # "floor" target, bench/floor-proxy.c, a lean C proxy on epoll and libcurl doing the same job in the
-# same rounds. Then a markdown table (also written to bench/RESULTS.md), and one line per issue 13 target with its ratio and
-# PASS/FAIL, and under each throughput and latency target the ratio in every round (this 2-CPU VM's
+# same rounds. Then a markdown table, and one line per issue 13 target with its ratio and
+# PASS/FAIL (both also written to bench/RESULTS.md, see BENCH_RESULTS), and under each throughput and latency target the ratio in every round (this 2-CPU VM's
 # speed moves by 20 % within minutes) and what floor-proxy reaches on the same job. A FAIL that
 # floor-proxy fails too in the same run reads "FAIL (floor-proxy: ...)", and the closing line counts
 # those apart: such a target is beyond the design's floor in that run, whatever our code costs.
