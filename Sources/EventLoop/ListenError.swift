@@ -1,7 +1,7 @@
 import Glibc
 
-/// Why a listener could not be set up, naming the address (docs/ARCHITECTURE.md §8: a struct over a
-/// private enum code, so new reasons are additive).
+/// Why a listener could not be set up, naming the address (a struct over a private enum code, so
+/// new reasons are additive).
 package struct ListenError: Error, Sendable, Equatable, CustomStringConvertible {
     private enum Code: Sendable, Equatable { case inUse, notASocket, cannotBind }
     private let code: Code

@@ -12,11 +12,11 @@ final class HTTPConnection: Selectable {
     /// Index of the listener address it was accepted on.
     let listener: Int
     private let loop: EventLoop
-    /// The loop's server, not retained: it keeps this connection in its table until
-    /// `connectionClosed`, and is itself kept by the `HTTPServer` until every loop has stopped,
-    /// so it outlives every use here (a closed connection the loop still holds touches it no
-    /// more). A retained or checked reference costs atomics several times per request
-    /// (`bench/cost-profile.sh` counts them).
+    /// The loop's server, not retained. Who keeps it alive: the `HTTPServer`, which holds every
+    /// loop's server for its own lifetime, past the loops' stop. The server holds this connection
+    /// in its table until `connectionClosed`, so it outlives every use here (a closed connection
+    /// the loop still holds touches it no more). A retained or checked reference would cost
+    /// atomics several times per request (`bench/cost-profile.sh` counts swift_retain).
     private let owner: Unretained<LoopServer>
     private var machine: ConnectionStateMachine
     private var parser: HTTPRequestHeadParser
@@ -375,9 +375,10 @@ final class HTTPConnection: Selectable {
     /// the loop (low load), it is written now, not at the end of the iteration, so the client has
     /// it while the exchange's completion runs (libcurl's bookkeeping, the access log, the
     /// metrics): c=1 latency. Under load the end of the iteration comes soon anyway, and writing
-    /// there keeps batches large (measured: writing at once cost ~10 % more CPU per request at
-    /// c=64). Only the write is done here, since it may run inside a libcurl callback: an error, a
-    /// short write or EAGAIN is left to the scheduled flush, which acts on it outside any callback.
+    /// there keeps batches large (writing at once costs more CPU per request at high concurrency:
+    /// `bench/proxy.sh`). Only the write is done here, since it may run inside a libcurl callback:
+    /// an error, a short write or EAGAIN is left to the scheduled flush, which acts on it outside
+    /// any callback.
     private func writeCompletedResponse() {
         defer { scheduleFlush() }
         guard loop.eventsInBatch <= 1, !inReady, !output.isEmpty else { return }
