@@ -272,6 +272,30 @@ struct ConnectionStateMachineTests {
         #expect(m.reading == reading)
     }
 
+    @Test("a parsed head: the exchange's request side, its persistence, and a timer only for a body",
+          arguments: [StartState.accepted, .idle, .readingHead])
+    func headReceivedTable(start: StartState) {
+        // (keepAlive, hasBody, expectsContinue) → state / action, and the persistence the response announces.
+        let cases: [((Bool, Bool, Bool), String)] = [
+            ((true, false, false), "exchange(complete,pending) / - / keep"),
+            ((false, false, false), "exchange(complete,pending,close) / - / close"),
+            ((true, true, false), "exchange(body,pending) / timer / keep"),
+            ((true, true, true), "exchange(body,pending) / timer / keep"),
+            ((false, true, false), "exchange(body,pending,close) / timer / close"),
+        ]
+        for ((keepAlive, hasBody, expectsContinue), want) in cases {
+            var m = start.machine
+            let action = m.headReceived(now: t(5), keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue)
+            let state = describe(m.state)
+            let persistence = m.responseStarted() == .close ? "close" : "keep"
+            #expect("\(state) / \(describe(action)) / \(persistence)" == want, "\(start.rawValue) \(keepAlive) \(hasBody) \(expectsContinue)")
+            // Only a client told to wait for the invitation is sent `100 Continue`.
+            var invited = start.machine
+            _ = invited.headReceived(now: t(5), keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue)
+            #expect(invited.handlerReturned() == (expectsContinue ? .sendContinue : .none))
+        }
+    }
+
     @Test("a new connection must send its first head within the header timeout of accept")
     func newConnectionDeadline() {
         var m = newMachine(at: 0)
