@@ -1,8 +1,7 @@
 import Glibc
 
-/// Why a listener could not be set up, naming the address (docs/architecture.md, "Errors are structs over private enum
-/// codes": a struct over a
-/// private enum code, so new reasons are additive).
+/// Why a listener could not be set up, naming the address (a struct over a private enum code, so
+/// new reasons are additive).
 package struct ListenError: Error, Sendable, Equatable, CustomStringConvertible {
     private enum Code: Sendable, Equatable { case inUse, notASocket, cannotBind }
     private let code: Code

@@ -10,7 +10,7 @@ package struct TimerID: Sendable, Hashable {
 ///
 /// Callbacks live in reusable slots; a `TimerID` is the slot and the slot's generation, so a
 /// stale ID (its timer ran or was cancelled, the slot since reused) matches nothing. Several
-/// timers are scheduled and cancelled per request: slots cost no hashing (docs/performance.md).
+/// timers are scheduled and cancelled per request: slots cost no hashing.
 struct TimerHeap {
     private struct Entry {
         var deadline: NanoTime

@@ -1,8 +1,9 @@
 import EventLoop
-/// The lifecycle of one client connection as a value (docs/architecture.md, "State machines as values"): one enum with
-/// payloads, events in, actions out. `HTTPConnection` performs the I/O the actions name and keeps
-/// no lifecycle of its own. Deadlines (slow-loris, idle, stalled body, stalled reader) are
-/// derived from the state, never stored beside it.
+/// The lifecycle of one client connection as a value: one enum with payloads, events in, actions
+/// out. `HTTPConnection` performs the I/O the actions name and keeps no lifecycle of its own; what
+/// it reads next and whether it watches for input are derived from the state (`reading`,
+/// `readInterest`), as are the deadlines (slow-loris, idle, stalled body, stalled reader), never
+/// stored beside it.
 package struct ConnectionStateMachine: Sendable {
     /// Whether the connection may carry another request after the current response.
     package enum Persistence: Sendable, Equatable {
@@ -90,10 +91,21 @@ package struct ConnectionStateMachine: Sendable {
         case blocked(since: NanoTime)
     }
 
-    /// What the owner must do after an event.
+    /// What the owner must do after an event. A small enum (one string pointer of payload):
+    /// returning it allocates nothing.
     package enum Action: Sendable, Equatable {
         /// Nothing.
         case none
+        /// A deadline began that may be earlier than the armed timer: arm it for `deadline`.
+        case armTimer
+        /// Hand the body bytes just decoded to the handler.
+        case deliverBody
+        /// Tell the handler its request body ended.
+        case deliverBodyEnd
+        /// The handler wants its paused body again: parse what is buffered and read on.
+        case resumeBody
+        /// Drop the queued response (none of its bytes left) so another can replace it.
+        case dropResponse
         /// Parse the next request (pipelined bytes may already be buffered).
         case readNextRequest
         /// Queue `100 Continue`.
@@ -104,6 +116,30 @@ package struct ConnectionStateMachine: Sendable {
         case flushAndClose
         /// Close now, dropping queued output (the state is `.closed`).
         case close(reason: String?)
+    }
+
+    /// What the connection parses from its input next.
+    package enum Reading: Sendable, Equatable {
+        /// A request head.
+        case head
+        /// Request body bytes (delivered, or drained once the response ended: `bodyReceived` says).
+        case body
+        /// Nothing now: the request is in and its response pending, or the handler holds the body,
+        /// or the connection closes.
+        case nothing
+        /// Nothing ever again: the connection is closed.
+        case closed
+    }
+
+    /// Whether the connection watches its socket for input.
+    package enum ReadInterest: Sendable, Equatable {
+        /// Yes.
+        case read
+        /// While the input buffer has room: pipelined requests wait behind the current response,
+        /// and reading on notices a FIN (client gone) at once.
+        case readUnlessFull
+        /// No: the body is held, the connection closes, or a stalled reader blocks output.
+        case none
     }
 
     package private(set) var state: State
@@ -141,71 +177,50 @@ package struct ConnectionStateMachine: Sendable {
         }
     }
 
-    /// Whether the connection is closed (or decided to close now).
-    package var isClosed: Bool { if case .closed = state { true } else { false } }
-
-    /// Whether nothing more is read because the connection closes after its output.
-    package var isClosing: Bool { if case .closing = state { true } else { false } }
-
-    /// Whether the response being written must carry `Connection: close`.
-    package var closesAfterResponse: Bool {
-        if case .exchange(let exchange) = state { return exchange.persistence == .close }
-        return true
-    }
-
-    /// Whether heads are being parsed.
-    package var expectsHead: Bool {
+    /// What the connection parses from its input next.
+    package var reading: Reading {
         switch state {
-        case .accepted, .idle, .readingHead: true
-        case .exchange, .closing, .closed: false
+        case .accepted, .idle, .readingHead: return .head
+        case .exchange(let exchange):
+            guard case .body(let flow, _, _) = exchange.request else { return .nothing }
+            // A paused body is still drained once the response ended.
+            return flow == .flowing || exchange.response.isComplete ? .body : .nothing
+        case .closing: return .nothing
+        case .closed: return .closed
         }
     }
 
-    /// Whether the request body is read now: it flows, or the response ended and the rest is drained.
-    package var readsBody: Bool {
-        guard case .exchange(let exchange) = state, case .body(let flow, _, _) = exchange.request else { return false }
-        return flow == .flowing || exchange.response.isComplete
-    }
-
-    /// Whether body bytes go to the handler (not once its response ended: they are only drained).
-    package var deliversBody: Bool {
-        guard case .exchange(let exchange) = state, case .body = exchange.request else { return false }
-        return !exchange.response.isComplete
-    }
-
-    /// Whether the body the handler paused is held.
-    package var bodyPaused: Bool {
-        guard case .exchange(let exchange) = state, case .body(.paused, _, _) = exchange.request else { return false }
-        return true
-    }
-
-    /// Whether the socket should be read. `inputFull`: the input buffer holds as much as it may
-    /// (pipelined requests wait behind the current response).
-    package func wantsRead(inputFull: Bool) -> Bool {
-        if case .blocked = output { return false }
+    /// Whether the socket is watched for input.
+    package var readInterest: ReadInterest {
+        if case .blocked = output { return .none }
         switch state {
-        case .accepted, .idle, .readingHead: return true
+        case .accepted, .idle, .readingHead: return .read
         case .exchange(let exchange):
-            if case .body(let flow, _, _) = exchange.request { return flow == .flowing || exchange.response.isComplete }
+            if case .body(let flow, _, _) = exchange.request { return flow == .flowing || exchange.response.isComplete ? .read : .none }
             // Read on while the response is pending: a FIN (client gone) is noticed at once.
-            return !inputFull
-        case .closing, .closed: return false
+            return .readUnlessFull
+        case .closing, .closed: return .none
         }
     }
 
     // MARK: request events
 
-    /// Bytes of a request head arrived.
-    package mutating func headBytesReceived(now: NanoTime) {
+    /// Bytes of a request head arrived: after an idle wait, the header timeout starts.
+    package mutating func headBytesReceived(now: NanoTime) -> Action {
         switch state {
-        case .accepted(let deadline): state = .readingHead(deadline: deadline, persistence: .keepAlive)
-        case .idle: state = .readingHead(deadline: now.adding(seconds: headerTimeout), persistence: .keepAlive)
-        case .readingHead, .exchange, .closing, .closed: break
+        case .accepted(let deadline):
+            state = .readingHead(deadline: deadline, persistence: .keepAlive)
+            return .none
+        case .idle:
+            state = .readingHead(deadline: now.adding(seconds: headerTimeout), persistence: .keepAlive)
+            return .armTimer
+        case .readingHead, .exchange, .closing, .closed:
+            return .none
         }
     }
 
-    /// A whole head was parsed.
-    package mutating func headReceived(now: NanoTime, keepAlive: Bool, hasBody: Bool, expectsContinue: Bool = false) {
+    /// A whole head was parsed: a body's idle timeout starts.
+    package mutating func headReceived(now: NanoTime, keepAlive: Bool, hasBody: Bool, expectsContinue: Bool = false) -> Action {
         let persistence: Persistence
         switch state {
         case .accepted, .idle: persistence = .keepAlive
@@ -214,6 +229,7 @@ package struct ConnectionStateMachine: Sendable {
         }
         let request: RequestState = hasBody ? .body(.flowing, expectsContinue ? .owed : .notExpected, lastProgress: now) : .complete
         state = .exchange(Exchange(request: request, response: .pending, persistence: keepAlive ? persistence : .close))
+        return hasBody ? .armTimer : .none
     }
 
     /// The handler returned from `handle`: a client waiting for `100 Continue` is invited unless
@@ -226,46 +242,55 @@ package struct ConnectionStateMachine: Sendable {
         return .sendContinue
     }
 
-    /// Body bytes arrived: the idle timeout restarts.
-    package mutating func bodyReceived(now: NanoTime) {
-        guard case .exchange(var exchange) = state, case .body(let flow, let expect, _) = exchange.request else { return }
+    /// Body bytes were decoded: the idle timeout restarts, and they go to the handler unless its
+    /// response ended (then they are only drained).
+    package mutating func bodyReceived(now: NanoTime) -> Action {
+        guard case .exchange(var exchange) = state, case .body(let flow, let expect, _) = exchange.request else { return .none }
         exchange.request = .body(flow, expect, lastProgress: now)
         state = .exchange(exchange)
+        return exchange.response.isComplete ? .none : .deliverBody
     }
 
-    /// The handler holds (`.paused`) or wants (`.flowing`) the body; true when it changed.
-    package mutating func setBodyFlow(_ flow: BodyFlow) -> Bool {
+    /// The handler holds (`.paused`) or wants (`.flowing`) the body.
+    package mutating func setBodyFlow(_ flow: BodyFlow) -> Action {
         guard case .exchange(var exchange) = state, case .body(let old, let expect, let last) = exchange.request,
-              old != flow else { return false }
+              old != flow else { return .none }
         exchange.request = .body(flow, expect, lastProgress: last)
         state = .exchange(exchange)
-        return true
+        return flow == .flowing ? .resumeBody : .none
     }
 
-    /// The request body ended.
+    /// The request body ended. The request is complete before the handler hears it
+    /// (`deliverBodyEnd`): an answer given from that event completes the exchange at once.
     package mutating func bodyEnded(now: NanoTime) -> Action {
         guard case .exchange(var exchange) = state, case .body = exchange.request else { return .none }
         exchange.request = .complete
         if exchange.response.isComplete { return exchangeComplete(now: now, exchange.persistence) }
         state = .exchange(exchange)
-        return .none
+        return .deliverBodyEnd
     }
 
     // MARK: response events
 
-    /// A response head was queued. `closeDelimited`: its body ends with the connection (HTTP/1.0, no length).
-    package mutating func responseStarted(closeDelimited: Bool = false) {
-        guard case .exchange(var exchange) = state, exchange.response.isPending else { return }
+    /// A response head is being queued. `closeDelimited`: its body ends with the connection
+    /// (HTTP/1.0, no length). Returns whether the head says `Connection: close` (`.close`) or
+    /// keeps the connection.
+    package mutating func responseStarted(closeDelimited: Bool = false) -> Persistence {
+        guard case .exchange(var exchange) = state else { return .close }
+        guard exchange.response.isPending else { return exchange.persistence }
         exchange.response = .streaming(.ready)
         if closeDelimited { exchange.persistence = .close }
         state = .exchange(exchange)
+        return exchange.persistence
     }
 
-    /// A started response was taken back before any byte left (an error replaces it).
-    package mutating func responseRetracted() {
-        guard case .exchange(var exchange) = state, case .streaming = exchange.response else { return }
+    /// The handler takes back a started response none of whose bytes left (an error replaces it):
+    /// `dropResponse` unless the connection already closes.
+    package mutating func responseRetracted() -> Action {
+        guard case .exchange(var exchange) = state, case .streaming = exchange.response else { return .none }
         exchange.response = .pending
         state = .exchange(exchange)
+        return .dropResponse
     }
 
     /// The response was fully queued.
@@ -296,8 +321,10 @@ package struct ConnectionStateMachine: Sendable {
     // MARK: output events
 
     /// A write could not complete: a reader that stays stalled times out.
-    package mutating func outputBlocked(now: NanoTime) {
-        if case .drained = output { output = .blocked(since: now) }
+    package mutating func outputBlocked(now: NanoTime) -> Action {
+        guard case .drained = output, !isClosedState else { return .none }
+        output = .blocked(since: now)
+        return .armTimer
     }
 
     /// Queued output shrank below the low-water mark (`empty`: all of it was written).
@@ -381,6 +408,9 @@ package struct ConnectionStateMachine: Sendable {
         state = .closed
         return .close(reason: reason)
     }
+
+    /// A pattern match, cheaper than the synthesized `==` on the state.
+    private var isClosedState: Bool { if case .closed = state { true } else { false } }
 
     private mutating func exchangeComplete(now: NanoTime, _ persistence: Persistence) -> Action {
         guard persistence == .keepAlive else {

@@ -12,10 +12,12 @@ final class HTTPConnection: Selectable {
     /// Index of the listener address it was accepted on.
     let listener: Int
     private let loop: EventLoop
-    /// Unchecked: the loop's server owns its connections and outlives them (a closed connection
-    /// the loop still holds touches it no more); a checked `unowned` costs two atomics per use,
-    /// several per request.
-    private unowned(unsafe) let owner: LoopServer
+    /// The loop's server, not retained. Who keeps it alive: the `HTTPServer`, which holds every
+    /// loop's server for its own lifetime, past the loops' stop. The server holds this connection
+    /// in its table until `connectionClosed`, so it outlives every use here (a closed connection
+    /// the loop still holds touches it no more). A retained or checked reference would cost
+    /// atomics several times per request (`bench/cost-profile.sh` counts swift_retain).
+    private let owner: Unretained<LoopServer>
     private var machine: ConnectionStateMachine
     private var parser: HTTPRequestHeadParser
     private var decoder = HTTPBodyDecoder(framing: .none)
@@ -38,9 +40,9 @@ final class HTTPConnection: Selectable {
     private var responseStart = 0
     /// Made once per connection (`start`), so scheduling a flush or the timer allocates nothing
     /// per response. They hold the connection strongly: a weak reference would give it a side
-    /// table, and every retain of it would take the slow path (~2k instructions per request,
-    /// docs/performance.md). `performClose` drops them; a copy the loop still holds keeps
-    /// the connection alive until it ran, and finds it closed.
+    /// table, and every retain of it would take the slow path (`bench/cost-profile.sh` shows it
+    /// as swift_retain's side-table path). `performClose` drops them; a copy the loop still holds
+    /// keeps the connection alive until it ran, and finds it closed.
     private var flushAction: (() -> Void)?
     private var timerAction: (() -> Void)?
 
@@ -53,7 +55,7 @@ final class HTTPConnection: Selectable {
         self.peer = peer
         self.listener = listener
         self.loop = loop
-        self.owner = owner
+        self.owner = Unretained(owner)
         let limits = owner.configuration
         machine = ConnectionStateMachine(now: loop.now, headerTimeout: limits.headerTimeout, idleTimeout: limits.idleTimeout)
         parser = HTTPRequestHeadParser(limits: HTTPHeadLimits(maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount))
@@ -66,7 +68,7 @@ final class HTTPConnection: Selectable {
         try loop.register(fd: fd, interest: .read, target: self)
         flushAction = { [self] in
             flushScheduled = false
-            if !machine.isClosed { flush() }
+            flush()
         }
         timerAction = { [self] in timerFired() }
         syncTimer()
@@ -89,16 +91,18 @@ final class HTTPConnection: Selectable {
     func ready(_ events: UInt32) {
         inReady = true
         if events & EPOLLOUT.rawValue != 0 { flush() }
-        if !machine.isClosed, events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+        if events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
             readAndProcess()
         }
         inReady = false
-        if !machine.isClosed { flush() }
+        flush()
         // Between requests a keep-alive connection holds no buffer (the pool has it).
         input.releaseIfEmpty(unpooledSize: 8192)
     }
 
     private func readAndProcess() {
+        // The descriptor is gone once the machine closed (a write error in this very event).
+        if case .closed = machine.state { return }
         let space = input.writableSpace(minimum: 4096, limit: inputLimit)
         guard space.count > 0 else { updateInterest(); return }
         let result: IOResult<Int>
@@ -110,7 +114,6 @@ final class HTTPConnection: Selectable {
         guard case .processed(let n) = result else { return }
         if n == 0 {
             process()
-            if machine.isClosed { return }
             return perform(machine.inputEnded())
         }
         input.didWrite(n)
@@ -122,27 +125,30 @@ final class HTTPConnection: Selectable {
         guard !processing else { return }
         processing = true
         defer { processing = false }
-        while !machine.isClosed {
-            if machine.expectsHead {
+        while true {
+            switch machine.reading {
+            case .head:
                 guard !input.isEmpty else { return syncTimer() }
                 switch parser.parse(input.readable) {
                 case .incomplete:
-                    machine.headBytesReceived(now: loop.now)
+                    perform(machine.headBytesReceived(now: loop.now))
                     return syncTimer()
                 case .invalid(let error):
-                    machine.headBytesReceived(now: loop.now)
+                    perform(machine.headBytesReceived(now: loop.now))
                     return refuse(HTTPRefusal(error))
                 case .complete(let head, let consumed):
                     input.consume(consumed)
                     parser.reset()
                     startExchange(head)
                 }
-            } else if machine.readsBody {
+            case .body:
                 // A finished decoder still owes its end event, even with nothing left to read.
                 guard !input.isEmpty || decoder.isComplete else { return syncTimer() }
                 decodeBody()
-            } else {
+            case .nothing:
                 return syncTimer()
+            case .closed:
+                return
             }
         }
     }
@@ -151,16 +157,18 @@ final class HTTPConnection: Selectable {
     private func startExchange(_ head: consuming HTTPRequestHead) {
         let now = loop.now
         let framing = head.framing
-        machine.headReceived(now: now, keepAlive: head.keepAlive, hasBody: framing != .none,
-                             expectsContinue: head.expectsContinue)
+        let action = machine.headReceived(now: now, keepAlive: head.keepAlive, hasBody: framing != .none,
+                                          expectsContinue: head.expectsContinue)
         let exchange = HTTPExchange(head: head, peer: peer, listener: listener, startedAt: now, loop: loop, connection: self)
         self.exchange = exchange
         decoder = HTTPBodyDecoder(framing: framing)
-        if case .length(let n) = framing, n > owner.configuration.maxBodyBytes {
+        perform(action)
+        if case .length(let n) = framing, n > owner.object.configuration.maxBodyBytes {
             return refuse(.bodyTooLarge)
         }
-        owner.handler.handle(exchange)
-        guard self.exchange === exchange, !machine.isClosed else { return }
+        owner.object.handler.handle(exchange)
+        // Closing drops the exchange, as does an answer that already let the next request in.
+        guard self.exchange === exchange else { return }
         perform(machine.handlerReturned())
         if framing == .none && !exchange.isFinished { exchange.delegate?.exchangeBodyEnded(exchange) }
     }
@@ -171,26 +179,20 @@ final class HTTPConnection: Selectable {
         case .data(let range):
             if let exchange {
                 exchange.bytesReceived += range.count
-                if exchange.bytesReceived > owner.configuration.maxBodyBytes {
+                if exchange.bytesReceived > owner.object.configuration.maxBodyBytes {
                     input.consume(consumed)
                     return refuse(.bodyTooLarge)
                 }
-                if machine.deliversBody, let delegate = exchange.delegate {
-                    delegate.exchange(exchange, receivedBody: UnsafeRawBufferPointer(rebasing: input.readable[range]))
-                }
+            }
+            if case .deliverBody = machine.bodyReceived(now: loop.now), let exchange, let delegate = exchange.delegate {
+                delegate.exchange(exchange, receivedBody: UnsafeRawBufferPointer(rebasing: input.readable[range]))
             }
             input.consume(consumed)
-            machine.bodyReceived(now: loop.now)
         case .needMore:
             input.consume(consumed)
         case .end:
             input.consume(consumed)
-            let deliver = machine.deliversBody
-            // The request is complete before the delegate hears it: an answer given from the
-            // event completes the exchange at once.
-            let action = machine.bodyEnded(now: loop.now)
-            if deliver, let exchange { exchange.delegate?.exchangeBodyEnded(exchange) }
-            perform(action)
+            perform(machine.bodyEnded(now: loop.now))
         case .invalid(let error):
             input.consume(consumed)
             refuse(HTTPRefusal(error))
@@ -206,11 +208,11 @@ final class HTTPConnection: Selectable {
             return close(reason: refusal.code)
         }
         let action = machine.closeAfterFlush(reason: nil)
-        output.append(owner.handler.refusal(refusal, exchange: exchange, peer: peer))
+        output.append(owner.object.handler.refusal(refusal, exchange: exchange, peer: peer))
         if let exchange {
             exchange.progress = .ended
             exchange.status = refusal.status
-            exchange.finish(.refused(refusal.reason), handler: owner.handler)
+            exchange.finish(.refused(refusal.reason), handler: owner.object.handler)
         }
         perform(action)
     }
@@ -279,7 +281,7 @@ final class HTTPConnection: Selectable {
         if framing == .chunked { output.append(Self.lastChunk) }
         exchange.progress = .ended
         let action = machine.responseEnded(now: loop.now)
-        exchange.finish(framing == .overran ? .truncated : .completed, handler: owner.handler)
+        exchange.finish(framing == .overran ? .truncated : .completed, handler: owner.object.handler)
         perform(action)
         scheduleFlush()
     }
@@ -299,7 +301,7 @@ final class HTTPConnection: Selectable {
                            _ writeFields: (inout ResponseHeadWriter) -> Void) {
         exchange.progress = .started(framing)
         exchange.status = status
-        machine.responseStarted(closeDelimited: framing == .closeDelimited)
+        let persistence = machine.responseStarted(closeDelimited: framing == .closeDelimited)
         responseStart = writtenTotal + output.readableBytes
         var head = ResponseHeadWriter(output: output)
         HTTPResponseHead.appendStatusLine(status, to: &head)
@@ -312,7 +314,7 @@ final class HTTPConnection: Selectable {
             head.write(HTTPFieldSyntax.crlf)
         case .chunked: head.write(Self.chunkedField)
         }
-        if machine.closesAfterResponse {
+        if persistence == .close {
             head.write(Self.connectionClose)
         } else if exchange.head.version == .http10 {
             // HTTP/1.0 closes unless told otherwise (RFC 9112 §9.3): the client asked to keep
@@ -332,6 +334,20 @@ final class HTTPConnection: Selectable {
         switch action {
         case .none:
             break
+        case .armTimer:
+            syncTimer()
+        case .deliverBody:
+            // Handed over where the bytes are decoded (`decodeBody`): only there are they in reach.
+            break
+        case .deliverBodyEnd:
+            if let exchange { exchange.delegate?.exchangeBodyEnded(exchange) }
+        case .resumeBody:
+            // Inside the connection's own event the running loop parses on.
+            guard !inReady else { return }
+            process()
+            scheduleFlush()
+        case .dropResponse:
+            output.truncate(keeping: responseStart - writtenTotal)
         case .readNextRequest:
             exchange?.connection = nil
             exchange = nil
@@ -351,21 +367,22 @@ final class HTTPConnection: Selectable {
     }
 
     func setBodyFlow(_ exchange: HTTPExchange, _ flow: ConnectionStateMachine.BodyFlow) {
-        guard exchange === self.exchange, machine.setBodyFlow(flow), flow == .flowing, !inReady else { return }
-        process()
-        scheduleFlush()
+        guard exchange === self.exchange else { return }
+        perform(machine.setBodyFlow(flow))
     }
 
     /// The response's last byte is queued (head and body, one segment). When a lone event woke
     /// the loop (low load), it is written now, not at the end of the iteration, so the client has
     /// it while the exchange's completion runs (libcurl's bookkeeping, the access log, the
     /// metrics): c=1 latency. Under load the end of the iteration comes soon anyway, and writing
-    /// there keeps batches large (measured: writing at once cost ~10 % more CPU per request at
-    /// c=64). Only the write is done here, since it may run inside a libcurl callback: an error, a
-    /// short write or EAGAIN is left to the scheduled flush, which acts on it outside any callback.
+    /// there keeps batches large (writing at once costs more CPU per request at high concurrency:
+    /// `bench/proxy.sh`). Only the write is done here, since it may run inside a libcurl callback:
+    /// an error, a short write or EAGAIN is left to the scheduled flush, which acts on it outside
+    /// any callback.
     private func writeCompletedResponse() {
         defer { scheduleFlush() }
-        guard loop.eventsInBatch <= 1, !inReady, !machine.isClosed, !output.isEmpty else { return }
+        guard loop.eventsInBatch <= 1, !inReady, !output.isEmpty else { return }
+        if case .closed = machine.state { return }
         let readable = output.readable
         let written = Glibc.write(fd, readable.baseAddress, readable.count)
         guard written > 0 else { return }
@@ -377,14 +394,17 @@ final class HTTPConnection: Selectable {
     /// written once at the end of the loop iteration: head and body leave in one segment, and no
     /// write error can close the connection from inside a libcurl callback.
     private func scheduleFlush() {
-        guard !inReady, !flushScheduled, !machine.isClosed, let flushAction else { return }
+        // `performClose` drops `flushAction`: nothing is scheduled for a closed connection.
+        guard !inReady, !flushScheduled, let flushAction else { return }
         flushScheduled = true
         loop.afterEvents(flushAction)
     }
 
     // MARK: output
 
+    /// Writes what is queued as far as the socket takes it (nothing once the descriptor is closed).
     private func flush() {
+        if case .closed = machine.state { return }
         while !output.isEmpty {
             let readable = output.readable
             let result: IOResult<Int>
@@ -401,18 +421,21 @@ final class HTTPConnection: Selectable {
             output.releaseIfEmpty(unpooledSize: 16384)
             perform(machine.outputDrained(empty: true))
         } else {
-            machine.outputBlocked(now: loop.now)
+            perform(machine.outputBlocked(now: loop.now))
             if output.readableBytes < Self.lowWater { perform(machine.outputDrained(empty: false)) }
         }
-        if machine.isClosed { return }
+        if case .closed = machine.state { return }
         syncTimer()
         updateInterest()
     }
 
     private func updateInterest() {
-        guard !machine.isClosed else { return }
         var wanted: Interest = []
-        if machine.wantsRead(inputFull: input.readableBytes >= inputLimit) { wanted.insert(.read) }
+        switch machine.readInterest {
+        case .read: wanted = .read
+        case .readUnlessFull: if input.readableBytes < inputLimit { wanted = .read }
+        case .none: if case .closed = machine.state { return }
+        }
         if !output.isEmpty { wanted.insert(.write) }
         guard wanted != interest else { return }
         interest = wanted
@@ -424,7 +447,8 @@ final class HTTPConnection: Selectable {
     /// Keeps one timer per connection: extended deadlines are rechecked when it fires, an
     /// earlier deadline replaces it.
     private func syncTimer() {
-        guard !machine.isClosed, let deadline = machine.deadline, let timerAction else { return }
+        // `performClose` drops `timerAction`: no timer is armed for a closed connection.
+        guard let deadline = machine.deadline, let timerAction else { return }
         if let timer {
             guard deadline < timerDeadline else { return }
             loop.cancel(timer)
@@ -442,13 +466,12 @@ final class HTTPConnection: Selectable {
     /// Takes back a response none of whose bytes reached the socket yet, so the handler can answer
     /// with an error instead; false once any byte left (the response can then only be cut short).
     func retract(_ exchange: HTTPExchange) -> Bool {
-        guard exchange === self.exchange, case .started = exchange.progress, !machine.isClosed, !machine.isClosing,
-              writtenTotal <= responseStart else { return false }
-        output.truncate(keeping: responseStart - writtenTotal)
+        guard exchange === self.exchange, case .started = exchange.progress, writtenTotal <= responseStart,
+              case .dropResponse = machine.responseRetracted() else { return false }
+        perform(.dropResponse)
         exchange.progress = .pending
         exchange.status = 0
         exchange.bytesSent = 0
-        machine.responseRetracted()
         return true
     }
 
@@ -485,9 +508,9 @@ final class HTTPConnection: Selectable {
             if !exchange.isFinished {
                 exchange.progress = .aborted
                 let reason = reason ?? "closed"
-                exchange.finish(reason.hasPrefix("client_closed") ? .clientClosed(reason) : .aborted(reason), handler: owner.handler)
+                exchange.finish(reason.hasPrefix("client_closed") ? .clientClosed(reason) : .aborted(reason), handler: owner.object.handler)
             }
         }
-        owner.connectionClosed(self)
+        owner.object.connectionClosed(self)
     }
 }

@@ -20,7 +20,8 @@ package final class HTTPExchange {
     package let loop: EventLoop
     /// Cleared when the exchange finished, the connection closed or moved to its next request
     /// (`finish`, `HTTPConnection.perform`): a strong reference, as a weak one would give every
-    /// connection a side table (docs/performance.md), and no cycle outlives the exchange.
+    /// connection a side table, whose retains take the slow path (`bench/cost-profile.sh`), and
+    /// no cycle outlives the exchange.
     var connection: HTTPConnection?
 
     /// Receives this exchange's events; held until the exchange finished.

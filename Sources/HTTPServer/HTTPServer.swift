@@ -84,8 +84,8 @@ package final class HTTPServer: @unchecked Sendable {
 
     /// Closes every remaining connection, stops the loops and joins their threads. A loop that
     /// has not stopped within `seconds` (stuck in a call that never returns) is left behind, and
-    /// the answer is false: the caller exits rather than wait for ever (found by a fault-injection
-    /// review: a SIGTERM then never ended the process, and a second one was never read).
+    /// the answer is false: the caller exits rather than wait for ever (waiting, a SIGTERM would
+    /// never end the process, and a second one would never be read).
     @discardableResult
     package func stop(within seconds: Double = 5) -> Bool {
         for (loop, server) in loops {

@@ -49,7 +49,7 @@ package struct RequestIDGenerator {
     }
 
     /// The next ID, written straight into the new string's storage: no concatenation, and no
-    /// allocation while it fits a small string (docs/performance.md).
+    /// allocation while it fits a small string (malloc's share per request: `bench/cost-profile.sh`).
     package mutating func next() -> String {
         counter &+= 1
         let value = counter

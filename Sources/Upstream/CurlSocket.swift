@@ -19,15 +19,24 @@ struct SocketTable {
     }
 }
 
-/// A curl socket and its registration with the loop.
+/// A curl socket and its registration with the loop. Two enums carry its lifecycle: `state`, the
+/// registration (which curl's watches move), and `link`, what is known of the connection on it
+/// (which only moves forward). They change independently: a spoiled socket of a paused transfer
+/// is watched again when the transfer resumes.
 final class CurlSocket: Selectable {
     let fd: CInt
     unowned let client: UpstreamClient
-    /// Opened through `UpstreamClient.openSocket`.
+    /// Opened through `UpstreamClient.openSocket` (a setting of the socket, not a lifecycle).
     let opened: Bool
-    /// Opened through `openSocket` and since watched for reading, so connected: libcurl closes
-    /// such a socket through `closeSocket`, and a parked registration of it is known to be current.
-    var established = false { didSet { publishReadiness() } }
+
+    /// Whether a parked socket is known to have had nothing come on it.
+    enum Quiet: Equatable {
+        /// Not yet known: no loop wait begun after the parking has been dispatched.
+        case unknown
+        /// A wait begun after the parking has been dispatched (`ParkedSockets`): nothing came
+        /// on it as of that wait.
+        case quiet
+    }
 
     /// Where it is: curl's watch and the loop's registration move together, except between
     /// transfers, when curl watches nothing and the registration stays.
@@ -37,22 +46,27 @@ final class CurlSocket: Selectable {
         /// curl watches it for `interest`, and so does the loop.
         case watched(Interest)
         /// curl stopped watching it (CURL_POLL_REMOVE); still registered for `interest`.
-        case parked(Interest)
+        case parked(Interest, Quiet)
     }
 
-    var state = State.unregistered {
-        didSet {
-            quiet = false
-            publishReadiness()
-        }
+    /// What is known of the connection on the socket.
+    enum Link: Equatable {
+        /// Not known to be connected: curl's own socket (not `opened`), or one of ours still connecting.
+        case unproven
+        /// `opened` and since watched for reading, so connected: libcurl closes such a socket
+        /// through `closeSocket`, and a parked registration of it is known to be current.
+        case established
+        /// Turned ready while parked (`ready`) before it was established: spoiled once it is.
+        case spoiledUnproven
+        /// Established and turned ready while parked: never to be reused (`QuietSockets.Mark.spoiled`).
+        case spoiled
     }
-    /// Parked, and a loop wait begun after that has been dispatched since (`ParkedSockets`):
-    /// nothing came on it as of that wait.
-    private(set) var quiet = false
+
+    /// Every change moves the kernel-free answers libcurl's checks get (`readiness`).
+    var state = State.unregistered { didSet { publishReadiness() } }
+    private(set) var link = Link.unproven { didSet { publishReadiness() } }
     /// Times parked, to tell the parking a `ParkedSockets` entry was made for from a later one.
     private(set) var parkings: UInt32 = 0
-    /// Turned readable while parked (`ready`): never to be reused (`QuietSockets.Mark.spoiled`).
-    private(set) var spoiled = false
 
     init(fd: CInt, client: UpstreamClient, opened: Bool) {
         self.fd = fd
@@ -60,16 +74,35 @@ final class CurlSocket: Selectable {
         self.opened = opened
     }
 
+    /// Whether it is known connected (`Link.established`, spoiled or not).
+    var established: Bool {
+        switch link {
+        case .established, .spoiled: true
+        case .unproven, .spoiledUnproven: false
+        }
+    }
+
+    /// curl watches it for reading: one of ours has connected (a connecting socket is watched
+    /// for writing only).
+    func watchedForReading() {
+        guard opened else { return }
+        switch link {
+        case .unproven: link = .established
+        case .spoiledUnproven: link = .spoiled
+        case .established, .spoiled: break
+        }
+    }
+
     /// curl stopped watching it between transfers: it stays registered for `interest`.
     func park(_ interest: Interest) {
-        state = .parked(interest)
+        state = .parked(interest, .unknown)
         parkings &+= 1
     }
 
     /// A wait begun after the parking has been seen through, and the socket is still parked.
     func becameQuiet() {
-        quiet = true
-        publishReadiness()
+        guard case .parked(let interest, .unknown) = state else { return }
+        state = .parked(interest, .quiet)
     }
 
     /// What libcurl's zero-timeout checks of this socket get (`QuietSockets`): for a connected
@@ -79,10 +112,13 @@ final class CurlSocket: Selectable {
     /// socket empty in a loop turn, then that answer for the rest of the turn. Otherwise always
     /// the kernel's.
     var readiness: QuietSockets.Mark {
-        if spoiled && established { return .spoiled }
-        guard established else { return .unknown }
+        switch link {
+        case .unproven, .spoiledUnproven: return .unknown
+        case .spoiled: return .spoiled
+        case .established: break
+        }
         switch state {
-        case .parked(let interest) where interest.contains(.read): return quiet ? .quiet : .parked
+        case .parked(let interest, let quiet) where interest.contains(.read): return quiet == .quiet ? .quiet : .parked
         case .watched(let interest) where interest.contains(.read): return .watched
         default: return .unknown
         }
@@ -97,7 +133,11 @@ final class CurlSocket: Selectable {
             // so it is never reused, and have curl close it soon rather than hold the descriptor
             // until the next request.
             client.loop.deregister(fd: fd)
-            spoiled = true
+            switch link {
+            case .unproven: link = .spoiledUnproven
+            case .established: link = .spoiled
+            case .spoiledUnproven, .spoiled: break
+            }
             state = .unregistered
             client.deadConnectionSeen()
             return

@@ -1,12 +1,50 @@
 /// A request body passing from the client connection to a curl transfer, with backpressure
 /// both ways, and kept whole for a replay (redirect 307/308, 401 retry) while it stays small.
 package final class RequestBody {
+    /// Whether every byte is kept for a replay, or bytes are dropped once read.
+    package enum Retention: Sendable, Equatable {
+        /// Every byte so far is kept: not past the replay limit.
+        case whole
+        /// Past the replay limit: bytes are dropped once curl read them; never kept again.
+        case streamed
+    }
+
+    /// The body's lifecycle: the client sends, then ends it; retention only goes from whole to
+    /// streamed.
+    package enum State: Sendable, Equatable {
+        /// The client is still sending.
+        case receiving(Retention)
+        /// The client finished the body.
+        case ended(Retention)
+
+        var retention: Retention {
+            switch self {
+            case .receiving(let retention), .ended(let retention): retention
+            }
+        }
+
+        /// `total` bytes have arrived: past `limit`, the body is no longer kept whole.
+        mutating func received(total: Int, limit: Int) {
+            guard total > limit else { return }
+            switch self {
+            case .receiving(.whole): self = .receiving(.streamed)
+            case .ended(.whole): self = .ended(.streamed)
+            case .receiving(.streamed), .ended(.streamed): break
+            }
+        }
+
+        /// The client finished the body.
+        mutating func finished() {
+            if case .receiving(let retention) = self { self = .ended(retention) }
+        }
+    }
+
     private var storage: [UInt8] = []
     private var readIndex = 0
-    private var retained = true
     private let replayLimit: Int
+    package private(set) var state = State.receiving(.whole)
     /// Whether the client finished the body.
-    package private(set) var ended = false
+    package var ended: Bool { if case .ended = state { true } else { false } }
     /// Bytes received from the client so far.
     package private(set) var totalBytes = 0
     /// Called (after the current event) when buffered bytes fell below the low-water mark.
@@ -24,7 +62,7 @@ package final class RequestBody {
     package var buffered: Int { storage.count - readIndex }
 
     /// Whether the whole body is kept, so another transfer can send it again.
-    package var isReplayable: Bool { ended && retained }
+    package var isReplayable: Bool { state == .ended(.whole) }
 
     /// A fresh body with the same bytes, for a replay; nil unless `isReplayable`.
     package func replay() -> RequestBody? {
@@ -32,15 +70,15 @@ package final class RequestBody {
         let copy = RequestBody(replayLimit: replayLimit)
         copy.storage = storage
         copy.totalBytes = totalBytes
-        copy.ended = true
+        copy.state = .ended(.whole)
         return copy
     }
 
     /// Adds client bytes.
     package func append(_ bytes: UnsafeRawBufferPointer) {
         totalBytes += bytes.count
-        if retained && totalBytes > replayLimit { retained = false }
-        if !retained && readIndex > 0 && readIndex >= storage.count / 2 {
+        state.received(total: totalBytes, limit: replayLimit)
+        if state.retention == .streamed && readIndex > 0 && readIndex >= storage.count / 2 {
             storage.removeFirst(readIndex)
             readIndex = 0
         }
@@ -50,7 +88,7 @@ package final class RequestBody {
 
     /// The client finished the body.
     package func finish() {
-        ended = true
+        state.finished()
         onData?()
     }
 
@@ -66,7 +104,7 @@ package final class RequestBody {
         }
         let before = available
         readIndex += n
-        if !retained && readIndex == storage.count {
+        if state.retention == .streamed && readIndex == storage.count {
             storage.removeAll(keepingCapacity: true)
             readIndex = 0
         }

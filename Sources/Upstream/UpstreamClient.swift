@@ -179,7 +179,7 @@ package final class UpstreamClient {
             watch(socket, interest)
         case .watched(let current) where current == interest:
             return
-        case .parked(let current) where socket.established && current == interest:
+        case .parked(let current, _) where socket.established && current == interest:
             // The same pooled connection, still registered: no syscall when it is watched as
             // before, the usual case for every request on it. `established` (it carried a
             // transfer) is what makes that sure: libcurl 7.88 closes a socket that never connected
@@ -194,7 +194,7 @@ package final class UpstreamClient {
             socket.state = .watched(interest)
         }
         // A connecting socket is watched for writing only; one watched for reading has connected.
-        if interest.contains(.read) && socket.opened { socket.established = true }
+        if interest.contains(.read) { socket.watchedForReading() }
         // Watched for reading again (a paused transfer resumed) with bytes read ahead: no wait
         // reports them, so they are run as a stalled pass's are.
         if interest.contains(.read) && ReadAhead.block(of: fd) != nil { queueStalled() }

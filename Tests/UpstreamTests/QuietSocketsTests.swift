@@ -147,14 +147,14 @@ struct QuietSocketsTests {
             // (descriptor offset, established, state, quiet, mark)
             (0, false, CurlSocket.State.unregistered, false, QuietSockets.Mark.unknown),
             (1, false, .watched(.write), false, .unknown),    // connecting: "connected yet?" must reach the kernel
-            (2, false, .parked(.read), true, .unknown),
+            (2, false, .parked(.read, .unknown), true, .unknown),
             (3, true, .watched(.read), false, .watched),      // registered for reading: found empty, empty till the turn ends
             (4, true, .watched([.read, .write]), true, .watched),
             (10, true, .watched(.write), false, .unknown),    // not registered for reading: nothing would report bytes
-            (5, true, .parked(.read), false, .parked),        // no wait seen through yet: the kernel answers
-            (6, true, .parked(.read), true, .quiet),          // idle through a wait: an EOF would have been reported
-            (7, true, .parked([.read, .write]), true, .quiet),
-            (8, true, .parked(.write), true, .unknown),       // parked unable to see an EOF
+            (5, true, .parked(.read, .unknown), false, .parked),        // no wait seen through yet: the kernel answers
+            (6, true, .parked(.read, .unknown), true, .quiet),          // idle through a wait: an EOF would have been reported
+            (7, true, .parked([.read, .write], .unknown), true, .quiet),
+            (8, true, .parked(.write, .unknown), true, .unknown),       // parked unable to see an EOF
             (9, true, .unregistered, true, .unknown),         // closed, or dropped
           ])
     func socketStates(offset: Int, established: Bool, state: CurlSocket.State, quiet: Bool, mark: QuietSockets.Mark) throws {
@@ -163,7 +163,7 @@ struct QuietSocketsTests {
         // A number no real descriptor has (each case its own): only the mark is looked at.
         let fd = CInt(QuietSockets.capacity - 100 + offset)
         let socket = CurlSocket(fd: fd, client: client, opened: true)
-        socket.established = established
+        if established { socket.watchedForReading() }
         socket.state = state
         if quiet { socket.becameQuiet() }
         #expect(socket.readiness == mark)
@@ -240,13 +240,13 @@ struct SpoiledSocketTests {
         defer { close(fd); close(peer) }
         let socket = CurlSocket(fd: fd, client: client, opened: true)
         try loop.register(fd: fd, interest: .read, target: socket)
-        socket.established = true
+        socket.watchedForReading()
         socket.state = .watched(.read)
         socket.park(.read)
         socket.becameQuiet()
         #expect(QuietSockets.mark(of: fd) == .quiet)
         socket.ready(Interest.read.rawValue)
-        #expect(socket.spoiled && socket.state == .unregistered)
+        #expect(socket.link == .spoiled && socket.state == .unregistered)
         #expect(QuietSockets.mark(of: fd) == .spoiled)
         #expect(pollOnce([(fd, readEvents)], timeout: 0) == (1, [QuietSockets.spoiledEvents]))
         // Closed through curl's callback: the number is free of any mark.
@@ -276,7 +276,7 @@ struct ParkedSocketsTests {
         let client = UpstreamClient(loop: loop)
         let fd = CInt(QuietSockets.capacity - 100 + offset)
         let socket = CurlSocket(fd: fd, client: client, opened: true)
-        socket.established = true
+        socket.watchedForReading()
         socket.state = .watched(.read)
         var parked = ParkedSockets()
         socket.park(.read)
@@ -291,7 +291,7 @@ struct ParkedSocketsTests {
         case .closed: socket.state = .unregistered
         }
         parked.promote(dispatched: dispatched)
-        #expect(socket.quiet == quiet)
+        #expect((socket.state == .parked(.read, .quiet)) == quiet)
         let mark: QuietSockets.Mark = switch then {
         case .nothing: quiet ? .quiet : .parked
         case .parkedAgain: .parked
