@@ -34,7 +34,7 @@ package final class LoginChains: Sendable {
     let broadcast: @Sendable ([UInt8]) -> Void
 
     /// An empty table; `broadcast` reaches every loop (nothing by default).
-    init(broadcast: @escaping @Sendable ([UInt8]) -> Void = { _ in }) { self.broadcast = broadcast }
+    package init(broadcast: @escaping @Sendable ([UInt8]) -> Void = { _ in }) { self.broadcast = broadcast }
 
     /// Starts a chain over `providers`; returns its id and the first action.
     func startChain(_ providers: [String], now: Double) -> (id: UInt64, action: PhasedLogin.Action) {

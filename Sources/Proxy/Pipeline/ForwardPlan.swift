@@ -1,16 +1,24 @@
 import Config
 import Credentials
+import EventLoop
 import Upstream
 
 /// Where a routed request goes, decided once; kept while the request waits for credentials.
 struct ForwardPlan {
     /// The route's provider slot, counters and upstream on this loop. It holds the route and the
-    /// runtime, so the plan refers to them without retaining them (objects every loop shares).
+    /// runtime, so the plan refers to them without retaining them: they are shared by every loop,
+    /// and a reference count moved per request would move between the loops' CPU caches
+    /// (`bench/cost-profile.sh` counts the instructions).
     let slot: RouteSlot
-    /// The matched route (its configuration is not copied per request).
-    unowned(unsafe) let compiled: CompiledRoute
-    /// The runtime the route came from (a reload may replace it while the request waits).
-    unowned(unsafe) let runtime: ProxyRuntime
+    /// The matched route (its configuration is not copied per request); kept alive by `slot`.
+    let route: Unretained<CompiledRoute>
+    /// The runtime the route came from (a reload may replace it while the request waits); kept
+    /// alive by `slot`.
+    let source: Unretained<ProxyRuntime>
+    /// The matched route.
+    var compiled: CompiledRoute { route.object }
+    /// The runtime the route came from.
+    var runtime: ProxyRuntime { source.object }
     /// The route's index in its configuration.
     var routeIndex: Int { compiled.index }
     /// The path after the route's prefix.
@@ -23,8 +31,8 @@ struct ForwardPlan {
     /// traps without one).
     init(slot: RouteSlot, rest: Substring, query: Substring?, mockMode: MockConfiguration.Mode?) {
         self.slot = slot
-        compiled = slot.route
-        runtime = slot.runtime
+        route = Unretained(slot.route)
+        source = Unretained(slot.runtime)
         self.rest = rest
         self.query = query
         self.mockMode = mockMode

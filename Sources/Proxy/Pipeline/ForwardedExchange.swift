@@ -10,16 +10,19 @@ import Upstream
 /// exchange's delegate (owned by the exchange until it finished) and carries its log record.
 final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private let exchange: HTTPExchange
-    /// The route's slot on this loop, which holds the route: the route is shared by every loop,
-    /// so it is referred to without a reference count of its own
-    /// (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    /// The route's slot on this loop, which holds the route.
     private let slot: RouteSlot
+    /// The matched route, kept alive by `slot`: it is shared by every loop, so it is referred to
+    /// without a reference count of its own (a count moved per request would move between the
+    /// loops' CPU caches; `bench/cost-profile.sh` counts the instructions).
+    private let compiled: Unretained<CompiledRoute>
     /// The matched route; its settings are `route.config`.
-    private unowned(unsafe) let route: CompiledRoute
+    private var route: CompiledRoute { compiled.object }
     private var injector: CredentialInjector { route.injector }
-    /// Unchecked: a loop's handler lives as long as the process (a reload replaces its runtime,
-    /// never the handler), so the atomic check of `unowned` buys nothing here.
-    private unowned(unsafe) let handler: ProxyHandler
+    /// The loop's handler, kept alive by the server and by `ProxyService` for the life of the
+    /// process (a reload replaces its runtime, never the handler): no count per request.
+    private let proxy: Unretained<ProxyHandler>
+    private var handler: ProxyHandler { proxy.object }
     /// The exchange's log record (request ID, route); the upstream it names is `url`'s
     /// (`HTTPExchange.upstream`).
     let info: ExchangeInfo
@@ -76,8 +79,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         self.generation = generation
         self.exchange = exchange
         self.slot = slot
-        route = slot.route
-        self.handler = handler
+        compiled = Unretained(slot.route)
+        proxy = Unretained(handler)
         self.info = info
         url = upstream
         let framing = exchange.head.framing
@@ -298,8 +301,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     /// only), refresh (or take tokens that changed since this request was sent) and retry once.
     /// A body that cannot be sent again (too large to keep, or still arriving when the 401 came)
     /// has its 401 relayed, and the refresh is asked all the same: otherwise the next request
-    /// would carry the same refused token (found by a fault-injection review: uploads kept
-    /// failing until some small request refreshed).
+    /// would carry the same refused token (uploads would keep failing until some small request
+    /// refreshed).
     private func retryAfter401() -> Bool {
         guard route.config.retryOn401, route.config.credential != .none, let manager = handler.manager(for: route.config),
               !refreshTooSoon() else { return false }

@@ -16,54 +16,50 @@ package final class ProxyHandler: HTTPHandler {
     let loop: EventLoop
     let log: LogBuffer
     private var requestIDs: RequestIDGenerator
-    let control: ControlEndpoints
+    let control = ControlEndpoints()
     let metrics = LoopMetrics()
     private let hub: MetricsHub
     /// This loop's libcurl multi handle.
-    let upstream: UpstreamClient
+    package let upstream: UpstreamClient
     /// Each provider's state on this loop, by name (`ProviderSlot`).
     var slots: [String: ProviderSlot] = [:]
     /// The default provider's tokens in force; replaced (on this loop) by `credentialsChanged`.
     package var credentials: CredentialSnapshot { slot(nil).snapshot }
     /// The analytics sidecar, when configured.
-    package var analytics: AnalyticsService?
+    let analytics: AnalyticsService?
     /// Experiment overrides, exposures and the installation id.
-    package var experimentService: ExperimentService?
-    /// Set on the home loop's handler: the uploader follows this loop's token snapshots.
-    var uploadsHere = false
-    /// The default provider's token lifecycle (OAuth grants); nil for the static grant or no provider.
-    package var credentialManager: CredentialManager? {
-        get { slot(nil).manager }
-        set { slot(nil).manager = newValue }
-    }
+    let experimentService: ExperimentService?
+    /// The home loop's handler: the analytics uploader follows this loop's token snapshots.
+    let uploadsHere: Bool
     /// Phased logins in progress, shared by every loop (a callback may arrive on any of them).
-    var loginChains = LoginChains()
+    let loginChains: LoginChains
     /// `/_platform/auth/events` streams on this loop.
     var eventStreams: [AuthEventStream] = []
     var heartbeat: TimerID?
     /// Index of the `metricsListen` address among the server's listeners, when there is one.
-    package var metricsListener: Int?
+    let metricsListener: Int?
     /// The `X-Experiments` line, formatted once per subject and config.
     private var experimentLines = ExperimentHeaderCache()
     /// Each route's provider slot and counters for the runtime in force.
     private var routeSlots = RouteSlotTable()
 
-    /// Creates the handler for `loop`.
-    package init(runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int, hub: MetricsHub) {
-        self.runtime = runtime
-        self.hub = hub
-        self.loop = loop
-        log = LogBuffer(loop: loop)
-        requestIDs = RequestIDGenerator(loopIndex: loopIndex)
-        control = ControlEndpoints()
-        upstream = UpstreamClient(loop: loop)
+    /// Creates the handler for `parameters.loop`, its providers' managers and first tokens in place.
+    package init(_ parameters: ProxyHandlerParameters) {
+        runtime = parameters.runtime
+        hub = parameters.hub
+        loop = parameters.loop
+        log = LogBuffer(loop: parameters.loop)
+        requestIDs = RequestIDGenerator(loopIndex: parameters.loopIndex)
+        upstream = parameters.upstream
+        analytics = parameters.analytics
+        experimentService = parameters.experiments
+        uploadsHere = parameters.loopIndex == 0
+        loginChains = parameters.loginChains
+        metricsListener = parameters.metricsListener
         hub.add(loop: loop, metrics: metrics)
         for named in runtime.configuration.providers { slots[named.name] = ProviderSlot(name: named.name) }
-    }
-
-    /// Installs the token lifecycles of the OAuth providers, by name.
-    package func setManagers(_ managers: [String: CredentialManager]) {
-        for (name, manager) in managers { slot(name).manager = manager }
+        for (name, manager) in parameters.managers { slot(name).manager = manager }
+        for (provider, snapshot) in parameters.initialSnapshots { credentialsChanged(snapshot, provider: provider) }
     }
 
     package func handle(_ exchange: HTTPExchange) {
@@ -121,13 +117,12 @@ package final class ProxyHandler: HTTPHandler {
     /// login, refreshed first when the token has expired (single-flight, on the home loop).
     func forward(_ exchange: HTTPExchange, _ plan: ForwardPlan, refreshed: Bool) {
         guard !exchange.isAborted else { return }
-        // The route is shared by every loop and held by the plan's slot: used unretained
-        // (docs/ARCHITECTURE.md §13, "Nothing shared is written").
-        unowned(unsafe) let compiled = plan.compiled
+        // The route is shared by every loop and kept alive by the plan's slot: used unretained.
+        let route = plan.route
         // Each provider has its own tokens, gate and refresher: one's outage never holds another's routes.
         let slot = plan.slot.provider
         let credentials = slot.snapshot
-        if compiled.config.credential != .none {
+        if route.object.config.credential != .none {
             // The gate is for logins; a static token that cannot be read is a 503 below.
             if !credentials.status.loggedIn && slot.manager != nil {
                 return gate(exchange, slot: slot) { [weak self] in self?.forward(exchange, plan, refreshed: refreshed) }
@@ -146,17 +141,17 @@ package final class ProxyHandler: HTTPHandler {
             }
         }
         guard let injected = slot.injectedLines.lines(plan, snapshot: credentials) else {
-            return fail(exchange, .credentialsUnavailable(compiled.config.credential.rawValue))
+            return fail(exchange, .credentialsUnavailable(route.object.config.credential.rawValue))
         }
         if !injected.lines.isEmpty { plan.slot.counters.injected += 1 }
         var experiments: HeaderLines?
-        if compiled.config.experimentHeader, let service = experimentService {
+        if route.object.config.experimentHeader, let service = experimentService {
             experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,
                                                 now: UnixTime.now())
         }
         // A masked or recorded response is asked for whole and in its identity form: a compressed
         // or ranged echo would carry the token past the masker (README "Echoed credentials").
-        let masks = plan.runtime.configuration.maskEchoedCredentials && compiled.config.credential != .none
+        let masks = plan.runtime.configuration.maskEchoedCredentials && route.object.config.credential != .none
         let forwarded = ForwardedExchange(exchange: exchange, slot: plan.slot, upstream: plan.url(), handler: self,
                                           info: exchange.info ?? ExchangeInfo(requestID: "", path: ""),
                                           credentials: consume injected,
@@ -164,11 +159,11 @@ package final class ProxyHandler: HTTPHandler {
                                           identity: masks || plan.mockMode == .record)
         if plan.runtime.configuration.maskEchoedCredentials {
             forwarded.masksEchoes = true
-            forwarded.echoMasker = slot.echoTokens.masker(compiled.config.credential, of: credentials)
+            forwarded.echoMasker = slot.echoTokens.masker(route.object.config.credential, of: credentials)
         }
-        if plan.mockMode == .record, let mock = compiled.config.mock {
+        if plan.mockMode == .record, let mock = route.object.config.mock {
             forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite,
-                                              neverWritten: slot.echoTokens.bytes(compiled.config.credential, of: credentials))
+                                              neverWritten: slot.echoTokens.bytes(route.object.config.credential, of: credentials))
         }
         forwarded.start(retryBodyBytes: runtime.configuration.limits.retryBodyBytes)
     }

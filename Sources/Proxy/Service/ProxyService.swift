@@ -99,15 +99,16 @@ package enum ProxyService {
                        reloads: { reloadCounts.status.withLock { $0 } })
         do {
             let bound = try server.start { loop, index in
-                let handler = ProxyHandler(runtime: runtime.forLoop(), loop: loop, loopIndex: index, hub: hub)
-                handler.analytics = analytics
-                handler.upstream.ownListeners = ownListeners
-                handler.experimentService = experiments
-                handler.uploadsHere = index == 0
-                handler.metricsListener = configuration.metricsListen.map { _ in configuration.listen.count }
-                for (provider, snapshot) in initial { handler.credentialsChanged(snapshot, provider: provider) }
-                handler.setManagers(lifecycle?.managers(home: loop, http: handler.upstream) ?? [:])
-                handler.loginChains = loginChains
+                let upstream = UpstreamClient(loop: loop)
+                upstream.ownListeners = ownListeners
+                var parameters = ProxyHandlerParameters(runtime: runtime.forLoop(), loop: loop, loopIndex: index, hub: hub,
+                                                        upstream: upstream, loginChains: loginChains)
+                parameters.managers = lifecycle?.managers(home: loop, http: upstream) ?? [:]
+                parameters.initialSnapshots = initial
+                parameters.analytics = analytics
+                parameters.experiments = experiments
+                parameters.metricsListener = configuration.metricsListen.map { _ in configuration.listen.count }
+                let handler = ProxyHandler(parameters)
                 handlers.append(handler)
                 lifecycle?.directory.add(loop: loop, handler: handler)
                 return handler
