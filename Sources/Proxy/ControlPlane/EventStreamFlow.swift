@@ -4,7 +4,7 @@
 /// their state as it is then once the client reads again (intermediate states are skipped).
 /// Other events (`journey`, `login`) are held in order; past `cap` bytes queued and held the
 /// stream is closed (the client reconnects and starts from the current states). A value:
-/// events in, actions out (docs/ARCHITECTURE.md §3).
+/// events in, actions out, tested as a table.
 struct EventStreamFlow: Equatable {
     /// Something to send.
     enum Item: Equatable {

@@ -8,7 +8,7 @@ import HTTPServer
 /// calls its handler; a path no entry matches is a 404 `no_route`. Built once; a request
 /// allocates nothing here.
 struct PlatformEndpoints {
-    /// A method an endpoint takes; `get` takes HEAD too (not listed in `Allow`, as before).
+    /// A method an endpoint takes; `get` takes HEAD too (not listed in `Allow`).
     enum Method: String, Sendable {
         case get = "GET", post = "POST", put = "PUT", delete = "DELETE"
 

@@ -2,7 +2,7 @@
 /// first provider asks the user; each next one is tried with `prompt=none` first, so the
 /// identity provider's session cookie signs it in silently, and asked interactively only when
 /// it answers `login_required` (or another "needs the user" error). A refusal of one
-/// provider is recorded and the chain moves on. A value: events in, actions out (§3).
+/// provider is recorded and the chain moves on. A value: events in, actions out.
 package struct PhasedLogin: Sendable, Equatable {
     /// How one provider's authorization request came back.
     package enum Outcome: Sendable, Equatable {

@@ -92,7 +92,7 @@ package final class MockFiles: Sendable {
 
     /// Reads a regular file, or fails with its errno (EISDIR for a folder, ENOENT for anything
     /// else that is no regular file). `O_NONBLOCK`: opening a FIFO would otherwise block the
-    /// loop until some writer opened it (found by a fault-injection review).
+    /// loop until some writer opened it.
     static func read(_ path: String) -> Result<[UInt8], Errno> {
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return .failure(Errno(errno)) }

@@ -21,7 +21,7 @@ struct AccessPolicy: Sendable {
     }
 
     /// The same policy with its own copy of every list and string, for one event loop
-    /// (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    /// (nothing shared is written: a reference count moved per request would move between cores).
     func privateCopy() -> AccessPolicy {
         AccessPolicy(allowedHosts: allowedHosts.map { $0.privateCopy() }, keyBytes: apiKey.map { Array($0) })
     }
@@ -39,8 +39,8 @@ struct AccessPolicy: Sendable {
         guard scheme == "http" || scheme == "https" else { return false }
         let authority = origin[schemeEnd.upperBound...]
         // The Host header's own syntax: no list, path, user information or blank, a port of 1–5
-        // digits. The allow-list check reads up to the first `:` only (found by a review:
-        // `http://localhost:8080, null`, two lines joined, passed as localhost).
+        // digits. The allow-list check reads up to the first `:` only (so
+        // `http://localhost:8080, null`, two lines joined, would pass as localhost).
         guard HTTPHeadSemantics.isValidHost(authority) else { return false }
         return hostAllowed(authority)
     }

@@ -2,7 +2,7 @@ import Config
 import Credentials
 import Upstream
 
-/// The lifecycle of one forwarded exchange as a value (docs/ARCHITECTURE.md §3): events from
+/// The lifecycle of one forwarded exchange as a value (the lifecycle convention): events from
 /// the transfer, the client and the credential manager in, actions out; `ForwardedExchange`
 /// only executes them. Model: async-http-client's `RequestBag.StateMachine`.
 ///

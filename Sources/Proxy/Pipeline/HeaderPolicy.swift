@@ -22,7 +22,7 @@ enum HeaderPolicy {
     /// Whether `name` is, with `_` read as `-`, a field the proxy drops or sets itself
     /// (`X_Authorization`, `Transfer_Encoding`, `X_Forwarded_For`): CGI and WSGI upstreams read
     /// `_` and `-` alike (`HTTP_X_AUTHORIZATION`), so the client's value would reach them beside
-    /// or instead of the proxy's (found by a security review; nginx drops every name with `_`).
+    /// or instead of the proxy's (nginx drops every name with `_` for the same reason).
     private static func isUnderscoreLookalike(_ name: UnsafeBufferPointer<UInt8>, removing: [[UInt8]]) -> Bool {
         guard name.count <= 256, let base = name.baseAddress, memchr(base, Int32(UInt8(ascii: "_")), name.count) != nil else {
             return false

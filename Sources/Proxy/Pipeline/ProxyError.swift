@@ -1,7 +1,7 @@
 import JSON
 
 /// An error the proxy answers itself: HTTP status, snake_case code and a human sentence.
-/// A struct over a private enum so new errors are additive (docs/ARCHITECTURE.md §8).
+/// A struct over a private enum so new errors are additive.
 package struct ProxyError: Error, Sendable, Equatable {
     private enum Code: String, Sendable {
         case noRoute = "no_route"

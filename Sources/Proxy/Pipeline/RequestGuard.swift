@@ -127,7 +127,7 @@ enum RequestGuard: Int, CaseIterable {
 /// An ordered list of guards, held as one bit per guard. Every list runs its guards in the order
 /// they are declared in `RequestGuard` (a list written in another order stops the process when
 /// it is made), so the bits say the whole list; and a value with no array behind it is not
-/// retained per request by every loop (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+/// retained per request by every loop (nothing shared is written).
 struct GuardList: Sequence, Equatable, ExpressibleByArrayLiteral {
     private var bits: UInt32 = 0
 

@@ -5,7 +5,7 @@ import Upstream
 /// What a loop keeps per route of the runtime in force: the route's provider slot, its request
 /// counters and its own copy of the upstream URL, found by name once per route and runtime rather
 /// than once per request. A request holds its route and runtime through its slot: objects every
-/// loop shares are not retained per request (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+/// loop shares are not retained per request (nothing shared is written).
 final class RouteSlot {
     let route: CompiledRoute
     /// The runtime `route` belongs to.

@@ -48,7 +48,7 @@ final class ConfigWatcher {
     }
 
     /// Watches where the path resolves now: a symlink re-pointed into another directory is
-    /// followed there (found by a fault-injection review: edits of the new target went unseen).
+    /// followed there (else edits of the new target would go unseen).
     private func followTarget() {
         guard let real = realpath(path, nil) else { return }
         let target = String(cString: real)
@@ -60,7 +60,7 @@ final class ConfigWatcher {
 
     /// Whether the path resolves elsewhere than when last looked; it is then watched there too.
     /// Called about once a second: a link re-pointed in the middle of a chain (`config.json →
-    /// current/ → releases/N/`) lives in a directory no watch covers (found by a review).
+    /// current/ → releases/N/`) lives in a directory no watch covers.
     func targetMoved() -> Bool {
         let before = resolved
         followTarget()
