@@ -9,7 +9,7 @@ extension ProxyHandler {
 
     /// The login-related `/_platform/` endpoints; false when `path` is not one of them.
     /// `?provider=<name>` picks one provider on login, device, demo, logout and userinfo.
-    func handleAuthEndpoint(_ exchange: HTTPExchange, path: Substring, query: Substring?) -> Bool {
+    func handleAuthEndpoint(_ context: ExchangeContext, path: Substring, query: Substring?) -> Bool {
         // The method was checked by `PlatformEndpoints`.
         let parameters = FormEncoding.decodeQuery(query ?? "")
         // A `provider` parameter must name a configured provider; nil when absent.
@@ -18,7 +18,7 @@ extension ProxyHandler {
         case "/_platform/login", "/_platform/login/device", "/_platform/login/demo", "/_platform/logout", "/_platform/userinfo":
             if let name = parameters.first(where: { $0.0 == "provider" })?.1 {
                 guard runtime.configuration.provider(named: name) != nil else {
-                    fail(exchange, .unknownProvider(name, known: providerNames))
+                    fail(context, .unknownProvider(name, known: providerNames))
                     return true
                 }
                 named = name
@@ -28,26 +28,26 @@ extension ProxyHandler {
         }
         switch path {
         case "/_platform/auth":
-            send(exchange, status: 200, headers: Self.json, body: authJSON())
+            send(context, status: 200, headers: Self.json, body: authJSON())
         case "/_platform/auth/events":
-            openEventStream(exchange)
+            openEventStream(context)
         case "/_platform/login":
             if named == nil && severalProviders {
-                startPhasedLogin(exchange)
+                startPhasedLogin(context)
                 return true
             }
-            guard let manager = managerOrFail(exchange, named) else { return true }
-            redirectToLogin(exchange, manager, chain: nil) { handler, exchange, reason in
-                handler.fail(exchange, .loginUnavailable(reason))
+            guard let manager = managerOrFail(context, named) else { return true }
+            redirectToLogin(context, manager, chain: nil) { handler, context, reason in
+                handler.fail(context, .loginUnavailable(reason))
             }
         case "/_platform/callback":
-            callback(exchange, query: parameters)
+            callback(context, query: parameters)
         case "/_platform/login/device":
-            guard let manager = managerOrFail(exchange, named) else { return true }
-            exchange.afterBody { [weak self, weak exchange] in
-                guard let self, let exchange else { return }
-                manager.deviceLogin(replyOn: self.loop) { [weak self, weak exchange] result in
-                    guard let self, let exchange else { return }
+            guard let manager = managerOrFail(context, named) else { return true }
+            context.afterBody = { [weak self, weak context] in
+                guard let self, let context else { return }
+                manager.deviceLogin(replyOn: self.loop) { [weak self, weak context] result in
+                    guard let self, let context else { return }
                     switch result {
                     case .success(let device):
                         var object = JSONObject()
@@ -57,25 +57,25 @@ extension ProxyHandler {
                         object["expires_in"] = .number(JSONNumber(device.expiresIn))
                         object["interval"] = .number(JSONNumber(device.interval))
                         object["provider"] = .string(manager.name)
-                        self.send(exchange, status: 200, headers: Self.json, body: JSONValue.object(object).serializedBytes())
-                    case .failure(.refused(let reason)): self.fail(exchange, .loginUnavailable(reason))
-                    case .failure(.unavailable(let reason)): self.fail(exchange, .loginServerUnavailable(reason))
+                        self.send(context, status: 200, headers: Self.json, body: JSONValue.object(object).serializedBytes())
+                    case .failure(.refused(let reason)): self.fail(context, .loginUnavailable(reason))
+                    case .failure(.unavailable(let reason)): self.fail(context, .loginServerUnavailable(reason))
                     }
                 }
             }
         case "/_platform/login/demo":
             let provider = named.flatMap { runtime.configuration.provider(named: $0) } ?? runtime.configuration.defaultProvider
             guard let provider, provider.configuration.demo != nil, let manager = slot(provider.name).manager else {
-                fail(exchange, .loginUnavailable("No demo login is configured (provider.demo, with an OAuth grant)."))
+                fail(context, .loginUnavailable("No demo login is configured (provider.demo, with an OAuth grant)."))
                 return true
             }
-            exchange.afterBody { [weak self, weak exchange] in
-                guard let self, let exchange else { return }
-                manager.demoLogin(replyOn: self.loop) { [weak self, weak exchange] result in
-                    guard let self, let exchange else { return }
+            context.afterBody = { [weak self, weak context] in
+                guard let self, let context else { return }
+                manager.demoLogin(replyOn: self.loop) { [weak self, weak context] result in
+                    guard let self, let context else { return }
                     switch result {
-                    case .success: self.send(exchange, status: 200, headers: Self.json, body: self.authJSON())
-                    case .failure(let failure): self.fail(exchange, .loginFailed(failure.message))
+                    case .success: self.send(context, status: 200, headers: Self.json, body: self.authJSON())
+                    case .failure(let failure): self.fail(context, .loginFailed(failure.message))
                     }
                 }
             }
@@ -85,15 +85,15 @@ extension ProxyHandler {
                 // No parameter: every provider with a login to end.
                 managers = providerNames.compactMap { slot($0).manager }
                 // Only static providers: nothing can be logged out (as with one static provider).
-                guard !managers.isEmpty else { return managerOrFail(exchange, nil) == nil }
+                guard !managers.isEmpty else { return managerOrFail(context, nil) == nil }
             } else {
-                guard let manager = managerOrFail(exchange, named) else { return true }
+                guard let manager = managerOrFail(context, named) else { return true }
                 managers = [manager]
             }
-            exchange.afterBody { [weak self, weak exchange] in
-                guard let self, let exchange else { return }
-                self.logout(managers) { [weak self, weak exchange] revoked in
-                    guard let self, let exchange else { return }
+            context.afterBody = { [weak self, weak context] in
+                guard let self, let context else { return }
+                self.logout(managers) { [weak self, weak context] revoked in
+                    guard let self, let context else { return }
                     var object = JSONObject()
                     object["state"] = .string("logged_out")
                     object["revoked"] = .bool(revoked.contains { $0.1 })
@@ -102,18 +102,18 @@ extension ProxyHandler {
                         for (name, flag) in revoked { each[name] = .object(JSONObject(uniqueKeysWithValues: [("revoked", .bool(flag))])) }
                         object["providers"] = .object(each)
                     }
-                    self.send(exchange, status: 200, headers: Self.json, body: JSONValue.object(object).serializedBytes())
+                    self.send(context, status: 200, headers: Self.json, body: JSONValue.object(object).serializedBytes())
                 }
             }
         case "/_platform/userinfo":
-            guard let manager = managerOrFail(exchange, named) else { return true }
-            manager.userinfo(replyOn: loop) { [weak self, weak exchange] result in
-                guard let self, let exchange else { return }
+            guard let manager = managerOrFail(context, named) else { return true }
+            manager.userinfo(replyOn: loop) { [weak self, weak context] result in
+                guard let self, let context else { return }
                 switch result {
                 case .success(let response):
-                    self.send(exchange, status: response.status, headers: Self.json, body: response.body)
-                case .failure(.refused): self.fail(exchange, .notLoggedIn)
-                case .failure(.unavailable(let reason)): self.fail(exchange, .authServerUnreachable(reason))
+                    self.send(context, status: response.status, headers: Self.json, body: response.body)
+                case .failure(.refused): self.fail(context, .notLoggedIn)
+                case .failure(.unavailable(let reason)): self.fail(context, .authServerUnreachable(reason))
                 }
             }
         default:
@@ -136,7 +136,7 @@ extension ProxyHandler {
     }
 
     /// The manager of provider `name` (nil: the default provider), or an answered error.
-    private func managerOrFail(_ exchange: HTTPExchange, _ name: String?) -> CredentialManager? {
+    private func managerOrFail(_ context: ExchangeContext, _ name: String?) -> CredentialManager? {
         let provider = name.flatMap { runtime.configuration.provider(named: $0) } ?? runtime.configuration.defaultProvider
         if let provider, let manager = slot(provider.name).manager { return manager }
         let message: String
@@ -148,15 +148,15 @@ extension ProxyHandler {
             message = "The provider \(provider!.name) (\(grant.rawValue)) was added or changed by a reload and "
                 + "takes effect after a restart."
         }
-        fail(exchange, .loginUnavailable(message))
+        fail(context, .loginUnavailable(message))
         return nil
     }
 
     /// A small HTML page for the browser that finished (or failed) a login.
-    func page(_ exchange: HTTPExchange, status: Int, title: String, text: String) {
+    func page(_ context: ExchangeContext, status: Int, title: String, text: String) {
         let html = "<!doctype html><meta charset=utf-8><title>\(Self.escapeHTML(title))</title>"
             + "<h1>\(Self.escapeHTML(title))</h1><p>\(Self.escapeHTML(text))</p>"
-        send(exchange, status: status, headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],
+        send(context, status: status, headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],
              body: Array(html.utf8))
     }
 

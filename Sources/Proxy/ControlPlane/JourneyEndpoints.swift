@@ -11,7 +11,7 @@ extension ProxyHandler {
 
     /// `POST /_platform/login/journey` (start or resume) and `POST /_platform/login/journey/{step}`
     /// (answer a step); false when `path` is neither.
-    func handleJourneyEndpoint(_ exchange: HTTPExchange, path: Substring) -> Bool {
+    func handleJourneyEndpoint(_ context: ExchangeContext, path: Substring) -> Bool {
         let prefix = "/_platform/login/journey"
         guard path.hasPrefix(prefix) else { return false }
         let rest = path.dropFirst(prefix.count)
@@ -19,11 +19,11 @@ extension ProxyHandler {
         // `?provider=<name>` picks one of several journey providers; else the default one if it
         // is a journey, else the only journey provider.
         let journeys = runtime.configuration.providers.filter { $0.configuration.grant == .journey }
-        let query = FormEncoding.decodeQuery(RequestTarget(exchange.head.target).query ?? "")
+        let query = FormEncoding.decodeQuery(RequestTarget(context.exchange.head.target).query ?? "")
         let chosen: NamedProvider?
         if let name = query.first(where: { $0.0 == "provider" })?.1 {
             guard let found = runtime.configuration.provider(named: name) else {
-                fail(exchange, .unknownProvider(name, known: providerNames))
+                fail(context, .unknownProvider(name, known: providerNames))
                 return true
             }
             chosen = found
@@ -33,32 +33,33 @@ extension ProxyHandler {
             chosen = journeys.count == 1 ? journeys[0] : nil
         }
         guard let chosen, chosen.configuration.grant == .journey, let manager = slot(chosen.name).manager else {
-            fail(exchange, .loginUnavailable("No journey login is configured (provider.grant \"journey\")."))
+            fail(context, .loginUnavailable("No journey login is configured (provider.grant \"journey\")."))
             return true
         }
         let step = rest.dropFirst()
         // Bound to the caller: a step id alone is not enough to continue someone else's login.
+        let exchange = context.exchange
         let client = [exchange.peer, exchange.head.first("User-Agent") ?? "", exchange.head.first("Origin") ?? ""].joined(separator: "\n")
-        collectBody(exchange, limit: Self.maxJourneyBody) { [weak self, weak exchange] body in
-            guard let self, let exchange else { return }
+        collectBody(context, limit: Self.maxJourneyBody) { [weak self, weak context] body in
+            guard let self, let context else { return }
             let parsed: JSONObject
             if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
                 parsed = JSONObject()
             } else if let object = (try? JSONValue.parse(body))?.objectValue {
                 parsed = object
             } else {
-                return self.fail(exchange, .invalidRequest("The body must be a JSON object."))
+                return self.fail(context, .invalidRequest("The body must be a JSON object."))
             }
-            let reply: (JourneyTurn) -> Void = { [weak self, weak exchange] turn in
-                guard let self, let exchange else { return }
-                self.journeyReply(exchange, turn)
+            let reply: (JourneyTurn) -> Void = { [weak self, weak context] turn in
+                guard let self, let context else { return }
+                self.journeyReply(context, turn)
             }
             if rest.isEmpty || step.isEmpty && rest == "/" {
-                self.startJourney(exchange, parsed, manager: manager, client: client, reply: reply)
+                self.startJourney(context, parsed, manager: manager, client: client, reply: reply)
             } else {
-                guard !step.contains("/") else { return self.fail(exchange, .journeyStepUnknown) }
+                guard !step.contains("/") else { return self.fail(context, .journeyStepUnknown) }
                 guard let answers = parsed["answers"]?.objectValue else {
-                    return self.fail(exchange, .invalidRequest(
+                    return self.fail(context, .invalidRequest(
                         "Answer a step with {\"answers\": {\"<input name>\": value, …}}, keyed by the names of the step's callback inputs."))
                 }
                 manager.continueJourney(step: String(step), answers: answers, client: client, replyOn: self.loop, reply)
@@ -67,35 +68,35 @@ extension ProxyHandler {
         return true
     }
 
-    private func startJourney(_ exchange: HTTPExchange, _ body: JSONObject, manager: CredentialManager, client: String,
+    private func startJourney(_ context: ExchangeContext, _ body: JSONObject, manager: CredentialManager, client: String,
                               reply: @escaping (JourneyTurn) -> Void) {
         for key in body.keys where !["journey", "resume"].contains(key) {
-            return fail(exchange, .invalidRequest("Unknown key \"\(key)\": start with {\"journey\": name} or {\"resume\": url}, or no body."))
+            return fail(context, .invalidRequest("Unknown key \"\(key)\": start with {\"journey\": name} or {\"resume\": url}, or no body."))
         }
         var journey: String?
         if let value = body["journey"], !value.isNull {
             guard let name = value.stringValue, JourneyConfiguration.isPlainName(name) else {
-                return fail(exchange, .invalidRequest("\"journey\" must be a tree name (letters, digits, \"-\", \"_\", \".\")."))
+                return fail(context, .invalidRequest("\"journey\" must be a tree name (letters, digits, \"-\", \"_\", \".\")."))
             }
             journey = name
         }
         var resume: String?
         if let value = body["resume"], !value.isNull {
-            guard let url = value.stringValue else { return fail(exchange, .invalidRequest("\"resume\" must be the resume link (a URL with suspendedId).")) }
+            guard let url = value.stringValue else { return fail(context, .invalidRequest("\"resume\" must be the resume link (a URL with suspendedId).")) }
             resume = url
         }
         manager.startJourney(journey, resume: resume, client: client, replyOn: loop, reply)
     }
 
-    private func journeyReply(_ exchange: HTTPExchange, _ turn: JourneyTurn) {
+    private func journeyReply(_ context: ExchangeContext, _ turn: JourneyTurn) {
         switch turn {
         case .node(let node):
             // A failure is the only node where nothing was decided by the server: a gateway error.
             let status = node["node"] == "failure" ? 502 : 200
-            send(exchange, status: status, headers: Self.journeyJSON, body: node.serializedBytes())
-        case .unknownStep: fail(exchange, .journeyStepUnknown)
-        case .invalidAnswers(let message): fail(exchange, .invalidRequest(message))
-        case .unavailable(let message): fail(exchange, .loginUnavailable(message))
+            send(context, status: status, headers: Self.journeyJSON, body: node.serializedBytes())
+        case .unknownStep: fail(context, .journeyStepUnknown)
+        case .invalidAnswers(let message): fail(context, .invalidRequest(message))
+        case .unavailable(let message): fail(context, .loginUnavailable(message))
         }
     }
 

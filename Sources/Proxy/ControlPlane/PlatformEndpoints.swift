@@ -44,10 +44,10 @@ struct PlatformEndpoints {
     }
 
     /// Answers the request; the method is one of the entry's.
-    typealias Handler = @Sendable (ProxyHandler, HTTPExchange, RequestTarget) -> Void
+    typealias Handler = @Sendable (any EndpointContext, ExchangeContext, RequestTarget) -> Void
     /// The error for a path whose resource is absent (no analytics configured, no such
     /// experiment), checked before the method; nil when it exists.
-    typealias Resource = @Sendable (ProxyHandler, Substring) -> ProxyError?
+    typealias Resource = @Sendable (any EndpointContext, Substring) -> ProxyError?
 
     struct Endpoint: Sendable {
         let path: Path
@@ -71,15 +71,15 @@ struct PlatformEndpoints {
     /// The entry answering `path`, if any.
     func endpoint(for path: Substring) -> Endpoint? { endpoints.first { $0.path.matches(path) } }
 
-    /// Answers `exchange` from the table.
-    func dispatch(_ exchange: HTTPExchange, target: RequestTarget, on handler: ProxyHandler) {
-        guard let endpoint = endpoint(for: target.path) else { return handler.fail(exchange, .noRoute(String(target.path))) }
-        if let missing = endpoint.resource?(handler, target.path) { return handler.fail(exchange, missing) }
-        let head = exchange.head
+    /// Answers `context`'s exchange from the table.
+    func dispatch(_ context: ExchangeContext, target: RequestTarget, on handler: any EndpointContext) {
+        guard let endpoint = endpoint(for: target.path) else { return handler.fail(context, .noRoute(String(target.path))) }
+        if let missing = endpoint.resource?(handler, target.path) { return handler.fail(context, missing) }
+        let head = context.exchange.head
         guard endpoint.methods.contains(where: { $0.matches(head) }) else {
-            return handler.fail(exchange, .methodNotAllowed(endpoint.allow))
+            return handler.fail(context, .methodNotAllowed(endpoint.allow))
         }
-        endpoint.handler(handler, exchange, target)
+        endpoint.handler(handler, context, target)
     }
 }
 
@@ -87,42 +87,42 @@ extension ProxyHandler {
     /// `/_platform/…` on the proxy's listeners, after the guards (the probes too: their guard
     /// list is shorter, their table entry the same).
     static let platformEndpoints = PlatformEndpoints { table in
-        table.on(.exact("/_platform/health"), [.get]) { proxy, exchange, _ in proxy.answer(.health, exchange) }
-        table.on(.exact("/_platform/ready"), [.get]) { proxy, exchange, _ in proxy.answer(.ready, exchange) }
-        table.on(.exact("/_platform/metrics"), [.get]) { proxy, exchange, _ in proxy.scrapeMetrics(exchange) }
-        table.on(.subtree("/_platform/login/journey"), [.post]) { proxy, exchange, target in
-            _ = proxy.handleJourneyEndpoint(exchange, path: target.path)
+        table.on(.exact("/_platform/health"), [.get]) { proxy, context, _ in proxy.answer(.health, context) }
+        table.on(.exact("/_platform/ready"), [.get]) { proxy, context, _ in proxy.answer(.ready, context) }
+        table.on(.exact("/_platform/metrics"), [.get]) { proxy, context, _ in proxy.scrapeMetrics(context) }
+        table.on(.subtree("/_platform/login/journey"), [.post]) { proxy, context, target in
+            _ = proxy.handleJourneyEndpoint(context, path: target.path)
         }
         for path in ["/_platform/auth", "/_platform/auth/events", "/_platform/login", "/_platform/callback", "/_platform/userinfo"] {
-            table.on(.exact(path), [.get]) { proxy, exchange, target in
-                _ = proxy.handleAuthEndpoint(exchange, path: target.path, query: target.query)
+            table.on(.exact(path), [.get]) { proxy, context, target in
+                _ = proxy.handleAuthEndpoint(context, path: target.path, query: target.query)
             }
         }
         for path in ["/_platform/login/device", "/_platform/login/demo", "/_platform/logout"] {
-            table.on(.exact(path), [.post]) { proxy, exchange, target in
-                _ = proxy.handleAuthEndpoint(exchange, path: target.path, query: target.query)
+            table.on(.exact(path), [.post]) { proxy, context, target in
+                _ = proxy.handleAuthEndpoint(context, path: target.path, query: target.query)
             }
         }
         table.on(.below("/_platform/analytics/"), [.post], unless: { proxy, path in
             proxy.analytics == nil ? .noRoute(String(path)) : nil
-        }) { proxy, exchange, target in
-            _ = proxy.handleAnalyticsEndpoint(exchange, path: target.path)
+        }) { proxy, context, target in
+            _ = proxy.handleAnalyticsEndpoint(context, path: target.path)
         }
         table.on(.exact("/_platform/experiments"), [.get], unless: { proxy, path in
             proxy.experimentService == nil ? .noRoute(String(path)) : nil
-        }) { proxy, exchange, target in
-            _ = proxy.handleExperimentEndpoint(exchange, path: target.path)
+        }) { proxy, context, target in
+            _ = proxy.handleExperimentEndpoint(context, path: target.path)
         }
         table.on(.below("/_platform/experiments/"), [.get, .put, .delete], unless: { proxy, path in
             guard proxy.experimentService != nil else { return .noRoute(String(path)) }
             let name = path.dropFirst("/_platform/experiments/".count)
             return proxy.runtime.experiments.plan(named: name) == nil ? .unknownExperiment(String(name)) : nil
-        }) { proxy, exchange, target in
-            _ = proxy.handleExperimentEndpoint(exchange, path: target.path)
+        }) { proxy, context, target in
+            _ = proxy.handleExperimentEndpoint(context, path: target.path)
         }
-        table.on(.exact("/_platform/mock"), [.post]) { proxy, exchange, _ in
-            proxy.control.switchMock(exchange, runtime: proxy.runtime, reply: proxy.reply) { exchange, then in
-                proxy.collectBody(exchange, limit: ControlEndpoints.maxBody, then)
+        table.on(.exact("/_platform/mock"), [.post]) { proxy, context, _ in
+            proxy.control.switchMock(context, runtime: proxy.runtime, reply: proxy.reply) { context, then in
+                proxy.collectBody(context, limit: ControlEndpoints.maxBody, then)
             }
         }
     }
@@ -130,9 +130,9 @@ extension ProxyHandler {
     /// The `metricsListen` address: metrics, health and readiness only, with no Host or key check.
     static let metricsListenerEndpoints = PlatformEndpoints { table in
         for path in ["/metrics", "/_platform/metrics"] {
-            table.on(.exact(path), [.get]) { proxy, exchange, _ in proxy.scrapeMetrics(exchange) }
+            table.on(.exact(path), [.get]) { proxy, context, _ in proxy.scrapeMetrics(context) }
         }
-        table.on(.exact("/_platform/health"), [.get]) { proxy, exchange, _ in proxy.answer(.health, exchange) }
-        table.on(.exact("/_platform/ready"), [.get]) { proxy, exchange, _ in proxy.answer(.ready, exchange) }
+        table.on(.exact("/_platform/health"), [.get]) { proxy, context, _ in proxy.answer(.health, context) }
+        table.on(.exact("/_platform/ready"), [.get]) { proxy, context, _ in proxy.answer(.ready, context) }
     }
 }

@@ -1,29 +1,30 @@
 import EventLoop
 import HTTPServer
 
-/// One open `/_platform/auth/events` stream on this loop: its exchange and what its flow holds
-/// for a client that does not keep up (`EventStreamFlow`).
+/// One open `/_platform/auth/events` stream on this loop: its exchange's context and what its
+/// flow holds for a client that does not keep up (`EventStreamFlow`).
 final class AuthEventStream {
-    let exchange: HTTPExchange
+    let context: ExchangeContext
+    var exchange: HTTPExchange { context.exchange }
     var flow = EventStreamFlow()
 
-    init(_ exchange: HTTPExchange) { self.exchange = exchange }
+    init(_ context: ExchangeContext) { self.context = context }
 }
 
 extension ProxyHandler {
     /// Opens a Server-Sent Events stream: one `state` event per provider now (the default
     /// provider first) and one at every change, each naming its provider.
-    func openEventStream(_ exchange: HTTPExchange) {
-        exchange.startResponse(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
-                                                      ("X-Request-ID", exchange.info?.requestID ?? "")],
+    func openEventStream(_ context: ExchangeContext) {
+        context.exchange.startResponse(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
+                                                      ("X-Request-ID", context.requestID)],
                                framing: .streamed)
         // HEAD gets the head only: held open, it would never end and the next request on its
         // connection would wait forever.
-        if exchange.isHeadRequest { return exchange.endResponse() }
+        if context.exchange.isHeadRequest { return context.exchange.endResponse() }
         // A client that hangs up ends the exchange; `finished` takes it off the list.
-        let stream = AuthEventStream(exchange)
+        let stream = AuthEventStream(context)
         eventStreams.append(stream)
-        exchange.info?.onWritable = { [weak self, weak stream] in
+        context.onWritable = { [weak self, weak stream] in
             guard let self, let stream else { return }
             self.perform(stream.flow.drained(queued: stream.exchange.queuedBytes), stream)
         }
@@ -78,7 +79,7 @@ extension ProxyHandler {
         case .close:
             eventStreams.removeAll { $0 === stream }
             Log.emit(.warning, "event_stream_closed", fields: [
-                ("requestID", .string(stream.exchange.info?.requestID ?? "")),
+                ("requestID", .string(stream.context.requestID)),
                 ("reason", .string("the client fell too far behind")),
             ])
             stream.exchange.abort(reason: "event_stream_behind")

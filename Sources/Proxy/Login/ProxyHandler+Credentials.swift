@@ -7,7 +7,8 @@ import JSON
 
 /// A request held by the gate (`gate.mode: wait`).
 struct GatedRequest {
-    weak var exchange: HTTPExchange?
+    /// The exchange's context, owned by the exchange (its delegate) while the request waits.
+    weak var context: ExchangeContext?
     let resume: () -> Void
     let timer: TimerID
 }
@@ -106,18 +107,18 @@ extension ProxyHandler {
 
     /// The awaiting-authorization gate of `slot`'s provider: `reject` answers 401 at once;
     /// `wait` holds the request (its body stays in the socket) until that provider's login or `waitSeconds`.
-    func gate(_ exchange: HTTPExchange, slot: ProviderSlot, resume: @escaping () -> Void) {
+    func gate(_ context: ExchangeContext, slot: ProviderSlot, resume: @escaping () -> Void) {
         let gate = runtime.configuration.gate
-        metrics.gateRejected(route: exchange.info?.route ?? "", provider: slot.name)
+        metrics.gateRejected(route: context.route ?? "", provider: slot.name)
         let refusal: ProxyError = severalProviders ? .awaitingAuthorization(provider: slot.name) : .awaitingAuthorization
-        guard gate.mode == .wait, gate.waitSeconds > 0 else { return fail(exchange, refusal) }
-        exchange.pauseBody()
-        let timer = loop.schedule(at: loop.now.adding(seconds: gate.waitSeconds)) { [weak self, weak exchange, weak slot] in
-            guard let self, let exchange else { return }
-            slot?.gated.removeAll { $0.exchange === exchange }
-            self.fail(exchange, refusal)
+        guard gate.mode == .wait, gate.waitSeconds > 0 else { return fail(context, refusal) }
+        context.exchange.pauseBody()
+        let timer = loop.schedule(at: loop.now.adding(seconds: gate.waitSeconds)) { [weak self, weak context, weak slot] in
+            guard let self, let context else { return }
+            slot?.gated.removeAll { $0.context === context }
+            self.fail(context, refusal)
         }
-        slot.gated.append(GatedRequest(exchange: exchange, resume: resume, timer: timer))
+        slot.gated.append(GatedRequest(context: context, resume: resume, timer: timer))
     }
 
     /// Stopping: event streams end (their clients reconnect elsewhere), held requests get 503.
@@ -128,7 +129,7 @@ extension ProxyHandler {
             slot.gated.removeAll()
             for request in held {
                 loop.cancel(request.timer)
-                if let exchange = request.exchange { fail(exchange, .shuttingDown) }
+                if let context = request.context { fail(context, .shuttingDown) }
             }
         }
     }

@@ -7,8 +7,8 @@ import Upstream
 
 /// One client request forwarded upstream: the request streams to curl, the response streams
 /// back, redirects are followed hop by hop with credentials re-decided per hop. It is the
-/// exchange's delegate (owned by the exchange until it finished) and carries its log record.
-final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
+/// exchange's delegate (owned by the exchange until it finished) and keeps its context.
+final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
     private let exchange: HTTPExchange
     /// The route's slot on this loop, which holds the route.
     private let slot: RouteSlot
@@ -23,10 +23,9 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     /// process (a reload replaces its runtime, never the handler): no count per request.
     private let proxy: Unretained<ProxyHandler>
     private var handler: ProxyHandler { proxy.object }
-    /// The exchange's log record (request ID, route); the upstream it names is `url`'s
-    /// (`HTTPExchange.upstream`).
-    let info: ExchangeInfo
-    private var requestID: String { info.requestID }
+    /// The exchange's context (request ID, route); the upstream its log line names is `url`.
+    let context: ExchangeContext
+    private var requestID: String { context.requestID }
     /// What the first hop sends, made once: the method and URL, the client's headers minus
     /// hop-by-hop and credential fields plus the forwarding fields (`headers`; `supplies` says
     /// whether they hold an `Accept` and a `Content-Type`, nil when unknown), the injected
@@ -63,13 +62,14 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     /// `identity`: the response is masked or recorded, so it is asked for whole and in its identity
     /// form (README "Echoed credentials"): the client's `Accept-Encoding` and ranges
     /// stay behind, libcurl asks for identity and decodes what comes encoded all the same.
-    init(exchange: HTTPExchange, slot: RouteSlot, upstream: UpstreamURL, handler: ProxyHandler,
-         info: ExchangeInfo, credentials: InjectedLines, generation: UInt64,
+    init(context: ExchangeContext, slot: RouteSlot, upstream: UpstreamURL, handler: ProxyHandler,
+         credentials: InjectedLines, generation: UInt64,
          experimentLines: HeaderLines? = nil, identity: Bool = false) {
         // The lines first, from the parameters: read after they were stored, the fields passed
         // were retained and released around the call.
+        let exchange = context.exchange
         var supplies: SuppliedFields?
-        var lines = slot.upstreamLines(exchange.head, peer: exchange.peer, requestID: info.requestID,
+        var lines = slot.upstreamLines(exchange.head, peer: exchange.peer, requestID: context.requestID,
                                        removing: RouteSlot.RemovedFields(experiments: experimentLines != nil, identity: identity),
                                        supplies: &supplies)
         if let experimentLines {
@@ -81,7 +81,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         self.slot = slot
         compiled = Unretained(slot.route)
         proxy = Unretained(handler)
-        self.info = info
+        self.context = context
         url = upstream
         let framing = exchange.head.framing
         machine = ForwardStateMachine(hasBody: framing != .none)
@@ -147,6 +147,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         case .completed, .truncated: break
         case .clientClosed, .aborted, .refused: cancel()
         }
+        handler.exchangeFinished(context, outcome: outcome, upstream: url)
     }
 
     /// Sends a hop: `request`, or what a redirect or a refreshed token made of it, with the
@@ -263,26 +264,26 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
         case .resend(let refreshed):
             resend(refreshed: refreshed)
         case .resendHop(let error):
-            handler.upstreamResent(exchange, error: error)
+            handler.upstreamResent(context, upstream: url, error: error)
             sendHop(machine.credentials)
         case .follow(let target, let nextMethod, let keepsBody, let credentials):
             follow(to: target, method: nextMethod, keepsBody: keepsBody, credentials: credentials)
         case .endResponse:
             finishMasking()
-            if let recorded = recorder?.finish() { handler.mockRecorded(exchange, file: recorded.file, error: recorded.error) }
+            if let recorded = recorder?.finish() { handler.mockRecorded(context, file: recorded.file, error: recorded.error) }
             exchange.endResponse()
         case .fail(let error):
             // The machine knows no providers: its gate answer is made to name the route's.
-            handler.fail(exchange, error == .awaitingAuthorization ? handler.awaitingAuthorization(for: route.config) : error)
+            handler.fail(context, error == .awaitingAuthorization ? handler.awaitingAuthorization(for: route.config) : error)
         case .failUpstream(let error, let answer):
-            handler.upstreamFailed(exchange, error: error)
-            handler.fail(exchange, answer)
+            handler.upstreamFailed(context, upstream: url, error: error)
+            handler.fail(context, answer)
         case .retractOrCut(let error, let answer):
-            handler.upstreamFailed(exchange, error: error)
+            handler.upstreamFailed(context, upstream: url, error: error)
             // A response none of whose bytes left yet is replaced by the error; one already partly
             // sent is cut short after what was queued (the client sees the truncation).
             guard exchange.retractResponse() else { return exchange.abort(reason: "upstream_failed_mid_response") }
-            handler.fail(exchange, answer)
+            handler.fail(context, answer)
         }
     }
 

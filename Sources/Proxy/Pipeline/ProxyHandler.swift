@@ -67,29 +67,29 @@ package final class ProxyHandler: HTTPHandler {
         let target = RequestTarget(exchange.head.target)
         // Read once: each read of the stored `var` is a retain and a release of its own.
         let runtime = self.runtime
-        let info = ExchangeInfo(requestID: requestID(exchange.head), path: target.path)
-        exchange.delegate = info
+        let context = ExchangeContext(exchange, requestID: requestID(exchange.head), path: target.path, handler: self)
+        exchange.delegate = context
 
-        if exchange.listener == metricsListener { return handleMetricsListener(exchange, target: target) }
+        if exchange.listener == metricsListener { return handleMetricsListener(context, target: target) }
         // `OPTIONS *`: the path is "*" exactly when the target is (the parser takes no other target
         // that starts with "*"), compared on the head's bytes (a substring's UTF-8 view retains it).
-        if exchange.head.targetIs("*") { return respondOptions(exchange) }
+        if exchange.head.targetIs("*") { return respondOptions(context) }
         let scope = runtime.scope(of: target.path)
         if let (check, error) = runtime.firstRefusal(scope.guards, head: exchange.head, target: target) {
-            if check.isScoped { info.route = scope.routeName }
+            if check.isScoped { context.route = scope.routeName }
             // TRACE at one of the proxy's own endpoints: that endpoint's `Allow`, not the routes'.
             if check == .noTrace, scope.isPlatform, let endpoint = Self.platformEndpoints.endpoint(for: target.path) {
-                return fail(exchange, .methodNotAllowed(endpoint.allow))
+                return fail(context, .methodNotAllowed(endpoint.allow))
             }
-            return fail(exchange, error)
+            return fail(context, error)
         }
         let compiled: CompiledRoute, rest: Substring
         switch scope {
         case .probe, .platform:
-            info.route = scope.routeName
-            return Self.platformEndpoints.dispatch(exchange, target: target, on: self)
+            context.route = scope.routeName
+            return Self.platformEndpoints.dispatch(context, target: target, on: self)
         case .unrouted:
-            return fail(exchange, .noRoute(String(target.path)))
+            return fail(context, .noRoute(String(target.path)))
         case .route(let route, let routeRest):
             (compiled, rest) = (route, routeRest)
         }
@@ -98,24 +98,25 @@ package final class ProxyHandler: HTTPHandler {
                       counters: metrics.counters(route: compiled.config.name))
         }
         // The log line's route, counters and provider are the slot's.
-        info.slot = routeSlot
+        context.slot = routeSlot
         let mockMode = runtime.mockMode(compiled)
         if mockMode == .replay, let mock = compiled.config.mock {
-            return replayMock(exchange, directory: mock.directory, rest: rest)
+            return replayMock(context, directory: mock.directory, rest: rest)
         }
         // Matched in place: `!= nil` copies the URL to compare it (a retain and release of each part).
-        guard case .some = routeSlot.upstream else { return fail(exchange, .noRoute(String(target.path))) }
+        guard case .some = routeSlot.upstream else { return fail(context, .noRoute(String(target.path))) }
         guard UpstreamTarget.isForwardable(target.path, encodedSlashes: compiled.config.encodedSlashes) else {
-            return fail(exchange, .invalidPath)
+            return fail(context, .invalidPath)
         }
         // Their last use: moved into the plan, not copied.
-        forward(exchange, ForwardPlan(slot: consume routeSlot, rest: consume rest, query: target.query, mockMode: mockMode),
+        forward(context, ForwardPlan(slot: consume routeSlot, rest: consume rest, query: target.query, mockMode: mockMode),
                 refreshed: false)
     }
 
     /// Sends a routed request upstream once its credentials are usable: gated while there is no
     /// login, refreshed first when the token has expired (single-flight, on the home loop).
-    func forward(_ exchange: HTTPExchange, _ plan: ForwardPlan, refreshed: Bool) {
+    func forward(_ context: ExchangeContext, _ plan: ForwardPlan, refreshed: Bool) {
+        let exchange = context.exchange
         guard !exchange.isAborted else { return }
         // The route is shared by every loop and kept alive by the plan's slot: used unretained.
         let route = plan.route
@@ -125,23 +126,23 @@ package final class ProxyHandler: HTTPHandler {
         if route.object.config.credential != .none {
             // The gate is for logins; a static token that cannot be read is a 503 below.
             if !credentials.status.loggedIn && slot.manager != nil {
-                return gate(exchange, slot: slot) { [weak self] in self?.forward(exchange, plan, refreshed: refreshed) }
+                return gate(context, slot: slot) { [weak self] in self?.forward(context, plan, refreshed: refreshed) }
             }
             if !refreshed, let manager = slot.manager, credentials.isExpired(now: UnixTime.now()) {
                 // The body waits in the socket until the refresh answers.
                 exchange.pauseBody()
-                return manager.refresh(seen: credentials.generation, replyOn: loop) { [weak self, weak exchange] outcome in
-                    guard let self, let exchange else { return }
+                return manager.refresh(seen: credentials.generation, replyOn: loop) { [weak self, weak context] outcome in
+                    guard let self, let context else { return }
                     switch outcome {
-                    case .ready: self.forward(exchange, plan, refreshed: true)
-                    case .unavailable(let reason): self.fail(exchange, .authServerUnavailable(reason))
-                    case .notLoggedIn, .suppressed: self.forward(exchange, plan, refreshed: true)
+                    case .ready: self.forward(context, plan, refreshed: true)
+                    case .unavailable(let reason): self.fail(context, .authServerUnavailable(reason))
+                    case .notLoggedIn, .suppressed: self.forward(context, plan, refreshed: true)
                     }
                 }
             }
         }
         guard let injected = slot.injectedLines.lines(plan, snapshot: credentials) else {
-            return fail(exchange, .credentialsUnavailable(route.object.config.credential.rawValue))
+            return fail(context, .credentialsUnavailable(route.object.config.credential.rawValue))
         }
         if !injected.lines.isEmpty { plan.slot.counters.injected += 1 }
         var experiments: HeaderLines?
@@ -152,8 +153,7 @@ package final class ProxyHandler: HTTPHandler {
         // A masked or recorded response is asked for whole and in its identity form: a compressed
         // or ranged echo would carry the token past the masker (README "Echoed credentials").
         let masks = plan.runtime.configuration.maskEchoedCredentials && route.object.config.credential != .none
-        let forwarded = ForwardedExchange(exchange: exchange, slot: plan.slot, upstream: plan.url(), handler: self,
-                                          info: exchange.info ?? ExchangeInfo(requestID: "", path: ""),
+        let forwarded = ForwardedExchange(context: context, slot: plan.slot, upstream: plan.url(), handler: self,
                                           credentials: consume injected,
                                           generation: credentials.generation, experimentLines: experiments,
                                           identity: masks || plan.mockMode == .record)
@@ -170,69 +170,70 @@ package final class ProxyHandler: HTTPHandler {
 
     /// The `metricsListen` address serves metrics, health and readiness only, with no Host or key
     /// check: it is the operator's choice of where a scraper reaches, and it serves no credential.
-    private func handleMetricsListener(_ exchange: HTTPExchange, target: RequestTarget) {
-        exchange.info?.route = Probe.route
-        Self.metricsListenerEndpoints.dispatch(exchange, target: target, on: self)
+    private func handleMetricsListener(_ context: ExchangeContext, target: RequestTarget) {
+        context.route = Probe.route
+        Self.metricsListenerEndpoints.dispatch(context, target: target, on: self)
     }
 
     /// A probe's answer (the method was checked by `PlatformEndpoints`).
-    func answer(_ probe: Probe, _ exchange: HTTPExchange) {
+    func answer(_ probe: Probe, _ context: ExchangeContext) {
         switch probe {
-        case .health: send(exchange, status: 200, headers: Probe.headers, body: runtime.healthBody)
-        case .ready: ready(exchange)
+        case .health: send(context, status: 200, headers: Probe.headers, body: runtime.healthBody)
+        case .ready: ready(context)
         }
     }
 
-    private func ready(_ exchange: HTTPExchange) {
+    private func ready(_ context: ExchangeContext) {
         let headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
         if let reason = unreadyReason() ?? analytics?.unreadyReason() {
-            send(exchange, status: 503, headers: headers, body: Array("{\"status\":\"not_ready\",\"reason\":\(jsonQuoted(reason))}".utf8))
+            send(context, status: 503, headers: headers, body: Array("{\"status\":\"not_ready\",\"reason\":\(jsonQuoted(reason))}".utf8))
         } else if let notices = analytics?.notices, !notices.isEmpty {
             // Ready, with what an operator should know: `notices` names conditions that need no action to serve.
             let list = notices.map(jsonQuoted).joined(separator: ",")
-            send(exchange, status: 200, headers: headers, body: Array("{\"status\":\"ready\",\"notices\":[\(list)]}".utf8))
+            send(context, status: 200, headers: headers, body: Array("{\"status\":\"ready\",\"notices\":[\(list)]}".utf8))
         } else {
-            send(exchange, status: 200, headers: headers, body: Array("{\"status\":\"ready\"}".utf8))
+            send(context, status: 200, headers: headers, body: Array("{\"status\":\"ready\"}".utf8))
         }
     }
 
     /// The Prometheus text (the method was checked by `PlatformEndpoints`).
-    func scrapeMetrics(_ exchange: HTTPExchange) {
+    func scrapeMetrics(_ context: ExchangeContext) {
         let providers = runtime.configuration.providers.map { ProviderGauge(name: $0.name, status: slot($0.name).snapshot.status) }
-        hub.gather(on: loop, providers: providers) { [weak self, weak exchange] text in
-            guard let self, let exchange else { return }
-            self.send(exchange, status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+        hub.gather(on: loop, providers: providers) { [weak self, weak context] text in
+            guard let self, let context else { return }
+            self.send(context, status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                       body: Array(text.utf8))
         }
     }
 
     /// A record-mode response was written (or could not be: logged, never fatal).
-    func mockRecorded(_ exchange: HTTPExchange, file: String, error: String?) {
+    func mockRecorded(_ context: ExchangeContext, file: String, error: String?) {
         if let error {
-            log.emit(.warning, "mock_record_failed", [("requestID", .string(exchange.info?.requestID ?? "")),
+            log.emit(.warning, "mock_record_failed", [("requestID", .string(context.requestID)),
                                                       ("file", .string(file)), ("error", .string(error))])
         } else {
-            metrics.mockRecorded(route: exchange.info?.route ?? "")
-            log.emit(.info, "mock_recorded", [("requestID", .string(exchange.info?.requestID ?? "")), ("file", .string(file))])
+            metrics.mockRecorded(route: context.route ?? "")
+            log.emit(.info, "mock_recorded", [("requestID", .string(context.requestID)), ("file", .string(file))])
         }
     }
 
     /// An upstream transfer failed; logged with libcurl's reason (which never holds headers).
-    func upstreamFailed(_ exchange: HTTPExchange, error: UpstreamError) {
-        logUpstream(exchange, error, level: .warning, event: "upstream_failed", kind: error.isTimeout ? "timeout" : "unreachable")
+    func upstreamFailed(_ context: ExchangeContext, upstream: UpstreamURL, error: UpstreamError) {
+        logUpstream(context, upstream, error, level: .warning, event: "upstream_failed", kind: error.isTimeout ? "timeout" : "unreachable")
     }
 
     /// A hop's pooled upstream connection turned out closed before anything came back, and the
     /// hop is sent once more (`ForwardStateMachine.transferCompleted`).
-    func upstreamResent(_ exchange: HTTPExchange, error: UpstreamError) {
-        logUpstream(exchange, error, level: .info, event: "upstream_resent", kind: "stale_connection")
+    func upstreamResent(_ context: ExchangeContext, upstream: UpstreamURL, error: UpstreamError) {
+        logUpstream(context, upstream, error, level: .info, event: "upstream_resent", kind: "stale_connection")
     }
 
-    private func logUpstream(_ exchange: HTTPExchange, _ error: UpstreamError, level: LogLevel, event: String, kind: String) {
-        let info = exchange.info
-        log.emit(level, event, [("requestID", .string(info?.requestID ?? "")), ("route", .string(info?.route ?? "")),
-                                ("upstream", .string(exchange.upstream ?? "")), ("error", .string(error.description))])
-        metrics.upstreamError(route: info?.route ?? "", kind: kind)
+    private func logUpstream(_ context: ExchangeContext, _ upstream: UpstreamURL, _ error: UpstreamError, level: LogLevel,
+                             event: String, kind: String) {
+        // `origin + path`, never the query: it may carry secrets.
+        log.emit(level, event, [("requestID", .string(context.requestID)), ("route", .string(context.route ?? "")),
+                                ("upstream", .string(upstream.origin + upstream.path)), ("error", .string(error.description))])
+        metrics.upstreamError(route: context.route ?? "", kind: kind)
     }
 
     /// A redirect left the credential hosts: injected headers, cookies and Authorization were dropped.
@@ -240,44 +241,39 @@ package final class ProxyHandler: HTTPHandler {
 
     // MARK: answers
 
-    /// The reply function given to endpoint handlers: a whole JSON (or other) response.
-    var reply: (HTTPExchange, Int, [(name: String, value: String)], [UInt8]) -> Void {
-        { [unowned self] exchange, status, headers, body in self.send(exchange, status: status, headers: headers, body: body) }
-    }
-
-    private func replayMock(_ exchange: HTTPExchange, directory: String, rest: Substring) {
+    private func replayMock(_ context: ExchangeContext, directory: String, rest: Substring) {
         let mocks = runtime.mocks
-        exchange.afterBody { [unowned self, unowned exchange] in
+        context.afterBody = { [unowned self, unowned context] in
             switch mocks.lookup(directory: directory, rest: rest) {
             case .found(let body, _):
                 var headers = [(name: "Content-Type", value: "application/json")]
                 if MockFiles.isGzip(body) { headers.append((name: "Content-Encoding", value: "gzip")) }
-                self.send(exchange, status: 200, headers: headers, body: body)
+                self.send(context, status: 200, headers: headers, body: body)
             // Named relative to the mock folder: a client has no business knowing where it lives.
-            case .missing(let file): self.fail(exchange, .mockNotFound(MockFiles.relative(file, to: directory)))
-            case .unreadable(let file): self.fail(exchange, .mockUnreadable(MockFiles.relative(file, to: directory)))
-            case .invalidPath: self.fail(exchange, .invalidPath)
+            case .missing(let file): self.fail(context, .mockNotFound(MockFiles.relative(file, to: directory)))
+            case .unreadable(let file): self.fail(context, .mockUnreadable(MockFiles.relative(file, to: directory)))
+            case .invalidPath: self.fail(context, .invalidPath)
             }
         }
     }
 
-    private func respondOptions(_ exchange: HTTPExchange) {
-        send(exchange, status: 200, headers: [("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")], body: [])
+    private func respondOptions(_ context: ExchangeContext) {
+        send(context, status: 200, headers: [("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")], body: [])
     }
 
     /// Answers with the JSON error body.
-    func fail(_ exchange: HTTPExchange, _ error: ProxyError) {
-        let id = exchange.info?.requestID ?? requestIDs.next()
+    func fail(_ context: ExchangeContext, _ error: ProxyError) {
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json")]
         if let allow = error.allow { headers.append(("Allow", allow)) }
         if let retryAfter = error.retryAfter { headers.append(("Retry-After", String(retryAfter))) }
-        send(exchange, status: error.status, headers: headers, body: error.body(requestID: id))
+        send(context, status: error.status, headers: headers, body: error.body(requestID: context.requestID))
     }
 
-    func send(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+    /// Answers with `body`, the request's `X-Request-ID` added to `headers`.
+    func send(_ context: ExchangeContext, status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
         var all = headers
-        if let id = exchange.info?.requestID { all.append(("X-Request-ID", id)) }
-        exchange.respond(status: status, headers: all, body: body)
+        all.append(("X-Request-ID", context.requestID))
+        context.exchange.respond(status: status, headers: all, body: body)
     }
 
     /// The client's X-Request-ID when it is a sane token (≤ 128 visible ASCII bytes), else a new one.
@@ -291,24 +287,39 @@ package final class ProxyHandler: HTTPHandler {
 
     // MARK: server events
 
+    /// An exchange ended: its access log line was written by `exchangeFinished`, which its
+    /// delegate (the context, or the forwarding that keeps it) calls just before this.
     package func finished(_ exchange: HTTPExchange, outcome: ExchangeOutcome) {
-        switch outcome.ending {
-        case .completed: logExchange(exchange, outcome, level: .info, reason: nil)
-        case .truncated: logExchange(exchange, outcome, level: .warning, reason: "upstream_body_longer_than_content_length")
-        case .clientClosed(let reason), .aborted(let reason): logExchange(exchange, outcome, level: .info, reason: reason)
-        case .refused(let reason): logExchange(exchange, outcome, level: .warning, reason: reason)
-        }
         if !eventStreams.isEmpty { eventStreams.removeAll { $0.exchange === exchange } }
+    }
+
+    /// Counts and logs a finished exchange; `upstream` is its latest hop's URL when it was forwarded.
+    func exchangeFinished(_ context: ExchangeContext, outcome: ExchangeOutcome, upstream: UpstreamURL?) {
+        switch outcome.ending {
+        case .completed: logExchange(context, outcome, upstream, level: .info, reason: nil)
+        case .truncated: logExchange(context, outcome, upstream, level: .warning, reason: "upstream_body_longer_than_content_length")
+        case .clientClosed(let reason), .aborted(let reason): logExchange(context, outcome, upstream, level: .info, reason: reason)
+        case .refused(let reason): logExchange(context, outcome, upstream, level: .warning, reason: reason)
+        }
     }
 
     /// The server's own refusals, rendered as the proxy's JSON errors (`Connection: close`).
     package func refusal(_ refusal: HTTPRefusal, exchange: HTTPExchange?, peer: String) -> [UInt8] {
-        if let exchange, exchange.info == nil {
-            // Refused before `handle` saw it (a Content-Length over the limit): the access log
-            // line gets the ID the client is sent, and the path.
-            exchange.delegate = ExchangeInfo(requestID: requestID(exchange.head), path: RequestTarget(exchange.head.target).path)
+        var context: ExchangeContext?
+        if let exchange {
+            // The server names only the exchange: its context is found from its delegate here,
+            // on this rare path alone.
+            context = (exchange.delegate as? any ProxyExchangeDelegate)?.context
+            if context == nil {
+                // Refused before `handle` saw it (a Content-Length over the limit): the access log
+                // line gets the ID the client is sent, and the path.
+                let made = ExchangeContext(exchange, requestID: requestID(exchange.head),
+                                           path: RequestTarget(exchange.head.target).path, handler: self)
+                exchange.delegate = made
+                context = made
+            }
         }
-        let requestID = exchange?.info?.requestID ?? requestIDs.next()
+        let requestID = context?.requestID ?? requestIDs.next()
         let body = Array("{\"error\":\"\(refusal.code)\",\"message\":\"\(refusal.message)\",\"requestID\":\"\(requestID)\"}".utf8)
         let head = HTTPResponseHead(status: refusal.status, headers: [
             ("Content-Type", "application/json"), ("Content-Length", String(body.count)),
@@ -341,37 +352,38 @@ package final class ProxyHandler: HTTPHandler {
         return masked ? "/_platform/login/journey/<step>" : path
     }
 
-    private func logExchange(_ exchange: HTTPExchange, _ result: ExchangeOutcome, level: LogLevel, reason outcome: String?) {
+    private func logExchange(_ info: ExchangeContext, _ result: ExchangeOutcome, _ upstream: UpstreamURL?, level: LogLevel,
+                             reason outcome: String?) {
+        let exchange = info.exchange
         let seconds = loop.now.seconds(since: exchange.startedAt)
         // nginx's 499: the client went away before any response was sent.
         var status = result.status
         if status == 0, case .clientClosed = result.ending { status = 499 }
         var level = level
-        let info = exchange.info
         // A routed request has its route's counters; only the others are told apart by name.
-        if let counters = info?.counters {
+        if let counters = info.counters {
             counters.request(status: status, seconds: seconds)
-        } else if info?.route == Probe.route {
+        } else if info.route == Probe.route {
             // Probes and scrapes arrive every few seconds for the life of the process: not traffic.
             if level == .info { level = .debug }
         } else {
-            metrics.request(route: info?.route ?? "_unrouted", status: status, seconds: seconds)
+            metrics.request(route: info.route ?? "_unrouted", status: status, seconds: seconds)
         }
         guard level > .info || runtime.configuration.accessLog else { return }
         // Written straight into the loop's log buffer: no array of fields, no String per value.
         let micros = Int((seconds * 1e6).rounded())
         log.emit(level, "request") { line in
-            line.field("requestID", info?.requestID ?? "")
+            line.field("requestID", info.requestID)
             exchange.head.storage.withUnsafeBufferPointer { line.field("method", bytes: UnsafeBufferPointer(rebasing: $0[exchange.head.methodRange])) }
-            line.field("path", Self.loggedPath(info?.path ?? ""))
-            line.field("route", info?.route ?? "")
+            line.field("path", Self.loggedPath(info.path))
+            line.field("route", info.route ?? "")
             line.field("status", status)
             line.field("durationMs", thousandths: micros)
             line.field("bytesIn", result.bytesIn)
             line.field("bytesOut", result.bytesOut)
             line.field("peer", exchange.peer)
-            if let provider = info?.provider { line.field("provider", provider) }
-            if let upstream = exchange.upstreamURL { line.field("upstream", joining: upstream.origin, upstream.path) }
+            if let provider = info.provider { line.field("provider", provider) }
+            if let upstream { line.field("upstream", joining: upstream.origin, upstream.path) }
             if let outcome { line.field("outcome", outcome) }
         }
     }

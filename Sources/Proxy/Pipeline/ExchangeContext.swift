@@ -1,15 +1,25 @@
 import Config
 import EventLoop
 import HTTPServer
+import Upstream
 
-/// What the proxy keeps with one exchange for its log line. It is the exchange's delegate
-/// (`HTTPExchange.delegate`, its single owner) from `ProxyHandler.handle` on, until a
-/// `ForwardedExchange`, which keeps this record, takes over when the request is forwarded.
-final class ExchangeInfo: HTTPExchangeDelegate {
+/// What the proxy keeps with one exchange, passed by type wherever the exchange goes: its
+/// request ID and path, the route it is logged under, and what a control endpoint waits for.
+/// `ProxyHandler.handle` makes it and sets it as the exchange's delegate (the exchange owns it);
+/// a `ForwardedExchange`, which keeps this context, takes over as the delegate when the request
+/// is forwarded. Whichever delegate hears the exchange finish hands this context to the handler
+/// for the access log line.
+final class ExchangeContext: ProxyExchangeDelegate {
+    /// The exchange. Held strongly: the exchange owns its delegate until it finished, so the
+    /// cycle ends there.
+    let exchange: HTTPExchange
     let requestID: String
     let path: Substring
+    /// The loop's handler, kept alive by the server and by `ProxyService` for the life of the
+    /// process: no reference count per request.
+    private let proxy: Unretained<ProxyHandler>
     /// The route's slot on this loop, once the request was routed: the log line's route, its
-    /// counters and provider are read from it, not copied into the record per request.
+    /// counters and provider are read from it, not copied into the context per request.
     var slot: RouteSlot?
     /// What the request is logged under when no route slot answers for it (a probe, `_platform`,
     /// a route's request refused by its guards).
@@ -24,16 +34,22 @@ final class ExchangeInfo: HTTPExchangeDelegate {
     var counters: RouteCounters? { slot?.counters }
     /// The provider whose tokens the route carries, for the log line.
     var provider: String? { slot?.route.provider }
-    /// For answers that wait for the request body (control endpoints, mock replays): run once it ended.
+    /// For answers that wait for the request body (control endpoints, mock replays): run once it
+    /// ended (at once after `handle` for a bodiless request).
     var afterBody: (() -> Void)?
     /// The body collected for `afterBody`, when the endpoint reads one.
     var collected: CollectedBody?
     /// For a streamed answer (the auth event stream): run when its queued output drains.
     var onWritable: (() -> Void)?
 
-    init(requestID: String, path: Substring) {
+    /// Itself: the context before the request is forwarded.
+    var context: ExchangeContext { self }
+
+    init(_ exchange: HTTPExchange, requestID: String, path: Substring, handler: ProxyHandler) {
+        self.exchange = exchange
         self.requestID = requestID
         self.path = path
+        proxy = Unretained(handler)
     }
 
     func exchange(_ exchange: HTTPExchange, receivedBody bytes: UnsafeRawBufferPointer) {
@@ -52,6 +68,7 @@ final class ExchangeInfo: HTTPExchangeDelegate {
         afterBody = nil
         collected = nil
         onWritable = nil
+        proxy.object.exchangeFinished(self, outcome: outcome, upstream: nil)
     }
 }
 
@@ -69,24 +86,8 @@ final class CollectedBody {
     }
 }
 
-extension HTTPExchange {
-    /// The proxy's record of this exchange, kept by its delegate.
-    var info: ExchangeInfo? {
-        switch delegate {
-        case let forwarded as ForwardedExchange: forwarded.info
-        case let info as ExchangeInfo: info
-        default: nil
-        }
-    }
-
-    /// `origin + path` of the latest hop upstream, for logs (never the query: it may carry
-    /// secrets); nil for a request that was not forwarded. Read from the forwarding delegate
-    /// rather than copied into the log record per hop.
-    var upstream: String? { upstreamURL.map { $0.origin + $0.path } }
-
-    /// The URL of the latest hop upstream; nil for a request that was not forwarded.
-    var upstreamURL: UpstreamURL? { (delegate as? ForwardedExchange)?.url }
-
-    /// Runs `action` once the request body has ended (at once after `handle` for a bodiless request).
-    func afterBody(_ action: @escaping () -> Void) { info?.afterBody = action }
+/// An exchange delegate of the proxy's: the context, or the forwarding that keeps it. Only the
+/// server's refusal callback, which names the exchange alone, looks a context up through it.
+protocol ProxyExchangeDelegate: HTTPExchangeDelegate {
+    var context: ExchangeContext { get }
 }
