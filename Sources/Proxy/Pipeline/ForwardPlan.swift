@@ -8,7 +8,7 @@ struct ForwardPlan {
     /// The route's provider slot, counters and upstream on this loop. It holds the route and the
     /// runtime, so the plan refers to them without retaining them: they are shared by every loop,
     /// and a reference count moved per request would move between the loops' CPU caches
-    /// (`bench/cost-profile.sh` counts the instructions).
+    /// (`bench/shared-writes.sh` finds such writes).
     let slot: RouteSlot
     /// The matched route (its configuration is not copied per request); kept alive by `slot`.
     let route: Unretained<CompiledRoute>

@@ -14,7 +14,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
     private let slot: RouteSlot
     /// The matched route, kept alive by `slot`: it is shared by every loop, so it is referred to
     /// without a reference count of its own (a count moved per request would move between the
-    /// loops' CPU caches; `bench/cost-profile.sh` counts the instructions).
+    /// loops' CPU caches; `bench/shared-writes.sh` finds such writes).
     private let compiled: Unretained<CompiledRoute>
     /// The matched route; its settings are `route.config`.
     private var route: CompiledRoute { compiled.object }

@@ -50,8 +50,8 @@ package final class ProxyRuntime: Sendable {
     /// the same mock switches and mock folder state, and the `apiKey` as this runtime resolved it
     /// (never read again: every loop must accept the same key, even if its file changed since).
     /// Each loop retains and releases what it reads per request; objects of its own keep those
-    /// writes off the other cores' cache lines (nothing shared is written; `bench/proxy.sh` at
-    /// several workers shows the difference).
+    /// writes off the other cores' cache lines (nothing shared is written; `bench/shared-writes.sh`
+    /// measures it).
     package func forLoop() -> ProxyRuntime {
         ProxyRuntime(configuration: configuration, mocks: mocks, mockModes: mockModes, access: access.privateCopy())
     }

@@ -3,54 +3,9 @@ import Config
 import Credentials
 import EventLoop
 import HTTPServer
-import JSON
 
-/// A request held by the gate (`gate.mode: wait`).
-struct GatedRequest {
-    /// The exchange's context, owned by the exchange (its delegate) while the request waits.
-    weak var context: ExchangeContext?
-    let resume: () -> Void
-    let timer: TimerID
-}
-
-extension UploadToken {
-    /// The upload headers of a provider's token snapshot.
-    init(_ snapshot: CredentialSnapshot) {
-        self.init(generation: snapshot.generation, accessToken: snapshot.accessTokenValue, idToken: snapshot.idTokenValue)
-    }
-}
-
-/// Analytics' view of a provider's single-flight refresher: a 401 from the analytics endpoint
-/// refreshes like a proxied 401 (subject to `minRefreshIntervalSeconds`).
-final class ManagerUploadRefresher: UploadTokenRefresher {
-    let manager: CredentialManager
-    init(_ manager: CredentialManager) { self.manager = manager }
-
-    func refreshAfterRejection(seen generation: UInt64, replyOn caller: EventLoop, _ done: @escaping (Bool) -> Void) {
-        manager.refresh(seen: generation, after401: true, replyOn: caller) { outcome in
-            if case .ready = outcome { done(true) } else { done(false) }
-        }
-    }
-}
-
-/// One provider's state on one loop: its token snapshot, its manager (OAuth grants), the
-/// requests its gate holds and its per-route caches. Touched only on the loop.
-final class ProviderSlot {
-    let name: String
-    /// The tokens in force; replaced by `credentialsChanged`.
-    var snapshot: CredentialSnapshot = .empty
-    /// The token lifecycle (OAuth grants); nil for the static grant.
-    var manager: CredentialManager?
-    /// Requests held by this provider's gate in `wait` mode, released by its login or their timer.
-    var gated: [GatedRequest] = []
-    /// Injected header lines per route, formatted once per token generation.
-    var injectedLines = InjectedLineCache()
-    /// The tokens to mask in echoes, copied per token generation.
-    var echoTokens = EchoTokenCache()
-
-    init(name: String) { self.name = name }
-}
-
+/// The handler's providers on this loop: each one's slot, its token changes, its gate, and
+/// whether all of them are ready.
 extension ProxyHandler {
     /// The slot of the provider named `name`; nil means the default provider.
     func slot(_ name: String?) -> ProviderSlot {
@@ -153,42 +108,5 @@ extension ProxyHandler {
             }
         }
         return nil
-    }
-
-    // MARK: /_platform/auth and its event stream
-
-    /// One provider's fields: `{"state":…, "loggedIn":…, "expiresAt":…, "subject":…, "lastError":…}`.
-    func authFields(_ slot: ProviderSlot) -> JSONObject {
-        let status = slot.snapshot.status
-        var object = JSONObject()
-        object["state"] = .string(status.state.rawValue)
-        object["loggedIn"] = .bool(status.loggedIn)
-        object["expiresAt"] = status.expiresAt.map { .number(JSONNumber(($0).rounded())) } ?? .null
-        object["subject"] = status.subject.map { .string($0) } ?? .null
-        object["lastError"] = status.lastError.map { .string($0) } ?? .null
-        return object
-    }
-
-    /// The default provider's fields, plus `"providers": {"<name>": {same fields, "grant"}}`
-    /// for every configured provider.
-    func authJSON() -> [UInt8] {
-        var object = authFields(slot(nil))
-        if !runtime.configuration.providers.isEmpty {
-            var providers = JSONObject()
-            for named in runtime.configuration.providers {
-                var fields = authFields(slot(named.name))
-                fields["grant"] = .string(named.configuration.grant.rawValue)
-                providers[named.name] = .object(fields)
-            }
-            object["providers"] = .object(providers)
-        }
-        return JSONValue.object(object).serializedBytes()
-    }
-
-    /// One `state` event's data: the provider's fields and its name.
-    func eventJSON(_ slot: ProviderSlot) -> [UInt8] {
-        var object = authFields(slot)
-        object["provider"] = .string(slot.name)
-        return JSONValue.object(object).serializedBytes()
     }
 }
