@@ -13,11 +13,17 @@ import Upstream
 package final class ProxyHandler: HTTPHandler {
     /// The runtime in force; replaced (on this loop) by a reload.
     package var runtime: ProxyRuntime
+    /// The loop this handler serves on; every method runs on it.
     let loop: EventLoop
+    /// This loop's log buffer.
     let log: LogBuffer
+    /// Request IDs for requests that bring none (unique across loops: each has its own prefix).
     var requestIDs: RequestIDGenerator
+    /// The mock switch endpoint.
     let control = ControlEndpoints()
+    /// This loop's counters.
     let metrics = LoopMetrics()
+    /// Gathers every loop's counters for a scrape.
     let hub: MetricsHub
     /// This loop's libcurl multi handle.
     package let upstream: UpstreamClient
@@ -35,6 +41,7 @@ package final class ProxyHandler: HTTPHandler {
     let loginChains: LoginChains
     /// `/_platform/auth/events` streams on this loop.
     var eventStreams: [AuthEventStream] = []
+    /// The keep-alive timer of those streams, while any is open.
     var heartbeat: TimerID?
     /// Index of the `metricsListen` address among the server's listeners, when there is one.
     let metricsListener: Int?

@@ -15,9 +15,9 @@ package enum ProxyService {
     /// The version printed by `--version` and logged at start.
     package static let version = "0.1.0"
     /// SIGHUP outcomes, for the metrics.
-    private static let reloadCounts = ReloadCounts()
+    static let reloadCounts = ReloadCounts()
 
-    private final class ReloadCounts: Sendable {
+    final class ReloadCounts: Sendable {
         let status = Mutex(ReloadStatus())
 
         func record(success: Bool) {
@@ -185,58 +185,6 @@ package enum ProxyService {
         max(1, (descriptors - descriptorReserve) / 2)
     }
 
-    /// Validates a config and prints the report on stdout (so `> report.txt` keeps it): every
-    /// problem with its JSON path, or "ok" and any warnings. Returns 1 on a problem, else 0.
-    /// With `schemaOnly`, secret files and environment variables are not read. With a profile
-    /// the merged config is checked; without one, the base and then every profile, each named.
-    package static func checkConfig(config location: ConfigLocation, schemaOnly: Bool) -> Int32 {
-        var text = location.source != "--config" ? "using \(location.description)\n" : ""
-        var profiles: [String?] = [location.profile]
-        if location.profile == nil { profiles += ConfigLoader.profileNames(path: location.path).map { $0 } }
-        var failed = false
-        for profile in profiles {
-            var checked = location
-            checked.profile = profile
-            let label = location.path + (profile.map { " [profile \($0)]" } ?? "")
-            let prefix = profile.map { "profile \($0): " } ?? ""
-            switch checked.load(schemaOnly: schemaOnly) {
-            case .success(let configuration):
-                let routes = configuration.routes.count
-                text += "\(label): ok (\(routes) route\(routes == 1 ? "" : "s")\(schemaOnly ? ", secrets not read" : ""))\n"
-                for warning in ConfigWarnings.of(configuration) { text += "  warning: \(prefix)\(warning)\n" }
-                // Not errors: the directory may be created before `serve` runs (a volume, tmpfiles.d).
-                for warning in listenWarnings(configuration) { text += "  warning: \(prefix)\(warning)\n" }
-                // Judged for the user running the check, who may not be the one `serve` runs as.
-                if let problem = StateTrust.check(directory: configuration.stateDirectory) {
-                    text += "  warning: \(prefix)stateDirectory: \(problem); serve run as uid \(geteuid()) will refuse to start\n"
-                }
-            case .failure(let errors):
-                failed = true
-                text += "\(label): \(errors.errors.count) problem\(errors.errors.count == 1 ? "" : "s")\n"
-                for error in errors.errors { text += "  \(prefix)\(error)\n" }
-            }
-        }
-        print(text, terminator: "")
-        return failed ? 1 : 0
-    }
-
-    /// What would stop a `unix:` listener from binding: a missing directory, or something
-    /// other than a socket at its path.
-    static func listenWarnings(_ configuration: ProxyConfiguration) -> [String] {
-        var warnings: [String] = []
-        for (index, address) in configuration.listen.enumerated() {
-            guard case .unix(let path) = address else { continue }
-            let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-            var info = stat()
-            if stat(directory.isEmpty ? "/" : directory, &info) != 0 || info.st_mode & S_IFMT != S_IFDIR {
-                warnings.append("listen[\(index)]: the directory \(directory) of \(address) does not exist; serve cannot bind there")
-            } else if lstat(path, &info) == 0 && info.st_mode & S_IFMT != S_IFSOCK {
-                warnings.append("listen[\(index)]: \(path) exists and is not a socket; serve will refuse to replace it")
-            }
-        }
-        return warnings
-    }
-
     /// The server's settings from the proxy config.
     static func serverConfiguration(_ config: ProxyConfiguration) -> ServerConfiguration {
         var server = ServerConfiguration()
@@ -321,90 +269,6 @@ package enum ProxyService {
                 Log.emit(.info, "stopped", ["closedInFlight": .int(open)])
                 return 0
             }
-        }
-    }
-
-    /// Reloaded providers: static tokens switch at once; a change of an OAuth provider (or of
-    /// which providers exist) needs a restart (the login, its store and the endpoints belong to
-    /// the running lifecycle).
-    private static func reloadProvider(from old: ProxyRuntime, to new: ProxyRuntime, tokens: inout TokenWatcher,
-                                       lifecycle: OAuthLifecycle?) -> [(provider: String, snapshot: CredentialSnapshot)] {
-        let oauth = { (config: ProxyConfiguration) in config.providers.filter { $0.configuration.grant != .staticTokens } }
-        if oauth(old.configuration) != oauth(new.configuration) {
-            Log.emit(.warning, "config_reload_partial", ["message": .string("provider changes of an OAuth grant take effect at the next start")])
-        }
-        let before = tokens.names
-        tokens = TokenWatcher(new.configuration.providers)
-        var changed = Dictionary(uniqueKeysWithValues: tokens.poll().map { ($0.provider, $0.snapshot) })
-        // A static provider that was removed (or became OAuth) has no tokens any more.
-        for name in before where changed[name] == nil && !tokens.names.contains(name) && lifecycle?.members.contains(where: { $0.name == name }) != true {
-            changed[name] = .empty
-        }
-        return changed.map { (provider: $0.key, snapshot: $0.value) }
-    }
-
-    /// `path` made absolute against the working directory (the watcher must not follow a later chdir).
-    private static func absolute(_ path: String) -> String {
-        if path.hasPrefix("/") { return path }
-        guard let cwd = getcwd(nil, 0) else { return path }
-        defer { free(cwd) }
-        return String(cString: cwd) + "/" + path
-    }
-
-    /// Hands a provider's new token snapshot to every loop; requests after it carry the new tokens.
-    private static func publish(_ snapshot: CredentialSnapshot, provider: String, server: HTTPServer, handlers: [ProxyHandler]) {
-        Log.emit(.info, "credentials_changed", ["provider": .string(provider), "generation": .int(Int(snapshot.generation))])
-        for (loop, handler) in zip(server.eventLoops, handlers) {
-            nonisolated(unsafe) let handler = handler
-            loop.execute { handler.credentialsChanged(snapshot, provider: provider) }
-        }
-    }
-
-    /// Hands every loop the reloaded runtime and the providers' new token snapshots in one task.
-    private static func install(_ next: ProxyRuntime, _ snapshots: [(provider: String, snapshot: CredentialSnapshot)],
-                                server: HTTPServer, handlers: [ProxyHandler]) {
-        for (provider, snapshot) in snapshots {
-            Log.emit(.info, "credentials_changed", ["provider": .string(provider), "generation": .int(Int(snapshot.generation))])
-        }
-        for (loop, handler) in zip(server.eventLoops, handlers) {
-            nonisolated(unsafe) let handler = handler
-            let compiled = next.forLoop()
-            loop.execute {
-                handler.runtime = compiled
-                for (provider, snapshot) in snapshots { handler.credentialsChanged(snapshot, provider: provider) }
-            }
-        }
-    }
-
-    /// SIGHUP: a valid config becomes the next runtime (for new requests once installed); an
-    /// invalid one is logged and ignored (nil).
-    private static func reload(location: ConfigLocation, trigger: String, current: ProxyRuntime,
-                               experiments: ExperimentService) -> ProxyRuntime? {
-        let configPath = location.path
-        // The profile chosen at start is re-read from the file; switching profile needs a restart.
-        switch location.load() {
-        case .failure(let errors):
-            reloadCounts.record(success: false)
-            Log.emit(.error, "config_reload_failed", ["config": .string(configPath), "trigger": .string(trigger),
-                                                      "errors": .string(errors.description)])
-            return nil
-        case .success(let configuration):
-            // The installation id exists before any loop assigns with the new experiments.
-            if !configuration.experiments.isEmpty, let error = experiments.prepare() {
-                Log.emit(.error, "experiments_installation_id_unsaved", ["error": .string("\(error)")])
-            }
-            let next = ProxyRuntime(configuration: configuration, mocks: current.mocks)
-            let old = current.configuration
-            if old.listen != configuration.listen || old.workers != configuration.workers || old.limits != configuration.limits
-                || old.metricsListen != configuration.metricsListen || old.shutdownGraceSeconds != configuration.shutdownGraceSeconds
-                || old.watchConfig != configuration.watchConfig {
-                Log.emit(.warning, "config_reload_partial", ["message": .string(
-                    "listen, metricsListen, workers, limits, shutdownGraceSeconds and watchConfig take effect at the next start")])
-            }
-            reloadCounts.record(success: true)
-            Log.emit(.info, "config_reloaded", ["config": .string(configPath), "trigger": .string(trigger),
-                                                "routes": .int(configuration.routes.count)])
-            return next
         }
     }
 }
