@@ -68,7 +68,7 @@ final class ExchangeContext: ProxyExchangeDelegate {
         afterBody = nil
         collected = nil
         onWritable = nil
-        proxy.object.exchangeFinished(self, outcome: outcome, upstream: nil)
+        proxy.object.exchangeFinished(self, outcome: outcome, forwarded: nil)
     }
 }
 

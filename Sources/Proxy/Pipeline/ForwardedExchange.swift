@@ -147,7 +147,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
         case .completed, .truncated: break
         case .clientClosed, .aborted, .refused: cancel()
         }
-        handler.exchangeFinished(context, outcome: outcome, upstream: url)
+        handler.exchangeFinished(context, outcome: outcome, forwarded: self)
     }
 
     /// Sends a hop: `request`, or what a redirect or a refreshed token made of it, with the

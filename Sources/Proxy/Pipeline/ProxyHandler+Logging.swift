@@ -15,13 +15,15 @@ extension ProxyHandler {
         if !eventStreams.isEmpty { eventStreams.removeAll { $0.exchange === exchange } }
     }
 
-    /// Counts and logs a finished exchange; `upstream` is its latest hop's URL when it was forwarded.
-    func exchangeFinished(_ context: ExchangeContext, outcome: ExchangeOutcome, upstream: UpstreamURL?) {
+    /// Counts and logs a finished exchange; `forwarded` is its forwarding when it was forwarded (the
+    /// log line names its latest hop; the URL is read only when a line is written: a copy retains
+    /// each of its parts).
+    func exchangeFinished(_ context: ExchangeContext, outcome: ExchangeOutcome, forwarded: ForwardedExchange?) {
         switch outcome.ending {
-        case .completed: logExchange(context, outcome, upstream, level: .info, reason: nil)
-        case .truncated: logExchange(context, outcome, upstream, level: .warning, reason: "upstream_body_longer_than_content_length")
-        case .clientClosed(let reason), .aborted(let reason): logExchange(context, outcome, upstream, level: .info, reason: reason)
-        case .refused(let reason): logExchange(context, outcome, upstream, level: .warning, reason: reason)
+        case .completed: logExchange(context, outcome, forwarded, level: .info, reason: nil)
+        case .truncated: logExchange(context, outcome, forwarded, level: .warning, reason: "upstream_body_longer_than_content_length")
+        case .clientClosed(let reason), .aborted(let reason): logExchange(context, outcome, forwarded, level: .info, reason: reason)
+        case .refused(let reason): logExchange(context, outcome, forwarded, level: .warning, reason: reason)
         }
     }
 
@@ -74,7 +76,7 @@ extension ProxyHandler {
         return masked ? "/_platform/login/journey/<step>" : path
     }
 
-    private func logExchange(_ info: ExchangeContext, _ result: ExchangeOutcome, _ upstream: UpstreamURL?, level: LogLevel,
+    private func logExchange(_ info: ExchangeContext, _ result: ExchangeOutcome, _ forwarded: ForwardedExchange?, level: LogLevel,
                              reason outcome: String?) {
         let exchange = info.exchange
         let seconds = loop.now.seconds(since: exchange.startedAt)
@@ -105,7 +107,7 @@ extension ProxyHandler {
             line.field("bytesOut", result.bytesOut)
             line.field("peer", exchange.peer)
             if let provider = info.provider { line.field("provider", provider) }
-            if let upstream { line.field("upstream", joining: upstream.origin, upstream.path) }
+            if let upstream = forwarded?.url { line.field("upstream", joining: upstream.origin, upstream.path) }
             if let outcome { line.field("outcome", outcome) }
         }
     }
