@@ -5,6 +5,7 @@ extension ConfigDecoder {
         "discoveryURL", "authorizationEndpoint", "tokenEndpoint", "revocationEndpoint", "userinfoEndpoint",
         "deviceAuthorizationEndpoint", "clientID", "clientSecret", "redirectURI", "scopes", "grant",
         "refreshBeforeExpirySeconds", "minRefreshIntervalSeconds", "accessToken", "idToken", "tokenType", "demo", "journey",
+        "tokenEndpointAuthMethod", "privateKey", "keyID", "clientAssertion", "resource", "audience", "tls",
     ]
 
     /// The provider; nil when anything in it is invalid (reported), so dependent checks stay quiet.
@@ -30,6 +31,7 @@ extension ConfigDecoder {
         if let type = object.read("tokenType", tokenType) { p.tokenType = type }
         p.demo = object.object("demo", keys: ["accessToken", "idToken", "expiresInSeconds"]).flatMap(demo)
         p.journey = object.object("journey", keys: Self.journeyKeys).flatMap(journey)
+        if p.grant != .staticTokens { identity(object, into: &p) }
 
         // An invalid grant was reported; guessing one would only add confusing errors.
         if object.has("grant"), chosenGrant == nil { return nil }
@@ -62,14 +64,15 @@ extension ConfigDecoder {
         } else if object.has("journey") {
             report(object.path("journey"), "is used only with grant \"journey\"")
         }
-        if p.grant == .clientCredentials {
-            require("clientSecret", p.clientSecret != nil)
+        if p.grant == .clientCredentials, p.effectiveAuthMethod == .none {
+            report(object.path, "needs client authentication for \(grant): \"clientSecret\", \"privateKey\", "
+                       + "\"clientAssertion\" or tokenEndpointAuthMethod \"tls_client_auth\"")
         }
         return errors.count == before ? p : nil
     }
 
     /// RFC 6749 scope tokens: printable ASCII without space, '"' or '\'.
-    private func scopes(_ value: JSONValue, at path: String) -> [String]? {
+    func scopes(_ value: JSONValue, at path: String) -> [String]? {
         guard let items = array(value, at: path) else { return nil }
         var scopes: [String] = []
         for (itemPath, item) in items {

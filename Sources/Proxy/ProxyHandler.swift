@@ -145,8 +145,15 @@ package final class ProxyHandler: HTTPHandler {
                 }
             }
         }
-        guard let injected = slot.injectedLines.lines(plan, snapshot: credentials) else {
-            return fail(exchange, .credentialsUnavailable(compiled.config.credential.rawValue))
+        let injected: InjectedLines
+        if let target = compiled.config.tokenExchange {
+            guard let lines = exchangedLines(exchange, plan, target: target, credentials: credentials, refreshed: refreshed) else { return }
+            injected = lines
+        } else {
+            guard let lines = slot.injectedLines.lines(plan, snapshot: credentials) else {
+                return fail(exchange, .credentialsUnavailable(compiled.config.credential.rawValue))
+            }
+            injected = lines
         }
         if !injected.lines.isEmpty { plan.slot.counters.injected += 1 }
         var experiments: HeaderLines?

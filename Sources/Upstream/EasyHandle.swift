@@ -24,6 +24,8 @@ final class EasyHandle {
     private var pipeWait: Int?
     private var reuseForbidden = false
     private var decodes = false
+    /// The TLS settings the handle's options hold now (`setTLS`).
+    var appliedTLS: UpstreamTLS?
     private var method: Method?
     /// The request header list handed to curl: nodes and line bytes in memory this handle owns
     /// and reuses, so a request's headers cost one copy and no allocation per line.

@@ -189,6 +189,7 @@ package final class UpstreamTransfer {
         handle.allowReuse()
         handle.setTimeout(request.timeout)
         handle.setDecoding(request.decodesContent)
+        handle.setTLS(request.tls)
         handle.errorBuffer[0] = 0
 
         let method = request.method
