@@ -80,6 +80,34 @@ done:
     return result;
 }
 
+/* Verifies a JWS-form SHA-256 signature (the inverse of ccrypto_sign_sha256) with `key`'s public
+   half: 1 valid, 0 not. The tests check the proxy's assertions with it. */
+static inline int ccrypto_verify_sha256(const void *key, const void *data, long length, const unsigned char *signature, long signature_length) {
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx) return 0;
+    int valid = 0;
+    unsigned char *der = 0;
+    long der_length = signature_length;
+    const unsigned char *checked = signature;
+    if (EVP_PKEY_get_base_id((const EVP_PKEY *)key) == EVP_PKEY_EC) {
+        if (signature_length != 64) goto done;
+        ECDSA_SIG *sig = ECDSA_SIG_new();
+        BIGNUM *r = BN_bin2bn(signature, 32, 0), *s = BN_bin2bn(signature + 32, 32, 0);
+        if (!sig || !r || !s || ECDSA_SIG_set0(sig, r, s) != 1) { BN_free(r); BN_free(s); ECDSA_SIG_free(sig); goto done; }
+        der_length = i2d_ECDSA_SIG(sig, &der);
+        ECDSA_SIG_free(sig);
+        if (der_length <= 0) goto done;
+        checked = der;
+    }
+    if (EVP_DigestVerifyInit(ctx, 0, EVP_sha256(), 0, (EVP_PKEY *)key) == 1)
+        valid = EVP_DigestVerify(ctx, checked, (size_t)der_length, data, (size_t)length) == 1;
+done:
+    OPENSSL_free(der);
+    EVP_MD_CTX_free(ctx);
+    ERR_clear_error();
+    return valid;
+}
+
 /* Whether the PEM certificate in `cert` exists and matches `key`: 1 yes, 0 another key's,
    -1 not a certificate. */
 static inline int ccrypto_certificate_matches(const void *cert, long length, const void *key) {

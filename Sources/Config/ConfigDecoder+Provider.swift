@@ -64,9 +64,15 @@ extension ConfigDecoder {
         } else if object.has("journey") {
             report(object.path("journey"), "is used only with grant \"journey\"")
         }
-        if p.grant == .clientCredentials, p.effectiveAuthMethod == .none {
-            report(object.path, "needs client authentication for \(grant): \"clientSecret\", \"privateKey\", "
-                       + "\"clientAssertion\" or tokenEndpointAuthMethod \"tls_client_auth\"")
+        // An invalid tokenEndpointAuthMethod was reported; what it needs is unknown.
+        let methodKnown = !object.has("tokenEndpointAuthMethod") || p.tokenEndpointAuthMethod != nil
+        if p.grant == .clientCredentials, methodKnown, p.effectiveAuthMethod == .none {
+            // A service has no user: it must prove itself (a secret, a key, an assertion or a certificate).
+            if p.tokenEndpointAuthMethod == nil {
+                require("clientSecret", false)
+            } else {
+                report(object.path("tokenEndpointAuthMethod"), "\"none\" cannot be used with \(grant): the client must authenticate")
+            }
         }
         return errors.count == before ? p : nil
     }

@@ -47,6 +47,13 @@ package final class PrivateKeyPEM: @unchecked Sendable {
         return Array(signature[..<length])
     }
 
+    /// Whether `signature` (JWS form) is this key's SHA-256 signature of `data`.
+    package func verify(_ data: [UInt8], signature: [UInt8]) -> Bool {
+        data.withUnsafeBytes { input in
+            signature.withUnsafeBufferPointer { ccrypto_verify_sha256(key, input.baseAddress, input.count, $0.baseAddress, $0.count) == 1 }
+        }
+    }
+
     /// Whether the PEM certificate `pem` belongs to this key (nil: `pem` is not a certificate).
     package func matches(certificate pem: [UInt8]) -> Bool? {
         let result = pem.withUnsafeBytes { ccrypto_certificate_matches($0.baseAddress, $0.count, key) }
