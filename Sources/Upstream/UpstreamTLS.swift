@@ -50,3 +50,44 @@ extension EasyHandle {
     /// libcurl's built-in CA bundle path, to go back to after a route's own `caFile`.
     static let defaultCAInfo: String? = curl_version_info(CURLVERSION_TENTH).pointee.cainfo.map { String(cString: $0) }
 }
+
+extension UpstreamTLS {
+    /// For `serverName`: `target` with its host replaced by the server name (so libcurl sends it
+    /// as SNI and verifies the certificate against it), and the `CURLOPT_CONNECT_TO` entry that
+    /// still sends the connection to the original host and port. Nil without a server name, or
+    /// for a URL without an authority.
+    func named(_ target: RequestURL) -> (target: RequestURL, connectTo: String)? {
+        guard let serverName else { return nil }
+        let bytes = Array(target.origin.utf8)
+        func text(_ range: Range<Int>) -> String { String(decoding: bytes[range], as: UTF8.self) }
+        // "scheme://" (no _StringProcessing: the bytes are searched by hand).
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon + 2 < bytes.count,
+              bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/") else { return nil }
+        let scheme = text(0..<colon).lowercased()
+        let start = colon + 3
+        let end = bytes[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? bytes.count
+        var hostEnd = end
+        var port = scheme == "https" ? "443" : "80"
+        if start < end, bytes[start] == UInt8(ascii: "[") {
+            guard let close = bytes[start..<end].firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            hostEnd = close + 1
+        } else if let portColon = bytes[start..<end].lastIndex(of: UInt8(ascii: ":")) {
+            hostEnd = portColon
+        }
+        if hostEnd < end, bytes[hostEnd] == UInt8(ascii: ":") { port = text((hostEnd + 1)..<end) }
+        let host = text(start..<hostEnd)
+        let origin: String = scheme + "://" + serverName + ":" + port + text(end..<bytes.count)
+        let connectTo: String = serverName + ":" + port + ":" + host + ":" + port
+        return (RequestURL(origin: origin, path: target.path, query: target.query), connectTo)
+    }
+}
+
+extension EasyHandle {
+    /// Sets the request's `CURLOPT_CONNECT_TO` entry (nil: none), kept until the next call.
+    func setConnectTo(_ entry: String?) {
+        guard entry != nil || connectTo != nil else { return }
+        curl_slist_free_all(connectTo)
+        connectTo = entry.map { curl_slist_append(nil, $0) }
+        cc_easy_slist(easy, CURLOPT_CONNECT_TO, connectTo)
+    }
+}

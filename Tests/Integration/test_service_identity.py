@@ -92,6 +92,14 @@ def make_pki(directory: Path) -> dict:
         openssl("x509", "-req", "-in", str(directory / f"{who}.csr"), "-CA", str(d["ca.pem"]),
                 "-CAkey", str(d["ca.key"]), "-CAcreateserial", "-out", str(d[f"{who}.pem"]), "-days", "2",
                 "-extfile", str(directory / f"{who}.ext"))
+    # A certificate for a DNS name only (no IP address): verified only under its serverName.
+    (directory / "named.ext").write_text("basicConstraints=CA:FALSE\nsubjectAltName=DNS:orders.internal\n"
+                                         "extendedKeyUsage=serverAuth\n")
+    d["named.key"], d["named.pem"] = directory / "named.key", directory / "named.pem"
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d["named.key"]), "-out", str(directory / "named.csr"),
+            "-subj", "/CN=orders.internal")
+    openssl("x509", "-req", "-in", str(directory / "named.csr"), "-CA", str(d["ca.pem"]), "-CAkey", str(d["ca.key"]),
+            "-CAcreateserial", "-out", str(d["named.pem"]), "-days", "2", "-extfile", str(directory / "named.ext"))
     return d
 
 
@@ -378,6 +386,35 @@ def test_route_tls_trusts_its_private_ca_and_shows_its_client_certificate(start_
         # And the mTLS route again, after the handles served the others.
         assert proxy.get("/mtls/again").status == 200
         assert pki["client.key"].read_text().splitlines()[1] not in proxy.stderr_text()
+    finally:
+        nginx.stop()
+
+
+@needs_openssl
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="needs nginx (scripts/setup.sh)")
+def test_route_tls_server_name_verifies_the_certificate_under_that_name(start_proxy, tmp_path, monkeypatch):
+    from test_tls_upstream import TLSNginx  # noqa: PLC0415
+
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    pki = make_pki(tmp_path / "pki")
+    nginx = TLSNginx(tmp_path / "nginx", pki["named.pem"], pki["named.key"], redirect_to="http://127.0.0.1:9/",
+                     upload_to="http://127.0.0.1:9/")
+    try:
+        upstream = f"https://127.0.0.1:{nginx.port}/"
+        config = {"listen": [f"127.0.0.1:{free_port()}"], "stateDirectory": str(tmp_path / "state"),
+                  "routes": [
+                      {"name": "named", "path": "/named/", "upstream": upstream, "timeoutSeconds": 10,
+                       "tls": {"caFile": str(pki["ca.pem"]), "serverName": "orders.internal"}},
+                      {"name": "unnamed", "path": "/unnamed/", "upstream": upstream, "timeoutSeconds": 10,
+                       "tls": {"caFile": str(pki["ca.pem"])}},
+                  ]}
+        proxy = start_proxy(config)
+        r = proxy.get("/named/whoami")
+        assert r.status == 200 and json.loads(r.body)["protocol"] == "HTTP/2.0", r
+        # The certificate names orders.internal, not 127.0.0.1: refused without the serverName.
+        r = proxy.get("/unnamed/whoami")
+        assert r.status == 502 and json.loads(r.body)["error"] == "upstream_unreachable", r
+        assert proxy.get("/named/again").status == 200
     finally:
         nginx.stop()
 
