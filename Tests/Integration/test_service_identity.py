@@ -36,9 +36,9 @@ from joserfc.jwk import ECKey, RSAKey
 from credentials_support import (  # noqa: F401  (fixtures)
     assert_no_secrets_logged,
     free_port,
-    http_call,
     idp_factory,
     launch,
+    login,
     proxy_debug_logs,
     wait_until,
 )
@@ -335,6 +335,25 @@ def test_exchanged_tokens_follow_a_new_subject_token_and_their_own_expiry(start_
     assert api and all(c["status"] == 200 for c in api), api
     tokens = {t["seq"]: t for t in idp.control.tokens()}
     assert all(tokens[c["seq"]]["audience"] == "orders" for c in api), api
+    assert_no_secrets_logged(idp, [p])
+
+
+def test_a_user_login_exchanges_per_route_and_a_logout_drops_the_exchanged_tokens(start_proxy, idp_factory, tmp_path):
+    idp = idp_factory(access_ttl=300)
+    p = launch(start_proxy, idp, tmp_path, routes=exchange_routes(idp))
+    login(p)
+    before = echo(p, "orders")
+    assert before["audience"] == "orders" and before["user"]["sub"] == "user-1", before
+    assert p.call("/_platform/logout", method="POST").status == 200
+    r = p.call("/orders/who?echo=1")
+    assert r.status == 401 and r.json()["error"] == "awaiting_authorization", r
+    assert len(token_calls(idp, TOKEN_EXCHANGE)) == 1
+    login(p)
+    after = echo(p, "orders")
+    # A new login: a token exchanged from the new subject token, never the previous login's.
+    assert after["authorization"] != before["authorization"], after
+    assert after["exchanged_from"] != before["exchanged_from"], (before, after)
+    assert len(token_calls(idp, TOKEN_EXCHANGE)) == 2
     assert_no_secrets_logged(idp, [p])
 
 
