@@ -171,11 +171,14 @@ package final class ProxyHandler: HTTPHandler {
                                           identity: masks || plan.mockMode == .record)
         if plan.runtime.configuration.maskEchoedCredentials {
             forwarded.masksEchoes = true
-            forwarded.echoMasker = slot.echoTokens.masker(compiled.config.credential, of: credentials)
+            forwarded.echoMasker = compiled.config.tokenExchange == nil
+                ? slot.echoTokens.masker(compiled.config.credential, of: credentials) : slot.exchangedLines.masker(plan)
         }
         if plan.mockMode == .record, let mock = compiled.config.mock {
+            let sent = compiled.config.tokenExchange == nil
+                ? slot.echoTokens.bytes(compiled.config.credential, of: credentials) : slot.exchangedLines.bytes(plan)
             forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite,
-                                              neverWritten: slot.echoTokens.bytes(compiled.config.credential, of: credentials))
+                                              neverWritten: sent)
         }
         forwarded.start(retryBodyBytes: runtime.configuration.limits.retryBodyBytes)
     }

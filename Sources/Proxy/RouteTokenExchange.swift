@@ -11,6 +11,9 @@ struct ExchangedLineCache {
     private struct Entry {
         let token: ExchangedToken
         let lines: InjectedLines
+        /// The token's bytes, never written to a recorded mock, and their masker for echoes.
+        let bytes: [UInt8]
+        let masker: EchoMasker?
         /// Just received from the manager: used once even if already stale by this loop's
         /// clock (a token issued with a tiny lifetime would otherwise be asked for forever).
         var fresh: Bool
@@ -43,8 +46,17 @@ struct ExchangedLineCache {
         var lines = HeaderLines()
         let value = token.tokenType + " " + token.value
         for name in plan.compiled.config.headers { lines.append(name: name.utf8, value: value.utf8) }
-        entries[plan.routeIndex] = Entry(token: token, lines: InjectedLines(lines), fresh: true)
+        let bytes = Array(token.value.utf8)
+        entries[plan.routeIndex] = Entry(token: token, lines: InjectedLines(lines), bytes: bytes,
+                                         masker: EchoMasker(token: bytes), fresh: true)
     }
+
+    /// The masker of the token `lines` last returned for `plan`'s route (echoes of it are masked
+    /// like those of any injected token).
+    func masker(_ plan: ForwardPlan) -> EchoMasker? { entries[plan.routeIndex]?.masker }
+
+    /// The bytes of the token `lines` last returned for `plan`'s route.
+    func bytes(_ plan: ForwardPlan) -> [UInt8]? { entries[plan.routeIndex]?.bytes }
 
     /// Forgets every token (a logout or new subject token makes them useless).
     mutating func removeAll() { entries.removeAll() }
