@@ -4,6 +4,8 @@ import JSON
 /// audiences"): the provider's and routes' keys for them.
 extension ConfigDecoder {
     static let tlsKeys = ["caFile", "clientCertificate", "clientKey", "serverName"]
+    /// The provider keys read by `identity`.
+    static let identityKeys = ["tokenEndpointAuthMethod", "privateKey", "keyID", "clientAssertion", "resource", "audience", "tls"]
     static let tokenExchangeKeys = ["audience", "resource", "scope"]
 
     /// Reads the provider's client-authentication, audience and TLS keys into `p` and checks

@@ -5,8 +5,7 @@ extension ConfigDecoder {
         "discoveryURL", "authorizationEndpoint", "tokenEndpoint", "revocationEndpoint", "userinfoEndpoint",
         "deviceAuthorizationEndpoint", "clientID", "clientSecret", "redirectURI", "scopes", "grant",
         "refreshBeforeExpirySeconds", "minRefreshIntervalSeconds", "accessToken", "idToken", "tokenType", "demo", "journey",
-        "tokenEndpointAuthMethod", "privateKey", "keyID", "clientAssertion", "resource", "audience", "tls",
-    ]
+    ] + identityKeys
 
     /// The provider; nil when anything in it is invalid (reported), so dependent checks stay quiet.
     func provider(_ object: ObjectReader) -> ProviderConfiguration? {
@@ -42,6 +41,10 @@ extension ConfigDecoder {
         switch p.grant {
         case .staticTokens:
             require("accessToken", p.accessToken != nil)
+            // No token endpoint is called: client authentication, audiences and TLS have nothing to apply to.
+            for key in Self.identityKeys where object.has(key) {
+                report(object.path(key), "is not used with grant \"static\" (it calls no token endpoint)")
+            }
         case .authorizationCode, .clientCredentials, .journey:
             require("clientID", p.clientID != nil)
             for key in ["accessToken", "idToken"] where object.has(key) {

@@ -70,6 +70,12 @@ struct ServiceIdentityConfigTests {
         #expect(provider(members) == errors)
     }
 
+    @Test func aStaticProviderTakesNoIdentityKeys() {
+        let errors = configErrors(#"{"provider": {"grant": "static", "accessToken": "t", "audience": "a", "tls": {}}}"#)
+        #expect(errors == [#"provider.audience: is not used with grant "static" (it calls no token endpoint)"#,
+                           #"provider.tls: is not used with grant "static" (it calls no token endpoint)"#])
+    }
+
     @Test func tokenExchangeNeedsAnAccessTokenRouteAndATarget() {
         let errors = configErrors(#"""
         {"provider": {\#(Self.service), "clientSecret": "s"},
