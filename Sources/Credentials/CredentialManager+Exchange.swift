@@ -34,20 +34,67 @@ package enum TokenExchangeOutcome: Sendable {
     case unavailable(String)
 }
 
-/// The exchanged tokens of the current subject token, per exchange target, and the exchanges
-/// under way (single-flight per target). Touched only on the manager's loop.
-final class ExchangedTokens {
-    private(set) var generation: UInt64 = 0
-    var tokens: [TokenExchangeConfiguration: ExchangedToken] = [:]
-    var waiting: [TokenExchangeConfiguration: [(EventLoop, LoopBound<(TokenExchangeOutcome) -> Void>)]] = [:]
+/// What is known of each exchange target for the current subject token: nothing, an exchange
+/// under way (requests wait for it: single-flight), or its token. A pure state machine: the
+/// manager does what `asked` says and reports answers; tokens of a subject token that is gone
+/// (a new one, or a logout) are dropped.
+package struct ExchangeTable: Sendable {
+    /// One target's state.
+    package enum Slot: Sendable, Equatable {
+        case exchanging
+        case ready(ExchangedToken)
+    }
 
-    /// Drops every token on a new subject token or a logout: they were exchanged from one that
-    /// is gone, and must not outlive it.
-    func follow(generation: UInt64, loggedIn: Bool) {
+    /// What the manager does for a request.
+    package enum Action: Sendable, Equatable {
+        /// Answer with this token.
+        case reply(ExchangedToken)
+        /// An exchange for the target is under way: wait for its answer.
+        case wait
+        /// Start the exchange, and wait for its answer.
+        case start
+    }
+
+    /// The subject token generation the slots belong to.
+    package private(set) var generation: UInt64 = 0
+    package private(set) var slots: [TokenExchangeConfiguration: Slot] = [:]
+
+    package init() {}
+
+    /// Forgets every slot on a new subject token or a logout.
+    package mutating func follow(generation: UInt64, loggedIn: Bool) {
         guard generation != self.generation || !loggedIn else { return }
         self.generation = generation
-        tokens.removeAll()
+        slots.removeAll()
     }
+
+    /// A request for `target`'s token, with subject token `generation` in force.
+    package mutating func asked(_ target: TokenExchangeConfiguration, generation: UInt64, now: Double) -> Action {
+        follow(generation: generation, loggedIn: true)
+        switch slots[target] {
+        case .ready(let token)? where !token.isStale(now: now): return .reply(token)
+        case .exchanging?: return .wait
+        case .ready?, nil:
+            slots[target] = .exchanging
+            return .start
+        }
+    }
+
+    /// The exchange for `target` started under `generation` answered (`token` nil: it failed).
+    /// Only an answer for the current subject token changes the slot.
+    package mutating func answered(_ target: TokenExchangeConfiguration, generation: UInt64, token: ExchangedToken?) {
+        guard generation == self.generation, slots[target] == .exchanging else { return }
+        slots[target] = token.map { .ready($0) }
+    }
+}
+
+/// The table and the requests waiting per target. Touched only on the manager's loop.
+final class ExchangedTokens {
+    var table = ExchangeTable()
+    var waiting: [TokenExchangeConfiguration: [(EventLoop, LoopBound<(TokenExchangeOutcome) -> Void>)]] = [:]
+
+    /// Drops the tokens of a subject token that is gone.
+    func follow(generation: UInt64, loggedIn: Bool) { table.follow(generation: generation, loggedIn: loggedIn) }
 }
 
 extension CredentialManager {
@@ -60,28 +107,28 @@ extension CredentialManager {
             guard let subject = lifecycle.tokens, lifecycle.status.loggedIn else {
                 return caller.execute { done.value(.notLoggedIn) }
             }
-            exchanges.follow(generation: lifecycle.generation, loggedIn: true)
-            if let token = exchanges.tokens[target], !token.isStale(now: UnixTime.now()) {
-                return caller.execute { done.value(.token(token)) }
-            }
-            if exchanges.waiting[target] != nil { return exchanges.waiting[target]!.append((caller, done)) }
-            exchanges.waiting[target] = [(caller, done)]
             let generation = lifecycle.generation
+            switch exchanges.table.asked(target, generation: generation, now: UnixTime.now()) {
+            case .reply(let token): return caller.execute { done.value(.token(token)) }
+            case .wait: return exchanges.waiting[target, default: []].append((caller, done))
+            case .start: exchanges.waiting[target, default: []].append((caller, done))
+            }
             oauth.exchange(subjectToken: subject.accessToken, for: target) { [self] result in
                 let outcome: TokenExchangeOutcome
                 switch result {
                 case .success(let tokens):
                     let token = ExchangedToken(value: tokens.accessToken, tokenType: tokens.tokenType, expiresAt: tokens.expiresAt,
                                                obtainedAt: UnixTime.now(), generation: generation)
-                    // Kept only while its subject token is the current one.
-                    if exchanges.generation == generation, lifecycle.generation == generation { exchanges.tokens[target] = token }
+                    exchanges.table.answered(target, generation: generation, token: token)
                     emit(.info, "token_exchanged", ["audience": .string(target.audience ?? ""),
                                                     "expiresAt": tokens.expiresAt.map { .double($0) } ?? .string("unknown")])
                     outcome = .token(token)
                 case .failure(.refused(let reason)):
+                    exchanges.table.answered(target, generation: generation, token: nil)
                     emit(.warning, "token_exchange_refused", ["audience": .string(target.audience ?? ""), "reason": .string(reason)])
                     outcome = .refused(reason)
                 case .failure(.unavailable(let reason)):
+                    exchanges.table.answered(target, generation: generation, token: nil)
                     emit(.warning, "token_exchange_unavailable", ["audience": .string(target.audience ?? ""), "reason": .string(reason)])
                     outcome = .unavailable(reason)
                 }

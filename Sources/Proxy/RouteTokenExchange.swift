@@ -28,12 +28,15 @@ struct ExchangedLineCache {
             runtime = plan.runtime
             entries.removeAll()
         }
-        guard var entry = entries[plan.routeIndex], entry.token.generation == generation else { return nil }
+        guard var entry = entries[plan.routeIndex] else { return nil }
         if entry.fresh {
+            // The answer to this request's own ask: used for it even when its subject token is
+            // not (or no longer) the one this loop has, which would otherwise ask again at once.
             entry.fresh = false
             entries[plan.routeIndex] = entry
             return entry.lines
         }
+        guard entry.token.generation == generation else { return nil }
         return entry.token.isStale(now: now) ? nil : entry.lines
     }
 
@@ -79,8 +82,6 @@ extension ProxyHandler {
             guard let self, let exchange, !exchange.isAborted else { return }
             switch outcome {
             case .token(let token):
-                // A token exchanged from an older subject token than the one in force is used
-                // for this request only; the next asks again.
                 slot.exchangedLines.store(token, for: plan)
                 self.forward(exchange, plan, refreshed: refreshed)
             case .notLoggedIn: self.fail(exchange, self.awaitingAuthorization(for: plan.compiled.config))

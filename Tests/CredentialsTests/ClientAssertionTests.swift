@@ -85,19 +85,79 @@ let rsaArguments = ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
         let token = ExchangedToken(value: "t", tokenType: "Bearer", expiresAt: nil, obtainedAt: 0, generation: 1)
         #expect(!token.isStale(now: 1e9))
     }
+}
 
-    @Test func tokensAreDroppedOnANewSubjectTokenAndOnLogout() {
-        let cache = ExchangedTokens()
-        let target = TokenExchangeConfiguration(audience: "orders")
-        let token = ExchangedToken(value: "t", tokenType: "Bearer", expiresAt: nil, obtainedAt: 0, generation: 1)
-        cache.follow(generation: 1, loggedIn: true)
-        cache.tokens[target] = token
-        cache.follow(generation: 1, loggedIn: true)
-        #expect(cache.tokens[target] == token)
-        cache.follow(generation: 2, loggedIn: true)
-        #expect(cache.tokens.isEmpty)
-        cache.tokens[target] = token
-        cache.follow(generation: 2, loggedIn: false)
-        #expect(cache.tokens.isEmpty)
+@Suite struct ExchangeTableTests {
+    static let orders = TokenExchangeConfiguration(audience: "orders")
+    static let billing = TokenExchangeConfiguration(audience: "billing")
+
+    static func token(_ generation: UInt64, expires: Double? = 100) -> ExchangedToken {
+        ExchangedToken(value: "t\(generation)", tokenType: "Bearer", expiresAt: expires, obtainedAt: 0, generation: generation)
+    }
+
+    /// One step: a request (`ask`) or an answer, and the action a request gets.
+    enum Step {
+        case ask(TokenExchangeConfiguration, generation: UInt64, now: Double, expect: ExchangeTable.Action)
+        case answer(TokenExchangeConfiguration, generation: UInt64, token: ExchangedToken?)
+        case logout(generation: UInt64)
+    }
+
+    static let tables: [(String, [Step])] = [
+        ("the first request starts the exchange, the others wait, then all get the token", [
+            .ask(orders, generation: 1, now: 0, expect: .start),
+            .ask(orders, generation: 1, now: 0, expect: .wait),
+            .answer(orders, generation: 1, token: token(1)),
+            .ask(orders, generation: 1, now: 10, expect: .reply(token(1))),
+        ]),
+        ("each target is exchanged on its own", [
+            .ask(orders, generation: 1, now: 0, expect: .start),
+            .ask(billing, generation: 1, now: 0, expect: .start),
+            .answer(orders, generation: 1, token: token(1)),
+            .ask(billing, generation: 1, now: 0, expect: .wait),
+        ]),
+        ("a stale token is exchanged again", [
+            .ask(orders, generation: 1, now: 0, expect: .start),
+            .answer(orders, generation: 1, token: token(1)),
+            .ask(orders, generation: 1, now: 69, expect: .reply(token(1))),
+            .ask(orders, generation: 1, now: 70, expect: .start),
+        ]),
+        ("a failed exchange leaves nothing: the next request tries again", [
+            .ask(orders, generation: 1, now: 0, expect: .start),
+            .answer(orders, generation: 1, token: nil),
+            .ask(orders, generation: 1, now: 0, expect: .start),
+        ]),
+        ("a new subject token drops the tokens of the old one", [
+            .ask(orders, generation: 1, now: 0, expect: .start),
+            .answer(orders, generation: 1, token: token(1)),
+            .ask(orders, generation: 2, now: 0, expect: .start),
+        ]),
+        ("an answer for an old subject token is not kept", [
+            .ask(orders, generation: 1, now: 0, expect: .start),
+            .ask(orders, generation: 2, now: 0, expect: .start),
+            .answer(orders, generation: 1, token: token(1)),
+            .ask(orders, generation: 2, now: 0, expect: .wait),
+            .answer(orders, generation: 2, token: token(2)),
+            .ask(orders, generation: 2, now: 0, expect: .reply(token(2))),
+        ]),
+        ("a logout drops every token", [
+            .ask(orders, generation: 1, now: 0, expect: .start),
+            .answer(orders, generation: 1, token: token(1)),
+            .logout(generation: 2),
+            .ask(orders, generation: 3, now: 0, expect: .start),
+        ]),
+    ]
+
+    @Test(arguments: tables) func steps(name: String, steps: [Step]) {
+        var table = ExchangeTable()
+        for (index, step) in steps.enumerated() {
+            switch step {
+            case .ask(let target, let generation, let now, let expected):
+                #expect(table.asked(target, generation: generation, now: now) == expected, "\(name): step \(index)")
+            case .answer(let target, let generation, let token):
+                table.answered(target, generation: generation, token: token)
+            case .logout(let generation):
+                table.follow(generation: generation, loggedIn: false)
+            }
+        }
     }
 }
