@@ -70,6 +70,16 @@ struct ServiceIdentityConfigTests {
         #expect(provider(members) == errors)
     }
 
+    @Test func retryOn401WithTokenExchangeIsAWarning() throws {
+        let config = try #require(validConfig(#"""
+        {"provider": {\#(Self.service), "clientSecret": "s"},
+         "routes": [{"name": "o", "path": "/o/", "upstream": "https://o.test/", "credential": "access_token", "retryOn401": true,
+                     "tokenExchange": {"audience": "orders"}}]}
+        """#))
+        #expect(ConfigWarnings.of(config).map(\.description)
+                == ["routes[0].retryOn401: ignored with tokenExchange: the route's token is exchanged for it, and a refresh of the provider's would not change it"])
+    }
+
     @Test func aStaticProviderTakesNoIdentityKeys() {
         let errors = configErrors(#"{"provider": {"grant": "static", "accessToken": "t", "audience": "a", "tls": {}}}"#)
         #expect(errors == [#"provider.audience: is not used with grant "static" (it calls no token endpoint)"#,
