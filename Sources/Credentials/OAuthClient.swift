@@ -56,7 +56,7 @@ final class OAuthClient {
     init(http: UpstreamClient, provider: ProviderConfiguration, clientSecret: String?, now: @escaping () -> Double) {
         self.http = http
         authenticator = ClientAuthenticator(provider: provider, clientSecret: clientSecret)
-        tls = provider.tls.map(UpstreamTLS.init(configured:))
+        tls = provider.tls.map { UpstreamTLS(configured: $0) }
         audienceForm = provider.resource.map { ("resource", $0) } + (provider.audience.map { [("audience", $0)] } ?? [])
         self.now = now
         configured = ProviderEndpoints(configured: provider)
@@ -112,12 +112,11 @@ final class OAuthClient {
 
     func userinfo(accessToken: String, tokenType: String, completion: @escaping (Result<FetchedResponse, OAuthFailure>) -> Void) {
         guard let url = endpoints.userinfo else { return completion(.failure(.refused("the provider has no userinfo endpoint"))) }
-        let request = UpstreamRequest(method: "GET", url: url.description,
+        var request = UpstreamRequest(method: "GET", url: url.description,
                                       headers: ["Authorization: \(tokenType) \(accessToken)", "Accept: application/json"],
                                       hasBody: false, bodyLength: nil, timeout: Self.timeout)
-        var withTLS = request
-        withTLS.tls = tls
-        http.fetch(withTLS, body: nil) { result in
+        request.tls = tls
+        http.fetch(request, body: nil) { result in
             switch result {
             case .success(let response): completion(.success(response))
             case .failure(let error): completion(.failure(.unavailable(error.detail)))
@@ -178,8 +177,9 @@ final class OAuthClient {
     }
 
     /// POSTs a form with the client's credentials (`ClientAuthenticator`: HTTP Basic, form
-    /// parameters or a client assertion; a client certificate through `tls`) and classifies the answer: 2xx body; a 4xx with an OAuth error body (RFC 6749
-    /// §5.2) refused; anything else (5xx, 408, 429, an HTML 404) or no answer unavailable.
+    /// parameters or a client assertion; a client certificate through `tls`) and classifies the
+    /// answer: 2xx body; a 4xx with an OAuth error body (RFC 6749 §5.2) refused; anything else
+    /// (5xx, 408, 429, an HTML 404) or no answer unavailable.
     /// `answerLost`, when given, takes the no-answer case instead of `completion`.
     private func post(_ url: UpstreamURL, form: [(String, String)], answerLost: ((String) -> Void)? = nil,
                       completion: @escaping (Result<[UInt8], OAuthFailure>) -> Void) {

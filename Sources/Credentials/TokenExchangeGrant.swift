@@ -12,8 +12,10 @@ package enum TokenExchangeGrant {
 extension UpstreamTLS {
     /// The transfer settings of a configured `tls`; the client key's secret is read now (an
     /// unreadable one leaves the certificate without its key, and the server refuses the handshake).
-    package convenience init(configured tls: TLSConfiguration) {
+    /// `serverNameHost`: the host the server name stands for (a route's upstream host), nil for every host.
+    package convenience init(configured tls: TLSConfiguration, serverNameHost: String? = nil) {
         self.init(caFile: tls.caFile, clientCertificate: tls.clientCertificate,
-                  clientKey: (try? tls.clientKey?.resolve()).map { Array($0.utf8) }, serverName: tls.serverName)
+                  clientKey: (try? tls.clientKey?.resolve()).map { Array($0.utf8) }, serverName: tls.serverName,
+                  serverNameHost: serverNameHost?.lowercased())
     }
 }

@@ -23,7 +23,7 @@ package final class CompiledRoute: Sendable {
         self.config = config
         self.index = index
         injector = CredentialInjector(route: config)
-        tls = config.tls.map(UpstreamTLS.init(configured:))
+        tls = config.tls.map { UpstreamTLS(configured: $0, serverNameHost: config.upstream?.host) }
         var prefix = config.path
         while prefix.count > 1 && prefix.hasSuffix("/") { prefix.removeLast() }
         self.prefix = prefix

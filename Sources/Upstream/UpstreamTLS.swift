@@ -15,13 +15,18 @@ package final class UpstreamTLS: Sendable {
     /// The name the server's certificate is verified against and sent as SNI, instead of the
     /// URL's host; the connection still goes to the URL's host and port (`CURLOPT_CONNECT_TO`).
     package let serverName: String?
+    /// The only host (as written in URLs, lowercased) `serverName` stands for: a route's
+    /// upstream, so a redirect to another host is verified under that host's own name. Nil: every host.
+    package let serverNameHost: String?
 
     /// TLS settings; nil fields keep libcurl's defaults.
-    package init(caFile: String?, clientCertificate: String?, clientKey: [UInt8]?, serverName: String?) {
+    package init(caFile: String?, clientCertificate: String?, clientKey: [UInt8]?, serverName: String?,
+                 serverNameHost: String? = nil) {
         self.caFile = caFile
         self.clientCertificate = clientCertificate
         self.clientKey = clientKey
         self.serverName = serverName
+        self.serverNameHost = serverNameHost
     }
 }
 
@@ -55,7 +60,7 @@ extension UpstreamTLS {
     /// For `serverName`: `target` with its host replaced by the server name (so libcurl sends it
     /// as SNI and verifies the certificate against it), and the `CURLOPT_CONNECT_TO` entry that
     /// still sends the connection to the original host and port. Nil without a server name, or
-    /// for a URL without an authority.
+    /// for a URL without an authority, or on a host other than `serverNameHost`.
     func named(_ target: RequestURL) -> (target: RequestURL, connectTo: String)? {
         guard let serverName else { return nil }
         let bytes = Array(target.origin.utf8)
@@ -76,6 +81,7 @@ extension UpstreamTLS {
         }
         if hostEnd < end, bytes[hostEnd] == UInt8(ascii: ":") { port = text((hostEnd + 1)..<end) }
         let host = text(start..<hostEnd)
+        if let serverNameHost, host.lowercased() != serverNameHost { return nil }
         let origin: String = scheme + "://" + serverName + ":" + port + text(end..<bytes.count)
         let connectTo: String = serverName + ":" + port + ":" + host + ":" + port
         return (RequestURL(origin: origin, path: target.path, query: target.query), connectTo)

@@ -18,6 +18,15 @@ import Testing
         #expect(result.connectTo == connectTo)
     }
 
+    @Test func aRoutesServerNameStandsForItsUpstreamHostOnly() throws {
+        let tls = UpstreamTLS(caFile: nil, clientCertificate: nil, clientKey: nil, serverName: "orders.internal",
+                              serverNameHost: "10.0.0.5")
+        #expect(try #require(tls.named(RequestURL(origin: "https://10.0.0.5:8443", path: "/", query: nil))).connectTo
+                == "orders.internal:8443:10.0.0.5:8443")
+        // A redirect to another host is verified under that host's own name.
+        #expect(tls.named(RequestURL(origin: "https://elsewhere.test", path: "/", query: nil)) == nil)
+    }
+
     @Test func withoutAServerNameTheURLStays() {
         let tls = UpstreamTLS(caFile: "/ca.pem", clientCertificate: nil, clientKey: nil, serverName: nil)
         #expect(tls.named(RequestURL("https://a.test/x")) == nil)
