@@ -50,6 +50,19 @@ check-config: setup-build build
 	.build/debug/platform-proxy check-config --config Config/platform-proxy.json
 	for f in Config/examples/*.json Docker/*.json; do .build/debug/platform-proxy check-config --schema-only --config $$f || exit 1; done
 
+## format: rewrite the Swift sources in the style of .swift-format (swift format, part of the toolchain)
+## lint: fail on any place that differs from it. Rules left off there because they fight the house style:
+## DoNotUseSemicolons (`case 0xE0: length = 3; low = 0xA0`), OneVariableDeclarationPerLine (`var h = start,
+## p = pattern.startIndex`), OneCasePerLine (`case idle, uploading, backoff(until: Double)`),
+## OnlyOneTrailingClosureArgument (named callbacks, then the completion as the trailing closure).
+FORMAT_PATHS := Sources Tests Package.swift
+
+format:
+	swift format format --in-place --recursive --parallel $(FORMAT_PATHS)
+
+lint:
+	swift format lint --strict --recursive --parallel $(FORMAT_PATHS)
+
 bench:
 	@scripts/setup.sh bench
 	bench/health.sh

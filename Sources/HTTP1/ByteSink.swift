@@ -44,7 +44,8 @@ extension ByteSink {
     /// inlined, so the radix is a constant: a division by a variable is a `div` per digit.
     @inlinable @inline(__always)
     mutating func writeDigits(_ value: Int, radix: UInt) {
-        var digits: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)  // 64 bytes: any Int in base 2
+        // 64 bytes: any Int in base 2.
+        var digits: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &digits) { buffer in
             var rest = UInt(max(0, value)), start = buffer.count
             repeat {

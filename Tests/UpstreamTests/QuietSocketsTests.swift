@@ -148,7 +148,7 @@ struct QuietSocketsTests {
             (0, false, CurlSocket.State.unregistered, false, QuietSockets.Mark.unknown),
             (1, false, .watched(.write), false, .unknown),    // connecting: "connected yet?" must reach the kernel
             (2, false, .parked(.read), true, .unknown),
-            (3, true, .watched(.read), false, .watched),      // registered for reading: found empty, empty till the turn ends
+            (3, true, .watched(.read), false, .watched),      // registered for reading: found empty, so till the turn ends
             (4, true, .watched([.read, .write]), true, .watched),
             (10, true, .watched(.write), false, .unknown),    // not registered for reading: nothing would report bytes
             (5, true, .parked(.read), false, .parked),        // no wait seen through yet: the kernel answers
