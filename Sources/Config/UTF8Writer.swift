@@ -1,7 +1,7 @@
 /// Writes UTF-8 into the buffer `String(unsafeUninitializedCapacity:initializingUTF8With:)` hands
 /// over: a string built from parts with one allocation and one copy per part. `+=` on a String
-/// costs a few hundred instructions per part, and the upstream URL is built for every forwarded
-/// request (docs/ARCHITECTURE.md §13).
+/// checks capacity and may grow and copy for every part, and the upstream URL is built for every
+/// forwarded request (bench/cost-profile.sh counts the instructions per request).
 @usableFromInline
 package struct UTF8Writer {
     @usableFromInline let buffer: UnsafeMutableBufferPointer<UInt8>
@@ -36,7 +36,7 @@ package struct UTF8Writer {
 
 extension String {
     /// The same text in storage of its own: an event loop's copy, so the reference counts its
-    /// requests write are not another loop's (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    /// requests write are not another loop's (docs/performance.md, "Nothing shared is written").
     package func privateCopy() -> String { String(decoding: Array(utf8), as: UTF8.self) }
 
     /// A string of at most `capacity` UTF-8 bytes written part by part by `body`.

@@ -1,4 +1,4 @@
-/// The token lifecycle as a value (docs/ARCHITECTURE.md §3): `loggedOut /
+/// The token lifecycle as a value (docs/architecture.md, "State machines as values"): `loggedOut /
 /// awaitingAuthorization → valid ⇄ refreshing(waiters) → backoff`. Events in, actions out;
 /// `CredentialManager` performs the I/O. Refresh is single-flight: every request that needs one
 /// while it runs only waits.

@@ -42,7 +42,7 @@ package final class CredentialSnapshot: Sendable {
 
     /// The same snapshot as an object of its own, for one event loop: every loop retains its
     /// snapshot per request, and a shared object would have its count written from every core
-    /// (docs/ARCHITECTURE.md §13, "Nothing shared is written").
+    /// (docs/performance.md, "Nothing shared is written").
     package func privateCopy() -> CredentialSnapshot { CredentialSnapshot(copying: self) }
 
     private init(copying other: CredentialSnapshot) {

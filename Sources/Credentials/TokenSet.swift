@@ -63,7 +63,7 @@ package struct TokenSet: Sendable, Equatable {
 
     /// This login updated by a refresh `response`. Providers that do not rotate refresh
     /// tokens omit `refresh_token` (RFC 6749 §6), and many omit `id_token` on refresh, so
-    /// an absent one keeps the old value (README "Logging in (OAuth 2 / OIDC)"); an absent `scope`
+    /// an absent one keeps the old value (docs/login.md); an absent `scope`
     /// means the scope granted before (RFC 6749 §5.1).
     package func merging(refresh response: TokenSet) -> TokenSet {
         var merged = response

@@ -2,9 +2,9 @@
 /// (`HTTPServer.ResponseHeadWriter`), so a response head is not built in an array and copied.
 ///
 /// An `Array.append(contentsOf:)` checks uniqueness and capacity and goes through the generic
-/// copy each time: ~60 instructions for a two-byte CRLF, and a response head is ~25 appends.
-/// A sink's `write` is one capacity check and one `memcpy`. The helpers are `@inlinable`, so a
-/// caller that knows its sink gets them specialised.
+/// copy each time, even for a two-byte CRLF, and a response head is a few dozen appends
+/// (bench/cost-profile.sh counts them). A sink's `write` is one capacity check and one `memcpy`.
+/// The helpers are `@inlinable`, so a caller that knows its sink gets them specialised.
 package protocol ByteSink {
     /// Appends `bytes`.
     mutating func write(_ bytes: UnsafeRawBufferPointer)

@@ -5,7 +5,7 @@ package struct HTTPHeadLimits: Sendable, Hashable {
     /// Most header fields in one head. Default 100.
     package var maxHeaderCount: Int
 
-    /// Creates limits; 32768 is the `limits.maxHeaderBytes` default of Config/README.md.
+    /// Creates limits; 32768 is the `limits.maxHeaderBytes` default of docs/configuration.md.
     package init(maxHeadBytes: Int = 32768, maxHeaderCount: Int = 100) {
         self.maxHeadBytes = maxHeadBytes
         self.maxHeaderCount = maxHeaderCount

@@ -67,7 +67,7 @@ struct TokenSetTests {
         #expect(!error.description.contains("secret"))
     }
 
-    @Test("a refresh without refresh_token, id_token or scope keeps the old ones (README: Logging in)")
+    @Test("a refresh without refresh_token, id_token or scope keeps the old ones (docs/login.md)")
     func mergeKeeps() {
         let refreshed = Self.full.merging(refresh: TokenSet(accessToken: "at-2", expiresAt: 9))
         #expect(refreshed == TokenSet(accessToken: "at-2", idToken: Self.full.idToken, refreshToken: "rt-1",

@@ -1,4 +1,4 @@
-"""The analytics sidecar (README "Analytics sidecar", issue 5) through the real binary.
+"""The analytics sidecar (docs/analytics.md) through the real binary.
 
 Each test runs ``platform-proxy serve`` with a static provider (an access token and an
 unsigned id_token whose ``pennkey`` claim is the subject) and an ``analytics`` block

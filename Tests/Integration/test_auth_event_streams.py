@@ -1,4 +1,4 @@
-"""`/_platform/auth/events` under clients that do not keep up, through the real binary (README
+"""`/_platform/auth/events` under clients that do not keep up, through the real binary (docs/login.md,
 "Several providers", the event stream): a stream whose client stopped reading is not queued
 every change while logins change state quickly; it gets the latest state when it reads again.
 

@@ -1,4 +1,4 @@
-"""Redirect chains at the credential boundary (issue 10, items 6-8), end to end: a chain that
+"""Redirect chains at the credential boundary (docs/security.md), end to end: a chain that
 left the credential hosts stays uncredentialed, cross-host hops are followed only as GET/HEAD,
 and relative Locations have their dot segments removed before the hop.
 """

@@ -1,4 +1,4 @@
-"""Requests that would escape their route or come from another site (issue 10, items 1-3 and 5),
+"""Requests that would escape their route or come from another site (docs/security.md),
 end to end against the real binary: encoded separators, ``Sec-Fetch-Site``, method-override
 fields naming TRACE, absolute-form targets with user information, HTTP/1.0 without Host, and
 what ``mock_not_found`` may disclose. A refused request must never reach the upstream.

@@ -153,7 +153,7 @@ def resources(engine):
 
 
 def secret_files(folder: Path, token: str = TOKEN, key: str = API_KEY) -> tuple[Path, Path]:
-    """token.txt and api-key.txt as the README makes them: mode 0600, owned by uid 10001. Without
+    """token.txt and api-key.txt as docs/containers.md makes them: mode 0600, owned by uid 10001. Without
     root (no chown) mode 0644, so uid 10001 reads them whatever uid the engine maps it to."""
     token_file, key_file = folder / "token.txt", folder / "api-key.txt"
     token_file.write_text(token + "\n")
@@ -214,7 +214,7 @@ def host_network_config(port: int, routes: list, provider: dict | None = None, a
 
 @pytest.fixture
 def default_container(engine, resources, tmp_path):
-    """The image as the README runs it: its own config, the two secret files, 8080 published on loopback."""
+    """The image as docs/containers.md runs it: its own config, the two secret files, 8080 published on loopback."""
     port = free_port()
     token_file, key_file = secret_files(tmp_path)
     started = time.monotonic()
@@ -340,7 +340,7 @@ def pod_manifest(name: str, token_dir: Path, upstream_port: int) -> list[dict]:
     (no registry), the names unique, the route's upstream a stand-in in the same pod (a second
     platform-proxy serving a mock file on the pod's loopback) instead of api.example.com, and the
     token Secret a hostPath folder: podman 4.3 (Debian 12's) writes a Secret volume's values
-    base64-encoded into its files (README "Docker")."""
+    base64-encoded into its files (docs/containers.md)."""
     documents = [d for d in yaml.safe_load_all(K8S_FILE.read_text()) if d]
     configmap = next(d for d in documents if d["kind"] == "ConfigMap")
     deployment = next(d for d in documents if d["kind"] == "Deployment")

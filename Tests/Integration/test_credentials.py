@@ -1,4 +1,4 @@
-"""Credential lifecycle against a real OAuth 2 / OIDC server (issue 4; README "Logging in (OAuth 2 / OIDC)",
+"""Credential lifecycle against a real OAuth 2 / OIDC server (docs/login.md
 and the control endpoints): the browser login (PKCE) driven by following the
 redirects, the callback's refusals, the token store (0600, kept across a restart, a corrupt
 file moved aside), logout with RFC 7009 revocation, userinfo, readiness, the SSE state
@@ -174,7 +174,7 @@ def test_restart_with_expired_access_token_refreshes_and_serves(start_proxy, idp
 
 
 def test_restart_while_idp_unreachable_keeps_the_login(start_proxy, idp_factory, tmp_path):
-    """README: a restart keeps the login; the auth server unreachable keeps the login (state
+    """docs/login.md: a restart keeps the login; the auth server unreachable keeps the login (state
     logged_in, lastError set). Both at once: the stored access token is valid for minutes,
     the API upstream is up, only the IdP is unreachable while the proxy restarts."""
     idp = idp_factory(access_ttl=300)

@@ -1,5 +1,5 @@
-"""Credential lifecycle, other grants and the wait gate (issue 4; README "Logging in (OAuth 2 / OIDC)",
-"Control endpoints"), against the Authlib test IdP: the RFC 8628 device flow (polling at the
+"""Credential lifecycle, other grants and the wait gate (docs/login.md,
+the control endpoints), against the Authlib test IdP: the RFC 8628 device flow (polling at the
 server's interval, honouring slow_down), client_credentials (token at start, refreshed before
 expiry, no login), and `gate.mode: "wait"` (held until a login, or answered 401 after
 waitSeconds).

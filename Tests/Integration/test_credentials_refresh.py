@@ -1,4 +1,4 @@
-"""Credential lifecycle, refresh side (issue 4; README "Logging in (OAuth 2 / OIDC)"), against the
+"""Credential lifecycle, refresh side (docs/login.md), against the
 Authlib test IdP: proactive single-flight refresh with no request failing, refresh responses
 without refresh_token / id_token, 50 concurrent upstream 401s healed by ONE refresh (with the
 retry latency printed), a second 401 relayed, invalid_grant → awaiting_authorization with

@@ -54,7 +54,7 @@ SCRATCH_PATH = REPO_ROOT / ".build-docker"
 HEALTH = "/_platform/health"
 READY = "/_platform/ready"
 PROXY_SERVICE = "platform-proxy"  # compose service name = the host name the app uses
-# The Kubernetes API version the manifest is validated against (the README's native-sidecar variant needs 1.29).
+# The Kubernetes API version the manifest is validated against (docs/containers.md's native-sidecar variant needs 1.29).
 K8S_MIN_VERSION = "1.29.0"
 
 # Runtime packages that are not there for a linked library, and why.
@@ -529,8 +529,8 @@ def test_static_binary_links_only_what_the_runtime_image_installs(static_binary)
 
 
 def test_static_binary_keeps_the_memory_at_rest_link(static_binary):
-    """Package.swift's release link (docs/ARCHITECTURE.md §13): relocations packed (DT_RELR, not
-    670 KiB of .rela.dyn the loader reads at every start), no dynamically exported symbols but
+    """Package.swift's release link (docs/architecture.md, "The release binary"): relocations packed
+    (DT_RELR, not a .rela.dyn the loader reads at every start), no dynamically exported symbols but
     poll, recv, send and clock_gettime, and no _StringProcessing linked. Losing any of them costs
     RSS at rest or, for poll, recv, send and clock_gettime (which libcurl binds to only when the
     executable exports them), system calls, segments and vDSO calls per request and the spoiling of

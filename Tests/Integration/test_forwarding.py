@@ -1,4 +1,4 @@
-"""Forwarding (issue 3), end to end: the real binary on loopback in front of a
+"""Forwarding (docs/forwarding.md), end to end: the real binary on loopback in front of a
 real recording upstream (``upstream.py``) and a second, "foreign" one on
 another port.
 

@@ -1,5 +1,5 @@
-"""An IdP that misbehaves must not log the user out or flood itself (README "Logging in (OAuth 2 /
-OIDC)", "Refresh failures"): ``expires_in: 0`` refreshes at most once a second; an unusable
+"""An IdP that misbehaves must not log the user out or flood itself (docs/login.md,
+refresh failures): ``expires_in: 0`` refreshes at most once a second; an unusable
 answer that rotated the refresh token keeps the rotated one; a refresh whose answer was lost
 (timeout) is no logout; only an OAuth ``invalid_grant`` ends a login, not an HTML 404 nor
 ``invalid_client``; a moved token endpoint is found by reading discovery again (after repeated

@@ -1,5 +1,5 @@
 """Each event loop runs on its own compiled runtime and its own copy of the tokens
-(docs/ARCHITECTURE.md §13, "Nothing shared is written"): a mock switch, a config reload and a
+(docs/performance.md, "Nothing shared is written"): a mock switch, a config reload and a
 token file rotation must still reach every loop. The loop that served a request is the second
 field of its X-Request-ID."""
 from __future__ import annotations

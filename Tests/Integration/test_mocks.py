@@ -1,4 +1,4 @@
-"""Mock and record (issue 6), end to end against the real binary on loopback:
+"""Mock and record (docs/mocks.md), end to end against the real binary on loopback:
 replay from a folder (files, index.json, folders served in name order and
 looping, 404 naming the file, traversal refused), record mode writing 2xx
 bodies into the same layout, the top-level ``"mock": true`` switch and the
@@ -450,7 +450,7 @@ def test_switch_is_logged(mocks):
     assert events and events[-1].get("route") == "sw" and events[-1].get("mode") == "off", events
 
 
-# --------------------------------------------------------------------------- found by a security review (session 23)
+# --------------------------------------------------------------------------- secrets, planted files and races
 
 
 class _Peer:

@@ -1,4 +1,4 @@
-"""Hot reload on SIGHUP (issue 6), end to end: a valid changed config serves
+"""Hot reload on SIGHUP (docs/operations.md), end to end: a valid changed config serves
 new requests within 2 s while requests already in flight finish under the old
 one; an invalid config is logged (``config_reload_failed``) with every error
 and the old config keeps serving. Only the PID this test started is signalled.
