@@ -519,9 +519,9 @@ def test_503_backs_off_exponentially_then_delivers(start_proxy, sink, tmp_path):
     gap1, gap2 = uploads[1].at - uploads[0].at, uploads[2].at - uploads[1].at
     assert gap1 >= r1 - 0.1 and gap2 >= r2 - 0.1, (gap1, r1, gap2, r2)
 
-    time.sleep(0.2)
-    m = a.metrics()
-    assert m["platform_proxy_analytics_sent_total"] == 5
+    # The sink saw the upload before the proxy read its answer: the counters follow the answer.
+    m = wait_until(lambda: (m := a.metrics())["platform_proxy_analytics_sent_total"] == 5 and m,
+                   what="sent_total 5 after the 200")
     assert m["platform_proxy_analytics_queue_depth"] == 0
     assert m['platform_proxy_analytics_dropped_total{reason="rejected"}'] == 0
     assert sum(sink.accepted_pairs().values()) == 5
