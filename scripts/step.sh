@@ -44,7 +44,7 @@ summary() {
   case "$name" in
     build)
       # Build complete! (76.20s)
-      sed -n 's/^Build complete! (\(.*\))$/complete in \1/p' "$log" | tail -1
+      sed -n 's/^Build complete! (\([0-9.]*\)s)$/complete in \1 s/p' "$log" | tail -1
       ;;
     unit)
       # ✔ Test run with 729 tests in 140 suites passed after 9.934 seconds.
@@ -65,7 +65,7 @@ if [ "$status" -eq 0 ]; then
   line=$(summary)
   line=${line:-done in $elapsed s}
   count=$(warnings | wc -l)
-  [ "$count" -eq 0 ] || line="$line, $count compiler warnings"
+  [ "$count" -eq 0 ] || line="$line, $count compiler warning$([ "$count" -eq 1 ] || echo s)"
   echo "$name: $line (log: $log)"
   warnings | head -20 | sed 's/^/  /'
   exit 0
