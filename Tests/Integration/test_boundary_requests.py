@@ -135,7 +135,7 @@ def test_refuses_same_site_request_unless_its_origin_is_allowed(boundary):
                                           (b"Origin: null", "origin_not_allowed"),
                                           (b"Origin: evil.example", "origin_not_allowed")])
 def test_a_second_sec_fetch_site_or_origin_cannot_hide_behind_a_first_that_passes(boundary, second, code):
-    """Was (found by a security review): only the first line of each was read."""
+    """Was: only the first line of each was read."""
     head = (f"GET /files/x HTTP/1.1\r\nHost: {boundary.host_header}\r\nSec-Fetch-Site: same-site\r\n"
             f"Origin: http://localhost:3000\r\nConnection: close\r\n").encode() + second + b"\r\n\r\n"
     ex = boundary.exchange(head, timeout=5.0)

@@ -556,7 +556,7 @@ def test_record_mode_does_not_follow_a_symlinked_folder_planted_in_the_mock_fold
 
 
 def test_simultaneous_recordings_of_one_path_never_leave_a_mixed_or_empty_file(start_proxy, main_upstream, tmp_path):
-    """Was (found by a fault-injection review): both loops wrote one temp file `<file>.tmp-<pid>`,
+    """Was: both loops wrote one temp file `<file>.tmp-<pid>`,
     so the file could end up empty or one body with the tail of another (6 of 400 bursts)."""
     import http.client
     import threading
@@ -595,7 +595,7 @@ def test_simultaneous_recordings_of_one_path_never_leave_a_mixed_or_empty_file(s
 
 
 def test_a_fifo_in_a_replay_folder_is_not_a_mock_file_and_never_blocks_the_loop(start_proxy, tmp_path):
-    """Was (found by a fault-injection review): open(2) on the FIFO blocked the event loop until
+    """Was: open(2) on the FIFO blocked the event loop until
     some writer opened it, and every request on that loop waited."""
     import os
 
