@@ -6,9 +6,13 @@
 swift-testing: every failing test's issues (the expectation, its file and line, the comment);
 what a test printed is in the log between its "started" and "failed" lines, among the lines of
 the tests that ran beside it. When the run crashed, why and the crashed thread's frames; when
-the tests did not build, the compiler's errors. pytest: for every failing test its traceback's tail and the tail of each captured section
-(the proxy's stderr, captured output), then pytest's list of failures. LINES bounds each tail
-(30 unless given); at most MAX_DETAILED tests are shown in detail, the rest by name.
+the tests did not build, the compiler's errors.
+
+pytest: for every failing test its traceback's tail and the tail of each captured section (the
+proxy's stderr, captured output), then pytest's list of failures.
+
+LINES bounds each tail (30 unless given); at most MAX_DETAILED tests are shown in detail, the
+rest by name.
 """
 
 from __future__ import annotations
@@ -27,15 +31,18 @@ COMPILER_ERROR = re.compile(r"^[^ ]+:\d+:\d+: error: |^error: ")
 
 
 def tail(lines: list[str], n: int) -> list[str]:
+    """The last `n` lines."""
     return lines[-n:] if len(lines) > n else lines
 
 
 def indent(lines: list[str], prefix: str = "    ") -> None:
+    """Prints `lines`, each after `prefix`."""
     for line in lines:
         print(prefix + line)
 
 
 def swift_testing(lines: list[str], n: int) -> None:
+    """The failures of a `swift test` log (Swift Testing's console output)."""
     if not any("Test run started" in line for line in lines):
         errors = sorted(set(line for line in lines if COMPILER_ERROR.search(line)))
         print("  the tests did not build:" if errors else "  the test run did not start:")
@@ -102,6 +109,7 @@ CLOSING = re.compile(r"^(?:=+ )?(\d+ \w+.* in [0-9.]+s\b.*?)(?: =+)?$")
 
 
 def pytest(lines: list[str], n: int) -> None:
+    """The failures of a pytest log: its ERRORS and FAILURES sections, test by test."""
     sections: dict[str, list[str]] = {}
     current = None
     for line in lines:
