@@ -66,11 +66,11 @@ def swift_testing(lines: list[str], n: int) -> None:
             name = m.group(1)
             if FAILED.match(line):
                 failed.append(name)
-                issues.setdefault(name, []).append(line)
+                if name not in issues:
+                    issues[name] = [line]
 
     for name in failed[:MAX_DETAILED]:
-        print(f'  ✘ "{name}"')
-        indent(issues[name])
+        indent(issues[name], "  ")
     if len(failed) > MAX_DETAILED:
         print(f"  and {len(failed) - MAX_DETAILED} more failing tests:")
         indent([f'"{name}"' for name in failed[MAX_DETAILED:MAX_DETAILED + MAX_NAMES]])
