@@ -4,6 +4,7 @@
 #
 #   scripts/step.sh NAME COMMAND [ARGS...]
 #
+# A NAME starting with unit or integration (integration-untuned) is read as swift test or pytest output.
 # The log is .build/logs/NAME.log (LOG_DIR names another folder), rewritten on every run. On success:
 #
 #   unit: 729 tests passed in 9.9 s (log: .build/logs/unit.log)
@@ -46,11 +47,11 @@ summary() {
       # Build complete! (76.20s)
       sed -n 's/^Build complete! (\([0-9.]*\)s)$/complete in \1 s/p' "$log" | tail -1
       ;;
-    unit)
+    unit*)
       # ✔ Test run with 729 tests in 140 suites passed after 9.934 seconds.
       sed -n 's/^.*Test run with \([0-9]*\) tests\{0,1\} .*passed after \([0-9.]*\) seconds.*$/\1 tests passed in \2 s/p' "$log" | tail -1
       ;;
-    integration)
+    integration*)
       # 1011 passed, 1 skipped in 480.12s (0:08:00)   (framed by = signs without -q)
       grep -E '^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s\b' "$log" | tail -1 | sed -E 's/^=+ //; s/ =+$//'
       ;;
@@ -73,8 +74,8 @@ fi
 
 echo "$name: FAILED with exit status $status after $elapsed s (log: $log)"
 case "$name" in
-  unit) python3 scripts/failures.py swift-testing "$log" "$tail_lines" ;;
-  integration) python3 scripts/failures.py pytest "$log" "$tail_lines" ;;
+  unit*) python3 scripts/failures.py swift-testing "$log" "$tail_lines" ;;
+  integration*) python3 scripts/failures.py pytest "$log" "$tail_lines" ;;
   *)
     errors=$(grep -E '(^|: )(error|fatal error): ' "$log" | sort -u | head -40)
     if [ -n "$errors" ]; then
