@@ -51,7 +51,7 @@ final class CurlSocket: Selectable {
     private(set) var quiet = false
     /// Times parked, to tell the parking a `ParkedSockets` entry was made for from a later one.
     private(set) var parkings: UInt32 = 0
-    /// Turned readable while parked (`ready`): never to be reused (`QuietSockets.Mark.spoiled`).
+    /// Turned readable while parked (`ready`): never to be reused (`SocketReadiness.spoiled`).
     private(set) var spoiled = false
 
     init(fd: CInt, client: UpstreamClient, opened: Bool) {
@@ -72,13 +72,11 @@ final class CurlSocket: Selectable {
         publishReadiness()
     }
 
-    /// What libcurl's zero-timeout checks of this socket get (`QuietSockets`): for a connected
-    /// socket parked between transfers and still registered for reading, the kernel's answer
-    /// until a wait saw it quiet, then "nothing" without the kernel (it is taken out when
-    /// something comes). For one curl watches for reading, the kernel's answer until it found the
-    /// socket empty in a loop turn, then that answer for the rest of the turn. Otherwise always
-    /// the kernel's.
-    var readiness: QuietSockets.Mark {
+    /// What the loop knows of this socket's readiness, told to the client's tuning: a connected
+    /// socket parked between transfers and still registered for reading is parked until a wait
+    /// saw it quiet, then quiet (it is taken out when something comes); one curl watches for
+    /// reading is watched; otherwise nothing is known.
+    var readiness: SocketReadiness {
         if spoiled && established { return .spoiled }
         guard established else { return .unknown }
         switch state {
@@ -88,7 +86,7 @@ final class CurlSocket: Selectable {
         }
     }
 
-    private func publishReadiness() { QuietSockets.mark(fd, readiness) }
+    private func publishReadiness() { client.tuning?.know(readiness, of: fd) }
 
     func ready(_ events: UInt32) {
         if case .parked = state {

@@ -88,11 +88,9 @@ final class EasyHandle {
                 Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.closeSocket(fd) }
             })
         }
-        // A callback with no transfer (none can come: see `running`) aborts. Body bytes moving
-        // make libcurl's next clock read in the pass a real one (`PassClock`).
+        // A callback with no transfer (none can come: see `running`) aborts.
         cc_easy_write_function(easy, { data, size, count, user in
-            _ = CurlPass.withCurrent { $0.bodyMoved() }
-            return Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
+            Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
                 handle.running?._withUnsafeGuaranteedRef { $0.received(data!, size * count) } ?? 0
             }
         })
@@ -110,8 +108,7 @@ final class EasyHandle {
             } ? CC_PREREQFUNC_OK : CC_PREREQFUNC_ABORT
         })
         cc_easy_read_function(easy, { data, size, count, user in
-            _ = CurlPass.withCurrent { $0.bodyMoved() }
-            return Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
+            Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
                 handle.running?._withUnsafeGuaranteedRef { $0.send(data!, size * count) } ?? CC_READFUNC_ABORT
             }
         })

@@ -39,29 +39,32 @@ package final class UpstreamClient {
     /// Makes libcurl close pooled connections their servers closed, while no request comes;
     /// made when the first such connection is seen.
     private(set) var reaper: ConnectionReaper?
-    /// Connections parked since the loop's last wait, not yet known quiet (`QuietSockets`).
+    /// Connections parked since the loop's last wait, not yet known quiet (told to `tuning`).
     private var parked = ParkedSockets()
     /// Transfers with a request body started since curl's last timeout call, which runs their
-    /// connect step: until then a pooled connection is checked by the kernel (`QuietSockets.asking(strictly:)`).
+    /// connect step: until then a pooled connection is checked by the kernel (`UpstreamTuning.pass(strict:_:)`).
     private var bodiesStarting = 0
-    /// What libcurl's calls during one of its passes share: held sends, sockets found empty,
-    /// sockets holding bytes read ahead.
-    let pass: CurlPass
+    /// The tuning of libcurl's system calls, when one is installed (`installedTuning`); nil, libcurl runs plainly.
+    private(set) var tuning: (any UpstreamTuning)?
     /// The proxy's own listeners, which a request with `refusesOwnListeners` never connects to.
     package var ownListeners: OwnListeners?
+
+    /// The tuning each new client gets: set once at start, before any loop thread (the
+    /// executable's `CurlTuning.start`), and only read after.
+    nonisolated(unsafe) package static var installedTuning: (any UpstreamTuning.Type)?
 
     /// Initialises libcurl once per process; call before any loop thread starts.
     package static func globalInit() { _ = initialised }
     private static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
-    /// Creates the client of `loop` (call on that loop's thread or before it runs).
-    package init(loop: EventLoop) {
+    /// Creates the client of `loop` (call on that loop's thread or before it runs), tuned by
+    /// `tuning` when there is one.
+    package init(loop: EventLoop, tuning: (any UpstreamTuning.Type)? = UpstreamClient.installedTuning) {
         Self.globalInit()
         self.loop = loop
         multi = curl_multi_init()
         tlsSessions = curl_share_init()
         if let tlsSessions { _ = cc_share_tls_sessions(tlsSessions) }
-        pass = CurlPass(loop: loop)
         kick.client = self
         let me = Unmanaged.passUnretained(self).toOpaque()
         cc_multi_socket_function(multi, { _, fd, what, userp, _ in
@@ -76,14 +79,26 @@ package final class UpstreamClient {
         cc_multi_ptr(multi, CURLMOPT_TIMERDATA, me)
         cc_multi_long(multi, CURLMOPT_PIPELINING, CC_PIPE_MULTIPLEX)
         cc_multi_long(multi, CURLMOPT_MAXCONNECTS, 512)
-        pass.rerun = { [unowned(unsafe) self] fd in
-            guard self.watchesForReading(fd) else { return false }
-            var running: Int32 = 0
-            QuietSockets.asking(strictly: self.bodiesStarting > 0) {
-                curl_multi_socket_action(self.multi, fd, CC_CSELECT_IN, &running)
-            }
-            return true
+        if let tuning {
+            let client = Unretained(self)
+            self.tuning = tuning.init(loop: loop, rerun: { fd in client.object.rerun(fd) })
         }
+    }
+
+    /// Runs curl on `fd` for reading within the current pass, for the tuning (`UpstreamTuning.init`):
+    /// false when curl does not watch it for reading.
+    private func rerun(_ fd: CInt) -> Bool {
+        guard watchesForReading(fd) else { return false }
+        var running: Int32 = 0
+        runCurl(strict: bodiesStarting > 0) { curl_multi_socket_action(multi, fd, CC_CSELECT_IN, &running) }
+        return true
+    }
+
+    /// Runs `body`, a pass of libcurl, through the tuning when there is one.
+    @inline(__always)
+    private func runCurl(strict: Bool, _ body: () -> Void) {
+        guard let tuning else { return body() }
+        tuning.pass(strict: strict, body)
     }
 
     deinit {
@@ -157,12 +172,13 @@ package final class UpstreamClient {
             // usually watches it the same way) and drop it only if it turns ready while parked.
             if let socket = sockets[fd], case .watched(let interest) = socket.state {
                 socket.park(interest)
+                guard let tuning else { return }
                 parked.add(socket, iteration: loop.iterations)
-                // Bytes read ahead on a connection between transfers: no wait reports them, so the
-                // reaper is called as a wait's report would (`ReadAhead`); its checks find the
-                // connection spoiled. A paused transfer's socket parks too: the reaper leaves
+                // Bytes the tuning read ahead on a connection between transfers: no wait reports
+                // them, so the reaper is called as a wait's report would; the tuning's checks find
+                // the connection spoiled. A paused transfer's socket parks too: the reaper leaves
                 // connections in use alone.
-                if interest.contains(.read) && ReadAhead.block(of: fd) != nil { deadConnectionSeen() }
+                if interest.contains(.read) && tuning.holdsBytes(for: fd) { deadConnectionSeen() }
             }
             return
         }
@@ -195,9 +211,9 @@ package final class UpstreamClient {
         }
         // A connecting socket is watched for writing only; one watched for reading has connected.
         if interest.contains(.read) && socket.opened { socket.established = true }
-        // Watched for reading again (a paused transfer resumed) with bytes read ahead: no wait
-        // reports them, so they are run as a stalled pass's are.
-        if interest.contains(.read) && ReadAhead.block(of: fd) != nil { queueStalled() }
+        // Watched for reading again (a paused transfer resumed) with bytes the tuning read ahead:
+        // no wait reports them, so they are run as a stalled pass's are.
+        if interest.contains(.read), let tuning, tuning.holdsBytes(for: fd) { queueStalled() }
     }
 
     private func watch(_ socket: CurlSocket, _ interest: Interest) {
@@ -216,8 +232,7 @@ package final class UpstreamClient {
     func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let fd = Glibc.socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
         guard fd >= 0 else { return CC_SOCKET_BAD }
-        QuietSockets.mark(fd, .unknown)
-        ReadAhead.release(fd)
+        tuning?.opened(fd)
         let socket = CurlSocket(fd: fd, client: self, opened: true)
         let stale = sockets[fd]
         sockets[fd] = socket
@@ -240,9 +255,8 @@ package final class UpstreamClient {
             loop.forget(fd: fd)
             sockets[fd] = nil
         }
-        pass.forget(fd)
         // Last, before the number can name another socket, perhaps another thread's.
-        QuietSockets.mark(fd, .unknown)
+        tuning?.closing(fd)
         return Glibc.close(fd)
     }
 
@@ -353,11 +367,7 @@ package final class UpstreamClient {
         // Any call may run a new transfer's connect step (curl runs due timeouts with socket
         // events too); the timeout call runs every one started before it.
         let starting = bodiesStarting
-        pass.run {
-            QuietSockets.asking(strictly: starting > 0) {
-                curl_multi_socket_action(multi, fd, events, &running)
-            }
-        }
+        runCurl(strict: starting > 0) { curl_multi_socket_action(multi, fd, events, &running) }
         if fd == CC_SOCKET_TIMEOUT { bodiesStarting -= starting }
         callbackDepth -= 1
         passEnded()
@@ -367,13 +377,13 @@ package final class UpstreamClient {
     func unpause(_ transfer: UpstreamTransfer, mask: Int32) {
         parked.promote(dispatched: loop.batchesDispatched)
         callbackDepth += 1
-        pass.run { curl_easy_pause(transfer.handle.easy, mask) }
+        runCurl(strict: false) { curl_easy_pause(transfer.handle.easy, mask) }
         callbackDepth -= 1
         passEnded()
     }
 
     private func passEnded() {
-        if pass.stalled { queueStalled() }
+        if let tuning, tuning.stalled { queueStalled() }
         drainCompleted()
     }
 
@@ -383,14 +393,15 @@ package final class UpstreamClient {
         loop.runDue(stalledAction)
     }
 
-    /// The last pass left bytes read ahead on a socket curl watches that no run of it read
-    /// (`CurlPass.runHolding`). They are not in the kernel, so no wait reports them: after the
+    /// The last pass left bytes the tuning read ahead on a socket curl watches that no run of it
+    /// read (`UpstreamTuning.stalled`). They are not in the kernel, so no wait reports them: after the
     /// loop's next wait (no longer than a poll: `runDue`), curl reads the socket again, as it
     /// would if a level-triggered wait reported bytes still in the kernel. That pass may leave
     /// them again; then the next turn tries again, as the wait would report them again.
     private func runStalled() {
         stalledQueued = false
-        for fd in pass.stalledSockets() where ReadAhead.count(fd) > 0 && watchesForReading(fd) {
+        guard let tuning else { return }
+        for fd in tuning.stalledSockets() where tuning.holdsBytes(for: fd) && watchesForReading(fd) {
             socketAction(fd: fd, events: CC_CSELECT_IN)
         }
     }

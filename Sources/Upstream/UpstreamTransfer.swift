@@ -352,6 +352,7 @@ package final class UpstreamTransfer {
     }
 
     func received(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
+        client.tuning?.bodyMoved()
         if isAnswered { return length }
         guard !aborting, let delegate else { return 0 }
         progressed()
@@ -371,6 +372,7 @@ package final class UpstreamTransfer {
     }
 
     func send(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
+        client.tuning?.bodyMoved()
         guard !aborting, let body else { return CC_READFUNC_ABORT }
         switch body.read(into: UnsafeMutableRawBufferPointer(start: data, count: length)) {
         case .bytes(let n):
