@@ -49,6 +49,9 @@ final class CurlSocket: Selectable {
     /// Parked, and a loop wait begun after that has been dispatched since (`ParkedSockets`):
     /// nothing came on it as of that wait.
     private(set) var quiet = false
+    /// The easy handle that last changed curl's watch of it (`UpstreamClient.socketChanged`):
+    /// compared, never followed (it may be gone).
+    var user: UnsafeMutableRawPointer?
     /// Times parked, to tell the parking a `ParkedSockets` entry was made for from a later one.
     private(set) var parkings: UInt32 = 0
     /// Turned readable while parked (`ready`): never to be reused (`SocketReadiness.spoiled`).
@@ -95,6 +98,7 @@ final class CurlSocket: Selectable {
             // so it is never reused, and have curl close it soon rather than hold the descriptor
             // until the next request.
             client.loop.deregister(fd: fd)
+            client.connectionSpoiled(self)
             spoiled = true
             state = .unregistered
             client.deadConnectionSeen()

@@ -101,9 +101,11 @@ final class EasyHandle {
         })
         // Before each send of a request (a second comes when libcurl retries on a new connection).
         cc_easy_ptr(easy, CURLOPT_PREREQDATA, me)
-        cc_easy_prereq_function(easy, { user, primaryIP, localIP, primaryPort, _ in
+        cc_easy_prereq_function(easy, { user, primaryIP, localIP, primaryPort, localPort in
             Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
-                handle.running?._withUnsafeGuaranteedRef { $0.sending(to: primaryIP, port: Int(primaryPort), from: localIP) }
+                handle.running?._withUnsafeGuaranteedRef {
+                    $0.sending(to: primaryIP, port: Int(primaryPort), from: localIP, localPort: Int(localPort))
+                }
                     ?? false
             } ? CC_PREREQFUNC_OK : CC_PREREQFUNC_ABORT
         })

@@ -67,8 +67,8 @@ package final class UpstreamClient {
         if let tlsSessions { _ = cc_share_tls_sessions(tlsSessions) }
         kick.client = self
         let me = Unmanaged.passUnretained(self).toOpaque()
-        cc_multi_socket_function(multi, { _, fd, what, userp, _ in
-            Unmanaged<UpstreamClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef { $0.socketChanged(fd, what) }
+        cc_multi_socket_function(multi, { easy, fd, what, userp, _ in
+            Unmanaged<UpstreamClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef { $0.socketChanged(fd, what, by: easy) }
             return 0
         })
         cc_multi_ptr(multi, CURLMOPT_SOCKETDATA, me)
@@ -115,6 +115,14 @@ package final class UpstreamClient {
         // `timeoutAction` does not retain the client: its timer (armed last, perhaps by the
         // cleanup) must not outlive it.
         if let timer { loop.cancel(timer) }
+    }
+
+    /// The loop saw a parked connection turn readable (an EOF, a reset, bytes no request asked
+    /// for): unless a paused transfer still uses it, its descriptor is made to read as closed, so
+    /// libcurl's own liveness check drops it (`ClosedSocket` says why that is needed).
+    func connectionSpoiled(_ socket: CurlSocket) {
+        if let user = socket.user, active.contains(where: { $0.isPaused && $0.handle.easy == user }) { return }
+        _ = ClosedSocket.replace(socket.fd)
     }
 
     /// A parked pooled connection reported EOF: have libcurl close it soon.
@@ -166,7 +174,8 @@ package final class UpstreamClient {
 
     // MARK: libcurl callbacks (they only record what to watch)
 
-    func socketChanged(_ fd: curl_socket_t, _ what: Int32) {
+    func socketChanged(_ fd: curl_socket_t, _ what: Int32, by easy: UnsafeMutableRawPointer? = nil) {
+        sockets[fd]?.user = easy
         if what == CC_POLL_REMOVE {
             // A pooled connection between transfers: keep its registration (the next transfer
             // usually watches it the same way) and drop it only if it turns ready while parked.
@@ -187,6 +196,7 @@ package final class UpstreamClient {
         if what == CC_POLL_OUT || what == CC_POLL_INOUT { interest.insert(.write) }
         guard let socket = sockets[fd] else {
             let socket = CurlSocket(fd: fd, client: self, opened: false)
+            socket.user = easy
             sockets[fd] = socket
             return watch(socket, interest)
         }
@@ -250,6 +260,7 @@ package final class UpstreamClient {
     /// epoll set (the descriptor is not shared: `SOCK_CLOEXEC`, never duplicated), so the loop
     /// forgets it with no `epoll_ctl`.
     func closeSocket(_ fd: curl_socket_t) -> Int32 {
+        keepEarlyAnswer(fd)
         if let socket = sockets[fd] {
             socket.state = .unregistered
             loop.forget(fd: fd)
@@ -258,6 +269,34 @@ package final class UpstreamClient {
         // Last, before the number can name another socket, perhaps another thread's.
         tuning?.closing(fd)
         return Glibc.close(fd)
+    }
+
+    /// curl closes `fd` holding unread bytes, and a transfer that went out on it awaits its head
+    /// with a body to send: they may be the upstream's early answer, which libcurl did not read
+    /// because a send failed first (`UpstreamTransfer.relayEarlyAnswer`). Up to
+    /// `earlyAnswerLimit` of them are kept for the transfer. A socket closed with nothing to read,
+    /// as almost every one is, costs one `recvfrom`.
+    private func keepEarlyAnswer(_ fd: CInt) {
+        var byte: UInt8 = 0
+        guard recvfrom(fd, &byte, 1, CInt(MSG_PEEK | MSG_DONTWAIT), nil, nil) > 0 else { return }
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0, address.ss_family == sa_family_t(AF_INET) || address.ss_family == sa_family_t(AF_INET6) else { return }
+        // The port is at the same place in `sockaddr_in` and `sockaddr_in6`, in network order.
+        let port = withUnsafeBytes(of: &address) { Int($0[2]) << 8 | Int($0[3]) }
+        guard let transfer = active.first(where: { $0.localPort == port && $0.awaitsEarlyAnswer }) else { return }
+        var answer = [UInt8](repeating: 0, count: UpstreamTransfer.earlyAnswerLimit)
+        var count = 0
+        while count < answer.count {
+            let got = answer.withUnsafeMutableBytes { recvfrom(fd, $0.baseAddress! + count, $0.count - count, CInt(MSG_DONTWAIT), nil, nil) }
+            guard got > 0 else { break }
+            count += got
+        }
+        answer.removeLast(answer.count - count)
+        transfer.earlyAnswer = answer
     }
 
     /// curl re-arms its timeout more than once per transfer, mostly to later deadlines. The loop

@@ -47,7 +47,7 @@ package final class UpstreamTransfer {
     /// is still going up (else -1): at 0 the answer is whole (`responseCameWhole`).
     private var answerLeft = -1
     /// Why a response head that arrived whole was not relayed (the transfer fails with it).
-    private var refusedHead: String?
+    private(set) var refusedHead: String?
     /// Why libcurl was stopped before a send (`sending`): the transfer fails with it.
     private var refusedSend: UpstreamError?
     /// Sends libcurl began: a second is its own retry on a new connection (`UpstreamRequest.sendsOnce`).
@@ -71,6 +71,15 @@ package final class UpstreamTransfer {
     /// Over TLS with HTTP/1.x and a Content-Length: the body bytes still to come (else -1), to
     /// look, once they came, for bytes past them in OpenSSL (`endOfTLSBody`).
     private var tlsBodyLeft = -1
+    /// The request has a body to send, and libcurl decodes the response's content coding.
+    private let sendsBody: Bool
+    private let decodes: Bool
+    /// The local port of the connection the request last went out on (`sending`): the closing
+    /// socket that carried it is found by it (`UpstreamClient.closeSocket`).
+    private(set) var localPort = -1
+    /// The upstream's answer, read from the connection as libcurl closed it after a send failed
+    /// (`UpstreamClient.keepEarlyAnswer`), relayed when the transfer completes (`relayEarlyAnswer`).
+    var earlyAnswer: [UInt8]?
 
     /// The request is read, not kept: libcurl copies the URL and the handle the header lines
     /// (`configure`), so no copy of its strings is retained per transfer.
@@ -80,6 +89,8 @@ package final class UpstreamTransfer {
         timeout = request.timeout
         overTLS = request.target.isHTTPS
         sendsOnce = request.sendsOnce
+        sendsBody = body != nil && request.hasBody
+        decodes = request.decodesContent
         refusesOwnListeners = request.refusesOwnListeners
         lastProgress = client.loop.now
         self.body = body
@@ -120,6 +131,15 @@ package final class UpstreamTransfer {
             return nil
         }
     }
+
+    /// Either direction is paused (libcurl watches none of its sockets for it meanwhile).
+    var isPaused: Bool { downloadPaused || uploadPaused }
+    /// No response head came yet, and none was refused.
+    var headAwaited: Bool { phase == .awaitingHead && refusedHead == nil && refusedSend == nil }
+    /// The request sends a body over plain HTTP (`awaitsEarlyAnswer`).
+    var sendsBodyInPlainHTTP: Bool { sendsBody && !overTLS }
+    /// libcurl decodes the response's content coding (`relayEarlyAnswer`).
+    var decodesContentCoding: Bool { decodes }
 
     /// Whether the response came whole while the body was still going up.
     private var isAnswered: Bool { if case .answered = phase { true } else { false } }
@@ -336,9 +356,12 @@ package final class UpstreamTransfer {
 
     /// libcurl is about to send the request to `primaryIP`:`port` (`CURLOPT_PREREQFUNCTION`), on
     /// a new or a reused connection; false stops the transfer before a byte of it goes out.
-    func sending(to primaryIP: UnsafeMutablePointer<CChar>?, port: Int, from localIP: UnsafeMutablePointer<CChar>?) -> Bool {
+    func sending(to primaryIP: UnsafeMutablePointer<CChar>?, port: Int, from localIP: UnsafeMutablePointer<CChar>?,
+                 localPort: Int) -> Bool {
         guard !aborting else { return false }
         sends += 1
+        self.localPort = localPort
+        earlyAnswer = nil
         if sends > 1 && sendsOnce {
             refusedSend = .staleConnection("the reused connection closed before any response, and this request is not sent twice")
             return false
@@ -407,6 +430,7 @@ package final class UpstreamTransfer {
         if let refusedSend { return finish(refusedSend) }
         if let refusedHead { return finish(.unreachable(refusedHead)) }
         if code == CURLE_OK { return finish(nil) }
+        if code == CURLE_SEND_ERROR, let answer = earlyAnswer, relayEarlyAnswer(answer) { return }
         let message = handle.errorBuffer[0] != 0
             ? String(decoding: UnsafeRawBufferPointer(start: handle.errorBuffer, count: strlen(handle.errorBuffer)), as: UTF8.self)
             : String(cString: curl_easy_strerror(code))
