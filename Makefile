@@ -5,7 +5,7 @@ SWIFT_BUILD_FLAGS ?=
 
 PYTHON ?= .venv/bin/python
 
-.PHONY: run test setup setup-build build release image unit integration check-config bench clean
+.PHONY: run test setup setup-build build release image unit integration integration-untuned check-config bench clean
 
 ## run: install the build libraries, build, and serve the embedded default config on 127.0.0.1:8080
 run: setup-build build
@@ -38,6 +38,14 @@ unit:
 # test_docker.py checks the libraries of the binary `make image` copied out of the image, when there
 # is one, instead of building the same release binary again.
 integration: build
+	PLATFORM_PROXY_BIN=$(CURDIR)/.build/debug/platform-proxy \
+	PLATFORM_PROXY_STATIC_BIN=$$(ls $(CURDIR)/.build-container/platform-proxy 2>/dev/null) \
+	$(PYTHON) -m pytest -q Tests/Integration
+
+## integration-untuned: the integration tests again with the libcurl tuning off (PLATFORM_PROXY_CURL_TUNING=off:
+## libcurl's calls are glibc's), which nothing correct may depend on; CI runs it after `make test`
+integration-untuned: build
+	PLATFORM_PROXY_CURL_TUNING=off \
 	PLATFORM_PROXY_BIN=$(CURDIR)/.build/debug/platform-proxy \
 	PLATFORM_PROXY_STATIC_BIN=$$(ls $(CURDIR)/.build-container/platform-proxy 2>/dev/null) \
 	$(PYTHON) -m pytest -q Tests/Integration

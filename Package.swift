@@ -6,7 +6,7 @@ import PackageDescription
 // instructions (bench/cost-profile.sh); debug builds, and so every test, keep them.
 // They also optimise across modules (the request path crosses HTTP1, HTTPServer, Upstream and Proxy),
 // which bench/cost-profile.sh also measures.
-// No module imports _StringProcessing (its code and its regex parser's are 1.1 MiB of text; Config's
+// No module imports _StringProcessing (its code and its regex parser's are over a MiB of text; Config's
 // TextSearch does the substring searches), and release code has a section per function for the
 // release link's order below.
 let strict: [SwiftSetting] = [
@@ -17,7 +17,8 @@ let strict: [SwiftSetting] = [
 ]
 
 // The release link: lld packs the relative relocations into a few KiB (DT_RELR, glibc >= 2.36)
-// instead of the hundreds of KiB the loader would read at every start (bench/idle_memory.py); it places the functions listed in link-order.txt (the ones start-up, the health
+// instead of the hundreds of KiB the loader would read at every start (bench/idle_memory.py); it
+// places the functions listed in link-order.txt (the ones start-up, the health
 // probe and forwarding run; bench/link-order.sh writes it) together at the front of the text, so
 // the pages mapped at rest hold code that runs; it aligns segments to 64 KiB, so the kernel's
 // 64 KiB fault-around windows fall on the same code in every process whatever the address

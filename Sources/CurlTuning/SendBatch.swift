@@ -94,7 +94,9 @@ struct SendBatch {
     /// more (and the transfer ends early on a 2xx whose body came whole: `UpstreamTransfer`), and a
     /// later send, with nothing left to read, fails as before (RFC 9112 §9.5: a client that sees
     /// such an answer stops sending the body). A send that fails with nothing to read (the
-    /// upstream reset without answering) fails at once, as before.
+    /// upstream reset without answering) fails at once, as before. Without the tuning, Upstream
+    /// relays such an answer from the closing connection instead (`UpstreamTransfer+EarlyAnswer`),
+    /// over plain HTTP; this lets libcurl read it itself, over TLS too.
     private static func answeredBeforeReset(_ fd: CInt) -> Bool {
         let error = errno
         defer { errno = error }

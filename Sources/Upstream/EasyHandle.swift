@@ -71,7 +71,7 @@ final class EasyHandle {
         for option in [CURLOPT_PRIVATE, CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_READDATA] { cc_easy_ptr(easy, option, me) }
         if !Self.environmentNamesProxy {
             // No proxy variable at start-up: say so once, rather than have libcurl read five
-            // environment variables for every transfer (docs/ARCHITECTURE.md §13).
+            // environment variables for every transfer (bench/cost-profile.sh).
             cc_easy_str(easy, CURLOPT_PROXY, "")
             cc_easy_str(easy, CURLOPT_NOPROXY, "")
         }
@@ -128,7 +128,7 @@ final class EasyHandle {
     /// refuses the line (`CURLE_BAD_FUNCTION_ARGUMENT`, a 502). The copy keeps every option set on
     /// this one, so what the setters below remember stays true, and the callbacks still find this
     /// object (`CURLOPT_PRIVATE` and the data pointers are copied as set). It costs a handle's
-    /// allocation and release per transfer (docs/ARCHITECTURE.md §7), paid only where needed.
+    /// allocation and release per transfer (bench/cost-profile.sh), paid only where needed.
     func renew() -> Bool {
         guard Self.keepsFreedField else { return true }
         guard let fresh = curl_easy_duphandle(easy) else { return false }
@@ -225,8 +225,8 @@ final class EasyHandle {
     private(set) var headerList: UnsafeMutablePointer<curl_slist>?
 
     /// The request's URL. libcurl parses a URL string anew for every transfer (`CURLOPT_URL`:
-    /// its scheme, host, port, a junk scan of every part), about 10k instructions of a forwarded
-    /// request's 119k (measured with bench/floor-proxy.c). Given a URL handle (`CURLOPT_CURLU`) it
+    /// its scheme, host, port, a junk scan of every part), a noticeable share of a forwarded
+    /// request's instructions (bench/floor-proxy.c measures it). Given a URL handle (`CURLOPT_CURLU`) it
     /// copies the parts instead. So the origin is parsed into this handle's URL parts once, with
     /// the flags libcurl parses a string with, and each request sets only its path and query.
     /// libcurl stores a part as given except that it lowercases a percent-encoding's hex digits

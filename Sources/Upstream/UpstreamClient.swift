@@ -19,8 +19,8 @@ package final class UpstreamClient {
     private var timer: TimerID?
     private var timerDeadline: NanoTime?
     /// The one loop timer for every transfer's deadline (response head, or a stalled body),
-    /// armed at the earliest (a timer per transfer cost a heap insert and removal per request:
-    /// ~4 % of our instructions).
+    /// armed at the earliest (a timer per transfer would cost a heap insert and removal per
+    /// request; bench/cost-profile.sh counts them).
     private var sweep: TimerID?
     private var sweepDeadline: NanoTime?
     /// curl asked to be called at once, and that call is queued (`EventLoop.runDue`).
@@ -29,7 +29,7 @@ package final class UpstreamClient {
     /// When curl last asked to be called (nil: it asked for no timeout).
     private var curlDeadline: NanoTime?
     /// curl's sockets by descriptor: an array, not a dictionary, since curl reports sockets
-    /// several times per request (docs/ARCHITECTURE.md §13).
+    /// several times per request (bench/cost-profile.sh).
     var sockets = SocketTable()
     private var idleHandles: [EasyHandle] = []
     /// Transfers in flight; each knows its index here (`activeIndex`), so removal is O(1).
@@ -50,7 +50,7 @@ package final class UpstreamClient {
     package var ownListeners: OwnListeners?
 
     /// The tuning each new client gets: set once at start, before any loop thread (the
-    /// executable's `CurlTuning.start`), and only read after.
+    /// executable's `LibcurlTuning.start`), and only read after.
     nonisolated(unsafe) package static var installedTuning: (any UpstreamTuning.Type)?
 
     /// Initialises libcurl once per process; call before any loop thread starts.
@@ -65,7 +65,7 @@ package final class UpstreamClient {
         multi = curl_multi_init()
         tlsSessions = curl_share_init()
         if let tlsSessions { _ = cc_share_tls_sessions(tlsSessions) }
-        kick.client = self
+        kick.client = Unretained(self)
         let me = Unmanaged.passUnretained(self).toOpaque()
         cc_multi_socket_function(multi, { easy, fd, what, userp, _ in
             Unmanaged<UpstreamClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef { $0.socketChanged(fd, what, by: easy) }
@@ -80,6 +80,7 @@ package final class UpstreamClient {
         cc_multi_long(multi, CURLMOPT_PIPELINING, CC_PIPE_MULTIPLEX)
         cc_multi_long(multi, CURLMOPT_MAXCONNECTS, 512)
         if let tuning {
+            // Unretained: the tuning is this client's own, so the client outlives it.
             let client = Unretained(self)
             self.tuning = tuning.init(loop: loop, rerun: { fd in client.object.rerun(fd) })
         }
@@ -323,12 +324,14 @@ package final class UpstreamClient {
     }
 
     /// What `runDue` holds while a call at once is queued: the client, unretained, until it goes.
+    /// The client owns this and clears `client` in its `deinit`, so a queued call that runs later
+    /// finds none.
     private final class Kick {
-        unowned(unsafe) var client: UpstreamClient?
+        var client: Unretained<UpstreamClient>?
     }
 
     /// Made once, so queueing it allocates nothing.
-    private lazy var kickAction: () -> Void = { [kick] in kick.client?.kicked() }
+    private lazy var kickAction: () -> Void = { [kick] in kick.client?.object.kicked() }
 
     private func kicked() {
         kickQueued = false
@@ -384,17 +387,18 @@ package final class UpstreamClient {
         for transfer in overdue { transfer.deadlinePassed() }
     }
 
-    /// Made once, like `timeoutAction`.
-    private lazy var sweepAction: () -> Void = { [unowned(unsafe) self] in self.sweepDeadlines() }
+    /// Made once, like `timeoutAction`, and unretained the same way: its timer is cancelled in `deinit`.
+    private lazy var sweepAction: () -> Void = { [client = Unretained(self)] in client.object.sweepDeadlines() }
 
     /// Made once, so arming the timer allocates nothing. Unretained, and cancelled in `deinit`
     /// (the client is released on its loop's thread, or after the loop stopped): a weak
     /// reference would give the client a side table, and every retain of it, several per
-    /// transfer, would take the slow path (docs/ARCHITECTURE.md §13).
-    private lazy var timeoutAction: () -> Void = { [unowned(unsafe) self] in
-        self.timer = nil
-        self.timerDeadline = nil
-        self.curlTimeoutDue()
+    /// transfer, would take the slow path (bench/cost-profile.sh).
+    private lazy var timeoutAction: () -> Void = { [client = Unretained(self)] in
+        let client = client.object
+        client.timer = nil
+        client.timerDeadline = nil
+        client.curlTimeoutDue()
     }
 
     // MARK: driving
@@ -456,7 +460,7 @@ package final class UpstreamClient {
     /// A run of stalled sockets is queued (`runDue`).
     private var stalledQueued = false
     /// Made once, like `timeoutAction`; cancelled in effect by `deinit`'s `kick.client = nil`.
-    private lazy var stalledAction: () -> Void = { [kick] in kick.client?.runStalled() }
+    private lazy var stalledAction: () -> Void = { [kick] in kick.client?.object.runStalled() }
 
     private func drainCompleted() {
         var remaining: Int32 = 0

@@ -21,10 +21,12 @@ extension UpstreamTransferDelegate {
 
 /// One request on one easy handle, streaming both ways with pause/resume backpressure.
 package final class UpstreamTransfer {
-    /// Unretained and unchecked: the client holds its transfers while they run and lives as long
+    /// The client, unretained: the client holds its transfers while they run and lives as long
     /// as its loop; after `finish` a transfer touches it no more. (A checked `unowned` costs an
     /// atomic increment and decrement per use, several per request.)
-    unowned(unsafe) let client: UpstreamClient
+    private let owner: Unretained<UpstreamClient>
+    /// The client that runs this transfer (`owner`).
+    var client: UpstreamClient { owner.object }
     let handle: EasyHandle
     private var delegate: (any UpstreamTransferDelegate)?
     private let body: RequestBody?
@@ -84,7 +86,7 @@ package final class UpstreamTransfer {
     /// The request is read, not kept: libcurl copies the URL and the handle the header lines
     /// (`configure`), so no copy of its strings is retained per transfer.
     init(client: UpstreamClient, handle: EasyHandle, request: borrowing UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) {
-        self.client = client
+        owner = Unretained(client)
         self.handle = handle
         timeout = request.timeout
         overTLS = request.target.isHTTPS
@@ -291,8 +293,8 @@ package final class UpstreamTransfer {
     /// loop sees them; reused, the connection would hand them to the next request, perhaps
     /// another client's. HTTP/2 frames name their stream: bytes past a response are the session's.
     /// The length is libcurl's, which is what bounds its reads: it takes `+5` and `5, 5`, which
-    /// `head.contentLength` does not (a review found such a response's stray bytes reached the
-    /// next request).
+    /// `head.contentLength` does not (with it, such a response's stray bytes would reach the next
+    /// request).
     private func watchTLSBody() {
         var version = 0
         var length: curl_off_t = -1
