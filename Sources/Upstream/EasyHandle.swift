@@ -124,7 +124,7 @@ final class EasyHandle {
     /// transfer starts (curl issue 11101; Debian 12's 7.88.1 has no fix). A response whose first
     /// field line begins with a space or tab (obsolete line folding, or an upstream's garbage) is
     /// appended to that freed field before any callback of ours sees the line: a use after free,
-    /// which crashed the process. A handle with no transfer behind it has no such pointer, and
+    /// which can crash the process. A handle with no transfer behind it has no such pointer, and
     /// refuses the line (`CURLE_BAD_FUNCTION_ARGUMENT`, a 502). The copy keeps every option set on
     /// this one, so what the setters below remember stays true, and the callbacks still find this
     /// object (`CURLOPT_PRIVATE` and the data pointers are copied as set). It costs a handle's
