@@ -49,6 +49,8 @@ final class CurlSocket: Selectable {
     /// Parked, and a loop wait begun after that has been dispatched since (`ParkedSockets`):
     /// nothing came on it as of that wait.
     private(set) var quiet = false
+    /// The client's tuning, told what the loop knows of this socket (`readiness`).
+    private let tuning: (any UpstreamTuning)?
     /// The easy handle that last changed curl's watch of it (`UpstreamClient.socketChanged`):
     /// compared, never followed (it may be gone).
     var user: UnsafeMutableRawPointer?
@@ -61,6 +63,7 @@ final class CurlSocket: Selectable {
         self.fd = fd
         self.client = client
         self.opened = opened
+        tuning = client.tuning
     }
 
     /// curl stopped watching it between transfers: it stays registered for `interest`.
@@ -89,7 +92,7 @@ final class CurlSocket: Selectable {
         }
     }
 
-    private func publishReadiness() { client.tuning?.know(readiness, of: fd) }
+    private func publishReadiness() { tuning?.know(readiness, of: fd) }
 
     func ready(_ events: UInt32) {
         if case .parked = state {

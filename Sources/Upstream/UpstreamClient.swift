@@ -176,11 +176,12 @@ package final class UpstreamClient {
     // MARK: libcurl callbacks (they only record what to watch)
 
     func socketChanged(_ fd: curl_socket_t, _ what: Int32, by easy: UnsafeMutableRawPointer? = nil) {
-        sockets[fd]?.user = easy
         if what == CC_POLL_REMOVE {
             // A pooled connection between transfers: keep its registration (the next transfer
             // usually watches it the same way) and drop it only if it turns ready while parked.
-            if let socket = sockets[fd], case .watched(let interest) = socket.state {
+            guard let socket = sockets[fd] else { return }
+            socket.user = easy
+            if case .watched(let interest) = socket.state {
                 socket.park(interest)
                 guard let tuning else { return }
                 parked.add(socket, iteration: loop.iterations)
@@ -201,6 +202,7 @@ package final class UpstreamClient {
             sockets[fd] = socket
             return watch(socket, interest)
         }
+        socket.user = easy
         switch socket.state {
         case .unregistered:
             watch(socket, interest)
