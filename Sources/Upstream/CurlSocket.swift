@@ -94,19 +94,20 @@ final class CurlSocket: Selectable {
 
     private func publishReadiness() { tuning?.know(readiness, of: fd) }
 
+    /// Activity on an idle pooled connection (the server closed it, or sent bytes no request asked
+    /// for), reported by a wait or found at the parking: stop watching, make libcurl's next check
+    /// of it find it dead so it is never reused, and have curl close it soon rather than hold the
+    /// descriptor until the next request.
+    func spoil() {
+        client.loop.deregister(fd: fd)
+        client.connectionSpoiled(self)
+        spoiled = true
+        state = .unregistered
+        client.deadConnectionSeen()
+    }
+
     func ready(_ events: UInt32) {
-        if case .parked = state {
-            // Activity on an idle pooled connection (the server closed it, or sent bytes no
-            // request asked for): stop watching, answer libcurl's next check of it with an error
-            // so it is never reused, and have curl close it soon rather than hold the descriptor
-            // until the next request.
-            client.loop.deregister(fd: fd)
-            client.connectionSpoiled(self)
-            spoiled = true
-            state = .unregistered
-            client.deadConnectionSeen()
-            return
-        }
+        if case .parked = state { return spoil() }
         var mask: Int32 = 0
         if ReadyEvents.isReadable(events) { mask |= CC_CSELECT_IN }
         if ReadyEvents.isWritable(events) { mask |= CC_CSELECT_OUT }

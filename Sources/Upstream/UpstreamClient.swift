@@ -126,6 +126,13 @@ package final class UpstreamClient {
         _ = ClosedSocket.replace(socket.fd)
     }
 
+    /// Whether a peek at `fd` finds bytes or an error (a reset) rather than nothing yet or an EOF.
+    private static func holdsUnread(_ fd: CInt) -> Bool {
+        var byte: UInt8 = 0
+        let got = recvfrom(fd, &byte, 1, CInt(MSG_PEEK | MSG_DONTWAIT), nil, nil)
+        return got > 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+    }
+
     /// A parked pooled connection reported EOF: have libcurl close it soon.
     func deadConnectionSeen() {
         if reaper == nil { reaper = ConnectionReaper(client: self) }
@@ -183,7 +190,14 @@ package final class UpstreamClient {
             socket.user = easy
             if case .watched(let interest) = socket.state {
                 socket.park(interest)
-                guard let tuning else { return }
+                guard let tuning else {
+                    // Untuned, libcurl's liveness check of a pooled connection is the kernel's,
+                    // and it takes readable for alive: bytes already there (a response no request
+                    // asked for, sent with the last one) or a reset spoil the connection now. Tuned,
+                    // that check is answered from what the loop knows (`SocketReadiness.parked`).
+                    if interest.contains(.read) && socket.established && Self.holdsUnread(fd) { socket.spoil() }
+                    return
+                }
                 parked.add(socket, iteration: loop.iterations)
                 // Bytes the tuning read ahead on a connection between transfers: no wait reports
                 // them, so the reaper is called as a wait's report would; the tuning's checks find
