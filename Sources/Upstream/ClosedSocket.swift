@@ -1,7 +1,8 @@
 import Glibc
 
 /// A socket whose peer is gone, which a pooled connection's descriptor is made to name once the
-/// loop saw the connection turn readable while parked (`UpstreamClient.connectionSpoiled`).
+/// loop saw the connection turn readable while parked, or found bytes on it as it was parked
+/// (`CurlSocket.spoil`, `UpstreamClient.connectionSpoiled`).
 ///
 /// libcurl 7.88's liveness check of a pooled connection (`cf_socket_conn_is_alive`, and OpenSSL's
 /// one-byte peek over TLS) calls a socket alive when a peek at it finds a byte, or fails: so a
