@@ -118,11 +118,14 @@ package final class UpstreamClient {
         if let timer { loop.cancel(timer) }
     }
 
-    /// The loop saw a parked connection turn readable (an EOF, a reset, bytes no request asked
-    /// for): unless a paused transfer still uses it, its descriptor is made to read as closed, so
-    /// libcurl's own liveness check drops it (`ClosedSocket` says why that is needed).
+    /// A parked connection turned readable (an EOF, a reset, bytes no request asked for): its
+    /// descriptor is made to read as closed, so libcurl's own liveness check drops it
+    /// (`ClosedSocket` says why that is needed). Not while the transfer that parked it is paused
+    /// (it still uses the connection) or has no head yet (it failed, and libcurl closes the
+    /// connection itself, after `keepEarlyAnswer` read what it holds).
     func connectionSpoiled(_ socket: CurlSocket) {
-        if let user = socket.user, active.contains(where: { $0.isPaused && $0.handle.easy == user }) { return }
+        if let user = socket.user,
+           active.contains(where: { $0.handle.easy == user && ($0.isPaused || $0.headAwaited) }) { return }
         _ = ClosedSocket.replace(socket.fd)
     }
 
