@@ -101,8 +101,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
     }
 
     /// Whether a hop goes out at most once: unless it is bodiless and idempotent, as libcurl would
-    /// send any request again after a reused connection died unanswered (docs/forwarding.md, "pooled
-    /// connections"). (Every hop also refuses the proxy's own listeners, `refusesOwnListeners`:
+    /// send any request again after a reused connection died unanswered (docs/forwarding.md, "A pooled
+    /// upstream connection closed while idle"). (Every hop also refuses the proxy's own listeners, `refusesOwnListeners`:
     /// a redirect there would come back credentialed by a route.)
     private static func sendsOnce(method: String, hasBody: Bool) -> Bool { hasBody || !HTTPRequestHead.isIdempotent(method) }
 
