@@ -221,7 +221,10 @@ package enum ProxyService {
             // and their tokens in one task: no request pairs a new route with the old token.
             let snapshots = next.configuration.providers == runtime.configuration.providers ? []
                 : reloadProvider(from: runtime, to: next, tokens: &tokens, lifecycle: lifecycle)
-            install(next, snapshots, server: server, handlers: handlers)
+            let path = location.path, routes = next.configuration.routes.count
+            install(next, snapshots, server: server, handlers: handlers) {
+                Log.emit(.info, "config_reloaded", ["config": .string(path), "trigger": .string(trigger), "routes": .int(routes)])
+            }
             runtime = next
         }
         while true {
