@@ -57,6 +57,14 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     /// Masks the token in the response being relayed.
     private var masker: EchoMasker?
 
+    /// What the console's request list shows of this exchange: whether the credential lines went
+    /// upstream (and stayed on every hop), the redirects followed and the echoes masked.
+    var consoleFacts: (credentials: CredentialNote, hops: Int, masked: Int) {
+        let note: CredentialNote = request.extraHeaders.isEmpty ? .noProvider
+            : machine.credentials == .stripped ? .stripped : .injected
+        return (note, machine.hops, masker?.masked ?? 0)
+    }
+
     /// `identity`: the response is masked or recorded, so it is asked for whole and in its identity
     /// form (docs/security.md, "Echoed credentials"): the client's `Accept-Encoding` and ranges
     /// stay behind, libcurl asks for identity and decodes what comes encoded all the same.

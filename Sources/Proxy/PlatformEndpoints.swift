@@ -120,6 +120,11 @@ extension ProxyHandler {
         }) { proxy, exchange, target in
             _ = proxy.handleExperimentEndpoint(exchange, path: target.path)
         }
+        for path in ProxyHandler.consoleAssets.keys {
+            table.on(.exact(String(path)), [.get]) { proxy, exchange, target in proxy.serveConsoleAsset(exchange, path: target.path) }
+        }
+        table.on(.exact("/_platform/console/state"), [.get]) { proxy, exchange, _ in proxy.consoleState(exchange) }
+        table.on(.exact("/_platform/console/requests"), [.get]) { proxy, exchange, _ in proxy.consoleRequests(exchange) }
         table.on(.exact("/_platform/mock"), [.post]) { proxy, exchange, _ in
             proxy.control.switchMock(exchange, runtime: proxy.runtime, reply: proxy.reply) { exchange, then in
                 proxy.collectBody(exchange, limit: ControlEndpoints.maxBody, then)

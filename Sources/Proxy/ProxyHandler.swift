@@ -18,7 +18,9 @@ package final class ProxyHandler: HTTPHandler {
     private var requestIDs: RequestIDGenerator
     let control: ControlEndpoints
     let metrics = LoopMetrics()
-    private let hub: MetricsHub
+    /// This loop's recent exchanges, for the console.
+    let requestRing = RequestRing()
+    let hub: MetricsHub
     /// This loop's libcurl multi handle.
     let upstream: UpstreamClient
     /// Each provider's state on this loop, by name (`ProviderSlot`).
@@ -58,6 +60,7 @@ package final class ProxyHandler: HTTPHandler {
         control = ControlEndpoints()
         upstream = UpstreamClient(loop: loop)
         hub.add(loop: loop, metrics: metrics)
+        hub.requestRings.append((loop, requestRing))
         for named in runtime.configuration.providers { slots[named.name] = ProviderSlot(name: named.name) }
     }
 
@@ -89,7 +92,7 @@ package final class ProxyHandler: HTTPHandler {
         }
         let compiled: CompiledRoute, rest: Substring
         switch scope {
-        case .probe, .platform:
+        case .probe, .platform, .consoleAsset:
             info.route = scope.routeName
             return Self.platformEndpoints.dispatch(exchange, target: target, on: self)
         case .unrouted:
@@ -362,6 +365,7 @@ package final class ProxyHandler: HTTPHandler {
         } else {
             metrics.request(route: info?.route ?? "_unrouted", status: status, seconds: seconds)
         }
+        recordForConsole(exchange, info: info, status: status, seconds: seconds)
         guard level > .info || runtime.configuration.accessLog else { return }
         // Written straight into the loop's log buffer: no array of fields, no String per value.
         let micros = Int((seconds * 1e6).rounded())
