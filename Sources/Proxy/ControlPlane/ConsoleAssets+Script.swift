@@ -13,6 +13,8 @@ extension ConsoleAssets {
   let consoleState = null;
   let requests = [];
   let selected = null;
+  let shownState = null;
+  let shownRequests = null;
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -113,6 +115,8 @@ extension ConsoleAssets {
         'aria-label': 'Open the sign-in page of ' + device.provider, text: link })));
   }
   function providerState(name, fields) {
+    const before = providers.get(name);
+    if (before && JSON.stringify(before) === JSON.stringify(fields)) return;
     providers.set(name, fields);
     if (fields.loggedIn) $('device-code').replaceChildren();
     renderSignIn();
@@ -202,7 +206,10 @@ extension ConsoleAssets {
   async function loadRequests() {
     const reply = await api('/_platform/console/requests');
     if (!reply.ok) return;
-    requests = (await reply.json()).requests;
+    const text = await reply.text();
+    if (text === shownRequests) return;
+    shownRequests = text;
+    requests = JSON.parse(text).requests;
     renderRequests();
   }
 
@@ -260,7 +267,11 @@ extension ConsoleAssets {
   async function loadState() {
     const reply = await api('/_platform/console/state');
     if (!reply.ok) return;
-    consoleState = await reply.json();
+    const text = await reply.text();
+    // Rendered again only when something changed: a control a person is using stays in place.
+    if (text === shownState) return;
+    shownState = text;
+    consoleState = JSON.parse(text);
     renderMocks(consoleState);
     renderExperiments(consoleState);
     renderAnalytics(consoleState);

@@ -1,0 +1,311 @@
+"""The console page (docs/console.md) driven in real headless Chromium through selenium: sign in
+through the Authlib IdP by clicking, watch the state change live, see forwarded requests listed
+(route, status, never a token or a query), switch a route to mock replay, set and clear an
+experiment override, log out; the same behind `apiKey`; and a cross-site page that frames or
+fetches the console refused. Screenshots of every panel go to the test's tmp directory (the path
+is printed)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import secrets
+import shutil
+import socketserver
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from credentials_support import (  # noqa: F401  (fixtures)
+    free_port,
+    http_call,
+    idp_factory,
+    launch,
+    stored_tokens,
+    wait_until,
+    write_mock_dir,
+)
+
+selenium = pytest.importorskip("selenium", reason="selenium is installed by scripts/setup.sh test")
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+PANELS = ("signin", "requests", "mocks", "experiments", "analytics", "config")
+EXPERIMENTS = {"layout": {"variants": {"list": 20, "grid": 30, "cards": 50}}}
+# The cross-site page's host name, resolved by Chromium itself to 127.0.0.1.
+FOREIGN_HOST = "console-attacker.test"
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """One headless Chromium (no sandbox: the tests may run as root), its own profile directory,
+    bounded timeouts; quit at teardown (which stops the chromedriver and Chromium it started)."""
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        pytest.fail("Chromium and chromedriver are missing: run scripts/setup.sh test")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--no-first-run", "--no-default-browser-check", "--window-size=1280,1000",
+                 f"--user-data-dir={tmp_path / 'chromium-profile'}",
+                 f"--host-resolver-rules=MAP {FOREIGN_HOST} 127.0.0.1"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER, log_output=str(tmp_path / "chromedriver.log")),
+                              options=options)
+    driver.set_page_load_timeout(20)
+    driver.set_script_timeout(10)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def until(driver, predicate, what: str, timeout: float = 10):
+    # The page re-renders a panel when its data changes: an element found a moment ago may be gone.
+    return WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)) \
+        .until(lambda d: predicate(d), message=what)
+
+
+def by_label(driver, label: str):
+    """The control whose accessible name (aria-label) is `label`: found as a person names it."""
+    return driver.find_element(By.CSS_SELECTOR, f'[aria-label="{label}"]')
+
+
+def text_of(driver, selector: str) -> str:
+    found = driver.find_elements(By.CSS_SELECTOR, selector)
+    return found[0].text if found else ""
+
+
+def screenshots(driver, directory: Path, prefix: str) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    saved = []
+    for panel in PANELS:
+        path = directory / f"{prefix}-{panel}.png"
+        driver.find_element(By.ID, panel).screenshot(str(path))
+        saved.append(path)
+    whole = directory / f"{prefix}-page.png"
+    driver.save_screenshot(str(whole))
+    saved.append(whole)
+    print(f"console screenshots: {directory}")
+    return saved
+
+
+def console_proxy(start_proxy, idp, tmp_path, **extra):
+    """The IdP's routes, plus `users`: an upstream route with a mock folder, its mode off."""
+    mock_dir = write_mock_dir(tmp_path / "users-mock", {"hello": {"served": "from the mock"}})
+    routes = [
+        {"name": "api", "path": "/api/", "upstream": idp.issuer + "/api/", "credential": "access_token", "timeoutSeconds": 10},
+        {"name": "users", "path": "/users/", "upstream": idp.issuer + "/.well-known/", "credential": "none",
+         "mock": {"directory": str(mock_dir), "mode": "off"}},
+    ]
+    return launch(start_proxy, idp, tmp_path, routes=routes, extra={"experiments": EXPERIMENTS, **extra})
+
+
+def open_console(driver, proxy) -> dict:
+    """Loads the page; returns its Navigation Timing entry."""
+    driver.get(proxy.base + "/_platform/console")
+    until(driver, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true"
+          or d.find_element(By.ID, "key-form").is_displayed(), "the console loaded")
+    return driver.execute_script("return performance.getEntriesByType('navigation')[0].toJSON()")
+
+
+def _strings(value):
+    """Every string in a JSON value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def wait_provider_state(driver, state: str):
+    until(driver, lambda d: text_of(d, "[data-provider-state]") == state, f"the sign-in panel shows {state}")
+
+
+def drive_after_sign_in(driver, proxy, key_headers: dict, artifacts: Path, prefix: str):
+    """What both tests check once signed in: a forwarded request listed without a secret, the
+    detail view, mock replay, an experiment override set and cleared, log out."""
+    secrets_held = [v for v in _strings(stored_tokens(proxy)) if len(v) >= 16]
+    assert secrets_held, "the login stored tokens"
+    secret_query = "secret-" + secrets.token_hex(8)
+
+    r = http_call(proxy.base + f"/api/console-check?token={secret_query}", headers=key_headers)
+    assert r.status == 200, r
+    row = '#requests-rows tr[data-route="api"][data-status="200"]'
+    until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, row), "the forwarded request listed with its route and status")
+    cells = driver.find_element(By.CSS_SELECTOR, row).text
+    assert "/api/console-check" in cells and "injected" in cells, cells
+    driver.find_element(By.CSS_SELECTOR, row + " button").click()
+    until(driver, lambda d: "injected on every hop" in d.find_element(By.ID, "request-detail").text, "the detail view")
+    source = driver.page_source
+    assert secret_query not in source, "a query string reached the page"
+    for value in secrets_held:
+        assert value not in source, "a stored token reached the page"
+    assert "refresh_token" not in source and "Bearer" not in source
+
+    # Mocks: the route's control is named after it; replay serves the next request from the folder.
+    before = http_call(proxy.base + "/users/hello", headers=key_headers)
+    assert before.status == 404, before  # the IdP has no /.well-known/hello
+    Select(by_label(driver, "Mock mode of route users")).select_by_value("replay")
+    until(driver, lambda d: text_of(d, '[data-mock-mode="users"]') == "replay", "the mock mode shown as replay")
+    after = http_call(proxy.base + "/users/hello", headers=key_headers)
+    assert after.status == 200 and json.loads(after.body) == {"served": "from the mock"}, after
+    mock_row = '#requests-rows tr[data-route="users"][data-status="200"]'
+    until(driver, lambda d: "mock" in text_of(d, mock_row), "the mock answer listed")
+
+    # Experiments: set an override by the experiment's named controls, then clear it.
+    current = text_of(driver, '[data-experiment-variant="layout"]')
+    other = next(v for v in EXPERIMENTS["layout"]["variants"] if v != current)
+    Select(by_label(driver, "Override variant of experiment layout")).select_by_value(other)
+    by_label(driver, "Set the override of experiment layout").click()
+    until(driver, lambda d: text_of(d, '[data-experiment-reason="layout"]') == "override"
+          and text_of(d, '[data-experiment-variant="layout"]') == other, "the override shown")
+    api = http_call(proxy.base + "/_platform/experiments/layout", headers=key_headers)
+    assert json.loads(api.body)["reason"] == "override" and json.loads(api.body)["variant"] == other
+
+    screenshots(driver, artifacts, prefix)
+
+    by_label(driver, "Clear the override of experiment layout").click()
+    until(driver, lambda d: text_of(d, '[data-experiment-reason="layout"]') != "override", "the override cleared")
+    api = http_call(proxy.base + "/_platform/experiments/layout", headers=key_headers)
+    assert json.loads(api.body)["reason"] != "override"
+
+    name = driver.find_element(By.CSS_SELECTOR, "[data-provider-state]").get_attribute("data-provider-state")
+    by_label(driver, f"Log out of {name}").click()
+    wait_provider_state(driver, "logged_out")
+    assert driver.get_cookies() == [], "the console sets no cookie"
+
+
+def test_console_signs_in_lists_requests_switches_mocks_and_experiments_live(start_proxy, idp_factory, browser, tmp_path):
+    idp = idp_factory()
+    proxy = console_proxy(start_proxy, idp, tmp_path)
+    page = http_call(proxy.base + "/_platform/console")
+    assert page.status == 200, page
+    csp = page.header("content-security-policy")
+    assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp, csp
+    weight = sum(len(http_call(proxy.base + p).body) for p in
+                 ("/_platform/console", "/_platform/console/app.js", "/_platform/console/app.css"))
+    print(f"console page weight: {weight} bytes")
+    assert weight < 100 * 1024
+
+    # The first document of a fresh Chromium pays for its renderer's start; the page's own
+    # cost is measured on the next load (Navigation Timing: navigation start to load end).
+    first = open_console(browser, proxy)
+    timing = open_console(browser, proxy)
+    render_ms = timing["loadEventEnd"] - timing["startTime"]
+    print(f"console render (navigation start to load end): {render_ms:.1f} ms "
+          f"(first load in a fresh browser: {first['loadEventEnd'] - first['startTime']:.1f} ms)")
+    assert 0 < render_ms < 200, timing
+    wait_provider_state(browser, "logged_out")
+    for panel in PANELS:
+        assert browser.find_element(By.ID, panel).is_displayed()
+
+    # Sign in by clicking: the IdP approves at once and sends the tab back to the callback;
+    # the console tab sees the state change over its event stream, without a reload.
+    console_tab = browser.current_window_handle
+    name = browser.find_element(By.CSS_SELECTOR, "[data-provider-state]").get_attribute("data-provider-state")
+    by_label(browser, f"Log in to {name} in the browser").click()
+    until(browser, lambda d: len(d.window_handles) == 2, "the login tab opened")
+    login_tab = next(h for h in browser.window_handles if h != console_tab)
+    browser.switch_to.window(login_tab)
+    until(browser, lambda d: "/_platform/callback" in d.current_url, "the callback reached", timeout=15)
+    browser.close()
+    browser.switch_to.window(console_tab)
+    wait_provider_state(browser, "logged_in")
+
+    drive_after_sign_in(browser, proxy, {}, tmp_path / "console-screenshots", "open")
+
+
+def test_console_behind_api_key_asks_for_it_once_and_signs_in_with_a_device_code(start_proxy, idp_factory, browser, tmp_path):
+    idp = idp_factory(device_interval=1)
+    key = "console-key-" + secrets.token_hex(12)
+    proxy = console_proxy(start_proxy, idp, tmp_path, apiKey=key)
+    headers = {"X-Proxy-Key": key}
+    assert http_call(proxy.base + "/_platform/console/state").status == 401, "the page's data needs the key"
+
+    open_console(browser, proxy)
+    form = browser.find_element(By.ID, "key-form")
+    until(browser, lambda d: form.is_displayed(), "the page asks for the key")
+    browser.find_element(By.CSS_SELECTOR, "label[for=key-input]")  # a labelled field
+    browser.find_element(By.ID, "key-input").send_keys(key)
+    browser.find_element(By.XPATH, "//button[normalize-space()='Use this proxy key']").click()
+    wait_provider_state(browser, "logged_out")
+    assert key not in browser.page_source, "the key is not written into the page"
+
+    name = browser.find_element(By.CSS_SELECTOR, "[data-provider-state]").get_attribute("data-provider-state")
+    by_label(browser, f"Log in to {name} with a device code").click()
+    code_box = until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f'[aria-label="Device code for {name}"]'),
+                     "the device code shown")[0]
+    link = by_label(browser, f"Open the sign-in page of {name}").get_attribute("href")
+    assert link.startswith(idp.issuer), link
+    # The person opens the link and enters the code at the IdP.
+    console_tab = browser.current_window_handle
+    browser.switch_to.new_window("tab")
+    browser.get(link + "?user_code=" + code_box.text)
+    assert "Device approved" in browser.page_source
+    browser.close()
+    browser.switch_to.window(console_tab)
+    wait_provider_state(browser, "logged_in")
+
+    drive_after_sign_in(browser, proxy, headers, tmp_path / "console-screenshots", "apikey")
+    # Reloaded, the tab still has its key: asked once.
+    browser.refresh()
+    until(browser, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true", "reloaded")
+    assert not browser.find_element(By.ID, "key-form").is_displayed()
+
+
+class _ForeignPage(http.server.BaseHTTPRequestHandler):
+    """A page on another site that frames the console and fetches its data."""
+    body = b""
+
+    def do_GET(self):  # noqa: N802
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_console_refuses_a_cross_site_page_framing_or_fetching_it(start_proxy, idp_factory, browser, tmp_path):
+    idp = idp_factory()
+    proxy = console_proxy(start_proxy, idp, tmp_path)
+    assert http_call(proxy.base + "/_platform/console").status == 200
+    target = proxy.base + "/_platform/console"
+    _ForeignPage.body = f"""<!doctype html><title>elsewhere</title>
+<iframe id="framed" src="{target}"></iframe>
+<script>
+fetch("{target}", {{mode: "no-cors"}}).finally(() => fetch("{proxy.base}/_platform/console/state", {{mode: "no-cors"}}))
+  .finally(() => {{ document.title = "done"; }});
+</script>""".encode()
+    server = socketserver.TCPServer(("127.0.0.1", 0), _ForeignPage)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        browser.get(f"http://{FOREIGN_HOST}:{server.server_address[1]}/")
+        until(browser, lambda d: d.title == "done", "the foreign page ran")
+
+        def refused():
+            lines = [e for e in proxy.server.log_events("request") if e.get("path", "").startswith("/_platform/console")]
+            return lines if len([e for e in lines if e.get("status") == 403]) >= 3 else None
+        lines = wait_until(refused, timeout=5, what="the frame and both fetches refused")
+        assert all(e["status"] == 403 for e in lines), lines
+        frame = browser.find_element(By.ID, "framed")
+        browser.switch_to.frame(frame)
+        assert "platform-proxy console" not in browser.page_source
+    finally:
+        browser.switch_to.default_content()
+        server.shutdown()
+        server.server_close()
