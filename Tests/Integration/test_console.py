@@ -2,8 +2,8 @@
 through the Authlib IdP by clicking, watch the state change live, see forwarded requests listed
 (route, status, never a token or a query), switch a route to mock replay, set and clear an
 experiment override, log out; the same behind `apiKey`; and a cross-site page that frames or
-fetches the console refused. Screenshots of every panel go to the test's tmp directory (the path
-is printed)."""
+fetches the console refused. Screenshots of every panel go to .build/console-screenshots/ (the
+path is printed)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 PANELS = ("signin", "requests", "mocks", "experiments", "analytics", "config")
 EXPERIMENTS = {"layout": {"variants": {"list": 20, "grid": 30, "cards": 50}}}
+# Screenshots of every panel, kept past pytest's tmp directory rotation.
+ARTIFACTS = Path(__file__).resolve().parents[2] / ".build" / "console-screenshots"
 # The cross-site page's host name, resolved by Chromium itself to 127.0.0.1.
 FOREIGN_HOST = "console-attacker.test"
 
@@ -91,6 +93,7 @@ def screenshots(driver, directory: Path, prefix: str) -> list[Path]:
         driver.find_element(By.ID, panel).screenshot(str(path))
         saved.append(path)
     whole = directory / f"{prefix}-page.png"
+    driver.execute_script("window.scrollTo(0, 0)")
     driver.save_screenshot(str(whole))
     saved.append(whole)
     print(f"console screenshots: {directory}")
@@ -223,7 +226,7 @@ def test_console_signs_in_lists_requests_switches_mocks_and_experiments_live(sta
     browser.switch_to.window(console_tab)
     wait_provider_state(browser, "logged_in")
 
-    drive_after_sign_in(browser, proxy, {}, tmp_path / "console-screenshots", "open")
+    drive_after_sign_in(browser, proxy, {}, ARTIFACTS, "open")
 
 
 def test_console_behind_api_key_asks_for_it_once_and_signs_in_with_a_device_code(start_proxy, idp_factory, browser, tmp_path):
@@ -258,7 +261,7 @@ def test_console_behind_api_key_asks_for_it_once_and_signs_in_with_a_device_code
     browser.switch_to.window(console_tab)
     wait_provider_state(browser, "logged_in")
 
-    drive_after_sign_in(browser, proxy, headers, tmp_path / "console-screenshots", "apikey")
+    drive_after_sign_in(browser, proxy, headers, ARTIFACTS, "apikey")
     # Reloaded, the tab still has its key: asked once.
     browser.refresh()
     until(browser, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true", "reloaded")

@@ -259,10 +259,10 @@ extension ConsoleAssets {
       el('dt', { text: 'Profile' }), el('dd', { text: s.profile || '(none)' }),
       el('dt', { text: 'Last load' }), el('dd', { class: r.lastSucceeded ? '' : 'error', text: (r.lastSucceeded ? 'succeeded' : 'failed (the previous config is in force)') + ', last success ' + when(r.lastSuccessTime) }),
       el('dt', { text: 'Reloads' }), el('dd', { text: r.ok + ' applied, ' + r.failed + ' refused' })),
-      el('table', {}, el('caption', { text: 'Routes' }),
+      el('div', { class: 'scroll' }, el('table', {}, el('caption', { text: 'Routes' }),
         el('thead', {}, el('tr', {}, ...['Route', 'Path', 'Upstream', 'Credential', 'Provider', 'Retry 401', 'Redirects', 'Timeout s'].map((t) => el('th', { scope: 'col', text: t })))),
         el('tbody', {}, ...s.routes.map((x) => el('tr', {}, ...[x.name, x.path, x.upstream || '(mock only)', x.credential, x.provider || '—',
-          x.retryOn401 ? 'yes' : 'no', x.followRedirects ? 'follow' : 'relay', String(x.timeoutSeconds)].map((t) => el('td', { text: t })))))));
+          x.retryOn401 ? 'yes' : 'no', x.followRedirects ? 'follow' : 'relay', String(x.timeoutSeconds)].map((t) => el('td', { text: t }))))))));
   }
   async function loadState() {
     const reply = await api('/_platform/console/state');

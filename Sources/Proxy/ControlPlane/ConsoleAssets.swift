@@ -90,6 +90,7 @@ dt { opacity: .75; }
 dd { margin: 0; word-break: break-all; }
 button, select, input { font: inherit; padding: .2rem .5rem; }
 button { cursor: pointer; }
+button.link { border: 0; background: none; padding: 0; color: var(--accent); text-decoration: underline; text-align: left; }
 a.button { display: inline-block; padding: .2rem .5rem; border: 1px solid var(--accent); border-radius: 4px; text-decoration: none; color: var(--accent); }
 .actions { display: flex; gap: .5rem; flex-wrap: wrap; margin: .25rem 0 .75rem; }
 .state-logged_in { color: var(--good); font-weight: 600; }
