@@ -314,3 +314,40 @@ fetch("{target}", {{mode: "no-cors"}}).finally(() => fetch("{proxy.base}/_platfo
         browser.switch_to.default_content()
         server.shutdown()
         server.server_close()
+
+
+def test_console_command_prints_the_url_and_opens_it_only_where_a_browser_is(tmp_path):
+    from proxy import require_binary
+    import subprocess
+
+    port = free_port()
+    config = tmp_path / "proxy.json"
+    config.write_text(json.dumps({"listen": [f"127.0.0.1:{port}"], "apiKey": "console-command-key",
+                                  "routes": [{"name": "open", "path": "/open/", "upstream": "http://127.0.0.1:9/",
+                                              "credential": "none"}]}))
+    url = f"http://127.0.0.1:{port}/_platform/console"
+    # A stand-in for the desktop's opener: records what it was asked to open.
+    opened = tmp_path / "opened.txt"
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    opener = tools / "xdg-open"
+    opener.write_text(f"#!/bin/sh\nprintf '%s' \"$1\" > {opened}\n")
+    opener.chmod(0o755)
+
+    def run(env):
+        return subprocess.run([str(require_binary()), "console", "--config", str(config)], capture_output=True,
+                              text=True, timeout=10, env={"PATH": str(tools), "HOME": str(tmp_path), **env})
+
+    headless = run({})
+    assert headless.returncode == 0, headless
+    assert headless.stdout.splitlines()[0] == url, headless.stdout
+    assert "console-command-key" not in headless.stdout + headless.stderr, "the key is never printed"
+    assert not opened.exists(), "no display: nothing is opened"
+
+    desktop = run({"DISPLAY": ":0"})
+    assert desktop.returncode == 0 and desktop.stdout.splitlines()[0] == url, desktop
+    wait_until(lambda: opened.exists() and opened.read_text() == url, timeout=5, what="xdg-open given the URL")
+
+    no_opener = subprocess.run([str(require_binary()), "console", "--config", str(config)], capture_output=True, text=True,
+                               timeout=10, env={"PATH": str(tmp_path / "empty"), "DISPLAY": ":0", "HOME": str(tmp_path)})
+    assert no_opener.returncode == 0 and no_opener.stdout.splitlines()[0] == url, no_opener
