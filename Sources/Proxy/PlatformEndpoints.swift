@@ -125,6 +125,7 @@ extension ProxyHandler {
         }
         table.on(.exact("/_platform/console/state"), [.get]) { proxy, exchange, _ in proxy.consoleState(exchange) }
         table.on(.exact("/_platform/console/requests"), [.get]) { proxy, exchange, _ in proxy.consoleRequests(exchange) }
+        table.on(.exact("/_platform/console/events"), [.get]) { proxy, exchange, _ in proxy.openConsoleEvents(exchange) }
         table.on(.exact("/_platform/mock"), [.post]) { proxy, exchange, _ in
             proxy.control.switchMock(exchange, runtime: proxy.runtime, reply: proxy.reply) { exchange, then in
                 proxy.collectBody(exchange, limit: ControlEndpoints.maxBody, then)

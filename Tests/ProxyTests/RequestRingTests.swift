@@ -53,3 +53,33 @@ struct RequestRingTests {
         #expect(value["redirects"]?.int64Value == 2)
     }
 }
+
+@Suite("RequestFeedCursor")
+struct RequestFeedCursorTests {
+    private func item(_ loop: Int, _ sequence: UInt64, time: Double) -> (loop: Int, record: RequestRecord) {
+        var record = RequestRecord()
+        record.sequence = sequence
+        record.time = time
+        return (loop, record)
+    }
+
+    @Test("a new stream gets everything held, oldest first across loops; then only what is newer on each loop")
+    func freshPerLoop() {
+        var cursor = RequestFeedCursor()
+        let first = cursor.fresh([item(0, 0, time: 3), item(1, 0, time: 1), item(0, 1, time: 4)])
+        #expect(first.map { [$0.loop, Int($0.record.sequence)] } == [[1, 0], [0, 0], [0, 1]])
+        // The rings gathered again: the same records plus one new on loop 1 and one on a loop that was empty.
+        let again = cursor.fresh([item(0, 0, time: 3), item(0, 1, time: 4), item(1, 0, time: 1), item(1, 1, time: 6),
+                                  item(2, 0, time: 5)])
+        #expect(again.map { [$0.loop, Int($0.record.sequence)] } == [[2, 0], [1, 1]])
+        #expect(cursor.fresh([item(0, 1, time: 4), item(1, 1, time: 6), item(2, 0, time: 5)]).isEmpty)
+    }
+
+    @Test("records that wrapped out of a ring are not missed: sequence numbers only grow")
+    func afterWrap() {
+        var cursor = RequestFeedCursor()
+        _ = cursor.fresh([item(0, 10, time: 1)])
+        let later = cursor.fresh([item(0, 300, time: 9), item(0, 301, time: 10)])
+        #expect(later.map(\.record.sequence) == [300, 301])
+    }
+}

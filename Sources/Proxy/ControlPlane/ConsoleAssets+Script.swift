@@ -14,7 +14,6 @@ extension ConsoleAssets {
   let requests = [];
   let selected = null;
   let shownState = null;
-  let shownRequests = null;
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -127,12 +126,13 @@ extension ConsoleAssets {
     const auth = await reply.json();
     if (auth.providers) for (const [name, fields] of Object.entries(auth.providers)) providerState(name, fields);
   }
-  // The auth event stream, read from a fetch body so it can carry the key; reconnects.
-  async function followAuthEvents() {
+  // The console's event stream (each provider's state, each finished request), read from a
+  // fetch body so it can carry the key; reconnects.
+  async function followEvents() {
     for (;;) {
       if (!keyWanted) {
         try {
-          const reply = await api('/_platform/auth/events');
+          const reply = await api('/_platform/console/events');
           if (reply.ok && reply.body) {
             const reader = reply.body.getReader();
             const decoder = new TextDecoder();
@@ -153,6 +153,8 @@ extension ConsoleAssets {
                 if (event === 'state' && data) {
                   const fields = JSON.parse(data);
                   providerState(fields.provider, fields);
+                } else if (event === 'request' && data) {
+                  requestArrived(JSON.parse(data));
                 }
               }
             }
@@ -203,14 +205,21 @@ extension ConsoleAssets {
       el('button', { type: 'button', 'aria-label': 'Close the request details', text: 'Close', onclick: () => { selected = null; renderDetail(); } }));
   }
   $('requests-filter').addEventListener('input', renderRequests);
-  async function loadRequests() {
-    const reply = await api('/_platform/console/requests');
-    if (!reply.ok) return;
-    const text = await reply.text();
-    if (text === shownRequests) return;
-    shownRequests = text;
-    requests = JSON.parse(text).requests;
-    renderRequests();
+  // Records arrive in bursts (a new stream is sent the whole ring): drawn once per frame.
+  const byId = new Map();
+  let drawPending = false;
+  function requestArrived(record) {
+    if (byId.has(record.id)) return;
+    byId.set(record.id, record);
+    requests.push(record);
+    if (drawPending) return;
+    drawPending = true;
+    requestAnimationFrame(() => {
+      drawPending = false;
+      requests.sort((a, b) => b.time - a.time);
+      for (const old of requests.splice(500)) byId.delete(old.id);
+      renderRequests();
+    });
   }
 
   // ---- Mocks, experiments, analytics, config (one state read)
@@ -283,7 +292,6 @@ extension ConsoleAssets {
     try {
       await loadState();
       await loadAuth();
-      await loadRequests();
       if (!keyWanted && $('status').className !== 'error') say('Live.');
     } catch (error) { /* said already */ }
   }
@@ -291,11 +299,11 @@ extension ConsoleAssets {
     for (;;) {
       await sleep(1000);
       if (keyWanted) continue;
-      try { await loadRequests(); await loadState(); } catch (error) { /* the next round retries */ }
+      try { await loadState(); } catch (error) { /* the next round retries */ }
     }
   }
   refresh().then(() => { document.body.dataset.ready = 'true'; });
-  followAuthEvents();
+  followEvents();
   poll();
 })();
 """#

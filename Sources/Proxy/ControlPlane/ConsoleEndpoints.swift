@@ -107,7 +107,8 @@ extension ProxyHandler {
     func consoleRequests(_ exchange: HTTPExchange) {
         hub.gatherRequests(on: loop) { [weak self, weak exchange] records in
             guard let self, let exchange else { return }
-            let body = JSONValue.object(JSONObject(uniqueKeysWithValues: [("requests", .array(records))])).serializedBytes()
+            let list = records.sorted { $0.record.time > $1.record.time }.map { $0.record.json(loop: $0.loop) }
+            let body = JSONValue.object(JSONObject(uniqueKeysWithValues: [("requests", .array(list))])).serializedBytes()
             self.send(exchange, status: 200, headers: [("Content-Type", "application/json")] + Self.consoleHeaders, body: body)
         }
     }
@@ -151,9 +152,9 @@ extension ProxyHandler {
 }
 
 extension MetricsHub {
-    /// Asks every loop for its ring and calls `completion` on `loop` with their records as JSON,
-    /// newest first.
-    func gatherRequests(on loop: EventLoop, _ completion: @escaping ([JSONValue]) -> Void) {
+    /// Asks every loop for its ring and calls `completion` on `loop` with their records, each
+    /// with its loop's index.
+    func gatherRequests(on loop: EventLoop, _ completion: @escaping ([(loop: Int, record: RequestRecord)]) -> Void) {
         let rings = requestRings
         let box = RequestGather(remaining: rings.count, completion: completion)
         for (index, member) in rings.enumerated() {
@@ -163,10 +164,7 @@ extension MetricsHub {
                 loop.execute {
                     box.records.append(contentsOf: records.map { (index, $0) })
                     box.remaining -= 1
-                    if box.remaining == 0 {
-                        let sorted = box.records.sorted { $0.1.time > $1.1.time }
-                        box.completion(sorted.map { $0.1.json(loop: $0.0) })
-                    }
+                    if box.remaining == 0 { box.completion(box.records) }
                 }
             }
         }
@@ -176,10 +174,10 @@ extension MetricsHub {
 /// The records gathered so far from the loops (touched on the asking loop only).
 private final class RequestGather: @unchecked Sendable {
     var remaining: Int
-    var records: [(Int, RequestRecord)] = []
-    let completion: ([JSONValue]) -> Void
+    var records: [(loop: Int, record: RequestRecord)] = []
+    let completion: ([(loop: Int, record: RequestRecord)]) -> Void
 
-    init(remaining: Int, completion: @escaping ([JSONValue]) -> Void) {
+    init(remaining: Int, completion: @escaping ([(loop: Int, record: RequestRecord)]) -> Void) {
         self.remaining = remaining
         self.completion = completion
     }
