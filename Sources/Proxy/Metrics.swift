@@ -135,6 +135,9 @@ package struct ReloadStatus: Sendable {
     package var lastSucceeded = true
     /// Unix time of the last successful load.
     package var lastSuccessTime = 0.0
+    /// What the last refused reload reported (the problems with their JSON paths, as logged);
+    /// nil once a reload succeeds.
+    package var lastErrors: String?
 
     /// The status at start: the config was loaded at `startTime`.
     package init(startTime: Double = 0) { lastSuccessTime = startTime }

@@ -20,10 +20,11 @@ package enum ProxyService {
     private final class ReloadCounts: Sendable {
         let status = Mutex(ReloadStatus())
 
-        func record(success: Bool) {
+        func record(success: Bool, errors: String? = nil) {
             status.withLock { status in
                 if success { status.ok += 1; status.lastSuccessTime = UnixTime.now() } else { status.failed += 1 }
                 status.lastSucceeded = success
+                status.lastErrors = errors
             }
         }
     }
@@ -383,7 +384,7 @@ package enum ProxyService {
         // The profile chosen at start is re-read from the file; switching profile needs a restart.
         switch location.load() {
         case .failure(let errors):
-            reloadCounts.record(success: false)
+            reloadCounts.record(success: false, errors: errors.description)
             Log.emit(.error, "config_reload_failed", ["config": .string(configPath), "trigger": .string(trigger),
                                                       "errors": .string(errors.description)])
             return nil

@@ -29,7 +29,10 @@ from credentials_support import (  # noqa: F401  (fixtures)
     write_mock_dir,
 )
 
-selenium = pytest.importorskip("selenium", reason="selenium is installed by scripts/setup.sh test")
+from test_reload import reload_with  # noqa: E402
+
+# selenium comes with Tests/Integration/requirements.txt (scripts/setup.sh test): missing, the
+# module fails to import rather than skipping the console's tests.
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
@@ -227,6 +230,12 @@ def test_console_signs_in_lists_requests_switches_mocks_and_experiments_live(sta
     wait_provider_state(browser, "logged_in")
 
     drive_after_sign_in(browser, proxy, {}, ARTIFACTS, "open")
+
+    # Config: a refused reload shows its problems, live.
+    broken = dict(proxy.config, routes=[{"name": "api", "path": "no-slash", "upstream": idp.issuer + "/api/"}])
+    reload_with(proxy.server, broken)
+    until(browser, lambda d: "routes" in text_of(d, "[data-reload-errors]"), "the reload errors shown", timeout=15)
+    assert "1 refused" in browser.find_element(By.ID, "config").text
 
 
 def test_console_behind_api_key_asks_for_it_once_and_signs_in_with_a_device_code(start_proxy, idp_factory, browser, tmp_path):

@@ -52,6 +52,7 @@ extension ProxyHandler {
         object["reload"] = .object(JSONObject(uniqueKeysWithValues: [
             ("ok", .number(JSONNumber(reloads.ok))), ("failed", .number(JSONNumber(reloads.failed))),
             ("lastSucceeded", .bool(reloads.lastSucceeded)), ("lastSuccessTime", .number(JSONNumber(reloads.lastSuccessTime))),
+            ("lastErrors", reloads.lastErrors.map { .string($0) } ?? .null),
         ]))
         if let counters = analytics?.counters {
             object["analytics"] = .object(JSONObject(uniqueKeysWithValues: [
