@@ -92,6 +92,7 @@ extension ProxyHandler {
             guard let self, let exchange else { return }
             switch result {
             case .success(let stored):
+                service.recent.add(values)
                 var fields = extra
                 fields["accepted"] = .number(JSONNumber(values.count))
                 fields["stored"] = .number(JSONNumber(stored))

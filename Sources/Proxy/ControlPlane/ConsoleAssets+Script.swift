@@ -255,12 +255,17 @@ extension ConsoleAssets {
   }
   function renderAnalytics(s) {
     const a = s.analytics;
-    $('analytics-body').replaceChildren(!a ? el('p', { text: 'Analytics is not configured.' }) : el('dl', {},
-      el('dt', { text: 'Queue depth' }), el('dd', { text: String(a.depth) }),
+    if (!a) { $('analytics-body').replaceChildren(el('p', { text: 'Analytics is not configured.' })); return; }
+    $('analytics-body').replaceChildren(el('dl', {},
+      el('dt', { text: 'Queue depth' }), el('dd', { 'data-analytics-depth': 'true', text: String(a.depth) }),
       el('dt', { text: 'Accepted' }), el('dd', { text: String(a.queued) }),
       el('dt', { text: 'Uploaded' }), el('dd', { text: String(a.sent) }),
       el('dt', { text: 'Last upload' }), el('dd', { text: when(a.lastUpload) }),
-      el('dt', { text: 'Refused by the endpoint' }), el('dd', { text: String(a.droppedRejected) })));
+      el('dt', { text: 'Refused by the endpoint' }), el('dd', { text: String(a.droppedRejected) })),
+      el('table', { 'data-analytics-latest': 'true' }, el('caption', { text: 'Latest events stored' }),
+        el('thead', {}, el('tr', {}, ...['Time', 'Key', 'Value'].map((t) => el('th', { scope: 'col', text: t })))),
+        el('tbody', {}, ...a.latest.map((v) => el('tr', {}, el('td', { text: when(v.timestamp) }), el('td', { text: v.key }),
+          el('td', { text: v.value }))))));
   }
   function renderConfig(s) {
     const r = s.reload;

@@ -54,13 +54,20 @@ extension ProxyHandler {
             ("lastSucceeded", .bool(reloads.lastSucceeded)), ("lastSuccessTime", .number(JSONNumber(reloads.lastSuccessTime))),
             ("lastErrors", reloads.lastErrors.map { .string($0) } ?? .null),
         ]))
-        if let counters = analytics?.counters {
+        if let analytics {
+            let counters = analytics.counters
             object["analytics"] = .object(JSONObject(uniqueKeysWithValues: [
                 ("depth", .number(JSONNumber(counters.depth.load(ordering: .relaxed)))),
                 ("queued", .number(JSONNumber(counters.queued.load(ordering: .relaxed)))),
                 ("sent", .number(JSONNumber(counters.sent.load(ordering: .relaxed)))),
                 ("lastUpload", .number(JSONNumber(counters.lastUpload.load(ordering: .relaxed)))),
                 ("droppedRejected", .number(JSONNumber(counters.droppedRejected.load(ordering: .relaxed)))),
+                ("latest", .array(analytics.recent.latest().map { value in
+                    .object(JSONObject(uniqueKeysWithValues: [
+                        ("key", .string(value.key)), ("value", .string(value.value)),
+                        ("timestamp", .number(JSONNumber(value.timestamp))),
+                    ]))
+                })),
             ]))
         } else {
             object["analytics"] = .null
