@@ -24,15 +24,22 @@ extension ProxyHandler {
         ("Cache-Control", "no-store"), ("Cross-Origin-Resource-Policy", "same-origin"),
     ]
 
-    /// One of the page's files (the method was checked by `PlatformEndpoints`).
-    func serveConsoleAsset(_ exchange: HTTPExchange, path: Substring) {
-        guard let asset = Self.consoleAssets[path] else { return fail(exchange, .noRoute(String(path))) }
-        send(exchange, status: 200, headers: [("Content-Type", asset.type)] + Self.consoleHeaders, body: asset.body)
+    /// The console's endpoints (the method was checked by `PlatformEndpoints`): the page's
+    /// files, its state, the request rings and the event stream.
+    func handleConsoleEndpoint(_ context: ExchangeContext, path: Substring) {
+        switch path {
+        case "/_platform/console/state": consoleState(context)
+        case "/_platform/console/requests": consoleRequests(context)
+        case "/_platform/console/events": openConsoleEvents(context)
+        default:
+            guard let asset = Self.consoleAssets[path] else { return fail(context, .noRoute(String(path))) }
+            send(context, status: 200, headers: [("Content-Type", asset.type)] + Self.consoleHeaders, body: asset.body)
+        }
     }
 
     /// `GET /_platform/console/state`: the profile, the routes with their policies and mock
     /// modes, the last reload, the analytics queue. Names and settings only, never a secret.
-    func consoleState(_ exchange: HTTPExchange) {
+    private func consoleState(_ context: ExchangeContext) {
         let configuration = runtime.configuration
         var object = JSONObject()
         object["profile"] = configuration.profile.map { .string($0) } ?? .null
@@ -87,7 +94,7 @@ extension ProxyHandler {
         } else {
             object["experiments"] = .null
         }
-        send(exchange, status: 200, headers: [("Content-Type", "application/json")] + Self.consoleHeaders,
+        send(context, status: 200, headers: [("Content-Type", "application/json")] + Self.consoleHeaders,
              body: JSONValue.object(object).serializedBytes())
     }
 
@@ -112,50 +119,39 @@ extension ProxyHandler {
     }
 
     /// `GET /_platform/console/requests`: every loop's ring, newest first.
-    func consoleRequests(_ exchange: HTTPExchange) {
-        hub.gatherRequests(on: loop) { [weak self, weak exchange] records in
-            guard let self, let exchange else { return }
+    private func consoleRequests(_ context: ExchangeContext) {
+        hub.gatherRequests(on: loop) { [weak self, weak context] records in
+            guard let self, let context else { return }
             let list = records.sorted { $0.record.time > $1.record.time }.map { $0.record.json(loop: $0.loop) }
             let body = JSONValue.object(JSONObject(uniqueKeysWithValues: [("requests", .array(list))])).serializedBytes()
-            self.send(exchange, status: 200, headers: [("Content-Type", "application/json")] + Self.consoleHeaders, body: body)
+            self.send(context, status: 200, headers: [("Content-Type", "application/json")] + Self.consoleHeaders, body: body)
         }
     }
 
-    /// Keeps a finished exchange in this loop's ring; the console's own traffic and the probes
-    /// are left out (they would push the app's requests out of the ring).
-    func recordForConsole(_ exchange: HTTPExchange, info: ExchangeInfo?, status: Int, seconds: Double) {
-        guard let info, let route = info.route else {
-            return recordUnrouted(exchange, info: info, status: status, seconds: seconds)
-        }
-        if route == "_platform" || route == Probe.route { return }
+    /// Keeps a finished exchange in this loop's ring (`forwarded`: its forwarding, when it was
+    /// forwarded); the console's own traffic and the probes are left out (they would push the
+    /// app's requests out of the ring).
+    func recordForConsole(_ context: ExchangeContext, _ forwarded: ForwardedExchange?, status: Int, seconds: Double) {
+        let route = context.route
+        if let route, route == "_platform" || route == Probe.route { return }
+        let exchange = context.exchange
         var record = RequestRecord()
-        record.route = route
-        fill(&record, exchange, info: info, status: status, seconds: seconds)
-        if let forwarded = exchange.delegate as? ForwardedExchange {
-            let facts = forwarded.consoleFacts
-            (record.credentials, record.hops, record.maskedEchoes) = facts
-            record.upstream = forwarded.url.origin
-        } else if let slot = info.slot {
-            record.credentials = runtime.mockMode(slot.route) == .replay ? .mock
-                : slot.route.config.credential == .none ? .noProvider : .gated
-        }
-        requestRing.record(record)
-    }
-
-    private func recordUnrouted(_ exchange: HTTPExchange, info: ExchangeInfo?, status: Int, seconds: Double) {
-        var record = RequestRecord()
-        fill(&record, exchange, info: info, status: status, seconds: seconds)
-        requestRing.record(record)
-    }
-
-    private func fill(_ record: inout RequestRecord, _ exchange: HTTPExchange, info: ExchangeInfo?, status: Int, seconds: Double) {
         record.time = UnixTime.now()
         record.method = exchange.head.storage.withUnsafeBufferPointer {
             String(decoding: UnsafeBufferPointer(rebasing: $0[exchange.head.methodRange]), as: UTF8.self)
         }
-        record.path = Self.loggedPath(info?.path ?? "")
+        record.path = Self.loggedPath(context.path)
+        record.route = route ?? ""
         record.status = status
         record.micros = Int((seconds * 1e6).rounded())
+        if let forwarded {
+            (record.credentials, record.hops, record.maskedEchoes) = forwarded.consoleFacts
+            record.upstream = forwarded.url.origin
+        } else if let slot = context.slot {
+            record.credentials = runtime.mockMode(slot.route) == .replay ? .mock
+                : slot.route.config.credential == .none ? .noProvider : .gated
+        }
+        requestRing.record(record)
     }
 }
 

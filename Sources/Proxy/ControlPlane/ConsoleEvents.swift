@@ -29,9 +29,9 @@ extension ProxyHandler {
     /// keep-alives and ending at shutdown as `/_platform/auth/events`), plus one `request` event
     /// per exchange in the rings: those held when it opens, then each one as it finishes. The rings are read only
     /// while a console is open: forwarding never does more for it than fill its loop's ring.
-    func openConsoleEvents(_ exchange: HTTPExchange) {
-        openEventStream(exchange)
-        guard let stream = eventStreams.last, stream.exchange === exchange else { return }
+    func openConsoleEvents(_ context: ExchangeContext) {
+        openEventStream(context)
+        guard let stream = eventStreams.last, stream.context === context else { return }
         followRequests(stream, cursor: RequestFeedCursor())
     }
 
