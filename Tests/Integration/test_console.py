@@ -380,3 +380,29 @@ def test_console_command_prints_the_url_and_opens_it_only_where_a_browser_is(tmp
     no_opener = subprocess.run([str(require_binary()), "console", "--config", str(config)], capture_output=True, text=True,
                                timeout=10, env={"PATH": str(tmp_path / "empty"), "DISPLAY": ":0", "HOME": str(tmp_path)})
     assert no_opener.returncode == 0 and no_opener.stdout.splitlines()[0] == url, no_opener
+
+
+def test_console_mock_switch_is_disabled_and_refused_under_the_release_profile(start_proxy, browser, tmp_path):
+    from proxy import base_config
+
+    folder = tmp_path / "off-folder"
+    folder.mkdir()
+    config = base_config(None, routes=[{"name": "api", "path": "/api/", "upstream": "http://127.0.0.1:9/",
+                                        "mock": {"directory": str(folder), "mode": "off"}}],
+                         profiles={"release": {}})
+    server = start_proxy(config=config, env={"PLATFORM_PROXY_PROFILE": "release"})
+    base = f"http://127.0.0.1:{server.port}"
+    browser.get(base + "/_platform/console")
+    until(browser, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true", "the console loaded")
+    control = by_label(browser, "Mock mode of route api")
+    assert not control.is_enabled(), "the switch is disabled under release"
+    assert "refused under the release profile" in browser.find_element(By.ID, "mocks").text
+    assert "release" in browser.find_element(By.ID, "config").text
+    # The page's own request, forced: the endpoint refuses it as it refuses any client.
+    status = browser.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        fetch('/_platform/mock', {method: 'POST', headers: {'Content-Type': 'application/json'},
+                                  body: JSON.stringify({route: 'api', mode: 'replay'})}).then((r) => done(r.status));
+    """)
+    assert status == 403
+    assert text_of(browser, '[data-mock-mode="api"]') == "off"

@@ -62,7 +62,13 @@ extension ConsoleAssets {
     try {
       const reply = await api(path, method, body);
       const answer = await reply.json().catch(() => ({}));
-      if (!reply.ok) { say(what + ' refused: ' + (answer.message || answer.error || reply.status), true); return null; }
+      if (!reply.ok) {
+        say(what + ' refused: ' + (answer.message || answer.error || reply.status), true);
+        // Drawn again from the proxy's state: a control left showing a refused choice would lie.
+        shownState = null;
+        loadState().catch(() => {});
+        return null;
+      }
       say(what + ': done.');
       refresh();
       return answer;
