@@ -31,6 +31,7 @@ from credentials_support import (  # noqa: F401  (fixtures)
 
 from analytics_sink import AnalyticsSink  # noqa: E402
 from test_analytics import analytics_block  # noqa: E402
+from test_forwarding import make_fwd, tokens  # noqa: E402,F401  (fixtures)
 from test_reload import reload_with  # noqa: E402
 
 # selenium comes with Tests/Integration/requirements.txt (scripts/setup.sh test): missing, the
@@ -406,3 +407,31 @@ def test_console_mock_switch_is_disabled_and_refused_under_the_release_profile(s
     """)
     assert status == 403
     assert text_of(browser, '[data-mock-mode="api"]') == "off"
+
+
+def test_console_request_list_says_why_credentials_were_stripped_and_counts_hops_and_masked_echoes(make_fwd):
+    """No browser: the records the page shows, as `/_platform/console/requests` gives them."""
+    from test_forwarding import q
+
+    fwd = make_fwd()
+    echoed = fwd.get("/api/echo-me?secret=query-value")
+    assert echoed.status == 200, echoed
+    assert fwd.tokens.access not in echoed.body.decode(), "the echo was masked"
+    redirected = fwd.get(f"/api/redirect?status=302&to={q(fwd.foreign.url('/landing'))}")
+    assert redirected.status == 200, redirected
+
+    def listed():
+        reply = fwd.proxy.get("/_platform/console/requests")
+        records = {r["path"]: r for r in reply.json()["requests"]}
+        return (reply, records) if {"/api/echo-me", "/api/redirect"} <= records.keys() else None
+    reply, records = wait_until(listed, timeout=5, what="both requests listed")
+    echo = records["/api/echo-me"]
+    assert (echo["route"], echo["status"], echo["credentials"], echo["redirects"]) == ("api", 200, "injected", 0), echo
+    assert echo["maskedEchoes"] >= 1 and echo["upstream"] == fwd.main.url("").rstrip("/"), echo
+    hop = records["/api/redirect"]
+    assert (hop["credentials"], hop["redirects"], hop["upstream"]) == \
+        ("not_a_credential_host", 1, fwd.foreign.url("").rstrip("/")), hop
+    text = reply.body.decode()
+    for secret in fwd.tokens.all:
+        assert secret not in text
+    assert "query-value" not in text and "landing" not in text and "?" not in text
