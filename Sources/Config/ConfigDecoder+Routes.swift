@@ -4,7 +4,7 @@ extension ConfigDecoder {
     static let routeKeys = [
         "name", "path", "upstream", "credential", "provider", "headers", "redirects", "retryOn401", "timeoutSeconds", "mock",
         "experimentHeader",
-        "encodedSlashes",
+        "encodedSlashes", "tokenExchange", "tls",
     ]
 
     /// Headers that frame or route the message: injecting a token into them would break the exchange.
@@ -62,6 +62,11 @@ extension ConfigDecoder {
         let timeout = object.seconds("timeoutSeconds", positive: true) ?? 30
         let experimentHeader = object.bool("experimentHeader") ?? false
         let encodedSlashes: EncodedSlashes = object.choice("encodedSlashes") ?? .reject
+        let tokenExchange = object.object("tokenExchange", keys: Self.tokenExchangeKeys).flatMap(tokenExchange)
+        let tls = object.object("tls", keys: Self.tlsKeys).flatMap(tls)
+        if object.has("tokenExchange"), credential != .accessToken {
+            report(path + ".tokenExchange", "needs \"credential\": \"access_token\" (the token exchanged is the provider's access token)")
+        }
         // Everything is read before this point so a bad name or path hides no other error.
         guard let name, let routePath else { return nil }
         var route = RouteConfiguration(
@@ -69,6 +74,8 @@ extension ConfigDecoder {
             redirects: redirects, retryOn401: retryOn401, timeoutSeconds: timeout, mock: mock,
             experimentHeader: experimentHeader, encodedSlashes: encodedSlashes)
         route.provider = provider
+        route.tokenExchange = tokenExchange
+        route.tls = tls
         return route
     }
 

@@ -25,6 +25,11 @@ package struct RouteConfiguration: Sendable, Equatable {
     package var experimentHeader: Bool
     /// What a percent-encoded `/` or `\` in the path does. Default `.reject` (400 `invalid_path`).
     package var encodedSlashes: EncodedSlashes
+    /// RFC 8693: the upstream gets a token exchanged from the provider's access token for this
+    /// audience, never the provider's token itself. Default nil.
+    package var tokenExchange: TokenExchangeConfiguration?
+    /// TLS for this route's upstream (CA, client certificate, server name). Default nil.
+    package var tls: TLSConfiguration?
 
     /// The default credential headers.
     package static let defaultHeaders = ["Authorization", "X-Authorization"]

@@ -106,6 +106,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
                                       timeout: slot.route.config.timeoutSeconds,
                                       sendsOnce: framing != .none || !exchange.head.methodIsIdempotent, refusesOwnListeners: true)
         request.decodesContent = identity
+        request.tls = slot.route.tls
         self.request = request
     }
 
@@ -316,7 +317,9 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
     /// would carry the same refused token (uploads would keep failing until some small request
     /// refreshed).
     private func retryAfter401() -> Bool {
-        guard route.config.retryOn401, route.config.credential != .none, let manager = handler.manager(for: route.config),
+        // A token-exchange route's token is its own: a refresh of the provider's would not change it.
+        guard route.config.retryOn401, route.config.credential != .none, route.config.tokenExchange == nil,
+              let manager = handler.manager(for: route.config),
               !refreshTooSoon() else { return false }
         if body == nil || body?.isReplayable == true { return true }
         manager.refresh(seen: generation, after401: true, replyOn: exchange.loop) { _ in }
