@@ -8,7 +8,8 @@ package enum ConsoleCommand {
     package static func run(config location: ConfigLocation) -> Int32 {
         guard let (target, config) = LoginCommands.target(location) else { return 2 }
         guard target.unixSocket == nil else {
-            LoginCommands.say("The first listen address is a Unix socket, which a browser cannot open; add a TCP listen address.")
+            LoginCommands.say(
+                "The first listen address is a Unix socket, which a browser cannot open; add a TCP listen address.")
             return 2
         }
         let url = target.baseURL + "/_platform/console"

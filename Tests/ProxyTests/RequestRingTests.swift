@@ -1,5 +1,6 @@
 import JSON
 import Testing
+
 @testable import Proxy
 
 private func record(_ path: String, status: Int = 200) -> RequestRecord {
@@ -69,8 +70,10 @@ struct RequestFeedCursorTests {
         let first = cursor.fresh([item(0, 0, time: 3), item(1, 0, time: 1), item(0, 1, time: 4)])
         #expect(first.map { [$0.loop, Int($0.record.sequence)] } == [[1, 0], [0, 0], [0, 1]])
         // The rings gathered again: the same records plus one new on loop 1 and one on a loop that was empty.
-        let again = cursor.fresh([item(0, 0, time: 3), item(0, 1, time: 4), item(1, 0, time: 1), item(1, 1, time: 6),
-                                  item(2, 0, time: 5)])
+        let again = cursor.fresh([
+            item(0, 0, time: 3), item(0, 1, time: 4), item(1, 0, time: 1), item(1, 1, time: 6),
+            item(2, 0, time: 5),
+        ])
         #expect(again.map { [$0.loop, Int($0.record.sequence)] } == [[2, 0], [1, 1]])
         #expect(cursor.fresh([item(0, 1, time: 4), item(1, 1, time: 6), item(2, 0, time: 5)]).isEmpty)
     }

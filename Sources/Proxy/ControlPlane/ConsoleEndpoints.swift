@@ -17,9 +17,11 @@ extension ProxyHandler {
 
     /// Headers of every console answer: nothing loads from elsewhere, nothing frames it.
     static let consoleHeaders: [(name: String, value: String)] = [
-        ("Content-Security-Policy",
-         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-            + "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+        (
+            "Content-Security-Policy",
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+                + "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+        ),
         ("X-Frame-Options", "DENY"), ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
         ("Cache-Control", "no-store"), ("Cross-Origin-Resource-Policy", "same-origin"),
     ]
@@ -56,46 +58,62 @@ extension ProxyHandler {
         }
         object["providers"] = .array(providers)
         let reloads = hub.reloadStatus()
-        object["reload"] = .object(JSONObject(uniqueKeysWithValues: [
-            ("ok", .number(JSONNumber(reloads.ok))), ("failed", .number(JSONNumber(reloads.failed))),
-            ("lastSucceeded", .bool(reloads.lastSucceeded)), ("lastSuccessTime", .number(JSONNumber(reloads.lastSuccessTime))),
-            ("lastErrors", reloads.lastErrors.map { .string($0) } ?? .null),
-        ]))
+        object["reload"] = .object(
+            JSONObject(uniqueKeysWithValues: [
+                ("ok", .number(JSONNumber(reloads.ok))), ("failed", .number(JSONNumber(reloads.failed))),
+                ("lastSucceeded", .bool(reloads.lastSucceeded)),
+                ("lastSuccessTime", .number(JSONNumber(reloads.lastSuccessTime))),
+                ("lastErrors", reloads.lastErrors.map { .string($0) } ?? .null),
+            ]))
         if let analytics {
             let counters = analytics.counters
-            object["analytics"] = .object(JSONObject(uniqueKeysWithValues: [
-                ("depth", .number(JSONNumber(counters.depth.load(ordering: .relaxed)))),
-                ("queued", .number(JSONNumber(counters.queued.load(ordering: .relaxed)))),
-                ("sent", .number(JSONNumber(counters.sent.load(ordering: .relaxed)))),
-                ("lastUpload", .number(JSONNumber(counters.lastUpload.load(ordering: .relaxed)))),
-                ("droppedRejected", .number(JSONNumber(counters.droppedRejected.load(ordering: .relaxed)))),
-                ("latest", .array(analytics.recent.latest().map { value in
-                    .object(JSONObject(uniqueKeysWithValues: [
-                        ("key", .string(value.key)), ("value", .string(value.value)),
-                        ("timestamp", .number(JSONNumber(value.timestamp))),
-                    ]))
-                })),
-            ]))
+            object["analytics"] = .object(
+                JSONObject(uniqueKeysWithValues: [
+                    ("depth", .number(JSONNumber(counters.depth.load(ordering: .relaxed)))),
+                    ("queued", .number(JSONNumber(counters.queued.load(ordering: .relaxed)))),
+                    ("sent", .number(JSONNumber(counters.sent.load(ordering: .relaxed)))),
+                    ("lastUpload", .number(JSONNumber(counters.lastUpload.load(ordering: .relaxed)))),
+                    ("droppedRejected", .number(JSONNumber(counters.droppedRejected.load(ordering: .relaxed)))),
+                    (
+                        "latest",
+                        .array(
+                            analytics.recent.latest().map { value in
+                                .object(
+                                    JSONObject(uniqueKeysWithValues: [
+                                        ("key", .string(value.key)), ("value", .string(value.value)),
+                                        ("timestamp", .number(JSONNumber(value.timestamp))),
+                                    ]))
+                            })
+                    ),
+                ]))
         } else {
             object["analytics"] = .null
         }
         if let service = experimentService {
             // Read as `GET /_platform/experiments` decides, without counting an exposure: looking
             // at the console is not the app using a variant.
-            let subject = service.subject(credentials).id, overrides = service.overrides().overrides, now = UnixTime.now()
-            object["experiments"] = .array(runtime.experiments.plans.map { plan in
-                let weights = plan.ranges.map { JSONValue.number(JSONNumber((($0.end - $0.start) * 1000).rounded() / 1000)) }
-                let assignment = runtime.experiments.assignment(plan, subject: subject, now: now, overrides: overrides)
-                return .object(JSONObject(uniqueKeysWithValues: [
-                    ("name", .string(plan.name)), ("variants", .array(plan.variants.map { .string($0) })), ("weights", .array(weights)),
-                    ("variant", .string(assignment.variant)), ("reason", .string(assignment.reason.rawValue)),
-                ]))
-            })
+            let subject = service.subject(credentials).id, overrides = service.overrides().overrides,
+                now = UnixTime.now()
+            object["experiments"] = .array(
+                runtime.experiments.plans.map { plan in
+                    let weights = plan.ranges.map {
+                        JSONValue.number(JSONNumber((($0.end - $0.start) * 1000).rounded() / 1000))
+                    }
+                    let assignment = runtime.experiments.assignment(
+                        plan, subject: subject, now: now, overrides: overrides)
+                    return .object(
+                        JSONObject(uniqueKeysWithValues: [
+                            ("name", .string(plan.name)), ("variants", .array(plan.variants.map { .string($0) })),
+                            ("weights", .array(weights)),
+                            ("variant", .string(assignment.variant)), ("reason", .string(assignment.reason.rawValue)),
+                        ]))
+                })
         } else {
             object["experiments"] = .null
         }
-        send(context, status: 200, headers: [("Content-Type", "application/json")] + Self.consoleHeaders,
-             body: JSONValue.object(object).serializedBytes())
+        send(
+            context, status: 200, headers: [("Content-Type", "application/json")] + Self.consoleHeaders,
+            body: JSONValue.object(object).serializedBytes())
     }
 
     private func consoleRoute(_ route: CompiledRoute) -> JSONValue {
@@ -123,8 +141,10 @@ extension ProxyHandler {
         hub.gatherRequests(on: loop) { [weak self, weak context] records in
             guard let self, let context else { return }
             let list = records.sorted { $0.record.time > $1.record.time }.map { $0.record.json(loop: $0.loop) }
-            let body = JSONValue.object(JSONObject(uniqueKeysWithValues: [("requests", .array(list))])).serializedBytes()
-            self.send(context, status: 200, headers: [("Content-Type", "application/json")] + Self.consoleHeaders, body: body)
+            let body = JSONValue.object(JSONObject(uniqueKeysWithValues: [("requests", .array(list))]))
+                .serializedBytes()
+            self.send(
+                context, status: 200, headers: [("Content-Type", "application/json")] + Self.consoleHeaders, body: body)
         }
     }
 
@@ -148,7 +168,9 @@ extension ProxyHandler {
             (record.credentials, record.hops, record.maskedEchoes) = forwarded.consoleFacts
             record.upstream = forwarded.url.origin
         } else if let slot = context.slot {
-            record.credentials = runtime.mockMode(slot.route) == .replay ? .mock
+            record.credentials =
+                runtime.mockMode(slot.route) == .replay
+                ? .mock
                 : slot.route.config.credential == .none ? .noProvider : .gated
         }
         requestRing.record(record)

@@ -43,7 +43,8 @@ extension ProxyHandler {
                 let data = item.record.json(loop: item.loop).serializedBytes()
                 self.offer(.event(Array("event: request\ndata: ".utf8) + data + Array("\n\n".utf8)), to: stream)
             }
-            _ = self.loop.schedule(at: self.loop.now.adding(seconds: Self.consoleFeedSeconds)) { [weak self, weak stream] in
+            _ = self.loop.schedule(at: self.loop.now.adding(seconds: Self.consoleFeedSeconds)) {
+                [weak self, weak stream] in
                 guard let self, let stream, self.eventStreams.contains(where: { $0 === stream }) else { return }
                 self.followRequests(stream, cursor: cursor)
             }
