@@ -58,6 +58,16 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
     var echoMasker: EchoMasker?
     /// Masks the token in the response being relayed.
     private var masker: EchoMasker?
+    /// Echoes masked in responses already relayed (the console's request list).
+    private var maskedEchoes = 0
+
+    /// What the console's request list shows of this exchange: whether the credential lines went
+    /// upstream (and stayed on every hop), the redirects followed and the echoes masked.
+    var consoleFacts: (credentials: CredentialNote, hops: Int, masked: Int) {
+        let note: CredentialNote = request.extraHeaders.isEmpty ? .noProvider
+            : machine.credentials == .stripped ? .stripped : .injected
+        return (note, machine.hops, maskedEchoes + (masker?.masked ?? 0))
+    }
 
     /// `identity`: the response is masked or recorded, so it is asked for whole and in its identity
     /// form (docs/security.md, "Echoed credentials"): the client's `Accept-Encoding` and ranges
@@ -296,6 +306,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
             exchange.writeBody(part)
         }
         if masker!.masked > 0 { handler.metrics.echoMasked(route: route.config.name, count: masker!.masked) }
+        maskedEchoes += masker!.masked
         masker = nil
     }
 

@@ -23,6 +23,8 @@ package final class ProxyHandler: HTTPHandler {
     let control = ControlEndpoints()
     /// This loop's counters.
     let metrics = LoopMetrics()
+    /// This loop's recent exchanges, for the console.
+    let requestRing = RequestRing()
     /// Gathers every loop's counters for a scrape.
     let hub: MetricsHub
     /// This loop's libcurl multi handle.
@@ -64,6 +66,7 @@ package final class ProxyHandler: HTTPHandler {
         loginChains = parameters.loginChains
         metricsListener = parameters.metricsListener
         hub.add(loop: loop, metrics: metrics)
+        hub.requestRings.append((loop, requestRing))
         for named in runtime.configuration.providers { slots[named.name] = ProviderSlot(name: named.name) }
         for (name, manager) in parameters.managers { slot(name).manager = manager }
         for (provider, snapshot) in parameters.initialSnapshots { credentialsChanged(snapshot, provider: provider) }
@@ -92,7 +95,7 @@ package final class ProxyHandler: HTTPHandler {
         }
         let compiled: CompiledRoute, rest: Substring
         switch scope {
-        case .probe, .platform:
+        case .probe, .platform, .consoleAsset:
             context.route = scope.routeName
             return Self.platformEndpoints.dispatch(context, target: target, on: self)
         case .unrouted:

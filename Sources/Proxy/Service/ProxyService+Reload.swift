@@ -72,7 +72,7 @@ extension ProxyService {
         // The profile chosen at start is re-read from the file; switching profile needs a restart.
         switch location.load() {
         case .failure(let errors):
-            reloadCounts.record(success: false)
+            reloadCounts.record(success: false, errors: errors.description)
             Log.emit(.error, "config_reload_failed", ["config": .string(configPath), "trigger": .string(trigger),
                                                       "errors": .string(errors.description)])
             return nil

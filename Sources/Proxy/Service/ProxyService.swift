@@ -20,10 +20,11 @@ package enum ProxyService {
     final class ReloadCounts: Sendable {
         let status = Mutex(ReloadStatus())
 
-        func record(success: Bool) {
+        func record(success: Bool, errors: String? = nil) {
             status.withLock { status in
                 if success { status.ok += 1; status.lastSuccessTime = UnixTime.now() } else { status.failed += 1 }
                 status.lastSucceeded = success
+                status.lastErrors = errors
             }
         }
     }
