@@ -192,7 +192,8 @@ final class OAuthClient {
         case .failure(let failure): return completion(.failure(failure))
         }
         headers += credentials.headers
-        let body = Array(FormEncoding.encode(form + credentials.form).utf8)
+        let sent = form + credentials.form
+        let body = Array(FormEncoding.encode(sent).utf8)
         var request = UpstreamRequest(method: "POST", url: url.description, headers: headers, hasBody: true,
                                       bodyLength: body.count, timeout: Self.timeout)
         request.tls = tls
@@ -209,7 +210,8 @@ final class OAuthClient {
                 guard let parsed = OAuthErrorBody.parse(response.body) else {
                     return completion(.failure(.unavailable("HTTP \(response.status) without an OAuth error body")))
                 }
-                completion(.failure(.refused(parsed.description.map { "\(parsed.error): \($0)" } ?? parsed.error)))
+                let reason = parsed.description.map { "\(parsed.error): \($0)" } ?? parsed.error
+                completion(.failure(OAuthFailure.refused(reason).redacting(SecretRedaction.secrets(of: sent))))
             case .success(let response):
                 completion(.failure(.unavailable("HTTP \(response.status)")))
             }

@@ -396,6 +396,28 @@ def test_a_request_after_a_new_login_never_gets_the_answer_to_an_exchange_of_the
     assert_no_secrets_logged(idp, [p])
 
 
+def test_a_refusal_that_quotes_the_subject_token_never_shows_it_to_the_client_or_the_log(
+        start_proxy, idp_factory, tmp_path):
+    # Some servers quote what they refused in error_description; the reason of a refused
+    # exchange goes to the client's 502 and to the log, and the subject token is the provider's
+    # own token, which neither may carry.
+    idp = idp_factory(access_ttl=300)
+    provider = service_provider(idp, clientID=idp.confidential_client_id, clientSecret=idp.confidential_client_secret,
+                                refreshBeforeExpirySeconds=60)
+    p = launch(start_proxy, idp, tmp_path, provider=provider, routes=exchange_routes(idp))
+    p.wait_state("logged_in", timeout=10)
+    subject = idp.control.tokens()[0]["access_token"]
+    idp.control.fail_token(grant_type=TOKEN_EXCHANGE, count=1, error="invalid_grant",
+                           description=f"subject_token {subject} is not accepted here")
+    r = p.call("/orders/who?echo=1")
+    assert r.status == 502 and r.json()["error"] == "token_exchange_refused", r
+    assert "invalid_grant" in r.json()["message"], r
+    assert subject not in r.body.decode(), r.body
+    assert wait_until(lambda: "token_exchange_refused" in p.server.stderr_text(), 3)
+    assert subject not in p.server.stderr_text()
+    assert_no_secrets_logged(idp, [p])
+
+
 # --------------------------------------------------------------------------- TLS per route
 
 
