@@ -193,6 +193,8 @@ final class OAuthClient {
         }
         headers += credentials.headers
         let sent = form + credentials.form
+        // Taken out of an error text that quotes them.
+        let secrets = SecretRedaction.secrets(of: sent) + [authenticator.clientSecret ?? ""].filter { !$0.isEmpty }
         let body = Array(FormEncoding.encode(sent).utf8)
         var request = UpstreamRequest(method: "POST", url: url.description, headers: headers, hasBody: true,
                                       bodyLength: body.count, timeout: Self.timeout)
@@ -211,7 +213,7 @@ final class OAuthClient {
                     return completion(.failure(.unavailable("HTTP \(response.status) without an OAuth error body")))
                 }
                 let reason = parsed.description.map { "\(parsed.error): \($0)" } ?? parsed.error
-                completion(.failure(OAuthFailure.refused(reason).redacting(SecretRedaction.secrets(of: sent))))
+                completion(.failure(OAuthFailure.refused(reason).redacting(secrets)))
             case .success(let response):
                 completion(.failure(.unavailable("HTTP \(response.status)")))
             }

@@ -396,7 +396,7 @@ def test_a_request_after_a_new_login_never_gets_the_answer_to_an_exchange_of_the
     assert_no_secrets_logged(idp, [p])
 
 
-def test_a_refusal_that_quotes_the_subject_token_never_shows_it_to_the_client_or_the_log(
+def test_a_refusal_that_quotes_a_secret_the_proxy_sent_never_shows_it_to_the_client_or_the_log(
         start_proxy, idp_factory, tmp_path):
     # Some servers quote what they refused in error_description; the reason of a refused
     # exchange goes to the client's 502 and to the log, and the subject token is the provider's
@@ -413,8 +413,15 @@ def test_a_refusal_that_quotes_the_subject_token_never_shows_it_to_the_client_or
     assert r.status == 502 and r.json()["error"] == "token_exchange_refused", r
     assert "invalid_grant" in r.json()["message"], r
     assert subject not in r.body.decode(), r.body
-    assert wait_until(lambda: "token_exchange_refused" in p.server.stderr_text(), 3)
+    # The client secret, sent as HTTP Basic, quoted the same way.
+    idp.control.fail_token(grant_type=TOKEN_EXCHANGE, count=1, error="invalid_client",
+                           description=f"client secret {idp.confidential_client_secret} is revoked")
+    r = p.call("/billing/who?echo=1")
+    assert r.status == 502 and "invalid_client" in r.json()["message"], r
+    assert idp.confidential_client_secret not in r.body.decode(), r.body
+    assert wait_until(lambda: p.server.stderr_text().count("token_exchange_refused") >= 2, 3)
     assert subject not in p.server.stderr_text()
+    assert idp.confidential_client_secret not in p.server.stderr_text()
     assert_no_secrets_logged(idp, [p])
 
 
