@@ -40,7 +40,8 @@ package enum ClientAssertion {
 final class ClientAuthenticator {
     let method: TokenEndpointAuthMethod
     private let clientID: String?
-    private let clientSecret: String?
+    /// Never sent anywhere but the token endpoint; also taken out of its error texts (`SecretRedaction`).
+    let clientSecret: String?
     private let privateKey: SecretSource?
     private let keyID: String?
     private let assertion: SecretSource?

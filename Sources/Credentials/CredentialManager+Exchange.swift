@@ -88,10 +88,37 @@ package struct ExchangeTable: Sendable {
     }
 }
 
+/// The requests waiting for exchanges, each under the subject-token generation of the exchange
+/// it waits for. An exchange's answer goes only to the requests of its generation: one started
+/// before a logout or a new subject token (its answer a refusal of a revoked token, or a token
+/// exchanged from the old one) never answers a request that came after and waits for its own.
+package struct ExchangeWaiters<Reply> {
+    private var waiting: [TokenExchangeConfiguration: [(generation: UInt64, reply: Reply)]] = [:]
+
+    package init() {}
+
+    /// `reply` waits for the exchange of `target` under `generation`.
+    package mutating func add(_ reply: Reply, for target: TokenExchangeConfiguration, generation: UInt64) {
+        waiting[target, default: []].append((generation, reply))
+    }
+
+    /// Takes the requests the answer of `target`'s exchange under `generation` is for, in order.
+    package mutating func take(_ target: TokenExchangeConfiguration, generation: UInt64) -> [Reply] {
+        guard let all = waiting[target] else { return [] }
+        let taken = all.filter { $0.generation == generation }.map(\.reply)
+        let kept = all.filter { $0.generation != generation }
+        waiting[target] = kept.isEmpty ? nil : kept
+        return taken
+    }
+
+    /// How many requests wait for `target`.
+    package func count(_ target: TokenExchangeConfiguration) -> Int { waiting[target]?.count ?? 0 }
+}
+
 /// The table and the requests waiting per target. Touched only on the manager's loop.
 final class ExchangedTokens {
     var table = ExchangeTable()
-    var waiting: [TokenExchangeConfiguration: [(EventLoop, LoopBound<(TokenExchangeOutcome) -> Void>)]] = [:]
+    var waiting = ExchangeWaiters<(EventLoop, LoopBound<(TokenExchangeOutcome) -> Void>)>()
 
     /// Drops the tokens of a subject token that is gone.
     func follow(generation: UInt64, loggedIn: Bool) { table.follow(generation: generation, loggedIn: loggedIn) }
@@ -110,8 +137,8 @@ extension CredentialManager {
             let generation = lifecycle.generation
             switch exchanges.table.asked(target, generation: generation, now: UnixTime.now()) {
             case .reply(let token): return caller.execute { done.value(.token(token)) }
-            case .wait: return exchanges.waiting[target, default: []].append((caller, done))
-            case .start: exchanges.waiting[target, default: []].append((caller, done))
+            case .wait: return exchanges.waiting.add((caller, done), for: target, generation: generation)
+            case .start: exchanges.waiting.add((caller, done), for: target, generation: generation)
             }
             oauth.exchange(subjectToken: subject.accessToken, for: target) { [self] result in
                 let outcome: TokenExchangeOutcome
@@ -132,7 +159,7 @@ extension CredentialManager {
                     emit(.warning, "token_exchange_unavailable", ["audience": .string(target.audience ?? ""), "reason": .string(reason)])
                     outcome = .unavailable(reason)
                 }
-                for (waiter, reply) in exchanges.waiting.removeValue(forKey: target) ?? [] { waiter.execute { reply.value(outcome) } }
+                for (waiter, reply) in exchanges.waiting.take(target, generation: generation) { waiter.execute { reply.value(outcome) } }
             }
         }
     }

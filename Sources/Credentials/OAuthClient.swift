@@ -192,7 +192,10 @@ final class OAuthClient {
         case .failure(let failure): return completion(.failure(failure))
         }
         headers += credentials.headers
-        let body = Array(FormEncoding.encode(form + credentials.form).utf8)
+        let sent = form + credentials.form
+        // Taken out of an error text that quotes them.
+        let secrets = SecretRedaction.secrets(of: sent) + [authenticator.clientSecret ?? ""].filter { !$0.isEmpty }
+        let body = Array(FormEncoding.encode(sent).utf8)
         var request = UpstreamRequest(method: "POST", url: url.description, headers: headers, hasBody: true,
                                       bodyLength: body.count, timeout: Self.timeout)
         request.tls = tls
@@ -209,7 +212,8 @@ final class OAuthClient {
                 guard let parsed = OAuthErrorBody.parse(response.body) else {
                     return completion(.failure(.unavailable("HTTP \(response.status) without an OAuth error body")))
                 }
-                completion(.failure(.refused(parsed.description.map { "\(parsed.error): \($0)" } ?? parsed.error)))
+                let reason = parsed.description.map { "\(parsed.error): \($0)" } ?? parsed.error
+                completion(.failure(OAuthFailure.refused(reason).redacting(secrets)))
             case .success(let response):
                 completion(.failure(.unavailable("HTTP \(response.status)")))
             }

@@ -310,13 +310,24 @@ package final class UpstreamClient {
         guard let transfer = active.first(where: { $0.localPort == port && $0.awaitsEarlyAnswer }) else { return }
         var answer = [UInt8](repeating: 0, count: UpstreamTransfer.earlyAnswerLimit)
         var count = 0
+        // Whether a read found the connection's end (an EOF or a reset), not just no more bytes yet.
+        var reachesEnd = false
         while count < answer.count {
             let got = answer.withUnsafeMutableBytes { recvfrom(fd, $0.baseAddress! + count, $0.count - count, CInt(MSG_DONTWAIT), nil, nil) }
-            guard got > 0 else { break }
+            guard got > 0 else {
+                reachesEnd = got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                break
+            }
             count += got
+        }
+        if count == answer.count {
+            // Full: the answer ends here only if nothing follows.
+            let more = recvfrom(fd, &byte, 1, CInt(MSG_PEEK | MSG_DONTWAIT), nil, nil)
+            reachesEnd = more == 0 || (more < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
         }
         answer.removeLast(answer.count - count)
         transfer.earlyAnswer = answer
+        transfer.earlyAnswerReachesEnd = reachesEnd
     }
 
     /// curl re-arms its timeout more than once per transfer, mostly to later deadlines. The loop

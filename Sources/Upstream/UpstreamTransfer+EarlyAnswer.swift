@@ -11,7 +11,8 @@ import Glibc
 /// would have: its head through `receivedHeader`, its body through `received`.
 ///
 /// A whole answer is a final head and, by its framing, its body: a `Content-Length` with that many
-/// bytes, a status without a body, or the bytes up to the connection's end. A chunked answer, one
+/// bytes, a status without a body, or the bytes up to the connection's end when they were all
+/// read (not when the kept bytes filled up before it). A chunked answer, one
 /// libcurl would have decoded (`UpstreamRequest.decodesContent`), one cut short, and every answer
 /// over TLS (the bytes are encrypted, and OpenSSL's state went with the connection) stay the
 /// failure they were. This works with libcurl's calls as glibc answers them; with the libcurl
@@ -28,7 +29,8 @@ extension UpstreamTransfer {
     /// (the type's comment says which); true when the transfer ended with it.
     func relayEarlyAnswer(_ bytes: [UInt8]) -> Bool {
         earlyAnswer = nil
-        guard awaitsEarlyAnswer, let framing = Self.frame(bytes, decodes: decodesContentCoding) else { return false }
+        guard awaitsEarlyAnswer,
+              let framing = Self.frame(bytes, decodes: decodesContentCoding, reachesEnd: earlyAnswerReachesEnd) else { return false }
         var copy = bytes
         return copy.withUnsafeMutableBytes { raw in
             let base = raw.baseAddress!.assumingMemoryBound(to: CChar.self)
@@ -58,8 +60,9 @@ extension UpstreamTransfer {
     }
 
     /// Where `bytes` end their final head (after its blank line) and where its body lies, if they
-    /// hold a whole answer that needs no decoding.
-    static func frame(_ bytes: [UInt8], decodes: Bool) -> (headEnd: Int, body: Range<Int>)? {
+    /// hold a whole answer that needs no decoding. `reachesEnd`: the bytes go up to the
+    /// connection's end; without it, an answer framed by that end is not known to be whole.
+    static func frame(_ bytes: [UInt8], decodes: Bool, reachesEnd: Bool) -> (headEnd: Int, body: Range<Int>)? {
         var head = UpstreamResponseHead(status: 0)
         var start = 0
         var headEnd: Int?
@@ -84,7 +87,9 @@ extension UpstreamTransfer {
             guard length <= rest else { return nil }
             return (headEnd, headEnd ..< headEnd + length)
         }
-        // Framed by the connection's end, which came: it was reset.
+        // Framed by the connection's end: whole only if the bytes reach it (more than the kept
+        // bytes would be relayed cut short, as if complete).
+        guard reachesEnd else { return nil }
         return (headEnd, headEnd ..< bytes.count)
     }
 }

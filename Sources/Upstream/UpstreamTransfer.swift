@@ -82,6 +82,10 @@ package final class UpstreamTransfer {
     /// The upstream's answer, read from the connection as libcurl closed it after a send failed
     /// (`UpstreamClient.keepEarlyAnswer`), relayed when the transfer completes (`relayEarlyAnswer`).
     var earlyAnswer: [UInt8]?
+    /// Whether `earlyAnswer` holds every byte up to the connection's end (a reset or an EOF came
+    /// after them), not just the first `earlyAnswerLimit`: only then can an answer framed by the
+    /// connection's end be relayed.
+    var earlyAnswerReachesEnd = false
 
     /// The request is read, not kept: libcurl copies the URL and the handle the header lines
     /// (`configure`), so no copy of its strings is retained per transfer.

@@ -161,3 +161,50 @@ let rsaArguments = ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
         }
     }
 }
+
+@Suite struct ExchangeWaitersTests {
+    static let orders = TokenExchangeConfiguration(audience: "orders")
+    static let billing = TokenExchangeConfiguration(audience: "billing")
+
+    /// One step: a request waiting (`add`), or an answer and the requests it goes to.
+    enum Step {
+        case add(Int, TokenExchangeConfiguration, generation: UInt64)
+        case take(TokenExchangeConfiguration, generation: UInt64, expect: [Int])
+    }
+
+    static let tables: [(String, [Step])] = [
+        ("an answer goes to every request of its target and generation, in order", [
+            .add(1, orders, generation: 1), .add(2, orders, generation: 1),
+            .take(orders, generation: 1, expect: [1, 2]),
+            .take(orders, generation: 1, expect: []),
+        ]),
+        ("an answer of the previous subject token leaves the requests of the new one waiting", [
+            .add(1, orders, generation: 1), .add(2, orders, generation: 2), .add(3, orders, generation: 2),
+            .take(orders, generation: 1, expect: [1]),
+            .take(orders, generation: 2, expect: [2, 3]),
+        ]),
+        ("the new subject token's answer first: the old requests still get theirs", [
+            .add(1, orders, generation: 1), .add(2, orders, generation: 2),
+            .take(orders, generation: 2, expect: [2]),
+            .take(orders, generation: 1, expect: [1]),
+        ]),
+        ("another target's answer takes none", [
+            .add(1, orders, generation: 1), .add(2, billing, generation: 1),
+            .take(billing, generation: 1, expect: [2]),
+            .take(orders, generation: 1, expect: [1]),
+        ]),
+    ]
+
+    @Test(arguments: tables) func steps(name: String, steps: [Step]) {
+        var waiters = ExchangeWaiters<Int>()
+        for (index, step) in steps.enumerated() {
+            switch step {
+            case .add(let reply, let target, let generation):
+                waiters.add(reply, for: target, generation: generation)
+            case .take(let target, let generation, let expected):
+                #expect(waiters.take(target, generation: generation) == expected, "\(name): step \(index)")
+            }
+        }
+        #expect(waiters.count(Self.orders) == 0 && waiters.count(Self.billing) == 0, "\(name): none left waiting")
+    }
+}

@@ -3,6 +3,7 @@ fields, through the real binary with a raw upstream on loopback."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -208,4 +209,33 @@ def test_huge_response_heads_leave_no_memory_behind(start_proxy):
     time.sleep(0.5)
     grown = rss_mib(server.pid) - before
     assert grown < 40, f"RSS grew by {grown:.0f} MiB after 64 huge heads (from {before:.0f} MiB)"
+    upstream.close()
+
+
+def test_an_early_answer_framed_by_the_close_and_longer_than_the_kept_bytes_is_never_relayed_cut(start_proxy):
+    """Untuned, an early answer is read from the closing connection up to 64 KiB. One without a
+    Content-Length is framed by the connection's end: when it was longer than the bytes kept, the
+    first 64 KiB were relayed as the whole answer, a 200 with a silently cut body. Now the client
+    gets the whole body or an error, never a cut body passed off as complete."""
+    body = bytes(range(256)) * (200 * 1024 // 256)
+
+    def plan(upstream, conn):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n" + body)
+        # then closes at once with the request body unread: a reset
+
+    upstream = RawUpstream(plan)
+    env = {**os.environ, "PLATFORM_PROXY_CURL_TUNING": "off"}
+    server = start_proxy(config=base_config(routes=[route_to(upstream.port, timeout=10)]), env=env)
+    got = []
+    for i in range(16):  # how far libcurl reads before its send fails varies: several tries
+        s = start_upload(server, f"/long/{i}", declared=4 * 1024 * 1024, send=4 * 1024 * 1024)
+        try:
+            response = ResponseReader(s, timeout=10).read_response(method="PUT")
+            got.append((response.status, len(response.body), response.body == body))
+        except (OSError, AssertionError) as e:  # a cut connection is an honest failure
+            got.append(("cut", repr(e)[:80], False))
+        finally:
+            s.close()
+    passed_off = [g for g in got if g[0] == 200 and not g[2]]
+    assert not passed_off, f"a cut body relayed as a complete 200: {got}"
     upstream.close()

@@ -369,6 +369,62 @@ def test_a_user_login_exchanges_per_route_and_a_logout_drops_the_exchanged_token
     assert_no_secrets_logged(idp, [p])
 
 
+def test_a_request_after_a_new_login_never_gets_the_answer_to_an_exchange_of_the_previous_login(
+        start_proxy, idp_factory, tmp_path):
+    # An exchange of the first login is still at the IdP when the user logs out and in again.
+    # A request of the new login starts its own exchange; the first one's answer (refused: its
+    # subject token was revoked at the logout) arrives first and must not answer that request.
+    idp = idp_factory(access_ttl=300)
+    p = launch(start_proxy, idp, tmp_path, routes=exchange_routes(idp))
+    login(p)
+    idp.control.delay(token=3)
+    early = []
+    slow = threading.Thread(target=lambda: early.append(p.call("/orders/who?echo=1")))
+    slow.start()
+    time.sleep(0.5)  # the first login's exchange is at the IdP, held 3 s
+    idp.control.delay(token=0)
+    assert p.call("/_platform/logout", method="POST").status == 200
+    login(p)
+    second_subject = max(t["seq"] for t in idp.control.tokens() if t.get("exchanged_from") is None)
+    idp.control.delay(token=5)  # the new login's exchange answers after the first one's
+    after = p.call("/orders/who?echo=1")
+    slow.join(10)
+    assert early, "the first login's request never finished"
+    assert after.status == 200, after
+    assert after.json()["exchanged_from"] == second_subject, (second_subject, after)
+    assert len(token_calls(idp, TOKEN_EXCHANGE)) == 2
+    assert_no_secrets_logged(idp, [p])
+
+
+def test_a_refusal_that_quotes_a_secret_the_proxy_sent_never_shows_it_to_the_client_or_the_log(
+        start_proxy, idp_factory, tmp_path):
+    # Some servers quote what they refused in error_description; the reason of a refused
+    # exchange goes to the client's 502 and to the log, and the subject token is the provider's
+    # own token, which neither may carry.
+    idp = idp_factory(access_ttl=300)
+    provider = service_provider(idp, clientID=idp.confidential_client_id, clientSecret=idp.confidential_client_secret,
+                                refreshBeforeExpirySeconds=60)
+    p = launch(start_proxy, idp, tmp_path, provider=provider, routes=exchange_routes(idp))
+    p.wait_state("logged_in", timeout=10)
+    subject = idp.control.tokens()[0]["access_token"]
+    idp.control.fail_token(grant_type=TOKEN_EXCHANGE, count=1, error="invalid_grant",
+                           description=f"subject_token {subject} is not accepted here")
+    r = p.call("/orders/who?echo=1")
+    assert r.status == 502 and r.json()["error"] == "token_exchange_refused", r
+    assert "invalid_grant" in r.json()["message"], r
+    assert subject not in r.body.decode(), r.body
+    # The client secret, sent as HTTP Basic, quoted the same way.
+    idp.control.fail_token(grant_type=TOKEN_EXCHANGE, count=1, error="invalid_client",
+                           description=f"client secret {idp.confidential_client_secret} is revoked")
+    r = p.call("/billing/who?echo=1")
+    assert r.status == 502 and "invalid_client" in r.json()["message"], r
+    assert idp.confidential_client_secret not in r.body.decode(), r.body
+    assert wait_until(lambda: p.server.stderr_text().count("token_exchange_refused") >= 2, 3)
+    assert subject not in p.server.stderr_text()
+    assert idp.confidential_client_secret not in p.server.stderr_text()
+    assert_no_secrets_logged(idp, [p])
+
+
 # --------------------------------------------------------------------------- TLS per route
 
 

@@ -21,7 +21,20 @@ struct EarlyAnswerFramingTests {
     ] as [(String, Bool, Int?, String?)])
     func frames(text: String, decodes: Bool, headEnd: Int?, body: String?) {
         let bytes = Array(text.utf8)
-        let framing = UpstreamTransfer.frame(bytes, decodes: decodes)
+        let framing = UpstreamTransfer.frame(bytes, decodes: decodes, reachesEnd: true)
+        #expect(framing?.headEnd == headEnd)
+        #expect(framing.map { String(decoding: bytes[$0.body], as: UTF8.self) } == body)
+    }
+
+    @Test("bytes that stop short of the connection's end frame only answers with their own length", arguments: [
+        // (bytes, head end, body) — nil: not relayed
+        ("HTTP/1.1 200 OK\r\n\r\nthe first of many bytes", nil, nil),  // framed by the end, which was not read
+        ("HTTP/1.1 401 No\r\nContent-Length: 2\r\n\r\nnoMORE", 38, "no"),
+        ("HTTP/1.1 204 No Content\r\n\r\n", 27, ""),
+    ] as [(String, Int?, String?)])
+    func framesCut(text: String, headEnd: Int?, body: String?) {
+        let bytes = Array(text.utf8)
+        let framing = UpstreamTransfer.frame(bytes, decodes: false, reachesEnd: false)
         #expect(framing?.headEnd == headEnd)
         #expect(framing.map { String(decoding: bytes[$0.body], as: UTF8.self) } == body)
     }
