@@ -307,7 +307,12 @@ package final class UpstreamClient {
         guard named == 0, address.ss_family == sa_family_t(AF_INET) || address.ss_family == sa_family_t(AF_INET6) else { return }
         // The port is at the same place in `sockaddr_in` and `sockaddr_in6`, in network order.
         let port = withUnsafeBytes(of: &address) { Int($0[2]) << 8 | Int($0[3]) }
-        guard let transfer = active.first(where: { $0.localPort == port && $0.awaitsEarlyAnswer }) else { return }
+        // The local port alone can name two connections (to different upstreams): the transfer must
+        // also be the one curl last watched this socket for.
+        let user = sockets[fd]?.user
+        guard let transfer = active.first(where: {
+            $0.localPort == port && $0.awaitsEarlyAnswer && (user == nil || $0.handle.easy == user)
+        }) else { return }
         var answer = [UInt8](repeating: 0, count: UpstreamTransfer.earlyAnswerLimit)
         var count = 0
         // Whether a read found the connection's end (an EOF or a reset), not just no more bytes yet.
