@@ -149,4 +149,13 @@ static inline int cc_glibc_clock_gettime(clockid_t clock, struct timespec *time)
     return read(clock, time);
 }
 
+/* A connect-only handle's socket, for a tunnel (Upstream/UpstreamTunnel.swift):
+   CURLINFO_ACTIVESOCKET writes a curl_socket_t, which is not a long. */
+static inline curl_socket_t cc_info_active_socket(CURL *h) {
+    curl_socket_t s = CURL_SOCKET_BAD;
+    if (curl_easy_getinfo(h, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK) return CURL_SOCKET_BAD;
+    return s;
+}
+static const long CC_HTTP_VERSION_1_1 = CURL_HTTP_VERSION_1_1;
+
 #endif

@@ -75,6 +75,7 @@ extension HTTPExchange {
         switch delegate {
         case let forwarded as ForwardedExchange: forwarded.info
         case let info as ExchangeInfo: info
+        case let tunnel as Tunnel: tunnel.info
         default: nil
         }
     }

@@ -93,6 +93,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
                                       timeout: slot.route.config.timeoutSeconds,
                                       sendsOnce: framing != .none || !exchange.head.methodIsIdempotent, refusesOwnListeners: true)
         request.decodesContent = identity
+        request.streamIdleTimeout = slot.route.config.streamIdleTimeoutSeconds
+        request.eventStreamIdleTimeout = RouteConfiguration.defaultStreamIdleTimeout
         self.request = request
     }
 

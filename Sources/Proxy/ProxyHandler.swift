@@ -11,8 +11,13 @@ import Upstream
 
 /// The request pipeline of one loop: local security → control endpoints → router → route policy.
 package final class ProxyHandler: HTTPHandler {
-    /// The runtime in force; replaced (on this loop) by a reload.
-    package var runtime: ProxyRuntime
+    /// The runtime in force; replaced (on this loop) by a reload, which closes the tunnels whose
+    /// route it moved.
+    package var runtime: ProxyRuntime {
+        didSet { withdrawMovedTunnels() }
+    }
+    /// This loop's tunnels (WebSockets), made by the first upgrade (`tunnels`).
+    var tunnelTable: TunnelTable?
     let loop: EventLoop
     let log: LogBuffer
     private var requestIDs: RequestIDGenerator
@@ -104,6 +109,10 @@ package final class ProxyHandler: HTTPHandler {
         // The log line's route, counters and provider are the slot's.
         info.slot = routeSlot
         let mockMode = runtime.mockMode(compiled)
+        if let upgrade = Self.tunnelledUpgrade(exchange.head, route: compiled.config),
+           let refusal = upgradeRefusal(upgrade.token, route: compiled.config, mockMode: mockMode) {
+            return fail(exchange, refusal)
+        }
         if mockMode == .replay, let mock = compiled.config.mock {
             return replayMock(exchange, directory: mock.directory, rest: rest)
         }
@@ -149,6 +158,9 @@ package final class ProxyHandler: HTTPHandler {
             return fail(exchange, .credentialsUnavailable(compiled.config.credential.rawValue))
         }
         if !injected.lines.isEmpty { plan.slot.counters.injected += 1 }
+        if let upgrade = Self.tunnelledUpgrade(exchange.head, route: compiled.config) {
+            return startTunnel(exchange, plan, injected: injected, upgrade: upgrade)
+        }
         var experiments: HeaderLines?
         if compiled.config.experimentHeader, let service = experimentService {
             experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,

@@ -1,0 +1,192 @@
+import CCurl
+import EventLoop
+import Glibc
+
+/// One upstream connection for a tunnel (a WebSocket or another upgraded protocol), opened by
+/// libcurl with `CURLOPT_CONNECT_ONLY`: the TLS verification, the CA bundle, the proxy settings
+/// and the socket callbacks are those of every transfer; after the connect, the bytes are the
+/// caller's, moved with `curl_easy_send`/`curl_easy_recv` (libcurl encrypts them on an `https:`
+/// upstream, so a `wss` tunnel is the same code). The caller watches `fd` on its loop.
+package final class UpstreamTunnel {
+    /// What one `send` or `receive` did.
+    package enum Step: Equatable {
+        /// `n` bytes moved (a `receive` of 0 is the upstream's end of stream).
+        case moved(Int)
+        /// Nothing can move now: wait for the socket.
+        case again
+        /// The connection failed (libcurl's message).
+        case failed(String)
+    }
+
+    let easy: UnsafeMutableRawPointer
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    /// The connected socket, -1 until the connect finished.
+    package private(set) var fd: CInt = -1
+    /// Told once when the connect finished: nil on success, else why it failed.
+    var onConnected: ((String?) -> Void)?
+    /// The connector whose multi handle holds this handle until `close` (libcurl's send and receive
+    /// work only while it is added).
+    private weak var connector: TunnelConnector?
+    private(set) var closed = false
+
+    init(origin: String, connectTimeout: Double, client: UpstreamClient, connector: TunnelConnector) {
+        easy = curl_easy_init()
+        self.connector = connector
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        cc_easy_long(easy, CURLOPT_NOSIGNAL, 1)
+        cc_easy_str(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        cc_easy_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
+        cc_easy_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        if let caBundle = EasyHandle.caBundle { cc_easy_str(easy, CURLOPT_CAINFO, caBundle) }
+        // An upgrade is an HTTP/1.1 exchange: ALPN offers only http/1.1.
+        cc_easy_long(easy, CURLOPT_HTTP_VERSION, CC_HTTP_VERSION_1_1)
+        cc_easy_long(easy, CURLOPT_CONNECT_ONLY, 1)
+        // libcurl's own receive buffer is unused by `curl_easy_recv`: the smallest keeps an idle
+        // tunnel small.
+        cc_easy_long(easy, CURLOPT_BUFFERSIZE, 1024)
+        cc_easy_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(max(0.001, min(connectTimeout, 10)) * 1000))
+        cc_easy_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        if let tlsSessions = client.tlsSessions { cc_easy_ptr(easy, CURLOPT_SHARE, tlsSessions) }
+        if !EasyHandle.environmentNamesProxy {
+            cc_easy_str(easy, CURLOPT_PROXY, "")
+            cc_easy_str(easy, CURLOPT_NOPROXY, "")
+        }
+        // The client's socket callbacks, as for every transfer: the number of a socket it opened
+        // names a new socket there, and its closing is seen.
+        let owner = Unmanaged.passUnretained(client).toOpaque()
+        cc_easy_ptr(easy, CURLOPT_OPENSOCKETDATA, owner)
+        cc_easy_ptr(easy, CURLOPT_CLOSESOCKETDATA, owner)
+        cc_easy_open_socket_function(easy, { clientp, _, address in
+            Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.openSocket(address!) }
+        })
+        cc_easy_close_socket_function(easy, { clientp, fd in
+            Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.closeSocket(fd) }
+        })
+        origin.withCString { _ = cc_easy_str(easy, CURLOPT_URL, $0) }
+    }
+
+    deinit {
+        close()
+        errorBuffer.deallocate()
+    }
+
+    /// The connect ended (`TunnelConnector`).
+    func connectEnded(_ code: CURLcode) {
+        let callback = onConnected
+        onConnected = nil
+        guard code == CURLE_OK else { return callback?(message(code)) ?? () }
+        let socket = cc_info_active_socket(easy)
+        guard socket != CC_SOCKET_BAD else { return callback?("no connected socket") ?? () }
+        fd = socket
+        callback?(nil)
+    }
+
+    private func message(_ code: CURLcode) -> String {
+        let detail = String(cString: errorBuffer)
+        return detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+    }
+
+    /// Sends what the socket takes of `bytes` now.
+    package func send(_ bytes: UnsafeRawBufferPointer) -> Step {
+        guard !closed, fd >= 0 else { return .failed("closed") }
+        var n = 0
+        let code = curl_easy_send(easy, bytes.baseAddress, bytes.count, &n)
+        if code == CURLE_OK { return .moved(n) }
+        if code == CURLE_AGAIN { return .again }
+        return .failed(message(code))
+    }
+
+    /// Receives what has arrived, up to `buffer.count` bytes; `.moved(0)` is the end of stream.
+    package func receive(into buffer: UnsafeMutableRawBufferPointer) -> Step {
+        guard !closed, fd >= 0 else { return .failed("closed") }
+        var n = 0
+        let code = curl_easy_recv(easy, buffer.baseAddress, buffer.count, &n)
+        if code == CURLE_OK { return .moved(n) }
+        if code == CURLE_AGAIN { return .again }
+        return .failed(message(code))
+    }
+
+    /// Closes the connection (libcurl closes the socket through the client's callback). The
+    /// caller stops watching `fd` first.
+    package func close() {
+        guard !closed else { return }
+        closed = true
+        onConnected = nil
+        connector?.remove(self)
+        curl_easy_cleanup(easy)
+        fd = -1
+    }
+}
+
+/// Opens a loop's tunnels' upstream connections: a multi handle of its own that holds each
+/// connect-only handle for the tunnel's life (libcurl requires it), driven while connects are
+/// under way by a short loop timer (a connect is a few round trips; no socket of a finished
+/// connect is watched by it).
+package final class TunnelConnector {
+    private let client: UpstreamClient
+    private let multi: UnsafeMutableRawPointer
+    /// Handles whose connect is under way.
+    private var connecting: [UpstreamTunnel] = []
+    private var poll: TimerID?
+    private static let pollMilliseconds = 1.0
+
+    /// The connector of `client`'s loop.
+    package init(client: UpstreamClient) {
+        self.client = client
+        multi = curl_multi_init()
+    }
+
+    deinit {
+        if let poll { client.loop.cancel(poll) }
+        curl_multi_cleanup(multi)
+    }
+
+    /// Starts connecting to `origin` (`http://host:port` or `https://…`); `connected` is called
+    /// on the loop with nil once the tunnel's bytes may move, or with the reason it failed.
+    package func connect(origin: String, connectTimeout: Double, connected: @escaping (String?) -> Void) -> UpstreamTunnel {
+        let tunnel = UpstreamTunnel(origin: origin, connectTimeout: connectTimeout, client: client, connector: self)
+        tunnel.onConnected = connected
+        let result = curl_multi_add_handle(multi, tunnel.easy)
+        if result != CURLM_OK {
+            client.loop.afterEvents { [weak tunnel] in
+                guard let tunnel, let callback = tunnel.onConnected else { return }
+                tunnel.onConnected = nil
+                callback("curl_multi_add_handle: \(result.rawValue)")
+            }
+            return tunnel
+        }
+        connecting.append(tunnel)
+        schedulePoll()
+        return tunnel
+    }
+
+    /// Takes a closing tunnel's handle out of the multi handle.
+    func remove(_ tunnel: UpstreamTunnel) {
+        connecting.removeAll { $0 === tunnel }
+        curl_multi_remove_handle(multi, tunnel.easy)
+    }
+
+    private func schedulePoll() {
+        guard poll == nil, !connecting.isEmpty else { return }
+        poll = client.loop.schedule(at: client.loop.now.adding(seconds: Self.pollMilliseconds / 1000)) { [weak self] in
+            guard let self else { return }
+            self.poll = nil
+            self.drive()
+        }
+    }
+
+    /// Runs the connects under way and reports those that ended.
+    private func drive() {
+        var running: Int32 = 0
+        curl_multi_perform(multi, &running)
+        var left: Int32 = 0
+        while let message = curl_multi_info_read(multi, &left) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            guard let index = connecting.firstIndex(where: { $0.easy == easy }) else { continue }
+            let tunnel = connecting.remove(at: index)
+            tunnel.connectEnded(cc_msg_result(message))
+        }
+        schedulePoll()
+    }
+}

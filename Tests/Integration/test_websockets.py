@@ -1,0 +1,394 @@
+"""WebSocket tunnels and event streams through the real binary (docs/websockets.md), with a real
+WebSocket peer on both sides (PyPI `websockets`): the handshake carries the route's credentials,
+bytes cross both ways in order, close handshakes pass either way, `wss` upstreams work with a
+private CA, cross-site handshakes never reach the upstream, logout closes the credentialed
+tunnels only, idle tunnels and quiet event streams outlive `timeoutSeconds`, SIGTERM closes
+open tunnels, and a thousand idle tunnels stay open.
+
+    PLATFORM_PROXY_BIN=.build/debug/platform-proxy python -m pytest -q Tests/Integration/test_websockets.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import os
+import resource
+import shutil
+import signal
+import socket
+import ssl
+import threading
+import time
+from http import HTTPStatus
+from pathlib import Path
+
+import pytest
+
+websockets = pytest.importorskip("websockets")
+from websockets.asyncio.client import connect  # noqa: E402
+from websockets.asyncio.server import serve  # noqa: E402
+from websockets.exceptions import ConnectionClosed, InvalidStatus  # noqa: E402
+
+from credentials_support import free_port, idp_factory, launch, wait_until  # noqa: E402,F401  (fixture)
+from proxy import base_config  # noqa: E402
+from test_credentials import unsigned_jwt  # noqa: E402
+
+TOKEN = "demo-access-" + "w" * 24
+
+
+class WSUpstream:
+    """A `websockets` server on its own thread and event loop: echoes every message, records each
+    handshake's headers, closes with 4000 when asked (`server-close`), refuses `/refuse` with 403."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None):
+        self.handshakes: list[dict] = []
+        self.open = 0
+        self.closed_codes: list[int | None] = []
+        self.port = free_port()
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        self.ssl_context = ssl_context
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        assert self.ready.wait(10), "the WebSocket upstream did not start"
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self._serve())
+
+    async def _serve(self):
+        self.stop_event = asyncio.Event()
+        async with serve(self._handler, "127.0.0.1", self.port, ssl=self.ssl_context, max_size=None,
+                         process_request=self._process, ping_interval=None, compression=None):
+            self.ready.set()
+            await self.stop_event.wait()
+
+    def _process(self, connection, request):
+        self.handshakes.append({k.lower(): v for k, v in request.headers.raw_items()} | {":path": request.path})
+        if request.path.startswith("/ws/refuse"):
+            return connection.respond(HTTPStatus.FORBIDDEN, "refused by upstream\n")
+        return None
+
+    async def _handler(self, ws):
+        self.open += 1
+        try:
+            async for message in ws:
+                if message == "server-close":
+                    await ws.close(4000, "server says bye")
+                    break
+                await ws.send(message)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.open -= 1
+            self.closed_codes.append(ws.close_code)
+
+    def stop(self):
+        self.loop.call_soon_threadsafe(self.stop_event.set)
+        self.thread.join(10)
+
+
+class QuietEventStream:
+    """An HTTP/1.1 upstream answering `/events` with `text/event-stream` (or `/plain` with
+    `application/octet-stream` unframed): one event, then `quiet` seconds of nothing, then one more."""
+
+    def __init__(self, quiet: float):
+        self.quiet = quiet
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                data += chunk
+            kind = b"text/event-stream" if b"/events" in data.split(b"\r\n")[0] else b"application/octet-stream"
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: " + kind + b"\r\nConnection: close\r\n\r\n")
+            conn.sendall(b"data: first\n\n")
+            time.sleep(self.quiet)
+            conn.sendall(b"data: second\n\n")
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def ws_upstream():
+    upstream = WSUpstream()
+    yield upstream
+    upstream.stop()
+
+
+def ws_routes(port: int, scheme: str = "http", credential: str = "access_token", **extra) -> list[dict]:
+    return [
+        {"name": "ws", "path": "/ws", "upstream": f"{scheme}://127.0.0.1:{port}/ws", "credential": credential, **extra},
+        {"name": "open", "path": "/open", "upstream": f"{scheme}://127.0.0.1:{port}/open", **extra},
+    ]
+
+
+def demo_proxy(start_proxy, idp_factory, tmp_path, routes, extra=None):  # noqa: F811
+    """A proxy logged in with the demo login (token `TOKEN`), serving `routes`."""
+    idp = idp_factory()
+    demo_id = unsigned_jwt({"sub": "ws-user", "exp": int(time.time()) + 600})
+    proxy = launch(start_proxy, idp, tmp_path, routes=routes, extra=extra, provider_extra={
+        "demo": {"accessToken": TOKEN, "idToken": demo_id, "expiresInSeconds": 600}})
+    post(proxy.port, "/_platform/login/demo")
+    return proxy
+
+
+def post(port: int, path: str):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("POST", path, body=b"", headers={"Content-Length": "0"})
+        assert conn.getresponse().status == 200, path
+    finally:
+        conn.close()
+
+
+def plain_proxy(start_proxy, routes, **overrides):
+    return start_proxy(base_config(routes=routes, **overrides))
+
+
+def run(coro, timeout: float = 60):
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+def ws_url(port: int, path: str) -> str:
+    return f"ws://127.0.0.1:{port}{path}"
+
+
+# --------------------------------------------------------------------------- through the tunnel
+
+
+def test_websocket_messages_cross_the_tunnel_with_the_routes_credentials(start_proxy, idp_factory, tmp_path,  # noqa: F811
+                                                                          ws_upstream):
+    proxy = demo_proxy(start_proxy, idp_factory, tmp_path, ws_routes(ws_upstream.port))
+
+    async def scenario():
+        async with connect(ws_url(proxy.port, "/ws/chat?room=1"), max_size=None, ping_interval=None,
+                           compression=None) as ws:
+            await ws.send("hello")
+            assert await ws.recv() == "hello"
+            await ws.send(b"\x00\x01\xfe\xff")
+            assert await ws.recv() == b"\x00\x01\xfe\xff"
+            big = os.urandom(1 << 20)
+            await ws.send(big)
+            assert await ws.recv() == big
+            for i in range(3000):
+                await ws.send(f"m{i}")
+            for i in range(3000):
+                assert await ws.recv() == f"m{i}"
+
+    run(scenario())
+    handshake = ws_upstream.handshakes[-1]
+    assert handshake[":path"] == "/ws/chat?room=1"
+    assert handshake["authorization"] == f"Bearer {TOKEN}"
+    assert handshake["x-authorization"] == f"Bearer {TOKEN}"
+    assert handshake["host"] == f"127.0.0.1:{ws_upstream.port}"
+    wait_until(lambda: proxy.server.log_events("tunnel_closed"), timeout=5, what="tunnel_closed logged")
+    closed = proxy.server.log_events("tunnel_closed")[-1]
+    assert closed["route"] == "ws" and closed["bytesUp"] > (1 << 20) and closed["bytesDown"] > (1 << 20)
+
+
+def test_close_handshake_from_the_client_and_from_the_upstream(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+
+    async def scenario():
+        ws = await connect(ws_url(proxy.port, "/open/a"), ping_interval=None)
+        await ws.send("x")
+        assert await ws.recv() == "x"
+        await ws.close(1000, "client done")
+        assert ws.close_code == 1000
+        ws = await connect(ws_url(proxy.port, "/open/b"), ping_interval=None)
+        await ws.send("server-close")
+        with pytest.raises(ConnectionClosed) as closed:
+            await ws.recv()
+        assert closed.value.rcvd.code == 4000 and closed.value.rcvd.reason == "server says bye"
+
+    run(scenario())
+    wait_until(lambda: 1000 in ws_upstream.closed_codes and 4000 in ws_upstream.closed_codes, timeout=5,
+               what="both closes seen by the upstream")
+
+
+def test_refused_upgrade_is_relayed_as_a_response(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+
+    async def scenario():
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(ws_url(proxy.port, "/ws/refuse"), ping_interval=None)
+        return refused.value.response
+
+    response = run(scenario())
+    assert response.status_code == 403
+    assert response.body == b"refused by upstream\n"
+
+
+def test_cross_site_handshake_is_refused_before_the_upstream(start_proxy, idp_factory, tmp_path,  # noqa: F811
+                                                              ws_upstream):
+    proxy = demo_proxy(start_proxy, idp_factory, tmp_path, ws_routes(ws_upstream.port))
+
+    async def refused(**headers):
+        with pytest.raises(InvalidStatus) as refusal:
+            await connect(ws_url(proxy.port, "/ws/x"), ping_interval=None, **headers)
+        return refusal.value.response
+
+    foreign_origin = run(refused(origin="https://evil.example"))
+    assert foreign_origin.status_code == 403 and b"origin_not_allowed" in foreign_origin.body
+    cross_site = run(refused(additional_headers={"Sec-Fetch-Site": "cross-site"}))
+    assert cross_site.status_code == 403 and b"cross_site_request" in cross_site.body
+    assert ws_upstream.handshakes == []
+
+
+def test_wss_upstream_with_a_private_ca(start_proxy, tmp_path):
+    if shutil.which("openssl") is None:
+        pytest.skip("needs openssl")
+    from test_tls_upstream import make_ca_and_cert
+    ca, cert, key = make_ca_and_cert(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    upstream = WSUpstream(ssl_context=context)
+    try:
+        proxy = start_proxy(base_config(routes=[{"name": "wss", "path": "/wss",
+                                                 "upstream": f"https://127.0.0.1:{upstream.port}/ws"}]),
+                            env={"CURL_CA_BUNDLE": str(ca)})
+
+        async def scenario():
+            async with connect(ws_url(proxy.port, "/wss/tls"), max_size=None, ping_interval=None) as ws:
+                big = os.urandom(300_000)
+                await ws.send(big)
+                assert await ws.recv() == big
+                for i in range(500):
+                    await ws.send(f"t{i}")
+                for i in range(500):
+                    assert await ws.recv() == f"t{i}"
+
+        run(scenario())
+        assert upstream.handshakes[-1][":path"] == "/ws/tls"
+    finally:
+        upstream.stop()
+
+
+def test_logout_closes_the_credentialed_tunnels_but_not_the_others(start_proxy, idp_factory, tmp_path,  # noqa: F811
+                                                                   ws_upstream):
+    proxy = demo_proxy(start_proxy, idp_factory, tmp_path, ws_routes(ws_upstream.port))
+
+    async def scenario():
+        credentialed = await connect(ws_url(proxy.port, "/ws/c"), ping_interval=None)
+        other = await connect(ws_url(proxy.port, "/open/o"), ping_interval=None)
+        await credentialed.send("before")
+        assert await credentialed.recv() == "before"
+        await asyncio.to_thread(post, proxy.port, "/_platform/logout")
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(credentialed.recv(), 5)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+        await other.send("still here")
+        assert await other.recv() == "still here"
+        await other.close()
+
+    run(scenario())
+    wait_until(lambda: any(e.get("reason") == "logout" for e in proxy.server.log_events("tunnel_closed")),
+               timeout=5, what="tunnel_closed reason=logout")
+
+
+def test_idle_tunnel_and_quiet_event_stream_outlive_timeout_seconds(start_proxy, ws_upstream):
+    events = QuietEventStream(quiet=3.5)
+    try:
+        proxy = plain_proxy(start_proxy, [
+            {"name": "open", "path": "/open", "upstream": f"http://127.0.0.1:{ws_upstream.port}/open", "timeoutSeconds": 2},
+            {"name": "sse", "path": "/sse", "upstream": f"http://127.0.0.1:{events.port}", "timeoutSeconds": 2},
+        ])
+
+        async def idle_tunnel():
+            async with connect(ws_url(proxy.port, "/open/idle"), ping_interval=None) as ws:
+                await asyncio.sleep(3.5)
+                await ws.send("after quiet")
+                assert await ws.recv() == "after quiet"
+
+        def quiet_stream() -> bytes:
+            conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
+            conn.request("GET", "/sse/events")
+            response = conn.getresponse()
+            assert response.status == 200
+            return response.read()
+
+        async def both():
+            stream = asyncio.create_task(asyncio.to_thread(quiet_stream))
+            await idle_tunnel()
+            return await stream
+
+        body = run(both(), timeout=30)
+        assert b"data: first" in body and b"data: second" in body
+    finally:
+        events.close()
+
+
+def test_tunnel_idle_timeout_closes_a_quiet_tunnel(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, [{"name": "open", "path": "/open", "upstream": f"http://127.0.0.1:{ws_upstream.port}/open",
+                                       "tunnelIdleTimeoutSeconds": 1}])
+
+    async def scenario():
+        ws = await connect(ws_url(proxy.port, "/open/quiet"), ping_interval=None)
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 5)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+
+    run(scenario())
+    wait_until(lambda: any(e.get("reason") == "idle_timeout" for e in proxy.log_events("tunnel_closed")),
+               timeout=5, what="tunnel_closed reason=idle_timeout")
+
+
+def test_sigterm_closes_open_tunnels(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+
+    async def scenario():
+        sockets = [await connect(ws_url(proxy.port, f"/open/{i}"), ping_interval=None) for i in range(5)]
+        for ws in sockets:
+            await ws.send("hi")
+            assert await ws.recv() == "hi"
+        started = time.monotonic()
+        proxy.signal(signal.SIGTERM)
+        for ws in sockets:
+            with pytest.raises(ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), 10)
+        return time.monotonic() - started
+
+    elapsed = run(scenario())
+    assert elapsed < 10
+    assert proxy.wait(timeout=15) == 0
+
+
+def test_a_thousand_idle_tunnels(start_proxy, ws_upstream):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 5000:
+        pytest.skip(f"the descriptor limit {hard} is too low for 1,000 tunnels on both sides")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+    count = 1000
+
+    async def scenario():
+        sockets = []
+        for start in range(0, count, 100):
+            sockets += await asyncio.gather(*(connect(ws_url(proxy.port, f"/open/{i}"), ping_interval=None)
+                                              for i in range(start, start + 100)))
+        assert ws_upstream.open == count
+        await asyncio.sleep(1)
+        for i, ws in enumerate(sockets[::50]):
+            await ws.send(f"alive {i}")
+            assert await ws.recv() == f"alive {i}"
+        await asyncio.gather(*(ws.close() for ws in sockets))
+
+    run(scenario(), timeout=120)
+    wait_until(lambda: ws_upstream.open == 0, timeout=20, what="every upstream connection closed")
