@@ -35,6 +35,15 @@ from proxy import base_config  # noqa: E402
 from test_credentials import unsigned_jwt  # noqa: E402
 
 TOKEN = "demo-access-" + "w" * 24
+FLOOD_MESSAGE = 64 * 1024
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS line")
 
 
 class WSUpstream:
@@ -45,6 +54,7 @@ class WSUpstream:
         self.handshakes: list[dict] = []
         self.open = 0
         self.closed_codes: list[int | None] = []
+        self.flood_sent = 0
         self.port = free_port()
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
@@ -77,6 +87,12 @@ class WSUpstream:
                 if message == "server-close":
                     await ws.close(4000, "server says bye")
                     break
+                if isinstance(message, str) and message.startswith("flood "):
+                    for i in range(int(message.split()[1])):
+                        await ws.send(i.to_bytes(4, "big") + bytes(FLOOD_MESSAGE - 4))
+                        self.flood_sent = i + 1
+                    await ws.send("flood-done")
+                    continue
                 await ws.send(message)
         except ConnectionClosed:
             pass
@@ -234,6 +250,30 @@ def test_refused_upgrade_is_relayed_as_a_response(start_proxy, ws_upstream):
     response = run(scenario())
     assert response.status_code == 403
     assert response.body == b"refused by upstream\n"
+    # The upstream saw an upgrade request (not one stripped of its Upgrade field).
+    assert ws_upstream.handshakes[-1]["upgrade"] == "websocket"
+
+
+def test_a_client_that_does_not_read_holds_the_upstream_back(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+    count = 1600  # 100 MiB: far more than the socket buffers on the way hold
+
+    async def scenario():
+        async with connect(ws_url(proxy.port, "/open/flood"), max_size=None, max_queue=1, ping_interval=None,
+                           compression=None) as ws:
+            before = rss_kib(proxy.proc.pid)
+            await ws.send(f"flood {count}")
+            await asyncio.sleep(3)
+            held_at = ws_upstream.flood_sent
+            grown = rss_kib(proxy.proc.pid) - before
+            assert held_at < count // 2, f"the upstream sent {held_at} of {count} messages to a client that read none"
+            assert grown < 16 * 1024, f"the proxy grew {grown} KiB while its client did not read"
+            for i in range(count):
+                message = await ws.recv()
+                assert int.from_bytes(message[:4], "big") == i and len(message) == FLOOD_MESSAGE
+            assert await ws.recv() == "flood-done"
+
+    run(scenario(), timeout=120)
 
 
 def test_cross_site_handshake_is_refused_before_the_upstream(start_proxy, idp_factory, tmp_path,  # noqa: F811
@@ -250,6 +290,15 @@ def test_cross_site_handshake_is_refused_before_the_upstream(start_proxy, idp_fa
     cross_site = run(refused(additional_headers={"Sec-Fetch-Site": "cross-site"}))
     assert cross_site.status_code == 403 and b"cross_site_request" in cross_site.body
     assert ws_upstream.handshakes == []
+
+    async def same_origin():
+        async with connect(ws_url(proxy.port, "/ws/x"), ping_interval=None,
+                           additional_headers={"Sec-Fetch-Site": "same-origin"}) as ws:
+            await ws.send("ok")
+            assert await ws.recv() == "ok"
+
+    run(same_origin())
+    assert len(ws_upstream.handshakes) == 1
 
 
 def test_wss_upstream_with_a_private_ca(start_proxy, tmp_path):
