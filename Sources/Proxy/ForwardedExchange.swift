@@ -305,6 +305,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, HTTPExchangeDelegate {
     private func retryAfter401() -> Bool {
         guard route.config.retryOn401, route.config.credential != .none, let manager = handler.manager(for: route.config),
               !refreshTooSoon() else { return false }
+        // The token is refused: tunnels that carry it close once it is replaced.
+        TunnelTable.tokenRefused(provider: handler.slot(route.config.provider).name, generation: generation)
         if body == nil || body?.isReplayable == true { return true }
         manager.refresh(seen: generation, after401: true, replyOn: exchange.loop) { _ in }
         return false

@@ -87,6 +87,7 @@ extension ProxyHandler {
         if uploadsHere, slot.name == analyticsProviderName { analytics?.credentialsChanged(UploadToken(snapshot)) }
         if snapshot.status != previous { broadcastState(slot) }
         if previous.loggedIn && !snapshot.status.loggedIn { withdrawTunnels(provider: slot.name, reason: "logout") }
+        withdrawRefusedTunnels(provider: slot.name, generation: snapshot.generation)
         if snapshot.status.loggedIn && !slot.gated.isEmpty {
             let released = slot.gated
             slot.gated.removeAll()

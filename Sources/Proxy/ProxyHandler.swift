@@ -159,7 +159,7 @@ package final class ProxyHandler: HTTPHandler {
         }
         if !injected.lines.isEmpty { plan.slot.counters.injected += 1 }
         if let upgrade = Self.tunnelledUpgrade(exchange.head, route: compiled.config) {
-            return startTunnel(exchange, plan, injected: injected, upgrade: upgrade)
+            return startTunnel(exchange, plan, injected: injected, generation: credentials.generation, upgrade: upgrade)
         }
         var experiments: HeaderLines?
         if compiled.config.experimentHeader, let service = experimentService {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import json
 import os
 import resource
 import shutil
@@ -78,6 +79,9 @@ class WSUpstream:
         self.handshakes.append({k.lower(): v for k, v in request.headers.raw_items()} | {":path": request.path})
         if request.path.startswith("/ws/refuse"):
             return connection.respond(HTTPStatus.FORBIDDEN, "refused by upstream\n")
+        if request.path.startswith("/api/"):
+            # A plain HTTP resource that refuses every token (drives a 401 refresh).
+            return connection.respond(HTTPStatus.UNAUTHORIZED, "token refused\n")
         return None
 
     async def _handler(self, ws):
@@ -441,3 +445,70 @@ def test_a_thousand_idle_tunnels(start_proxy, ws_upstream):
 
     run(scenario(), timeout=120)
     wait_until(lambda: ws_upstream.open == 0, timeout=20, what="every upstream connection closed")
+
+
+def test_reload_moving_a_route_closes_its_tunnels_only(start_proxy, ws_upstream):
+    other = WSUpstream()
+    try:
+        routes = [{"name": "moved", "path": "/moved", "upstream": f"http://127.0.0.1:{ws_upstream.port}/moved"},
+                  {"name": "kept", "path": "/kept", "upstream": f"http://127.0.0.1:{ws_upstream.port}/kept"}]
+        proxy = plain_proxy(start_proxy, routes)
+
+        async def scenario():
+            moved = await connect(ws_url(proxy.port, "/moved/a"), ping_interval=None)
+            kept = await connect(ws_url(proxy.port, "/kept/a"), ping_interval=None)
+            config = dict(proxy.config)
+            config["routes"] = [dict(routes[0], upstream=f"http://127.0.0.1:{other.port}/moved"), routes[1]]
+            tmp = proxy.config_path.with_name(proxy.config_path.name + ".new")
+            tmp.write_text(json.dumps(config))
+            tmp.replace(proxy.config_path)
+            proxy.signal(signal.SIGHUP)
+            with pytest.raises(ConnectionClosed) as closed:
+                await asyncio.wait_for(moved.recv(), 10)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+            await kept.send("still here")
+            assert await kept.recv() == "still here"
+            await kept.close()
+            async with connect(ws_url(proxy.port, "/moved/b"), ping_interval=None) as again:
+                await again.send("new upstream")
+                assert await again.recv() == "new upstream"
+
+        run(scenario())
+        assert other.handshakes[-1][":path"] == "/moved/b"
+        wait_until(lambda: any(e.get("reason") == "route_changed" for e in proxy.log_events("tunnel_closed")),
+                   timeout=5, what="tunnel_closed reason=route_changed")
+    finally:
+        other.stop()
+
+
+def test_a_token_refused_by_an_upstream_and_replaced_closes_the_tunnels_carrying_it(start_proxy, idp_factory,  # noqa: F811
+                                                                                   tmp_path, ws_upstream):
+    from credentials_support import login
+    idp = idp_factory()
+    routes = ws_routes(ws_upstream.port) + [
+        {"name": "api", "path": "/api", "upstream": f"http://127.0.0.1:{ws_upstream.port}/api", "credential": "access_token",
+         "retryOn401": True}]
+    proxy = launch(start_proxy, idp, tmp_path, routes=routes, refresh_before=1)
+    login(proxy)
+
+    async def scenario():
+        credentialed = await connect(ws_url(proxy.port, "/ws/c"), ping_interval=None)
+        other = await connect(ws_url(proxy.port, "/open/o"), ping_interval=None)
+        refused = await asyncio.to_thread(proxy.call, "/api/thing")
+        assert refused.status == 401
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(credentialed.recv(), 10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+        await other.send("still here")
+        assert await other.recv() == "still here"
+        await other.close()
+        # A new tunnel carries the new token.
+        async with connect(ws_url(proxy.port, "/ws/again"), ping_interval=None) as again:
+            await again.send("x")
+            assert await again.recv() == "x"
+
+    run(scenario())
+    first, last = ws_upstream.handshakes[0]["authorization"], ws_upstream.handshakes[-1]["authorization"]
+    assert first != last
+    wait_until(lambda: any(e.get("reason") == "token_refused" for e in proxy.server.log_events("tunnel_closed")),
+               timeout=5, what="tunnel_closed reason=token_refused")

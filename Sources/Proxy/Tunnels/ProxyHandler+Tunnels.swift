@@ -45,7 +45,8 @@ extension ProxyHandler {
     /// Opens a tunnel for an upgrade request whose credentials are decided: the handshake is the
     /// request as it would be forwarded (the same header policy and injected lines), with the
     /// upgrade fields put back, sent over a libcurl connect-only connection.
-    func startTunnel(_ exchange: HTTPExchange, _ plan: ForwardPlan, injected: InjectedLines, upgrade: (token: String, value: String)) {
+    func startTunnel(_ exchange: HTTPExchange, _ plan: ForwardPlan, injected: InjectedLines, generation: UInt64,
+                     upgrade: (token: String, value: String)) {
         let limits = plan.runtime.configuration.limits
         guard tunnels.admit(peer: exchange.peer, maxTunnels: limits.maxTunnels, maxPerClient: limits.maxTunnelsPerClient) else {
             metrics.tunnelClosed(route: plan.compiled.config.name, reason: "too_many_tunnels", wasOpen: false)
@@ -71,6 +72,7 @@ extension ProxyHandler {
         handshake.append(contentsOf: "Connection: Upgrade\r\nUpgrade: \(upgrade.value)\r\n\r\n".utf8)
         let identity = Tunnel.Identity(requestID: requestID, route: route.name,
                                        provider: route.credential == .none ? nil : plan.slot.provider.name,
+                                       generation: generation,
                                        peer: exchange.peer, upgrade: upgrade.token, upstream: url.origin,
                                        idleTimeout: route.tunnelIdleTimeoutSeconds)
         let tunnel = Tunnel(exchange: exchange, identity: identity, handshake: handshake, table: tunnels)
@@ -82,6 +84,14 @@ extension ProxyHandler {
     func withdrawTunnels(provider: String, reason: String) {
         guard let tunnelTable, tunnelTable.count > 0 else { return }
         tunnelTable.withdraw(reason: reason) { $0.provider == provider }
+    }
+
+    /// New tokens of `provider`: if an upstream refused its tokens up to some generation, the
+    /// tunnels carrying one of those close (the new tokens replaced a refused one).
+    func withdrawRefusedTunnels(provider: String, generation: UInt64) {
+        guard let tunnelTable, tunnelTable.count > 0,
+              let refused = TunnelTable.refusedGeneration(provider: provider), refused < generation else { return }
+        tunnelTable.withdraw(reason: "token_refused") { $0.provider == provider && $0.generation <= refused }
     }
 
     /// A reload installed `runtime`: tunnels whose route is gone, or now names another upstream

@@ -17,6 +17,8 @@ final class Tunnel: HTTPExchangeDelegate {
         let route: String
         /// The provider whose token the handshake carried; nil on a route without credentials.
         let provider: String?
+        /// The generation of that token.
+        let generation: UInt64
         /// The client address (per-client cap).
         let peer: String
         /// The `Upgrade` protocol (lowercased): a `websocket` tunnel says goodbye with a close frame.

@@ -17,6 +17,20 @@ final class TunnelTable {
     private var perClient: [String: Int] = [:]
     /// Tunnels admitted and not yet closed, across every loop.
     private static let admitted = Atomic<Int>(0)
+    /// By provider, the newest token generation an upstream refused (a 401 that asks for a
+    /// refresh), on any loop: when the replacement arrives (`credentialsChanged`, on every loop)
+    /// the tunnels carrying that token or an older one close.
+    private static let refusedTokens = Mutex<[String: UInt64]>([:])
+
+    /// An upstream refused `provider`'s token of `generation`.
+    static func tokenRefused(provider: String, generation: UInt64) {
+        refusedTokens.withLock { $0[provider] = max($0[provider] ?? 0, generation) }
+    }
+
+    /// The newest refused generation of `provider`'s tokens, if any was refused.
+    static func refusedGeneration(provider: String) -> UInt64? {
+        refusedTokens.withLock { $0[provider] }
+    }
     /// Most bytes queued toward one side of a tunnel: past it the other side is not read.
     static let queueCap = 256 * 1024
 
