@@ -69,7 +69,7 @@ let package = Package(
                 swiftSettings: strict),
         .target(name: "Experiments", dependencies: ["Config", "Credentials", "EventLoop", "JSON"], swiftSettings: strict),
         .target(name: "Proxy", dependencies: ["Analytics", "Config", "Credentials", "EventLoop", "Experiments", "HTTP1", "HTTPServer", "JSON", "Upstream"], swiftSettings: strict),
-        .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "EventLoop", "CLinux"],
+        .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "EventLoop", "CLinux", "JSON", "Upstream"],
                           exclude: ["link-order.txt"], swiftSettings: strict, linkerSettings: interposedCalls + releaseLink),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "JSON"]),
@@ -80,6 +80,7 @@ let package = Package(
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials", "Config", "JSON"]),
         .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "JSON"]),
         .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "Config", "Credentials", "JSON"]),
+        .testTarget(name: "PlatformProxyTests", dependencies: ["platform-proxy"]),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Config", "Credentials", "Experiments", "HTTP1", "EventLoop", "HTTPServer", "JSON", "Upstream"]),
     ]
 )

@@ -3,8 +3,8 @@ import Glibc
 
 /// libcurl4 loads GnuTLS (through librtmp and libldap), though it speaks TLS through OpenSSL and
 /// the proxy allows only http and https. GnuTLS initialises itself in a library constructor,
-/// before `main`, unless `GNUTLS_NO_IMPLICIT_INIT` is set: 0.5–0.7 MiB resident for the life of
-/// the process, for nothing. So `serve` starts its own executable again, once, with the variable
+/// before `main`, unless `GNUTLS_NO_IMPLICIT_INIT` is set: memory resident for the life of the
+/// process, for nothing (`bench/idle_memory.py` measures it). So `serve` starts its own executable again, once, with the variable
 /// set, keeping its PID, arguments and descriptors. A variable already set, to any value, is left
 /// as it is (the image sets it); if the executable cannot be named or started again (or was
 /// started through the dynamic loader by name), the proxy goes on as it started. Signals that come

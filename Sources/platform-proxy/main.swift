@@ -3,7 +3,8 @@ import EventLoop
 import Glibc
 import Proxy
 
-/// Command-line parsing and wiring only; the work lives in the Proxy module.
+/// Command-line parsing, the login commands that talk to a running proxy, and wiring; the
+/// serving lives in the Proxy module.
 let arguments: Arguments
 do {
     arguments = try Arguments.parse(Array(CommandLine.arguments.dropFirst()))

@@ -45,16 +45,17 @@ extension ProxyHandler {
     /// Opens a tunnel for an upgrade request whose credentials are decided: the handshake is the
     /// request as it would be forwarded (the same header policy and injected lines), with the
     /// upgrade fields put back, sent over a libcurl connect-only connection.
-    func startTunnel(_ exchange: HTTPExchange, _ plan: ForwardPlan, injected: InjectedLines, generation: UInt64,
+    func startTunnel(_ context: ExchangeContext, _ plan: ForwardPlan, injected: InjectedLines, generation: UInt64,
                      upgrade: (token: String, value: String)) {
+        let exchange = context.exchange
         let limits = plan.runtime.configuration.limits
         guard tunnels.admit(peer: exchange.peer, maxTunnels: limits.maxTunnels, maxPerClient: limits.maxTunnelsPerClient) else {
             metrics.tunnelClosed(route: plan.compiled.config.name, reason: "too_many_tunnels", wasOpen: false)
-            return fail(exchange, .tooManyTunnels)
+            return fail(context, .tooManyTunnels)
         }
         let route = plan.compiled.config
         let url = plan.url()
-        let requestID = exchange.info?.requestID ?? ""
+        let requestID = context.requestID
         var supplies: SuppliedFields?
         let lines = plan.slot.upstreamLines(exchange.head, peer: exchange.peer, requestID: requestID,
                                             removing: RouteSlot.RemovedFields(experiments: false, identity: false),
@@ -75,7 +76,7 @@ extension ProxyHandler {
                                        generation: generation,
                                        peer: exchange.peer, upgrade: upgrade.token, upstream: url.origin,
                                        idleTimeout: route.tunnelIdleTimeoutSeconds)
-        let tunnel = Tunnel(exchange: exchange, identity: identity, handshake: handshake, table: tunnels)
+        let tunnel = Tunnel(context: context, identity: identity, handshake: handshake, table: tunnels)
         tunnels.add(tunnel)
         tunnel.start(origin: url.origin, connector: tunnels.connector, connectTimeout: route.timeoutSeconds)
     }

@@ -10,7 +10,7 @@ import Upstream
 /// or the credentials it carries are withdrawn (docs/websockets.md). Every lifecycle decision is
 /// `TunnelStateMachine`'s. Each direction holds at most `TunnelTable.queueCap` bytes: past it the
 /// sending side is not read (backpressure both ways).
-final class Tunnel: HTTPExchangeDelegate {
+final class Tunnel: ProxyExchangeDelegate {
     /// What a tunnel carries and whom it answers to, for withdrawal and the log.
     struct Identity {
         let requestID: String
@@ -30,8 +30,11 @@ final class Tunnel: HTTPExchangeDelegate {
     }
 
     let identity: Identity
-    /// The exchange's log record (its access-log line is the tunnel's opening line).
-    let info: ExchangeInfo?
+    /// The exchange's context (its access-log line is the tunnel's opening line), held until
+    /// the exchange ended: an open tunnel keeps neither it nor the request head.
+    private var heldContext: ExchangeContext?
+    /// The exchange's context; read only while the exchange is under way (as its delegate).
+    var context: ExchangeContext { heldContext! }
     private weak var table: TunnelTable?
     private let loop: EventLoop
     private var exchange: HTTPExchange?
@@ -65,9 +68,10 @@ final class Tunnel: HTTPExchangeDelegate {
     /// client when the proxy ends the tunnel.
     private static let goingAway: [UInt8] = [0x88, 0x02, 0x03, 0xE9]
 
-    init(exchange: HTTPExchange, identity: Identity, handshake: [UInt8], table: TunnelTable) {
+    init(context: ExchangeContext, identity: Identity, handshake: [UInt8], table: TunnelTable) {
+        let exchange = context.exchange
         self.exchange = exchange
-        info = exchange.info
+        heldContext = context
         self.identity = identity
         self.table = table
         loop = exchange.loop
@@ -94,6 +98,8 @@ final class Tunnel: HTTPExchangeDelegate {
     // MARK: exchange events (before the hand-over)
 
     func exchange(_ exchange: HTTPExchange, finished outcome: ExchangeOutcome) {
+        if let heldContext { table?.handler?.exchangeFinished(heldContext, outcome: outcome, forwarded: nil) }
+        heldContext = nil
         // Answered (refused, failed) or handed over: nothing to do. A client gone first ends the tunnel.
         guard self.exchange === exchange else { return }
         self.exchange = nil
@@ -127,7 +133,7 @@ final class Tunnel: HTTPExchangeDelegate {
                                                                         ("route", .string(identity.route)),
                                                                         ("error", .string(message))])
             }
-            if let exchange, let handler = table?.handler { handler.fail(exchange, error) }
+            if exchange != nil, let heldContext, let handler = table?.handler { handler.fail(heldContext, error) }
             finish()
         case .openBridge:
             openBridge()
@@ -270,8 +276,8 @@ final class Tunnel: HTTPExchangeDelegate {
     /// Relays a refused upgrade (any status but 101) as the request's answer: its head fields
     /// (hop-by-hop ones dropped) and its body.
     private func relayAnswer() {
-        if let refusal, let exchange, let handler = table?.handler {
-            handler.send(exchange, status: refusal.status, headers: refusal.headers, body: refusal.body)
+        if let refusal, exchange != nil, let heldContext, let handler = table?.handler {
+            handler.send(heldContext, status: refusal.status, headers: refusal.headers, body: refusal.body)
         }
         refusal = nil
         finish()
