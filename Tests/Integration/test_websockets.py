@@ -356,34 +356,61 @@ def test_logout_closes_the_credentialed_tunnels_but_not_the_others(start_proxy, 
                timeout=5, what="tunnel_closed reason=logout")
 
 
-def test_idle_tunnel_and_quiet_event_stream_outlive_timeout_seconds(start_proxy, ws_upstream):
+def test_an_idle_tunnel_outlives_timeout_seconds(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, [
+        {"name": "open", "path": "/open", "upstream": f"http://127.0.0.1:{ws_upstream.port}/open", "timeoutSeconds": 2}])
+
+    async def idle_tunnel():
+        async with connect(ws_url(proxy.port, "/open/idle"), ping_interval=None) as ws:
+            await asyncio.sleep(3.5)
+            await ws.send("after quiet")
+            assert await ws.recv() == "after quiet"
+
+    run(idle_tunnel())
+
+
+def read_stream(port: int, path: str) -> tuple[bytes, float]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    started = time.monotonic()
+    conn.request("GET", path)
+    response = conn.getresponse()
+    assert response.status == 200
+    try:
+        body = response.read()
+    except http.client.IncompleteRead as cut:
+        body = cut.partial
+    conn.close()
+    return body, time.monotonic() - started
+
+
+def test_a_quiet_event_stream_outlives_timeout_seconds(start_proxy):
     events = QuietEventStream(quiet=3.5)
     try:
         proxy = plain_proxy(start_proxy, [
-            {"name": "open", "path": "/open", "upstream": f"http://127.0.0.1:{ws_upstream.port}/open", "timeoutSeconds": 2},
-            {"name": "sse", "path": "/sse", "upstream": f"http://127.0.0.1:{events.port}", "timeoutSeconds": 2},
-        ])
-
-        async def idle_tunnel():
-            async with connect(ws_url(proxy.port, "/open/idle"), ping_interval=None) as ws:
-                await asyncio.sleep(3.5)
-                await ws.send("after quiet")
-                assert await ws.recv() == "after quiet"
-
-        def quiet_stream() -> bytes:
-            conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
-            conn.request("GET", "/sse/events")
-            response = conn.getresponse()
-            assert response.status == 200
-            return response.read()
-
-        async def both():
-            stream = asyncio.create_task(asyncio.to_thread(quiet_stream))
-            await idle_tunnel()
-            return await stream
-
-        body = run(both(), timeout=30)
+            {"name": "sse", "path": "/sse", "upstream": f"http://127.0.0.1:{events.port}", "timeoutSeconds": 2}])
+        body, _ = read_stream(proxy.port, "/sse/events")
         assert b"data: first" in body and b"data: second" in body
+        # Another type is still cut after timeoutSeconds of quiet.
+        body, took = read_stream(proxy.port, "/sse/plain")
+        assert b"data: first" in body and b"data: second" not in body and took < 3.4
+    finally:
+        events.close()
+
+
+def test_stream_idle_timeout_seconds_sets_the_quiet_allowed_to_any_response(start_proxy):
+    events = QuietEventStream(quiet=3.5)
+    try:
+        proxy = plain_proxy(start_proxy, [
+            {"name": "long", "path": "/long", "upstream": f"http://127.0.0.1:{events.port}", "timeoutSeconds": 2,
+             "streamIdleTimeoutSeconds": 10},
+            {"name": "short", "path": "/short", "upstream": f"http://127.0.0.1:{events.port}", "timeoutSeconds": 2,
+             "streamIdleTimeoutSeconds": 1},
+        ])
+        body, _ = read_stream(proxy.port, "/long/plain")
+        assert b"data: second" in body
+        # Set shorter, it cuts even an event stream.
+        body, took = read_stream(proxy.port, "/short/events")
+        assert b"data: first" in body and b"data: second" not in body and took < 3
     finally:
         events.close()
 
