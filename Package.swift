@@ -56,10 +56,14 @@ let package = Package(
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
+        // OpenSSL's libcrypto (the library libcurl's TLS already loads): client assertions are
+        // signed with it (RFC 7523) and TLS client certificates checked against their keys.
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "JSON", swiftSettings: strict),
-        .target(name: "Config", dependencies: ["JSON"], swiftSettings: strict),
+        .target(name: "Config", dependencies: ["CCrypto", "JSON"], swiftSettings: strict),
         .target(name: "HTTP1", swiftSettings: strict),
         .target(name: "EventLoop", dependencies: ["CLinux", "JSON"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CLinux", "EventLoop", "HTTP1"], swiftSettings: strict),

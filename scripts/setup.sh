@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh Debian 12 machine with the Swift toolchain.
 #
-#   scripts/setup.sh build   the C libraries the build links (libcurl, SQLite) — what `make run` needs
+#   scripts/setup.sh build   the C libraries the build links (libcurl, OpenSSL libcrypto, SQLite) — what `make run` needs
 #   scripts/setup.sh test    the above, the real test peers (nginx, HAProxy, wrk, slowhttptest, openssl
 #                            for a test CA), strace (a test counts system calls) and a project
 #                            virtual environment .venv/ with pytest, Flask and Authlib — what

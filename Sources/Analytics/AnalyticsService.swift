@@ -111,10 +111,10 @@ package final class AnalyticsService: @unchecked Sendable {
         Self.trimStoredBytes(writer: writer, to: max, counters: counters)
     }
 
-    /// Rows the ingest-time trim deletes per writer job. An eighth of the default budget is
-    /// ~80,000 rows, and one DELETE of them held the writer, so every request waiting on a
-    /// commit, for about 250 ms (p99 9 ms -> 250 ms once a store was at its budget); in
-    /// batches, the appends queued meanwhile commit between them.
+    /// Rows the ingest-time trim deletes per writer job. An eighth of the default budget is tens
+    /// of thousands of rows, and one DELETE of them would hold the writer, and with it every
+    /// request waiting on a commit, for as long as it takes; in batches, the appends queued
+    /// meanwhile commit between them (bench/analytics.sh prints the acknowledgements' p99).
     static let trimBatchRows = 4_096
 
     /// Deletes the oldest values over `max` bytes a batch per writer job, each batch queued

@@ -1,4 +1,5 @@
-/// When the uploader runs (docs/architecture.md, "State machines as values"): `idle → uploading → idle | backoff`.
+/// When the uploader runs (docs/architecture.md, "State machines as values"):
+/// `idle → uploading → idle | backoff`.
 /// A value with a manual clock; `AnalyticsUploader` performs the I/O.
 package struct UploadSchedule: Sendable, Equatable {
     /// How one batch ended.

@@ -11,6 +11,11 @@ static inline CURLcode cc_easy_str(CURL *h, CURLoption o, const char *v) { retur
 static inline CURLcode cc_easy_ptr(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
 /* A share handle holding TLS sessions (one per loop's client, so no lock functions). */
 static inline CURLSHcode cc_share_tls_sessions(CURLSH *s) { return curl_share_setopt(s, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION); }
+/* A TLS client key given as PEM bytes (libcurl copies them); NULL goes back to none. */
+static inline CURLcode cc_easy_sslkey_blob(CURL *h, const void *data, size_t length) {
+    struct curl_blob blob = { (void *)data, length, CURL_BLOB_COPY };
+    return curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, data ? &blob : NULL);
+}
 static inline CURLcode cc_easy_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode cc_easy_curlu(CURL *h, CURLU *u) { return curl_easy_setopt(h, CURLOPT_CURLU, u); }
 

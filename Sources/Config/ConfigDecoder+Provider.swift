@@ -5,7 +5,7 @@ extension ConfigDecoder {
         "discoveryURL", "authorizationEndpoint", "tokenEndpoint", "revocationEndpoint", "userinfoEndpoint",
         "deviceAuthorizationEndpoint", "clientID", "clientSecret", "redirectURI", "scopes", "grant",
         "refreshBeforeExpirySeconds", "minRefreshIntervalSeconds", "accessToken", "idToken", "tokenType", "demo", "journey",
-    ]
+    ] + identityKeys
 
     /// The provider; nil when anything in it is invalid (reported), so dependent checks stay quiet.
     func provider(_ object: ObjectReader) -> ProviderConfiguration? {
@@ -30,6 +30,7 @@ extension ConfigDecoder {
         if let type = object.read("tokenType", tokenType) { p.tokenType = type }
         p.demo = object.object("demo", keys: ["accessToken", "idToken", "expiresInSeconds"]).flatMap(demo)
         p.journey = object.object("journey", keys: Self.journeyKeys).flatMap(journey)
+        if p.grant != .staticTokens { identity(object, into: &p) }
 
         // An invalid grant was reported; guessing one would only add confusing errors.
         if object.has("grant"), chosenGrant == nil { return nil }
@@ -40,6 +41,10 @@ extension ConfigDecoder {
         switch p.grant {
         case .staticTokens:
             require("accessToken", p.accessToken != nil)
+            // No token endpoint is called: client authentication, audiences and TLS have nothing to apply to.
+            for key in Self.identityKeys where object.has(key) {
+                report(object.path(key), "is not used with grant \"static\" (it calls no token endpoint)")
+            }
         case .authorizationCode, .clientCredentials, .journey:
             require("clientID", p.clientID != nil)
             for key in ["accessToken", "idToken"] where object.has(key) {
@@ -62,14 +67,21 @@ extension ConfigDecoder {
         } else if object.has("journey") {
             report(object.path("journey"), "is used only with grant \"journey\"")
         }
-        if p.grant == .clientCredentials {
-            require("clientSecret", p.clientSecret != nil)
+        // An invalid tokenEndpointAuthMethod was reported; what it needs is unknown.
+        let methodKnown = !object.has("tokenEndpointAuthMethod") || p.tokenEndpointAuthMethod != nil
+        if p.grant == .clientCredentials, methodKnown, p.effectiveAuthMethod == .none {
+            // A service has no user: it must prove itself (a secret, a key, an assertion or a certificate).
+            if p.tokenEndpointAuthMethod == nil {
+                require("clientSecret", false)
+            } else {
+                report(object.path("tokenEndpointAuthMethod"), "\"none\" cannot be used with \(grant): the client must authenticate")
+            }
         }
         return errors.count == before ? p : nil
     }
 
     /// RFC 6749 scope tokens: printable ASCII without space, '"' or '\'.
-    private func scopes(_ value: JSONValue, at path: String) -> [String]? {
+    func scopes(_ value: JSONValue, at path: String) -> [String]? {
         guard let items = array(value, at: path) else { return nil }
         var scopes: [String] = []
         for (itemPath, item) in items {

@@ -41,6 +41,9 @@ extension ConfigDecoder {
         for (index, (route, path)) in routes.enumerated() where route.credential != .none || route.provider != nil {
             let chosen = chooseProvider(route.provider, credential: route.credential, at: path, in: config)
             config.routes[index].provider = chosen?.name
+            if route.tokenExchange != nil, let chosen, chosen.configuration.grant == .staticTokens {
+                report(path + ".tokenExchange", "needs a provider with a token endpoint; \(chosen.path) has grant \"static\"")
+            }
         }
         if let analytics = config.analytics, analytics.credential != .none || analytics.provider != nil {
             let chosen = chooseProvider(analytics.provider, credential: analytics.credential, at: "analytics", in: config)

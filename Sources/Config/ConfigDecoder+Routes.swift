@@ -4,7 +4,7 @@ extension ConfigDecoder {
     static let routeKeys = [
         "name", "path", "upstream", "credential", "provider", "headers", "redirects", "retryOn401", "timeoutSeconds", "mock",
         "experimentHeader",
-        "encodedSlashes", "upgrades", "tunnelIdleTimeoutSeconds", "streamIdleTimeoutSeconds",
+        "encodedSlashes", "tokenExchange", "tls", "upgrades", "tunnelIdleTimeoutSeconds", "streamIdleTimeoutSeconds",
     ]
 
     /// Headers that frame or route the message: injecting a token into them would break the exchange.
@@ -65,6 +65,11 @@ extension ConfigDecoder {
         let upgrades = object.read("upgrades", upgradeTokens) ?? ["websocket"]
         let tunnelIdle = object.seconds("tunnelIdleTimeoutSeconds", positive: true) ?? 3600
         let streamIdle = object.seconds("streamIdleTimeoutSeconds", positive: true)
+        let tokenExchange = object.object("tokenExchange", keys: Self.tokenExchangeKeys).flatMap(tokenExchange)
+        let tls = object.object("tls", keys: Self.tlsKeys).flatMap(tls)
+        if object.has("tokenExchange"), credential != .accessToken {
+            report(path + ".tokenExchange", "needs \"credential\": \"access_token\" (the token exchanged is the provider's access token)")
+        }
         // Everything is read before this point so a bad name or path hides no other error.
         guard let name, let routePath else { return nil }
         var route = RouteConfiguration(
@@ -75,6 +80,8 @@ extension ConfigDecoder {
         route.upgrades = upgrades
         route.tunnelIdleTimeoutSeconds = tunnelIdle
         route.streamIdleTimeoutSeconds = streamIdle
+        route.tokenExchange = tokenExchange
+        route.tls = tls
         return route
     }
 

@@ -34,6 +34,10 @@ package enum ConfigWarnings {
                     "\"\(id)\" looks like a placeholder; use the client ID registered with the provider"))
             }
         }
+        for (index, route) in config.routes.enumerated() where route.tokenExchange != nil && route.retryOn401 {
+            warnings.append(ConfigError(path: "routes[\(index)].retryOn401", message:
+                "ignored with tokenExchange: the route's token is exchanged for it, and a refresh of the provider's would not change it"))
+        }
         return warnings
     }
 }

@@ -48,6 +48,30 @@ package struct ProviderConfiguration: Sendable, Equatable {
     package var demo: DemoTokens?
     /// Journey grant only: the AM tree and server (required there). Default nil.
     package var journey: JourneyConfiguration?
+    /// How the client authenticates at the token endpoint; nil: `effectiveAuthMethod` decides. Default nil.
+    package var tokenEndpointAuthMethod: TokenEndpointAuthMethod?
+    /// `private_key_jwt`: the PEM private key (EC P-256 or RSA) client assertions are signed with. Default nil.
+    package var privateKey: SecretSource?
+    /// `private_key_jwt`: the `kid` header of signed assertions. Default nil.
+    package var keyID: String?
+    /// `private_key_jwt`: a ready-made assertion, read again for every token request (a rotated
+    /// projected token is picked up), used instead of signing one. Default nil.
+    package var clientAssertion: SecretSource?
+    /// RFC 8707 `resource` parameters on token requests (absolute URIs). Default [].
+    package var resource: [String] = []
+    /// The `audience` parameter on token requests. Default nil.
+    package var audience: String?
+    /// TLS for this provider's calls (CA, client certificate, server name). Default nil.
+    package var tls: TLSConfiguration?
+
+    /// The client authentication in force: the configured one, else `client_secret_basic` with
+    /// a secret, `private_key_jwt` with a key or assertion, `none` without any.
+    package var effectiveAuthMethod: TokenEndpointAuthMethod {
+        if let tokenEndpointAuthMethod { return tokenEndpointAuthMethod }
+        if clientSecret != nil { return .clientSecretBasic }
+        if privateKey != nil || clientAssertion != nil { return .privateKeyJWT }
+        return .none
+    }
 
     /// A provider with the documented defaults unless given.
     package init(

@@ -35,6 +35,11 @@ package struct RouteConfiguration: Sendable, Equatable {
     package var streamIdleTimeoutSeconds: Double?
     /// The quiet allowed to an event stream on a route that sets no `streamIdleTimeoutSeconds`.
     package static let defaultStreamIdleTimeout: Double = 3600
+    /// RFC 8693: the upstream gets a token exchanged from the provider's access token for this
+    /// audience, never the provider's token itself. Default nil.
+    package var tokenExchange: TokenExchangeConfiguration?
+    /// TLS for this route's upstream (CA, client certificate, server name). Default nil.
+    package var tls: TLSConfiguration?
 
     /// The default credential headers.
     package static let defaultHeaders = ["Authorization", "X-Authorization"]

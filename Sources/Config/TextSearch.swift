@@ -1,6 +1,6 @@
 /// Substring search without `_StringProcessing`: the package's modules do not import it
-/// (Package.swift), which keeps its code and that of its regex parser, 1.1 MiB of text with their
-/// metadata, out of the binary and its pages out of memory (docs/performance.md).
+/// (Package.swift), which keeps its code and that of its regex parser out of the binary and its
+/// pages out of memory (docs/performance.md, "Memory at rest").
 ///
 /// The search compares UTF-8 bytes, as the syntaxes searched here (URLs, host names, config
 /// values) are defined; unlike the standard library's `Character` comparison it finds "e" in

@@ -1,7 +1,7 @@
 /// Writes UTF-8 into the buffer `String(unsafeUninitializedCapacity:initializingUTF8With:)` hands
 /// over: a string built from parts with one allocation and one copy per part. `+=` on a String
-/// costs a few hundred instructions per part, and the upstream URL is built for every forwarded
-/// request (docs/performance.md).
+/// checks capacity and may grow and copy for every part, and the upstream URL is built for every
+/// forwarded request (bench/cost-profile.sh counts the instructions per request).
 @usableFromInline
 package struct UTF8Writer {
     @usableFromInline let buffer: UnsafeMutableBufferPointer<UInt8>

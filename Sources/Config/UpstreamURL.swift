@@ -56,7 +56,7 @@ package struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertib
 
     /// The same URL with its own copy of every part. An event loop forwards with its own copy of a
     /// route's URL, so the reference counts its requests write are not the ones another loop's
-    /// requests write (docs/performance.md, "Nothing shared is written").
+    /// requests write (docs/performance.md, "Nothing shared is written"; bench/shared-writes.sh).
     package func privateCopy() -> UpstreamURL {
         UpstreamURL(scheme: scheme.privateCopy(), host: host.privateCopy(), port: port, path: path.privateCopy(),
                     query: query?.privateCopy())

@@ -1,9 +1,9 @@
 import Config
 import Upstream
 
-/// Decides which credential header lines a request carries, per hop (docs/architecture.md, "libcurl driven like
-/// ephiperfifo.c":
-/// libcurl protects only Authorization and Cookie across hosts, so the proxy decides itself).
+/// Decides which credential header lines a request carries, per hop (docs/security.md, "Redirects
+/// at the boundary": libcurl protects only Authorization and Cookie across hosts, so the proxy
+/// decides itself).
 package struct CredentialInjector: Sendable {
     /// The route's credential header names, lowercased.
     package let headerNames: [String]

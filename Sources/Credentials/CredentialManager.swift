@@ -49,6 +49,8 @@ package final class CredentialManager: @unchecked Sendable {
     private var awaitingPublish: [(EventLoop, LoopBound<(CredentialLifecycle.Outcome) -> Void>)] = []
     /// Refreshes by outcome, for the metrics.
     package let refreshOutcomes = RefreshCounters()
+    /// Routes' RFC 8693 exchanged tokens for the current subject token (`exchangedToken`).
+    let exchanges = ExchangedTokens()
 
     /// Creates the manager; call `start` on its loop.
     package init(provider: ProviderConfiguration, loop: EventLoop, http: UpstreamClient, store: TokenStore,
@@ -309,6 +311,7 @@ package final class CredentialManager: @unchecked Sendable {
                                           idToken: tokens?.idToken, tokenType: tokens?.tokenType ?? provider.tokenType,
                                           status: status, providerProblem: providerProblem, obtainedAt: lifecycle.obtainedAt)
         publishSnapshot(snapshot)
+        exchanges.follow(generation: lifecycle.generation, loggedIn: tokens != nil)
         publishedGeneration = lifecycle.generation
         let ready = awaitingPublish
         awaitingPublish.removeAll()

@@ -41,8 +41,12 @@ package struct DeviceAuthorization: Sendable, Equatable {
 /// Token endpoint, revocation, userinfo and discovery calls, on one loop through libcurl.
 final class OAuthClient {
     private let http: UpstreamClient
-    private let clientID: String?
-    private let clientSecret: String?
+    /// The client's credentials per request (`tokenEndpointAuthMethod`).
+    private let authenticator: ClientAuthenticator
+    /// The provider's TLS settings on every call; nil: the defaults.
+    private let tls: UpstreamTLS?
+    /// RFC 8707 `resource` and `audience` parameters, sent with every grant's token request.
+    private let audienceForm: [(String, String)]
     private let now: () -> Double
     var endpoints: ProviderEndpoints
     /// The endpoints written in the config, which discovery fills in (again on each re-read).
@@ -51,8 +55,9 @@ final class OAuthClient {
 
     init(http: UpstreamClient, provider: ProviderConfiguration, clientSecret: String?, now: @escaping () -> Double) {
         self.http = http
-        clientID = provider.clientID
-        self.clientSecret = clientSecret
+        authenticator = ClientAuthenticator(provider: provider, clientSecret: clientSecret)
+        tls = provider.tls.map { UpstreamTLS(configured: $0) }
+        audienceForm = provider.resource.map { ("resource", $0) } + (provider.audience.map { [("audience", $0)] } ?? [])
         self.now = now
         configured = ProviderEndpoints(configured: provider)
         endpoints = configured
@@ -63,30 +68,28 @@ final class OAuthClient {
     /// A refresh; the notes carry a rotated refresh token even when the answer is unusable.
     func refresh(_ refreshToken: String, scopes: [String]?,
                  completion: @escaping (Result<TokenSet, OAuthFailure>, TokenCallNotes) -> Void) {
-        tokenCall([("grant_type", "refresh_token"), ("refresh_token", refreshToken)], completion: completion)
+        tokenCall([("grant_type", "refresh_token"), ("refresh_token", refreshToken)] + audienceForm, completion: completion)
     }
 
     func clientCredentials(scopes: [String], completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void) {
         var form = [("grant_type", "client_credentials")]
         if !scopes.isEmpty { form.append(("scope", scopes.joined(separator: " "))) }
-        tokenRequest(form, completion: completion)
+        tokenRequest(form + audienceForm, completion: completion)
     }
 
     func exchangeCode(_ code: String, verifier: String, redirectURI: String, completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void) {
         tokenRequest([("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
-                      ("code_verifier", verifier)], completion: completion)
+                      ("code_verifier", verifier)] + audienceForm, completion: completion)
     }
 
     func pollDevice(_ deviceCode: String, completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void) {
-        tokenRequest([("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode)],
+        tokenRequest([("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode)] + audienceForm,
                      completion: completion)
     }
 
     func authorizeDevice(scopes: [String], completion: @escaping (Result<DeviceAuthorization, OAuthFailure>) -> Void) {
         guard let url = endpoints.deviceAuthorization else { return completion(.failure(.refused("the provider has no device authorization endpoint"))) }
-        var form = [("scope", scopes.joined(separator: " "))]
-        if clientSecret == nil, let clientID { form.append(("client_id", clientID)) }
-        post(url, form: form) { result in
+        post(url, form: [("scope", scopes.joined(separator: " "))]) { result in
             completion(result.flatMap { body in
                 guard let json = try? JSONValue.parse(body), let deviceCode = json["device_code"]?.stringValue,
                       let userCode = json["user_code"]?.stringValue,
@@ -104,16 +107,15 @@ final class OAuthClient {
     /// RFC 7009: best effort; the result only says whether the server accepted.
     func revoke(_ token: String, hint: String, completion: @escaping (Bool) -> Void) {
         guard let url = endpoints.revocation else { return completion(false) }
-        var form = [("token", token), ("token_type_hint", hint)]
-        if clientSecret == nil, let clientID { form.append(("client_id", clientID)) }
-        post(url, form: form) { completion((try? $0.get()) != nil) }
+        post(url, form: [("token", token), ("token_type_hint", hint)]) { completion((try? $0.get()) != nil) }
     }
 
     func userinfo(accessToken: String, tokenType: String, completion: @escaping (Result<FetchedResponse, OAuthFailure>) -> Void) {
         guard let url = endpoints.userinfo else { return completion(.failure(.refused("the provider has no userinfo endpoint"))) }
-        let request = UpstreamRequest(method: "GET", url: url.description,
+        var request = UpstreamRequest(method: "GET", url: url.description,
                                       headers: ["Authorization: \(tokenType) \(accessToken)", "Accept: application/json"],
                                       hasBody: false, bodyLength: nil, timeout: Self.timeout)
+        request.tls = tls
         http.fetch(request, body: nil) { result in
             switch result {
             case .success(let response): completion(.success(response))
@@ -123,8 +125,9 @@ final class OAuthClient {
     }
 
     func discover(_ url: UpstreamURL, completion: @escaping (Result<ProviderEndpoints, OAuthFailure>) -> Void) {
-        let request = UpstreamRequest(method: "GET", url: url.description, headers: ["Accept: application/json"],
+        var request = UpstreamRequest(method: "GET", url: url.description, headers: ["Accept: application/json"],
                                       hasBody: false, bodyLength: nil, timeout: Self.timeout)
+        request.tls = tls
         http.fetch(request, body: nil) { [configured] result in
             switch result {
             case .failure(let error): completion(.failure(.unavailable(error.detail)))
@@ -139,6 +142,19 @@ final class OAuthClient {
         }
     }
 
+    /// RFC 8693 token exchange: `subjectToken` (the provider's access token) for an access token
+    /// meant for `target`'s audience, resources and scope.
+    func exchange(subjectToken: String, for target: TokenExchangeConfiguration,
+                  completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void) {
+        var form = [("grant_type", TokenExchangeGrant.grantType), ("subject_token", subjectToken),
+                    ("subject_token_type", TokenExchangeGrant.accessTokenType),
+                    ("requested_token_type", TokenExchangeGrant.accessTokenType)]
+        if let audience = target.audience { form.append(("audience", audience)) }
+        form += target.resource.map { ("resource", $0) }
+        if !target.scope.isEmpty { form.append(("scope", target.scope.joined(separator: " "))) }
+        tokenRequest(form, completion: completion)
+    }
+
     // MARK: transport
 
     private func tokenRequest(_ form: [(String, String)], completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void) {
@@ -149,8 +165,6 @@ final class OAuthClient {
         guard let url = endpoints.token else {
             return completion(.failure(.unavailable("the token endpoint is not known yet")), TokenCallNotes())
         }
-        var form = form
-        if clientSecret == nil, let clientID { form.append(("client_id", clientID)) }
         let now = self.now
         post(url, form: form, answerLost: { completion(.failure(.unavailable($0)), TokenCallNotes(answerLost: true)) }) { result in
             var notes = TokenCallNotes()
@@ -162,20 +176,26 @@ final class OAuthClient {
         }
     }
 
-    /// POSTs a form with the client's credentials (HTTP Basic when it has a secret, RFC 6749
-    /// §2.3.1) and classifies the answer: 2xx body; a 4xx with an OAuth error body (RFC 6749
-    /// §5.2) refused; anything else (5xx, 408, 429, an HTML 404) or no answer unavailable.
+    /// POSTs a form with the client's credentials (`ClientAuthenticator`: HTTP Basic, form
+    /// parameters or a client assertion; a client certificate through `tls`) and classifies the
+    /// answer: 2xx body; a 4xx with an OAuth error body (RFC 6749 §5.2) refused; anything else
+    /// (5xx, 408, 429, an HTML 404) or no answer unavailable.
     /// `answerLost`, when given, takes the no-answer case instead of `completion`.
     private func post(_ url: UpstreamURL, form: [(String, String)], answerLost: ((String) -> Void)? = nil,
                       completion: @escaping (Result<[UInt8], OAuthFailure>) -> Void) {
         var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
-        if let clientID, let clientSecret {
-            let pair = FormEncoding.percentEncode(clientID) + ":" + FormEncoding.percentEncode(clientSecret)
-            headers.append("Authorization: Basic " + Base64.encode(Array(pair.utf8)))
+        // The assertion's audience is the token endpoint, also on revocation and device calls (RFC 7523 §3).
+        let audience = (endpoints.token ?? url).description
+        let credentials: (headers: [String], form: [(String, String)])
+        switch authenticator.credentials(tokenEndpoint: audience, now: now()) {
+        case .success(let made): credentials = made
+        case .failure(let failure): return completion(.failure(failure))
         }
-        let body = Array(FormEncoding.encode(form).utf8)
-        let request = UpstreamRequest(method: "POST", url: url.description, headers: headers, hasBody: true,
+        headers += credentials.headers
+        let body = Array(FormEncoding.encode(form + credentials.form).utf8)
+        var request = UpstreamRequest(method: "POST", url: url.description, headers: headers, hasBody: true,
                                       bodyLength: body.count, timeout: Self.timeout)
+        request.tls = tls
         http.fetch(request, body: body) { result in
             switch result {
             case .failure(let error):

@@ -1,6 +1,7 @@
 /// Byte classes of RFC 9110 §5.6 as bit masks: bytes 0–63 and 64–127 in two words, one answer for
 /// 128–255. A shift and a test per byte on the hot path: no table behind a lazy global, no bounds
-/// check (docs/performance.md). Each is checked against its RFC definition for all 256 bytes.
+/// check (docs/performance.md, "Strings and bytes"). Each is checked against its RFC definition
+/// for all 256 bytes.
 package enum ByteClass {
     @inlinable @inline(__always)
     static func contains(_ b: UInt8, _ low: UInt64, _ high: UInt64, upper: Bool) -> Bool {

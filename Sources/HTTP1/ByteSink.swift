@@ -2,9 +2,9 @@
 /// (`HTTPServer.ResponseHeadWriter`), so a response head is not built in an array and copied.
 ///
 /// An `Array.append(contentsOf:)` checks uniqueness and capacity and goes through the generic
-/// copy each time: ~60 instructions for a two-byte CRLF, and a response head is ~25 appends.
-/// A sink's `write` is one capacity check and one `memcpy`. The helpers are `@inlinable`, so a
-/// caller that knows its sink gets them specialised.
+/// copy each time, even for a two-byte CRLF, and a response head is a few dozen appends
+/// (bench/cost-profile.sh counts them). A sink's `write` is one capacity check and one `memcpy`.
+/// The helpers are `@inlinable`, so a caller that knows its sink gets them specialised.
 package protocol ByteSink {
     /// Appends `bytes`.
     mutating func write(_ bytes: UnsafeRawBufferPointer)
@@ -44,7 +44,8 @@ extension ByteSink {
     /// inlined, so the radix is a constant: a division by a variable is a `div` per digit.
     @inlinable @inline(__always)
     mutating func writeDigits(_ value: Int, radix: UInt) {
-        var digits: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)  // 64 bytes: any Int in base 2
+        // 64 bytes: any Int in base 2.
+        var digits: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &digits) { buffer in
             var rest = UInt(max(0, value)), start = buffer.count
             repeat {

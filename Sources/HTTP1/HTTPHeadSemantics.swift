@@ -1,7 +1,6 @@
-/// The framing and connection meaning of a head, with every smuggling defence of
-/// docs/architecture.md, "Every smuggling defence is a named error" (nginx `ngx_http_request.c`, HAProxy `h1.c`):
-/// ambiguity is refused,
-/// never fixed up.
+/// The framing and connection meaning of a head, with every smuggling defence (docs/architecture.md,
+/// "Every smuggling defence is a named error"; nginx `ngx_http_request.c`, HAProxy `h1.c`):
+/// ambiguity is refused, never fixed up.
 package enum HTTPHeadSemantics {
     struct Meaning {
         var framing: BodyFraming

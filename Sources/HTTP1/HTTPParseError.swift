@@ -1,7 +1,7 @@
 /// Why a request was refused by the parser: every smuggling defence is a named case.
 ///
-/// A struct over a private enum so that new cases are additive (docs/architecture.md, "Errors are structs over private
-/// enum codes").
+/// A struct over a private enum so that new cases are additive (docs/architecture.md, "Errors are
+/// structs over private enum codes").
 package struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: String, Sendable {
         case invalidRequestLine, invalidMethod, invalidTarget, invalidVersion, unsupportedVersion

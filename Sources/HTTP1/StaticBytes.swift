@@ -2,8 +2,8 @@
 ///
 /// A `[UInt8]` constant is a heap object with a reference count, and every loop that appends or
 /// compares it retains and releases it. Those are atomic writes to one cache line, so two loops on
-/// two cores pass that line back and forth on every request (docs/performance.md, "Nothing
-/// shared is written"). These bytes have no count to write.
+/// two cores pass that line back and forth on every request (docs/performance.md, "Nothing shared
+/// is written"; bench/shared-writes.sh). These bytes have no count to write.
 package struct StaticBytes: RandomAccessCollection, @unchecked Sendable {
     private let start: UnsafePointer<UInt8>
     package let count: Int
@@ -40,7 +40,7 @@ package struct StaticBytes: RandomAccessCollection, @unchecked Sendable {
     package func makeIterator() -> Iterator { Iterator(bytes: self, position: 0) }
 
     /// One `memcpy`: `Array.append(contentsOf:)` copies a sequence through this, and the default
-    /// walks the iterator a byte at a time (measured: ~100 instructions per append of a field name).
+    /// walks the iterator a byte at a time, paid per append of a field name (bench/cost-profile.sh).
     package __consuming func _copyContents(initializing destination: UnsafeMutableBufferPointer<UInt8>) -> (Iterator, Int) {
         let n = Swift.min(count, destination.count)
         if n > 0, let target = destination.baseAddress { target.initialize(from: start, count: n) }

@@ -24,6 +24,10 @@ final class EasyHandle {
     private var pipeWait: Int?
     private var reuseForbidden = false
     private var decodes = false
+    /// The TLS settings the handle's options hold now (`setTLS`).
+    var appliedTLS: UpstreamTLS?
+    /// The `CURLOPT_CONNECT_TO` list of a request to a `serverName` (`setConnectTo`).
+    var connectTo: UnsafeMutablePointer<curl_slist>?
     private var method: Method?
     /// The request header list handed to curl: nodes and line bytes in memory this handle owns
     /// and reuses, so a request's headers cost one copy and no allocation per line.
@@ -146,6 +150,7 @@ final class EasyHandle {
 
     deinit {
         curl_easy_cleanup(easy)
+        curl_slist_free_all(connectTo)
         curl_url_cleanup(urlParts)
         errorBuffer.deallocate()
         nodes.deallocate()

@@ -45,6 +45,8 @@ package struct UpstreamRequest: Sendable {
     /// Whether a connection to one of the client's `ownListeners` is refused
     /// (`UpstreamError.loop`): the proxy's hops, never its own calls to identity providers.
     package var refusesOwnListeners = false
+    /// The provider's or route's TLS settings; nil: the process-wide defaults.
+    package var tls: UpstreamTLS?
 
     /// Creates a request.
     package init(method: String, url: String, headers: HeaderLines, hasBody: Bool, bodyLength: Int?, timeout: Double) {

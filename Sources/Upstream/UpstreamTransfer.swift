@@ -188,7 +188,13 @@ package final class UpstreamTransfer {
     /// Sets what differs per request; options common to every request were set once on the
     /// handle (`EasyHandle.init`), so no `curl_easy_reset` and no re-setting them per request.
     private func configure(_ request: borrowing UpstreamRequest) {
-        handle.setURL(request.target)
+        if let named = request.tls?.named(request.target) {
+            handle.setURL(named.target)
+            handle.setConnectTo(named.connectTo)
+        } else {
+            handle.setURL(request.target)
+            handle.setConnectTo(nil)
+        }
         // https: wait for a connection being set up to say whether it multiplexes (h2 by ALPN)
         // rather than opening one per concurrent request: 64 requests then share one connection
         // instead of 33+. Plain http is HTTP/1.1 here, where there is nothing to wait for.
@@ -196,6 +202,7 @@ package final class UpstreamTransfer {
         handle.allowReuse()
         handle.setTimeout(request.timeout)
         handle.setDecoding(request.decodesContent)
+        handle.setTLS(request.tls)
         handle.errorBuffer[0] = 0
 
         let method = request.method

@@ -28,8 +28,10 @@ package final class UpstreamTunnel {
     /// work only while it is added).
     private weak var connector: TunnelConnector?
     private(set) var closed = false
+    /// The `CURLOPT_CONNECT_TO` entry of a route's TLS server name, kept for the handle's life.
+    private var connectTo: UnsafeMutablePointer<curl_slist>?
 
-    init(origin: String, connectTimeout: Double, client: UpstreamClient, connector: TunnelConnector) {
+    init(origin: String, connectTimeout: Double, tls: UpstreamTLS?, client: UpstreamClient, connector: TunnelConnector) {
         easy = curl_easy_init()
         self.connector = connector
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -38,7 +40,16 @@ package final class UpstreamTunnel {
         cc_easy_str(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         cc_easy_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
         cc_easy_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
-        if let caBundle = EasyHandle.caBundle { cc_easy_str(easy, CURLOPT_CAINFO, caBundle) }
+        // The route's or provider's TLS settings, as its transfers have them (`EasyHandle.setTLS`).
+        if let caFile = tls?.caFile ?? EasyHandle.caBundle { cc_easy_str(easy, CURLOPT_CAINFO, caFile) }
+        if let certificate = tls?.clientCertificate { cc_easy_str(easy, CURLOPT_SSLCERT, certificate) }
+        if let key = tls?.clientKey { _ = key.withUnsafeBytes { cc_easy_sslkey_blob(easy, $0.baseAddress, $0.count) } }
+        var url = origin
+        if let named = tls?.named(RequestURL(origin: origin, path: "/", query: nil)) {
+            url = named.target.origin
+            connectTo = curl_slist_append(nil, named.connectTo)
+            cc_easy_slist(easy, CURLOPT_CONNECT_TO, connectTo)
+        }
         // An upgrade is an HTTP/1.1 exchange: ALPN offers only http/1.1.
         cc_easy_long(easy, CURLOPT_HTTP_VERSION, CC_HTTP_VERSION_1_1)
         cc_easy_long(easy, CURLOPT_CONNECT_ONLY, 1)
@@ -63,7 +74,7 @@ package final class UpstreamTunnel {
         cc_easy_close_socket_function(easy, { clientp, fd in
             Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.closeSocket(fd) }
         })
-        origin.withCString { _ = cc_easy_str(easy, CURLOPT_URL, $0) }
+        url.withCString { _ = cc_easy_str(easy, CURLOPT_URL, $0) }
     }
 
     deinit {
@@ -115,6 +126,8 @@ package final class UpstreamTunnel {
         onConnected = nil
         connector?.remove(self)
         curl_easy_cleanup(easy)
+        curl_slist_free_all(connectTo)
+        connectTo = nil
         fd = -1
     }
 }
@@ -142,10 +155,12 @@ package final class TunnelConnector {
         curl_multi_cleanup(multi)
     }
 
-    /// Starts connecting to `origin` (`http://host:port` or `https://…`); `connected` is called
+    /// Starts connecting to `origin` (`http://host:port` or `https://…`) with the route's or
+    /// provider's `tls` settings (nil: the defaults); `connected` is called
     /// on the loop with nil once the tunnel's bytes may move, or with the reason it failed.
-    package func connect(origin: String, connectTimeout: Double, connected: @escaping (String?) -> Void) -> UpstreamTunnel {
-        let tunnel = UpstreamTunnel(origin: origin, connectTimeout: connectTimeout, client: client, connector: self)
+    package func connect(origin: String, connectTimeout: Double, tls: UpstreamTLS?,
+                         connected: @escaping (String?) -> Void) -> UpstreamTunnel {
+        let tunnel = UpstreamTunnel(origin: origin, connectTimeout: connectTimeout, tls: tls, client: client, connector: self)
         tunnel.onConnected = connected
         let result = curl_multi_add_handle(multi, tunnel.easy)
         if result != CURLM_OK {

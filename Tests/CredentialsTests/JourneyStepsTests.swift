@@ -46,7 +46,8 @@ struct JourneyStepsTests {
         _ = steps.issue("b2", flow: 2, client: "b", now: 1)
         _ = steps.issue("a1", flow: 3, client: "a", now: 2)
         #expect(steps.issue("c1", flow: 4, client: "c", now: 3) == [1])  // b holds two: its oldest
-        #expect(steps.issue("c2", flow: 5, client: "c", now: 4) == [4])  // all hold one: c would hold the most, its own goes
+        // all hold one: c would hold the most, its own goes
+        #expect(steps.issue("c2", flow: 5, client: "c", now: 4) == [4])
         #expect(steps.count == 3)
     }
 }

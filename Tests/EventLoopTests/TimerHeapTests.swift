@@ -140,7 +140,7 @@ struct TimerHeapTests {
     func earliestAllCancelled() {
         var heap = TimerHeap()
         let ids = (1...4).map { heap.schedule(at: ns(Int64($0) * 10)) {} }
-        ids.forEach { heap.cancel($0) }
+        for id in ids { heap.cancel(id) }
         #expect(heap.earliest() == nil)
         #expect(heap.count == 0)
     }

@@ -1,9 +1,9 @@
 import Testing
 @testable import HTTP1
 
-/// Every request-smuggling and header-injection defence of docs/architecture.md, "Every smuggling defence is a named
-/// error", one row per
-/// attack (swift-nio `testRefusesRequestSmugglingAttempt` style), fed whole and one byte at a time.
+/// Every request-smuggling and header-injection defence (docs/architecture.md, "Every smuggling
+/// defence is a named error"), one row per attack (swift-nio `testRefusesRequestSmugglingAttempt`
+/// style), fed whole and one byte at a time.
 @Suite("Request smuggling defences")
 struct SmugglingTests {
     static let line = "POST / HTTP/1.1\r\n"

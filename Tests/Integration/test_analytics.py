@@ -1,4 +1,4 @@
-"""The analytics sidecar (docs/analytics.md, issue 5) through the real binary.
+"""The analytics sidecar (docs/analytics.md) through the real binary.
 
 Each test runs ``platform-proxy serve`` with a static provider (an access token and an
 unsigned id_token whose ``pennkey`` claim is the subject) and an ``analytics`` block
@@ -519,9 +519,9 @@ def test_503_backs_off_exponentially_then_delivers(start_proxy, sink, tmp_path):
     gap1, gap2 = uploads[1].at - uploads[0].at, uploads[2].at - uploads[1].at
     assert gap1 >= r1 - 0.1 and gap2 >= r2 - 0.1, (gap1, r1, gap2, r2)
 
-    time.sleep(0.2)
-    m = a.metrics()
-    assert m["platform_proxy_analytics_sent_total"] == 5
+    # The sink saw the upload before the proxy read its answer: the counters follow the answer.
+    m = wait_until(lambda: (m := a.metrics())["platform_proxy_analytics_sent_total"] == 5 and m,
+                   what="sent_total 5 after the 200")
     assert m["platform_proxy_analytics_queue_depth"] == 0
     assert m['platform_proxy_analytics_dropped_total{reason="rejected"}'] == 0
     assert sum(sink.accepted_pairs().values()) == 5
@@ -579,7 +579,7 @@ def test_rejected_batch_is_dropped_while_later_batches_go_through(start_proxy, s
 
 @pytest.mark.parametrize("status", [301, 302, 307, 308])
 def test_an_endpoint_that_redirects_keeps_the_batch_and_says_where_it_points(start_proxy, sink, tmp_path, status):
-    """Was (found by a review): a 3xx fell through to "other 4xx" and the batch was dropped. It is
+    """Was: a 3xx fell through to "other 4xx" and the batch was dropped. It is
     not followed either: the batch and its credentials go to the configured endpoint only."""
     sink.script([status])
     a = launch(start_proxy, sink, tmp_path)
@@ -761,7 +761,7 @@ def test_repeats_within_the_buffer_interval_are_dropped(start_proxy, sink, tmp_p
 
 
 def test_a_static_provider_without_an_id_token_gets_a_409_that_says_the_subject_is_missing(start_proxy, sink, tmp_path):
-    """Found by a newcomer review: logged in (a static access token) but the 409 said "logged out"."""
+    """Was: logged in (a static access token) but the 409 said "logged out"."""
     tokens = make_tokens(tmp_path / "tokens")
     config = make_config(sink, tmp_path / "state", tokens)
     del config["provider"]["idToken"]

@@ -1,4 +1,4 @@
-"""Analytics input bounds (issue 10, item 12), through the real binary: value length, events
+"""Analytics input bounds (docs/analytics.md, "Input bounds"), through the real binary: value length, events
 per request, stored bytes (oldest dropped first), bytes per upload, uploads that do not stall
 the event loops, and a database file that shrinks once its values are gone.
 """

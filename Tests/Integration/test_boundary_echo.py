@@ -1,4 +1,4 @@
-"""Tokens that come back (issue 10, item 4), end to end: an upstream that reflects request
+"""Tokens that come back, end to end: an upstream that reflects request
 headers must not hand the injected token to the app (headers or body, across chunk
 boundaries), nor get it written into a recording; ``maskEchoedCredentials: false`` turns the
 masking off.

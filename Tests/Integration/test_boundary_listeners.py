@@ -1,4 +1,4 @@
-"""Listeners that cannot be taken over (issue 10, items 10 and 11), against the real binary: a
+"""Listeners that cannot be taken over, against the real binary: a
 second ``serve`` on the same address fails instead of sharing the port through SO_REUSEPORT,
 and a ``unix:`` listener replaces only a stale socket.
 """

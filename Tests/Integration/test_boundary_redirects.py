@@ -1,4 +1,4 @@
-"""Redirect chains at the credential boundary (issue 10, items 6-8), end to end: a chain that
+"""Redirect chains at the credential boundary (docs/security.md), end to end: a chain that
 left the credential hosts stays uncredentialed, cross-host hops are followed only as GET/HEAD,
 and relative Locations have their dot segments removed before the hop.
 """
@@ -113,7 +113,7 @@ def test_relative_location_dot_segments_are_removed_before_the_hop(fwd, location
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 def test_redirect_from_a_foreign_host_back_to_the_proxy_is_refused_not_credentialed_by_a_route(fwd, host):
-    """Was (found by a security review): a foreign host redirected to the proxy's own listener, the
+    """Was: a foreign host redirected to the proxy's own listener, the
     hop came back in as a new request, and its route credentialed it, the foreign host choosing
     the path and query. A hop that would connect to one of the proxy's listeners is refused: 508."""
     back = f"http://{host}:{fwd.proxy.port}/api/admin/delete-everything?confirm=1"

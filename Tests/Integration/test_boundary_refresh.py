@@ -1,4 +1,4 @@
-"""401 refresh storms are bounded (issue 10, item 9), against the real binary and the Authlib
+"""401 refresh storms are bounded, against the real binary and the Authlib
 IdP: a route whose upstream always answers 401 makes at most one refresh per
 ``minRefreshIntervalSeconds``, however many requests (or cross-site pages) drive it.
 """

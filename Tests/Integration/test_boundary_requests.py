@@ -1,4 +1,4 @@
-"""Requests that would escape their route or come from another site (issue 10, items 1-3 and 5),
+"""Requests that would escape their route or come from another site (docs/security.md),
 end to end against the real binary: encoded separators, ``Sec-Fetch-Site``, method-override
 fields naming TRACE, absolute-form targets with user information, HTTP/1.0 without Host, and
 what ``mock_not_found`` may disclose. A refused request must never reach the upstream.
@@ -135,7 +135,7 @@ def test_refuses_same_site_request_unless_its_origin_is_allowed(boundary):
                                           (b"Origin: null", "origin_not_allowed"),
                                           (b"Origin: evil.example", "origin_not_allowed")])
 def test_a_second_sec_fetch_site_or_origin_cannot_hide_behind_a_first_that_passes(boundary, second, code):
-    """Was (found by a security review): only the first line of each was read."""
+    """Was: only the first line of each was read."""
     head = (f"GET /files/x HTTP/1.1\r\nHost: {boundary.host_header}\r\nSec-Fetch-Site: same-site\r\n"
             f"Origin: http://localhost:3000\r\nConnection: close\r\n").encode() + second + b"\r\n\r\n"
     ex = boundary.exchange(head, timeout=5.0)

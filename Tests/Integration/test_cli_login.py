@@ -77,7 +77,7 @@ def _device_login_cli(p, tmp_path) -> subprocess.Popen:
 
 def test_login_device_ends_with_status_1_and_the_reason_when_the_user_refuses_or_it_expires(
         start_proxy, idp_factory, tmp_path):
-    """Was (found by a fault-injection review): the proxy only logged the refusal or expiry, so
+    """Was: the proxy only logged the refusal or expiry, so
     `login --device` waited its full 600 s and /_platform/auth showed no lastError."""
     idp = idp_factory(access_ttl=120)
     p = launch(start_proxy, idp, tmp_path)
@@ -100,7 +100,7 @@ def test_login_device_ends_with_status_1_and_the_reason_when_the_user_refuses_or
 
 
 def test_cli_commands_need_only_the_address_and_key_and_say_when_refused_or_unreachable(start_proxy, tmp_path):
-    """Found by a newcomer review: `status` demanded every secret the config names (a client secret
+    """Was: `status` demanded every secret the config names (a client secret
     only the service's environment holds); a wrong key printed `state: ?`; `login` with no proxy
     printed the login URL and exited 1, not 2."""
     from credentials_support import free_port

@@ -1,4 +1,4 @@
-"""Credential lifecycle against a real OAuth 2 / OIDC server (issue 4; docs/login.md,
+"""Credential lifecycle against a real OAuth 2 / OIDC server (docs/login.md
 and the control endpoints): the browser login (PKCE) driven by following the
 redirects, the callback's refusals, the token store (0600, kept across a restart, a corrupt
 file moved aside), logout with RFC 7009 revocation, userinfo, readiness, the SSE state

@@ -1,5 +1,5 @@
-"""Credential lifecycle, other grants and the wait gate (issue 4; docs/login.md,
-"Control endpoints"), against the Authlib test IdP: the RFC 8628 device flow (polling at the
+"""Credential lifecycle, other grants and the wait gate (docs/login.md,
+the control endpoints), against the Authlib test IdP: the RFC 8628 device flow (polling at the
 server's interval, honouring slow_down), client_credentials (token at start, refreshed before
 expiry, no login), and `gate.mode: "wait"` (held until a login, or answered 401 after
 waitSeconds).
@@ -102,7 +102,7 @@ def test_device_flow_polls_at_interval_honours_slow_down_and_logs_in(start_proxy
 
 def test_tokens_living_shorter_than_refresh_before_expiry_are_refreshed_at_half_life_not_in_a_storm(
         start_proxy, idp_factory, tmp_path):
-    """Was (found by a fault-injection review): with tokens of 30 s and the default 60 s lead, each
+    """Was: with tokens of 30 s and the default 60 s lead, each
     new token was due for refresh already: ~80 token calls a second, for ever."""
     idp = idp_factory(access_ttl=30)
     port = free_port()
@@ -118,7 +118,7 @@ def test_tokens_living_shorter_than_refresh_before_expiry_are_refreshed_at_half_
 
 def test_logout_of_a_client_credentials_provider_fetches_a_new_token_instead_of_gating_its_routes(
         start_proxy, idp_factory, tmp_path):
-    """Found by a newcomer review: after `logout` the service identity waited for a login it
+    """Was: after `logout` the service identity waited for a login it
     cannot have; its routes answered 401 awaiting_authorization until a restart."""
     idp = idp_factory(access_ttl=300)
     port = free_port()

@@ -1,4 +1,4 @@
-"""Credential lifecycle, refresh side (issue 4; docs/login.md), against the
+"""Credential lifecycle, refresh side (docs/login.md), against the
 Authlib test IdP: proactive single-flight refresh with no request failing, refresh responses
 without refresh_token / id_token, 50 concurrent upstream 401s healed by ONE refresh (with the
 retry latency printed), a second 401 relayed, invalid_grant → awaiting_authorization with
@@ -165,8 +165,8 @@ def test_refresh_without_new_refresh_or_id_token_keeps_the_old_ones(start_proxy,
 
 def test_refreshed_tokens_that_cannot_be_saved_are_used_and_auth_says_a_restart_loses_them(
         start_proxy, idp_factory, tmp_path):
-    """The IdP may have rotated the refresh token, so the new tokens are used from memory; was
-    (found by a fault-injection review): nothing but a log line said they were not on disk."""
+    """The IdP may have rotated the refresh token, so the new tokens are used from memory; was:
+    nothing but a log line said they were not on disk."""
     idp = idp_factory(access_ttl=300)
     p = launch(start_proxy, idp, tmp_path, refresh_before=30)
     login(p)
@@ -335,7 +335,7 @@ def test_retry_replays_bodies_up_to_retryBodyBytes_and_relays_401_for_larger(sta
     assert r.status == 401 and r.json().get("error") == "invalid_token", r
     calls = [(x["path"], x["status"]) for x in c.api_call_log()]
     assert calls == [("/api/big", 401)], calls
-    # Was (found by a fault-injection review): nothing was refreshed, so every later request met
+    # Was: nothing was refreshed, so every later request met
     # the same refused token until a small one refreshed. The refresh is asked all the same.
     wait_until(lambda: refreshes(idp) == 1, 5, what="the refresh after the 401 of a body too large to keep")
     stored_tokens(p, lambda saved: saved["access_token"] != before)

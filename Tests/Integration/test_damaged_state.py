@@ -1,5 +1,6 @@
 """Damaged state through the real binary: what the proxy does when the files it keeps are not
-what it wrote (docs/analytics.md, docs/configuration.md "The state directory", docs/experiments.md, docs/mocks.md).
+what it wrote (docs/analytics.md, docs/configuration.md "The state directory", docs/experiments.md,
+docs/mocks.md).
 
 - a damaged ``analytics.sqlite`` is set aside (kept, renamed) and a new store starts;
 - a FIFO where a state file belongs neither hangs the start nor is read;

@@ -529,8 +529,8 @@ def test_static_binary_links_only_what_the_runtime_image_installs(static_binary)
 
 
 def test_static_binary_keeps_the_memory_at_rest_link(static_binary):
-    """Package.swift's release link (docs/architecture.md, The release binary): relocations packed (DT_RELR, not
-    670 KiB of .rela.dyn the loader reads at every start), no dynamically exported symbols but
+    """Package.swift's release link (docs/architecture.md, "The release binary"): relocations packed
+    (DT_RELR, not a .rela.dyn the loader reads at every start), no dynamically exported symbols but
     poll, recv, send and clock_gettime, and no _StringProcessing linked. Losing any of them costs
     RSS at rest or, for poll, recv, send and clock_gettime (which libcurl binds to only when the
     executable exports them), system calls, segments and vDSO calls per request and the spoiling of

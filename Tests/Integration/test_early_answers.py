@@ -129,7 +129,7 @@ def test_an_upstream_that_answers_and_closes_without_reading_the_body_is_relayed
     """Was: 27-39 % of such requests (80 % for a 200) got `502 Send failure: Connection reset`:
     libcurl's next send failed on the reset and it never read the answer the kernel held. Now the
     answer is relayed as it came, on a `retryOn401` route too (a 2 MB body is too large to send
-    again, so docs/login.md says its 401 is relayed)."""
+    again, so docs/forwarding.md says its 401 is relayed)."""
     upstream = RawUpstream(answer_and_close(status))
     route = route_to(upstream.port, timeout=10)
     extra = {}
@@ -158,7 +158,7 @@ def head_with_fields(count: int) -> bytes:
 
 def test_a_response_head_with_more_fields_than_the_limit_is_a_502_and_up_to_it_is_relayed(start_proxy):
     """Was: any number of fields was taken, bounded only by libcurl's 300 KB for a head (some
-    50,000 short fields), and relayed. docs/forwarding.md: at most 500."""
+    50,000 short fields), and relayed. The limit: 500 (docs/forwarding.md)."""
     def plan(upstream, conn):
         count = int(upstream.last_head.split(b" ")[1].rsplit(b"/", 1)[1])
         conn.sendall(head_with_fields(count))

@@ -148,7 +148,7 @@ def assert_upstream_refused_as_502(start_proxy, plan, logged: str):
                          ids=["status-line-only", "inside-a-field"])
 def test_an_upstream_that_closes_inside_its_response_head_is_a_502_not_an_empty_200(start_proxy, sent):
     """Was: libcurl completes such a transfer without an error, and the head it had was relayed
-    as a complete, empty 200 (found by an attacker review)."""
+    as a complete, empty 200."""
     def cut(upstream, conn):
         conn.sendall(sent)
         conn.shutdown(socket.SHUT_WR)
@@ -169,7 +169,7 @@ def test_an_upstream_response_with_differing_content_lengths_is_a_502_not_relaye
 
 @pytest.mark.parametrize("length", [b"0x5", b"+5", b"5.0", b"5 5", b"99999999999999999999"])
 def test_an_upstream_response_whose_content_length_is_no_number_is_a_502_not_relayed(start_proxy, length):
-    """Was (found by a fault-injection review): libcurl read `0x5` as 0 and the client got an empty
+    """Was: libcurl read `0x5` as 0 and the client got an empty
     200 that ended cleanly; `+5`, `5.0`, `5 5` and an overflowing length were read to the close and
     relayed as a complete chunked 200 (RFC 9112 §6.3: a proxy answers an invalid length with 502)."""
     def bad_length(upstream, conn):
@@ -181,7 +181,7 @@ def test_an_upstream_response_whose_content_length_is_no_number_is_a_502_not_rel
 
 def test_an_unsolicited_101_from_the_upstream_is_an_immediate_502(start_proxy):
     """The proxy never asks an upstream to switch protocols (Upgrade is hop-by-hop and dropped).
-    Was (found by a fault-injection review): libcurl took the 101 for an interim response and
+    Was: libcurl took the 101 for an interim response and
     waited for a final one, so the client got a 504 after the route's timeout."""
     def switch(upstream, conn):
         conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nRAWBYTES")
@@ -193,7 +193,7 @@ def test_an_unsolicited_101_from_the_upstream_is_an_immediate_502(start_proxy):
 
 
 def test_an_upstream_head_with_a_200_kib_field_is_a_502_that_says_the_head_is_too_large(start_proxy):
-    """Was (found by a fault-injection review): logged as libcurl's "Out of memory"."""
+    """Was: logged as libcurl's "Out of memory"."""
     def huge(upstream, conn):
         conn.sendall(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 200_000 + b"\r\nContent-Length: 2\r\n\r\nok")
         time.sleep(0.3)
@@ -387,7 +387,7 @@ def _stream(upstream_plan, timeout: float, start_proxy, seconds: float):
 
 def test_a_stream_that_sends_a_heartbeat_more_often_than_the_timeout_is_never_cut(start_proxy):
     """Was: libcurl's low-speed check averaged bytes per second, so a byte every 3 s (under its
-    1 byte/s) was cut after timeoutSeconds although no gap came near it (attacker review)."""
+    1 byte/s) was cut after timeoutSeconds although no gap came near it."""
     def heartbeat(upstream, conn):
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
         try:
@@ -455,7 +455,7 @@ def test_a_client_sending_its_body_slowly_to_an_upstream_that_answers_as_it_arri
 def test_an_upstream_head_with_a_folded_line_is_a_502_not_relayed_without_what_it_continues(start_proxy):
     """Was: the continuation line was dropped, so `Connection: keep-alive,\\r\\n X-Hop` let X-Hop
     through and a folded Set-Cookie lost HttpOnly and Secure (RFC 9112 §5.2: a proxy answers 502
-    or unfolds; found by a fault injector)."""
+    or unfolds)."""
     def folded(upstream, conn):
         conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: keep-alive,\r\n X-Hop\r\nX-Hop: internal\r\n"
                      b"Set-Cookie: sid=abc; Path=/;\r\n HttpOnly; Secure\r\nContent-Length: 2\r\n\r\nok")

@@ -1,4 +1,4 @@
-"""A/B experiments (issue 16) through the real binary.
+"""A/B experiments (docs/experiments.md) through the real binary.
 
 Assignments are checked against an independent Python implementation of GrowthBook's
 version-2 hash and bucket ranges; exposures are checked where they end up, at the

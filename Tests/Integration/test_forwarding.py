@@ -1,4 +1,4 @@
-"""Forwarding (issue 3), end to end: the real binary on loopback in front of a
+"""Forwarding (docs/forwarding.md), end to end: the real binary on loopback in front of a
 real recording upstream (``upstream.py``) and a second, "foreign" one on
 another port.
 
@@ -300,7 +300,7 @@ def test_forwarded_for_and_via_extend_the_clients_values(fwd):
 
 
 def test_forwarded_for_and_via_over_several_lines_keep_every_entry(fwd):
-    """Was (found by a security review): only the last line of each was kept."""
+    """Was: only the last line of each was kept."""
     head = fwd.head("GET", "/api/echo")[:-2] + (b"X-Forwarded-For: 203.0.113.7\r\nVia: 1.0 a\r\n"
                                                 b"X-Forwarded-For: 198.51.100.2\r\nVia: 1.1 b\r\n\r\n")
     ex = fwd.raw(head)

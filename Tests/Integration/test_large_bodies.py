@@ -1,4 +1,4 @@
-"""1 GiB through the proxy, both ways, in bounded memory (README "What it does", forwarding:
+"""1 GiB through the proxy, both ways, in bounded memory (docs/forwarding.md:
 bodies are streamed with backpressure; a 1 GiB body must pass in bounded memory).
 
 Marked ``large_bodies``: run alone with

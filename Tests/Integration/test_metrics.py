@@ -1,4 +1,4 @@
-"""``GET /_platform/metrics`` (issue 6), end to end: the Prometheus text is
+"""``GET /_platform/metrics`` (docs/operations.md), end to end: the Prometheus text is
 parsed with the reference parser (``prometheus_client``), and every counter is
 checked against a known set of requests made through the real binary to a real
 upstream: requests by route and status, the latency histogram, injected and

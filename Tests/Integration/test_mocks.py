@@ -1,4 +1,4 @@
-"""Mock and record (issue 6), end to end against the real binary on loopback:
+"""Mock and record (docs/mocks.md), end to end against the real binary on loopback:
 replay from a folder (files, index.json, folders served in name order and
 looping, 404 naming the file, traversal refused), record mode writing 2xx
 bodies into the same layout, the top-level ``"mock": true`` switch and the
@@ -450,7 +450,7 @@ def test_switch_is_logged(mocks):
     assert events and events[-1].get("route") == "sw" and events[-1].get("mode") == "off", events
 
 
-# --------------------------------------------------------------------------- what reaches a mock file, and what a mock folder can hold
+# --------------------------------------------------------------------------- secrets, planted files and races
 
 
 class _Peer:
@@ -556,7 +556,7 @@ def test_record_mode_does_not_follow_a_symlinked_folder_planted_in_the_mock_fold
 
 
 def test_simultaneous_recordings_of_one_path_never_leave_a_mixed_or_empty_file(start_proxy, main_upstream, tmp_path):
-    """Was (found by a fault-injection review): both loops wrote one temp file `<file>.tmp-<pid>`,
+    """Was: both loops wrote one temp file `<file>.tmp-<pid>`,
     so the file could end up empty or one body with the tail of another (6 of 400 bursts)."""
     import http.client
     import threading
@@ -595,7 +595,7 @@ def test_simultaneous_recordings_of_one_path_never_leave_a_mixed_or_empty_file(s
 
 
 def test_a_fifo_in_a_replay_folder_is_not_a_mock_file_and_never_blocks_the_loop(start_proxy, tmp_path):
-    """Was (found by a fault-injection review): open(2) on the FIFO blocked the event loop until
+    """Was: open(2) on the FIFO blocked the event loop until
     some writer opened it, and every request on that loop waited."""
     import os
 

@@ -230,7 +230,7 @@ def test_a_token_file_the_proxy_user_cannot_read_says_so(nobody_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the binary as another user")
 def test_an_analytics_store_the_proxy_user_cannot_create_names_the_directory_and_the_cause(nobody_path):
-    """Was (found by a fault-injection review): SQLite's "unable to open database file", which
+    """Was: SQLite's "unable to open database file", which
     says neither why nor where."""
     tmp_path = nobody_path
     state = tmp_path / "state"
@@ -368,7 +368,7 @@ def test_configmap_style_symlink_swap_reloads(start_proxy, tmp_path):
 
 
 def test_a_config_symlink_re_pointed_into_another_directory_keeps_being_watched_there(start_proxy, tmp_path):
-    """Was (found by a fault-injection review): the watched directories were fixed at start, so
+    """Was: the watched directories were fixed at start, so
     after the link moved from v1/ to v2/, edits of v2/config.json were never seen."""
     mock = write_mock_dir(tmp_path / "mock", {"a": {"a": 1}})
     for version in ("v1", "v2", "live"):
@@ -397,7 +397,7 @@ def test_a_config_symlink_re_pointed_into_another_directory_keeps_being_watched_
 
 def test_a_link_re_pointed_in_the_middle_of_a_config_symlink_chain_reloads(start_proxy, tmp_path):
     """`live/config.json → current/config.json`, `current → releases/1`: re-pointing `current`
-    changes no directory a watch covers. Was (found by a review): never reloaded."""
+    changes no directory a watch covers. Was: never reloaded."""
     mock = write_mock_dir(tmp_path / "mock", {"a": {"a": 1}})
 
     def config(routes: int) -> str:

@@ -2,8 +2,8 @@
 waiting on a token refresh, or waiting on the refresh of a 401 retry, while SIGHUP reloads
 replace the runtime many times (a route added in front, so route indexes shift; the route's
 upstream changed; the routes finally reversed). Each waiting request keeps its own route and
-runtime alive through its loop's route slot (docs/performance.md, "Nothing shared is
-written") and is answered 200 when it goes on.
+runtime alive through its loop's route slot (docs/performance.md, "Nothing shared is written")
+and is answered 200 when it goes on.
 
 The first runtime stays referenced for the whole run, so the requests are parked under a later
 one, which only they keep alive. Built with `-Xswiftc -sanitize=address`, these tests report a

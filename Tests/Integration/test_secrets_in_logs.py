@@ -1,4 +1,4 @@
-"""Secrets never reach the log (issue 6), end to end: one full run of the real
+"""Secrets never reach the log, end to end: one full run of the real
 binary at debug level (static tokens from a file and the environment, an
 apiKey, record mode, redirects that keep and strip credentials, upstream
 errors, refusals of every kind, a token rotation, good and bad reloads, a

@@ -1,4 +1,4 @@
-"""Local security (issue 6), end to end against the real binary on loopback:
+"""Local security (docs/security.md), end to end against the real binary on loopback:
 the Host allow-list (DNS rebinding), the Origin check (cross-site requests
 from a browser), the optional ``apiKey`` (``X-Proxy-Key``), the Unix socket
 listener's file mode, and the refusal of TRACE/TRACK.

@@ -530,7 +530,7 @@ def test_a_gnutls_no_implicit_init_already_set_is_left_as_it_is(start_proxy):
 
 
 def test_serve_run_through_the_dynamic_loader_by_name_starts_without_restarting(tmp_path):
-    """Was (found by a review): `ld.so platform-proxy serve` exec'd /proc/self/exe, which names the
+    """Was: `ld.so platform-proxy serve` exec'd /proc/self/exe, which names the
     loader, with the proxy's arguments: the loader tried to load "serve" and the start failed."""
     loader = next((p for p in ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1") if os.path.exists(p)), None)
     if loader is None:

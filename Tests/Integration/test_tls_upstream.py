@@ -3,7 +3,7 @@
 What the forwarding issue asks of TLS upstreams: verification always on, HTTP/2
 to upstreams that offer it, and credentials never carried on an https -> http
 redirect hop, even to a host listed in ``credentialHosts``. The proxy trusts the
-test CA through ``CURL_CA_BUNDLE`` (curl's own variable; docs/forwarding.md "Upstream TLS and HTTP/2").
+test CA through ``CURL_CA_BUNDLE`` (curl's own variable; docs/forwarding.md).
 """
 
 from __future__ import annotations

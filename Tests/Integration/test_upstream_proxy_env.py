@@ -1,4 +1,4 @@
-"""Proxy environment variables for upstream calls (docs/forwarding.md, "Upstream TLS and HTTP/2").
+"""Proxy environment variables for upstream calls (docs/forwarding.md).
 
 libcurl honours ``http_proxy`` & co. when one is set at start-up; when none is, the
 proxy tells libcurl so once instead of having it read the environment for every

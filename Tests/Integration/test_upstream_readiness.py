@@ -60,9 +60,9 @@ def traced_lines(server, trace, run, also: str = "") -> list[str]:
 
 
 def test_a_request_on_a_pooled_upstream_connection_makes_no_poll_call(start_proxy, tmp_path):
-    """Was: two poll(2) per request, each with a zero timeout, libcurl asking whether the pooled
-    connection was still alive and, after sending, whether the response had come: about 0.7 µs
-    of CPU each at full load."""
+    """libcurl would make two poll(2) calls per request, each with a zero timeout, asking whether
+    the pooled connection was still alive and, after sending, whether the response had come: CPU
+    paid per request at full load (bench/cost-profile.sh counts the system calls)."""
     upstream = RawUpstream(lambda up, conn: answer_keep_alive(up, conn, idle=30))
     server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
     addr = (server.host, server.port)
@@ -187,8 +187,8 @@ def test_a_request_on_a_pooled_tls_http11_connection_makes_no_liveness_peek(star
 
 def test_a_request_with_a_body_has_its_pooled_connection_checked_by_the_kernel(start_proxy, tmp_path):
     """A connection the server closed after the loop last looked is found by the send; libcurl
-    sends a bodiless request again on a new connection, but not a body that went out: a 502 (seen
-    by a review, about 1 in 100 POSTs timed to meet an upstream's idle close). So the check before
+    sends a bodiless request again on a new connection, but not a body that went out: a 502 (for
+    POSTs timed to meet an upstream's idle close). So the check before
     a request with a body is the kernel's, as it always was; bodiless requests make none."""
     upstream = RawUpstream(lambda up, conn: answer_keep_alive(up, conn, idle=30))
     server = start_proxy(config=base_config(routes=[route_to(upstream.port)], workers=1))
@@ -267,7 +267,7 @@ def test_a_request_whose_body_was_sent_on_a_connection_the_upstream_drops_is_a_5
                          ids=["POST-length-0", "POST-no-body", "PATCH"])
 def test_a_bodiless_non_idempotent_request_on_a_pooled_connection_the_upstream_drops_is_sent_once(
         start_proxy, method, framing):
-    """Was (found by a fault-injection review): libcurl 7.88 sends a request again by itself on a
+    """Was: libcurl 7.88 sends a request again by itself on a
     new connection when a reused one dies before any response, whatever its method, so a bodiless
     POST the upstream may already have acted on (a worker killed mid-request) went out twice under
     one request ID. A hop goes out once unless it is bodiless and idempotent: a 502, one send."""
@@ -302,7 +302,7 @@ def answer_once_and_close_with_it(upstream: RawUpstream, conn):
 @pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "one-after-another"])
 def test_a_request_with_a_body_after_a_response_that_came_with_the_upstreams_close_goes_on_a_new_connection(
         start_proxy, pipelined):
-    """Was (found by a review): the connection was parked with its EOF already in the kernel,
+    """Was: the connection was parked with its EOF already in the kernel,
     reused in the same loop turn as "alive", and the request's body, sent into it, could not be
     sent again: a 502 every time. A parked connection is taken for quiet only after a wait."""
     upstream = RawUpstream(answer_once_and_close_with_it)
@@ -335,7 +335,7 @@ def test_a_request_with_a_body_after_a_response_that_came_with_the_upstreams_clo
 
 @pytest.mark.parametrize("part", ["path", "query"])
 def test_a_part_longer_than_libcurl_takes_is_refused_never_sent_as_the_previous_requests(start_proxy, part):
-    """Was (found by a review): libcurl refuses a URL part over 8,000,000 bytes, and the request went
+    """Was: libcurl refuses a URL part over 8,000,000 bytes, and the request went
     out with the previous request's path or query still in the URL handle, credentials attached.
     The URL goes as a string then, which libcurl refuses: a 502, nothing sent."""
     upstream = RawUpstream(lambda up, conn: answer_keep_alive(up, conn, idle=30))
@@ -394,7 +394,7 @@ def tls_context(tmp_path, monkeypatch):
 @pytest.mark.parametrize("tls", [False, True], ids=["http", "https-http1.1"])
 @pytest.mark.parametrize("when", ["in-the-same-write", "pipelined", "after-a-pause"])
 def test_bytes_an_upstream_sends_between_requests_never_reach_the_next_request(start_proxy, request, when, tls):
-    """Was (found by a review, older than the polls' answers): an upstream's bytes past its
+    """Was: an upstream's bytes past its
     response, on a keep-alive connection, were read as the next request's response, which may be
     another client's: libcurl 7.88 counts pending bytes as alive when it checks a pooled
     connection (a poll then a peek; over TLS, a one-byte peek). A parked connection that turns
@@ -454,7 +454,7 @@ def test_bytes_an_upstream_sends_between_requests_never_reach_the_next_request(s
 @pytest.mark.parametrize("length", ["+%d", "%d, %d"], ids=["plus-sign", "a-list"])
 def test_stray_bytes_after_a_body_whose_length_only_libcurl_reads_never_reach_the_next_client(
         start_proxy, tls_context, length):
-    """Was (found by a review): over TLS, a stray response in the body's last record stayed in
+    """Was: over TLS, a stray response in the body's last record stayed in
     OpenSSL unseen when the Content-Length was a form libcurl reads and the proxy's parser does
     not ("+N", "N, N"): the check took the length from the proxy's parse. ("+N" is since refused
     whole, a 502: a Content-Length that is no number, RFC 9112 §6.3.)"""

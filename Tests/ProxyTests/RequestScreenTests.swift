@@ -30,7 +30,7 @@ struct ForwardablePathTests {
               ("/p/%EF%BC%8Fx", .reject, false), ("/p/%ef%bc%8fx", .forward, true), ("/p/%ef%bc%a1", .reject, true),
               ("/p/..%20/admin", .reject, false), ("/p/.%20%20/x", .reject, false), ("/p/a%20b", .reject, true),
               ("/p/%20/x", .reject, true),
-              // Found by a security review: decoded twice by other spellings, more lookalikes,
+              // Decoded twice by other spellings, more lookalikes,
               // other blanks, the overlong four-byte form. A path once decoded is checked again.
               ("/p/%25%32%65%25%32%65/admin", .forward, false), ("/p/..%25%32%66x", .forward, false),
               ("/p/%25%30%30", .reject, false), ("/p/x%25%35%63..%25%35%63y", .forward, false),

@@ -15,6 +15,8 @@ final class ProviderSlot {
     var injectedLines = InjectedLineCache()
     /// The tokens to mask in echoes, copied per token generation.
     var echoTokens = EchoTokenCache()
+    /// Token-exchange routes' own tokens (`ExchangedLineCache`).
+    var exchangedLines = ExchangedLineCache()
 
     init(name: String) { self.name = name }
 }

@@ -98,6 +98,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
         request.decodesContent = identity
         request.streamIdleTimeout = slot.route.config.streamIdleTimeoutSeconds
         request.eventStreamIdleTimeout = RouteConfiguration.defaultStreamIdleTimeout
+        request.tls = slot.route.tls
         self.request = request
     }
 
@@ -307,7 +308,9 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
     /// would carry the same refused token (uploads would keep failing until some small request
     /// refreshed).
     private func retryAfter401() -> Bool {
-        guard route.config.retryOn401, route.config.credential != .none, let manager = handler.manager(for: route.config),
+        // A token-exchange route's token is its own: a refresh of the provider's would not change it.
+        guard route.config.retryOn401, route.config.credential != .none, route.config.tokenExchange == nil,
+              let manager = handler.manager(for: route.config),
               !refreshTooSoon() else { return false }
         // The token is refused: tunnels that carry it close once it is replaced.
         TunnelTable.tokenRefused(provider: handler.slot(route.config.provider).name, generation: generation)

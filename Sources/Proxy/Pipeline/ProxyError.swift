@@ -45,6 +45,7 @@ package struct ProxyError: Error, Sendable, Equatable {
         case tooManyTunnels = "too_many_tunnels"
         case upgradeNotAllowed = "upgrade_not_allowed"
         case tunnelClosed = "tunnel_closed"
+        case tokenExchangeRefused = "token_exchange_refused"
     }
 
     private let code: Code
@@ -117,6 +118,11 @@ package struct ProxyError: Error, Sendable, Equatable {
     /// The auth server could not refresh the tokens; the login is kept.
     package static func authServerUnavailable(_ reason: String) -> Self {
         Self(.authServerUnavailable, 503, "The auth server is unavailable (\(reason)); the login is kept and the refresh retried.")
+    }
+    /// The auth server refused the route's RFC 8693 token exchange: the request is not sent
+    /// (the provider's own token never goes to the route's upstream instead).
+    package static func tokenExchangeRefused(_ reason: String) -> Self {
+        Self(.tokenExchangeRefused, 502, "The auth server refused the token exchange for this route (\(reason)); the request was not sent upstream.")
     }
     /// The auth server could not be reached to start a login; nothing changed.
     package static func loginServerUnavailable(_ reason: String) -> Self {

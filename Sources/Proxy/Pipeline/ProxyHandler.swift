@@ -157,8 +157,16 @@ package final class ProxyHandler: HTTPHandler {
                 }
             }
         }
-        guard let injected = slot.injectedLines.lines(plan, snapshot: credentials) else {
-            return fail(context, .credentialsUnavailable(route.object.config.credential.rawValue))
+        let injected: InjectedLines
+        if let target = route.object.config.tokenExchange {
+            guard let lines = exchangedLines(context, plan, target: target, credentials: credentials,
+                                             refreshed: refreshed) else { return }
+            injected = lines
+        } else {
+            guard let lines = slot.injectedLines.lines(plan, snapshot: credentials) else {
+                return fail(context, .credentialsUnavailable(route.object.config.credential.rawValue))
+            }
+            injected = lines
         }
         if !injected.lines.isEmpty { plan.slot.counters.injected += 1 }
         if let upgrade = Self.tunnelledUpgrade(exchange.head, route: route.object.config) {
@@ -178,11 +186,15 @@ package final class ProxyHandler: HTTPHandler {
                                           identity: masks || plan.mockMode == .record)
         if plan.runtime.configuration.maskEchoedCredentials {
             forwarded.masksEchoes = true
-            forwarded.echoMasker = slot.echoTokens.masker(route.object.config.credential, of: credentials)
+            forwarded.echoMasker = route.object.config.tokenExchange == nil
+                ? slot.echoTokens.masker(route.object.config.credential, of: credentials)
+                : slot.exchangedLines.masker(plan)
         }
         if plan.mockMode == .record, let mock = route.object.config.mock {
+            let sent = route.object.config.tokenExchange == nil
+                ? slot.echoTokens.bytes(route.object.config.credential, of: credentials) : slot.exchangedLines.bytes(plan)
             forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite,
-                                              neverWritten: slot.echoTokens.bytes(route.object.config.credential, of: credentials))
+                                              neverWritten: sent)
         }
         forwarded.start(retryBodyBytes: runtime.configuration.limits.retryBodyBytes)
     }

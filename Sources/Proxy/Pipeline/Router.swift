@@ -1,5 +1,6 @@
 import Config
 import Credentials
+import Upstream
 
 /// A route compiled once per config: its settings, its credential injector, the prefix it
 /// matches and the provider whose tokens it carries.
@@ -12,6 +13,8 @@ package final class CompiledRoute: Sendable {
     package let injector: CredentialInjector
     /// The path prefix without trailing slashes ("/" stays "/").
     package let prefix: String
+    /// The route's own TLS settings for its upstream; nil: the defaults.
+    package let tls: UpstreamTLS?
     /// The provider whose tokens it injects; nil on a route without credentials.
     package var provider: String? { config.provider }
 
@@ -20,6 +23,7 @@ package final class CompiledRoute: Sendable {
         self.config = config
         self.index = index
         injector = CredentialInjector(route: config)
+        tls = config.tls.map { UpstreamTLS(configured: $0, serverNameHost: config.upstream?.host) }
         var prefix = config.path
         while prefix.count > 1 && prefix.hasSuffix("/") { prefix.removeLast() }
         self.prefix = prefix

@@ -78,7 +78,7 @@ extension ProxyHandler {
                                        idleTimeout: route.tunnelIdleTimeoutSeconds)
         let tunnel = Tunnel(context: context, identity: identity, handshake: handshake, table: tunnels)
         tunnels.add(tunnel)
-        tunnel.start(origin: url.origin, connector: tunnels.connector, connectTimeout: route.timeoutSeconds)
+        tunnel.start(origin: url.origin, tls: plan.slot.route.tls, connector: tunnels.connector, connectTimeout: route.timeoutSeconds)
     }
 
     /// A provider's login ended: its tunnels close (they carry its token).

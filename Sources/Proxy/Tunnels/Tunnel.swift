@@ -80,10 +80,10 @@ final class Tunnel: ProxyExchangeDelegate {
         toUpstream.append(handshake)
     }
 
-    /// Starts the upstream connect (`origin`: the route's upstream origin).
-    func start(origin: String, connector: TunnelConnector, connectTimeout: Double) {
+    /// Starts the upstream connect (`origin`: the route's upstream origin; `tls`: its TLS settings).
+    func start(origin: String, tls: UpstreamTLS?, connector: TunnelConnector, connectTimeout: Double) {
         exchange?.delegate = self
-        link = connector.connect(origin: origin, connectTimeout: connectTimeout) { [weak self] error in
+        link = connector.connect(origin: origin, connectTimeout: connectTimeout, tls: tls) { [weak self] error in
             guard let self else { return }
             if let error { return self.perform(self.machine.connectFailed(error)) }
             self.perform(self.machine.connected())

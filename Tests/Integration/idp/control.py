@@ -146,6 +146,10 @@ class IdPControl:
         """Every secret the IdP handed out (tokens, codes) plus the client secrets."""
         return self.get("/_test/secrets")["secrets"]
 
+    def assertions(self) -> list:
+        """private_key_jwt assertions received: [{"header", "claims", "at"}]."""
+        return self.get("/_test/assertions")
+
     def tokens(self) -> list:
         return self.get("/_test/tokens")
 
@@ -358,6 +362,7 @@ class IdPProcess:
         assert event.get("event") == "listening", event
         self.port = event["port"]
         self.control_port = event.get("control_port")
+        self.tls_port = event.get("tls_port")
         self.issuer = event["issuer"]
         return self
 

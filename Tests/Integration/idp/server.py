@@ -55,6 +55,7 @@ import re
 import secrets
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -82,6 +83,9 @@ from authlib.common.security import generate_token
 from authlib.oidc.core import AuthorizationCodeMixin, OpenIDCode, OpenIDToken, UserInfo, UserInfoEndpoint
 from authlib.oidc.discovery import OpenIDProviderMetadata
 
+from idp.identity import TOKEN_EXCHANGE, auth_method_of
+from idp.identity import register as register_identity
+
 log = logging.getLogger("idp")
 
 # --------------------------------------------------------------------------- defaults
@@ -89,7 +93,7 @@ log = logging.getLogger("idp")
 DEFAULT_SCOPE = "openid profile email offline_access read write introspection"
 LOOPBACK_CALLBACK_PATTERN = r"http://(127\.0\.0\.1|localhost|\[::1\]):[0-9]{1,5}/_platform/callback"
 GRANT_ALIASES = {"device_code": DEVICE_CODE_GRANT_TYPE, "device": DEVICE_CODE_GRANT_TYPE}
-ALL_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+ALL_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none", "private_key_jwt", "tls_client_auth"]
 MAX_EVENTS = 20000  # bound on every event list kept for the tests
 
 DEFAULT_USER = {
@@ -130,16 +134,19 @@ class Client(ClientMixin):
 
     def __init__(self, client_id, client_secret=None, redirect_uris=(), redirect_uri_patterns=None,
                  grant_types=None, response_types=("code",), scope=DEFAULT_SCOPE,
-                 token_endpoint_auth_methods=None):
+                 token_endpoint_auth_methods=None, jwks=None, tls_client_cert_sha256=None):
         self.client_id = client_id
+        self.jwks = jwks  # private_key_jwt: the public keys assertions are checked with
+        self.tls_client_cert_sha256 = tls_client_cert_sha256  # tls_client_auth: the certificate's fingerprint
         self.client_secret = client_secret
         self.redirect_uris = list(redirect_uris)
         self.redirect_uri_patterns = list(
             [LOOPBACK_CALLBACK_PATTERN] if redirect_uri_patterns is None else redirect_uri_patterns)
         if grant_types is None:
-            grant_types = (["authorization_code", "refresh_token", DEVICE_CODE_GRANT_TYPE]
+            grant_types = (["authorization_code", "refresh_token", DEVICE_CODE_GRANT_TYPE, TOKEN_EXCHANGE]
                            if client_secret is None else
-                           ["client_credentials", "authorization_code", "refresh_token", DEVICE_CODE_GRANT_TYPE])
+                           ["client_credentials", "authorization_code", "refresh_token", DEVICE_CODE_GRANT_TYPE,
+                            TOKEN_EXCHANGE])
         self.grant_types = [_grant_type(x) for x in grant_types]
         self.response_types = list(response_types)
         self.scope = scope
@@ -152,7 +159,7 @@ class Client(ClientMixin):
     @classmethod
     def from_json(cls, spec: dict) -> "Client":
         known = {"client_id", "client_secret", "redirect_uris", "redirect_uri_patterns", "grant_types",
-                 "response_types", "scope", "token_endpoint_auth_methods"}
+                 "response_types", "scope", "token_endpoint_auth_methods", "jwks", "tls_client_cert_sha256"}
         unknown = set(spec) - known
         if unknown:
             raise ValueError(f"unknown client keys: {sorted(unknown)}")
@@ -250,6 +257,9 @@ class Token(TokenMixin):
         self.refresh_expires_at = (self.issued_at + refresh_ttl) if (refresh_token and refresh_ttl) else None
         self.access_revoked = False
         self.refresh_revoked = False
+        self.audience = None  # token exchange: what the token was issued for
+        self.resource = []
+        self.exchanged_from = None  # the subject token's seq
 
     # TokenMixin
     def check_client(self, client):
@@ -286,6 +296,7 @@ class Token(TokenMixin):
                 "refresh_token": self.refresh_token, "issued_at": self.issued_at,
                 "access_expires_at": self.access_expires_at, "refresh_expires_at": self.refresh_expires_at,
                 "access_revoked": self.access_revoked, "refresh_revoked": self.refresh_revoked,
+                "audience": self.audience, "resource": self.resource, "exchanged_from": self.exchanged_from,
                 "access_live": self.access_live(), "refresh_live": self.refresh_live()}
 
 
@@ -362,7 +373,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
 
 
 class ClientCredentialsGrant(grants.ClientCredentialsGrant):
-    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "tls_client_auth"]
 
 
 class DeviceGrant(DeviceCodeGrant):
@@ -518,6 +529,8 @@ class IdP:
         self.settings = settings
         self.lock = threading.RLock()
         self.issuer = "http://127.0.0.1"  # set once the port is known
+        self.tls_issuer = None  # https://127.0.0.1:<tls port> when --tls-port serves the same app over TLS
+        self.seen_jti: set = set()
         self.kid = "idp-" + generate_token(8)
         self.signing_key = RSAKey.generate_key(2048, parameters={"kid": self.kid, "use": "sig", "alg": "RS256"},
                                                private=True)
@@ -549,7 +562,7 @@ class IdP:
                         "device_expires": s["device_expires"]}
             self.switches = {"deny_next": 0, "omit_refresh_token": 0, "omit_id_token": 0, "slow_down_next": 0,
                              "enforce_interval": False, "revoke_access_on_refresh": False,
-                             "login_form": False, "deny_clients": []}
+                             "login_form": False, "deny_clients": [], "deny_exchange_audiences": []}
             self.fail: dict[str, dict] = {}
             # token_answer: grant_type -> {"count", "set", "drop"}: rewrite the next successful answers
             self.answers: dict[str, dict] = {}
@@ -571,6 +584,7 @@ class IdP:
             self.device_polls: list[dict] = []
             self.login_forms: list[dict] = []  # every login form shown: {"client_id","prompt","at"}
             self.sessions: set[str] = set()  # browser sessions (the idp_session cookie) of submitted forms
+            self.assertions: list[dict] = []  # private_key_jwt assertions received: {"header","claims","at"}
 
     def reset_tokens(self):
         with self.lock:
@@ -598,7 +612,7 @@ class IdP:
             raise ValueError(f"unknown switch {name!r}; known: {sorted(self.switches)}")
         if name in ("enforce_interval", "revoke_access_on_refresh", "login_form"):
             self.switches[name] = bool(value)
-        elif name == "deny_clients":
+        elif name in ("deny_clients", "deny_exchange_audiences"):
             self.switches[name] = [str(v) for v in (value or [])]
         elif value is True:
             self.switches[name] = -1
@@ -773,10 +787,11 @@ def discovery_document(idp: IdP) -> dict:
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials",
-                                  DEVICE_CODE_GRANT_TYPE],
+                                  DEVICE_CODE_GRANT_TYPE, TOKEN_EXCHANGE],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["RS256"],
         "token_endpoint_auth_methods_supported": ALL_AUTH_METHODS,
+        "token_endpoint_auth_signing_alg_values_supported": ["ES256", "RS256"],
         "revocation_endpoint_auth_methods_supported": ALL_AUTH_METHODS,
         "code_challenge_methods_supported": ["S256"],
         "claims_supported": ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash",
@@ -821,6 +836,7 @@ def create_app(idp: IdP, runtime: "Runtime | None" = None) -> Flask:
     server.register_grant(RefreshTokenGrant, [OIDCToken(idp)])
     server.register_grant(ClientCredentialsGrant)
     server.register_grant(DeviceGrant, [OIDCToken(idp)])
+    register_identity(server, idp)
     server.register_endpoint(Revocation)
     server.register_endpoint(DeviceAuthorization)
     protector = ResourceProtector()
@@ -942,6 +958,9 @@ def create_app(idp: IdP, runtime: "Runtime | None" = None) -> Flask:
                         error = "unparsable"
                 idp.counters["token_results"][gt][error or "ok"] += 1
                 idp._append(idp.token_calls, {"grant_type": gt, "status": resp.status_code, "error": error,
+                                              "auth_method": auth_method_of(request),
+                                              "resource": request.form.getlist("resource"),
+                                              "audience": request.form.get("audience"),
                                               "client_id": request.form.get("client_id")
                                               or (request.authorization.username if request.authorization
                                                   else None),
@@ -1010,6 +1029,7 @@ def create_app(idp: IdP, runtime: "Runtime | None" = None) -> Flask:
                       "query": request.query_string.decode("latin-1"),
                       "user": dict(user.userinfo()) if user else None, "client_id": tok.client_id,
                       "scope": tok.scope, "token_seq": tok.seq, "body_bytes": len(body),
+                      "audience": tok.audience, "resource": tok.resource, "exchanged_from": tok.exchanged_from,
                       "body_sha256": hashlib.sha256(body).hexdigest()}
             if request.args.get("echo") == "1":
                 # What a debug endpoint does: reflect the credential it was sent.
@@ -1080,7 +1100,9 @@ def control_routes(app: Flask, idp: IdP, runtime: "Runtime | None"):
                                         "enforce_interval": bool, "revoke_access_on_refresh": bool,
                                         "login_form": bool (GET /authorize without the idp_session cookie shows a
                                         login form, counted; with prompt=none it redirects error=login_required),
-                                        "deny_clients": [client_id, ...] (always access_denied for them)}
+                                        "deny_clients": [client_id, ...] (always access_denied for them),
+                                        "deny_exchange_audiences": [audience, ...] (token exchange: invalid_target)}
+    GET  /_test/assertions             private_key_jwt assertions received: [{"header","claims","at"}]
     GET  /_test/login_forms            {"count": n, "forms": [{"client_id","prompt","at"}], "sessions": n}
     POST /_test/fail_token             {"grant_type":"refresh_token","count":1,"error":"invalid_grant",
                                         "status":400,"description"?:str,"revoke"?:bool}  (count -1 = always, 0 = off)
@@ -1165,6 +1187,11 @@ def control_routes(app: Flask, idp: IdP, runtime: "Runtime | None"):
             values = [i["value"] for i in idp.issued]
             values += [c.client_secret for c in idp.clients.values() if c.client_secret]
             return jsonify({"secrets": values})
+
+    @app.get("/_test/assertions")
+    def t_assertions():
+        with idp.lock:
+            return jsonify(list(idp.assertions))
 
     @app.get("/_test/tokens")
     def t_tokens():
@@ -1377,10 +1404,10 @@ class _QuietHandler(WSGIRequestHandler):
 class _TrackingServer(ThreadedWSGIServer):
     """Werkzeug's threaded server, remembering its open connections so it can drop them."""
 
-    def __init__(self, host, port, app, fd):
+    def __init__(self, host, port, app, fd, ssl_context=None):
         self._conns = set()
         self._conns_lock = threading.Lock()
-        super().__init__(host, port, app, handler=_QuietHandler, fd=fd)
+        super().__init__(host, port, app, handler=_QuietHandler, fd=fd, ssl_context=ssl_context)
 
     def process_request(self, request, client_address):
         with self._conns_lock:
@@ -1421,10 +1448,10 @@ def _listen_socket(host: str, port: int) -> socket.socket:
 
 
 class Listener:
-    def __init__(self, host, port, app, name):
+    def __init__(self, host, port, app, name, ssl_context=None):
         sock = _listen_socket(host, port)
         try:
-            self.server = _TrackingServer(host, sock.getsockname()[1], app, fd=sock.fileno())
+            self.server = _TrackingServer(host, sock.getsockname()[1], app, fd=sock.fileno(), ssl_context=ssl_context)
         finally:
             sock.close()  # the server holds its own duplicate
         self.port = self.server.port
@@ -1452,7 +1479,7 @@ def _control_only(app):
 class Runtime:
     """The main listener (which can go offline and come back on the same port) and the control listener."""
 
-    def __init__(self, idp: IdP, host: str, port: int, control_port: int | None):
+    def __init__(self, idp: IdP, host: str, port: int, control_port: int | None, tls: dict | None = None):
         self.idp = idp
         self.host = host
         self._lock = threading.Lock()
@@ -1465,6 +1492,17 @@ class Runtime:
         OpenIDProviderMetadata(discovery_document(idp)).validate()  # Authlib checks our discovery document
         self.control = (Listener(host, control_port, _control_only(self.app), "control")
                         if control_port is not None and control_port >= 0 else None)
+        # The same app over TLS (RFC 8705 tls_client_auth): a client certificate is asked for and
+        # checked against --tls-client-ca when one is shown, never required for the handshake.
+        self.tls = None
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(tls["cert"], tls["key"])
+            if tls.get("client_ca"):
+                context.load_verify_locations(tls["client_ca"])
+                context.verify_mode = ssl.CERT_OPTIONAL
+            self.tls = Listener(host, tls.get("port", 0), self.app, "tls", ssl_context=context)
+            idp.tls_issuer = f"https://{shown}:{self.tls.port}"
 
     @property
     def online(self) -> bool:
@@ -1504,7 +1542,7 @@ class Runtime:
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
-            for lst in (self.main, self.control):
+            for lst in (self.main, self.control, self.tls):
                 if lst is not None:
                     lst.close()
             self.main = None
@@ -1545,6 +1583,10 @@ def parse_args(argv=None):
     p.add_argument("--clients", help="JSON file: a list of client specs replacing the two default clients")
     p.add_argument("--user", help="JSON object of user claims (sub, pennkey, name, email ...)")
     p.add_argument("--verbose", action="store_true", help="log requests (method and path only) to stderr")
+    p.add_argument("--tls-port", type=int, default=-1, help="also serve over TLS on this port (0: ephemeral, -1: no)")
+    p.add_argument("--tls-cert", help="PEM server certificate (chain) for --tls-port")
+    p.add_argument("--tls-key", help="PEM key of --tls-cert")
+    p.add_argument("--tls-client-ca", help="PEM CA that client certificates on --tls-port are checked against")
     return p.parse_args(argv)
 
 
@@ -1571,13 +1613,16 @@ def main(argv=None) -> int:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     logging.getLogger("authlib").setLevel(logging.WARNING)
     idp = IdP(settings_from_args(args))
-    runtime = Runtime(idp, args.host, args.port, args.control_port)
+    tls = ({"port": args.tls_port, "cert": args.tls_cert, "key": args.tls_key, "client_ca": args.tls_client_ca}
+           if args.tls_port >= 0 else None)
+    runtime = Runtime(idp, args.host, args.port, args.control_port, tls)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     print(json.dumps({"event": "listening", "port": runtime.port,
                       "control_port": runtime.control.port if runtime.control else None,
-                      "issuer": idp.issuer, "pid": os.getpid()}), flush=True)
+                      "issuer": idp.issuer, "pid": os.getpid(),
+                      "tls_port": runtime.tls.port if runtime.tls else None}), flush=True)
     while not stop.wait(3600):
         pass
     runtime.close()
