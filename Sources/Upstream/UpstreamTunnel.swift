@@ -23,7 +23,10 @@ package final class UpstreamTunnel {
     /// The connected socket, -1 until the connect finished.
     package private(set) var fd: CInt = -1
     /// Told once when the connect finished: nil on success, else why it failed.
-    var onConnected: ((String?) -> Void)?
+    var onConnected: ((UpstreamError?) -> Void)?
+    /// The client whose listeners a tunnel never connects to (a route pointing at the proxy
+    /// would tunnel into itself, each hop opening another).
+    private unowned let client: UpstreamClient
     /// The connector whose multi handle holds this handle until `close` (libcurl's send and receive
     /// work only while it is added).
     private weak var connector: TunnelConnector?
@@ -34,6 +37,7 @@ package final class UpstreamTunnel {
     init(origin: String, connectTimeout: Double, tls: UpstreamTLS?, client: UpstreamClient, connector: TunnelConnector) {
         easy = curl_easy_init()
         self.connector = connector
+        self.client = client
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         cc_easy_long(easy, CURLOPT_NOSIGNAL, 1)
@@ -86,11 +90,26 @@ package final class UpstreamTunnel {
     func connectEnded(_ code: CURLcode) {
         let callback = onConnected
         onConnected = nil
-        guard code == CURLE_OK else { return callback?(message(code)) ?? () }
+        guard code == CURLE_OK else { return callback?(.unreachable(message(code))) ?? () }
         let socket = cc_info_active_socket(easy)
-        guard socket != CC_SOCKET_BAD else { return callback?("no connected socket") ?? () }
+        guard socket != CC_SOCKET_BAD else { return callback?(.unreachable("no connected socket")) ?? () }
+        if connectsToOwnListener { return callback?(.loop("the tunnel would connect to this proxy's own listener")) ?? () }
         fd = socket
         callback?(nil)
+    }
+
+    /// Whether the connection reached one of the proxy's own listeners (as a transfer's
+    /// `refusesOwnListeners` checks before sending).
+    private var connectsToOwnListener: Bool {
+        guard let listeners = client.ownListeners else { return false }
+        var primary: UnsafeMutableRawPointer?
+        var local: UnsafeMutableRawPointer?
+        var port = 0
+        guard cc_info_ptr(easy, CURLINFO_PRIMARY_IP, &primary) == CURLE_OK, let primary,
+              cc_info_ptr(easy, CURLINFO_LOCAL_IP, &local) == CURLE_OK, let local,
+              cc_info_long(easy, CURLINFO_PRIMARY_PORT, &port) == CURLE_OK else { return false }
+        return listeners.contains(primary: primary.assumingMemoryBound(to: CChar.self), port: port,
+                                  local: local.assumingMemoryBound(to: CChar.self))
     }
 
     private func message(_ code: CURLcode) -> String {
@@ -156,10 +175,10 @@ package final class TunnelConnector {
     }
 
     /// Starts connecting to `origin` (`http://host:port` or `https://…`) with the route's or
-    /// provider's `tls` settings (nil: the defaults); `connected` is called
-    /// on the loop with nil once the tunnel's bytes may move, or with the reason it failed.
+    /// provider's `tls` settings (nil: the defaults); `connected` is called on the loop with nil
+    /// once the tunnel's bytes may move, or with why it failed (`.loop` for the proxy's own listener).
     package func connect(origin: String, connectTimeout: Double, tls: UpstreamTLS?,
-                         connected: @escaping (String?) -> Void) -> UpstreamTunnel {
+                         connected: @escaping (UpstreamError?) -> Void) -> UpstreamTunnel {
         let tunnel = UpstreamTunnel(origin: origin, connectTimeout: connectTimeout, tls: tls, client: client, connector: self)
         tunnel.onConnected = connected
         let result = curl_multi_add_handle(multi, tunnel.easy)
@@ -167,7 +186,7 @@ package final class TunnelConnector {
             client.loop.afterEvents { [weak tunnel] in
                 guard let tunnel, let callback = tunnel.onConnected else { return }
                 tunnel.onConnected = nil
-                callback("curl_multi_add_handle: \(result.rawValue)")
+                callback(.unreachable("curl_multi_add_handle: \(result.rawValue)"))
             }
             return tunnel
         }

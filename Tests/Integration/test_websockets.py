@@ -241,6 +241,11 @@ def test_close_handshake_from_the_client_and_from_the_upstream(start_proxy, ws_u
     run(scenario())
     wait_until(lambda: 1000 in ws_upstream.closed_codes and 4000 in ws_upstream.closed_codes, timeout=5,
                what="both closes seen by the upstream")
+    wait_until(lambda: 'platform_proxy_tunnels_open{route="open"} 0' in metrics_text(proxy.port), timeout=5,
+               what="no tunnel open in the metrics")
+    tunnels = {line for line in metrics_text(proxy.port).splitlines() if line.startswith("platform_proxy_tunnels_")}
+    assert tunnels == {'platform_proxy_tunnels_open{route="open"} 0', 'platform_proxy_tunnels_opened_total{route="open"} 2',
+                       'platform_proxy_tunnels_closed_total{route="open",reason="upstream_closed"} 2'}, tunnels
 
 
 def test_refused_upgrade_is_relayed_as_a_response(start_proxy, ws_upstream):
@@ -539,3 +544,31 @@ def test_a_token_refused_by_an_upstream_and_replaced_closes_the_tunnels_carrying
     assert first != last
     wait_until(lambda: any(e.get("reason") == "token_refused" for e in proxy.server.log_events("tunnel_closed")),
                timeout=5, what="tunnel_closed reason=token_refused")
+
+
+def test_a_route_pointing_at_the_proxy_itself_is_refused_not_tunnelled_into_itself(start_proxy):
+    port = free_port()
+    proxy = start_proxy(base_config(listen=[f"127.0.0.1:{port}"],
+                                    routes=[{"name": "self", "path": "/self", "upstream": f"http://127.0.0.1:{port}/self"}]))
+
+    async def scenario():
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(ws_url(proxy.port, "/self/x"), ping_interval=None, open_timeout=10)
+        return refused.value.response
+
+    response = run(scenario())
+    assert response.status_code == 508 and b"loop_detected" in response.body
+    # One tunnel refused, none chained behind it.
+    closed = [line for line in metrics_text(proxy.port).splitlines() if line.startswith("platform_proxy_tunnels_closed_total")]
+    assert closed == ['platform_proxy_tunnels_closed_total{route="self",reason="loop_detected"} 1'], closed
+
+
+def metrics_text(port: int) -> str:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", "/_platform/metrics")
+        response = conn.getresponse()
+        assert response.status == 200
+        return response.read().decode()
+    finally:
+        conn.close()

@@ -36,13 +36,14 @@ private enum Start: CaseIterable {
 
 /// One event applied to a machine.
 private enum Event {
-    case connected, connectFailed, answered(Int), answerInvalid, refusalRead, ended(Machine.Side), drained,
+    case connected, connectFailed, connectLooped, answered(Int), answerInvalid, refusalRead, ended(Machine.Side), drained,
          withdraw, failed
 
     func apply(_ m: inout Machine) -> Action {
         switch self {
         case .connected: m.connected()
         case .connectFailed: m.connectFailed("refused")
+        case .connectLooped: m.connectFailed("own listener", loop: true)
         case .answered(let status): m.answered(status: status)
         case .answerInvalid: m.answerInvalid()
         case .refusalRead: m.refusalRead()
@@ -59,6 +60,7 @@ private let rows: [(Start, Event, Action, State)] = [
     // Connecting: the connect decides; a client gone or a withdrawal ends it before any byte went up.
     (.connecting, .connected, .sendHandshake, .handshaking),
     (.connecting, .connectFailed, .fail(.unreachable("refused")), .closed(reason: "upstream_unreachable")),
+    (.connecting, .connectLooped, .fail(.loop), .closed(reason: "loop_detected")),
     (.connecting, .ended(.client), .close(reason: "client_closed"), .closed(reason: "client_closed")),
     (.connecting, .withdraw, .fail(.withdrawn("logout")), .closed(reason: "logout")),
     (.connecting, .answered(101), .none, .connecting),

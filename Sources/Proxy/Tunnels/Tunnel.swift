@@ -85,7 +85,7 @@ final class Tunnel: ProxyExchangeDelegate {
         exchange?.delegate = self
         link = connector.connect(origin: origin, connectTimeout: connectTimeout, tls: tls) { [weak self] error in
             guard let self else { return }
-            if let error { return self.perform(self.machine.connectFailed(error)) }
+            if let error { return self.perform(self.machine.connectFailed(error.description, loop: error.isLoop)) }
             self.perform(self.machine.connected())
         }
     }
@@ -126,6 +126,7 @@ final class Tunnel: ProxyExchangeDelegate {
             let error: ProxyError = switch failure {
             case .unreachable: .upstreamUnreachable
             case .invalidAnswer: .upstreamUnreachable
+            case .loop: .loopDetected
             case .withdrawn(let reason): .tunnelClosed(reason)
             }
             if case .unreachable(let message) = failure {

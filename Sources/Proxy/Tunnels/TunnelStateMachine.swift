@@ -28,6 +28,8 @@ struct TunnelStateMachine: Equatable {
     enum Failure: Equatable {
         /// libcurl could not connect (its message).
         case unreachable(String)
+        /// The upstream is one of the proxy's own listeners.
+        case loop
         /// The upstream's answer was not an HTTP/1.1 response head.
         case invalidAnswer
         /// The tunnel was closed (logout, shutdown) before it opened.
@@ -70,11 +72,11 @@ struct TunnelStateMachine: Equatable {
         return .sendHandshake
     }
 
-    /// libcurl could not connect.
-    mutating func connectFailed(_ message: String) -> Action {
+    /// libcurl could not connect (`loop`: it reached one of the proxy's own listeners).
+    mutating func connectFailed(_ message: String, loop: Bool = false) -> Action {
         guard state == .connecting else { return .none }
-        state = .closed(reason: "upstream_unreachable")
-        return .fail(.unreachable(message))
+        state = .closed(reason: loop ? "loop_detected" : "upstream_unreachable")
+        return .fail(loop ? .loop : .unreachable(message))
     }
 
     /// The upstream's answer head arrived: 101 opens the tunnel, any other status is relayed as
