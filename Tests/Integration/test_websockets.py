@@ -572,3 +572,23 @@ def metrics_text(port: int) -> str:
         return response.read().decode()
     finally:
         conn.close()
+
+
+def test_tunnels_past_the_process_cap_are_refused(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"), limits={"maxTunnels": 2})
+
+    async def scenario():
+        first = await connect(ws_url(proxy.port, "/open/1"), ping_interval=None)
+        second = await connect(ws_url(proxy.port, "/open/2"), ping_interval=None)
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(ws_url(proxy.port, "/open/3"), ping_interval=None)
+        assert refused.value.response.status_code == 503 and b"too_many_tunnels" in refused.value.response.body
+        await first.close()
+        await asyncio.sleep(0.2)
+        # A closed tunnel frees its place.
+        async with connect(ws_url(proxy.port, "/open/4"), ping_interval=None) as fourth:
+            await fourth.send("in")
+            assert await fourth.recv() == "in"
+        await second.close()
+
+    run(scenario())
