@@ -86,6 +86,17 @@ class WSUpstream:
 
     async def _handler(self, ws):
         self.open += 1
+        if "deaf" in ws.request.path:
+            # Reads nothing for a while, then counts what came.
+            await asyncio.sleep(4)
+            self.deaf_received = 0
+            try:
+                async for _ in ws:
+                    self.deaf_received += 1
+            except ConnectionClosed:
+                pass
+            self.open -= 1
+            return
         try:
             async for message in ws:
                 if message == "server-close":
@@ -283,6 +294,34 @@ def test_a_client_that_does_not_read_holds_the_upstream_back(start_proxy, ws_ups
             assert await ws.recv() == "flood-done"
 
     run(scenario(), timeout=120)
+
+
+def test_an_upstream_that_does_not_read_holds_the_client_back(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+    count = 1600
+
+    async def scenario():
+        async with connect(ws_url(proxy.port, "/open/deaf"), max_size=None, ping_interval=None, compression=None,
+                           write_limit=65536) as ws:
+            before = rss_kib(proxy.proc.pid)
+            sent = 0
+
+            async def flood():
+                nonlocal sent
+                for i in range(count):
+                    await ws.send(i.to_bytes(4, "big") + bytes(FLOOD_MESSAGE - 4))
+                    sent = i + 1
+
+            task = asyncio.create_task(flood())
+            await asyncio.sleep(3)
+            grown = rss_kib(proxy.proc.pid) - before
+            assert sent < count // 2, f"the client sent {sent} of {count} messages to an upstream that read none"
+            assert grown < 16 * 1024, f"the proxy grew {grown} KiB while its upstream did not read"
+            await asyncio.wait_for(task, 60)
+            await ws.close()
+
+    run(scenario(), timeout=120)
+    wait_until(lambda: getattr(ws_upstream, "deaf_received", 0) == count, timeout=30, what="every message delivered")
 
 
 def test_cross_site_handshake_is_refused_before_the_upstream(start_proxy, idp_factory, tmp_path,  # noqa: F811

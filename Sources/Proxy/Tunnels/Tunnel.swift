@@ -56,6 +56,8 @@ final class Tunnel: ProxyExchangeDelegate {
     private let openedAt: NanoTime
     private var lastActivity: NanoTime
     private var timer: TimerID?
+    /// When the armed timer fires.
+    private var timerDeadline: NanoTime?
     private var drainDeadline: NanoTime?
     private(set) var bytesUp = 0
     private(set) var bytesDown = 0
@@ -296,11 +298,10 @@ final class Tunnel: ProxyExchangeDelegate {
         while !toUpstream.isEmpty {
             let step = toUpstream.withReadable { link.send($0) }
             switch step {
+            case .moved(0), .again:
+                return afterPush()
             case .moved(let n):
                 toUpstream.consume(n)
-                if n == 0 { break }
-            case .again:
-                return afterPush()
             case .failed:
                 return perform(machine.failed("upstream_write_error"))
             }
@@ -380,11 +381,19 @@ final class Tunnel: ProxyExchangeDelegate {
         }
     }
 
+    /// Keeps one timer, armed no later than `deadline`: a later deadline (bytes moved) is
+    /// rechecked when it fires, an earlier one (a drain began) replaces it.
     private func syncTimer() {
-        guard timer == nil, let deadline else { return }
+        guard let deadline else { return }
+        if let timer, let timerDeadline {
+            guard deadline < timerDeadline else { return }
+            loop.cancel(timer)
+        }
+        timerDeadline = deadline
         timer = loop.schedule(at: deadline) { [weak self] in
             guard let self else { return }
             self.timer = nil
+            self.timerDeadline = nil
             self.timerFired()
         }
     }
