@@ -34,7 +34,8 @@ package final class UpstreamTunnel {
     /// The `CURLOPT_CONNECT_TO` entry of a route's TLS server name, kept for the handle's life.
     private var connectTo: UnsafeMutablePointer<curl_slist>?
 
-    init(origin: String, connectTimeout: Double, tls: UpstreamTLS?, client: UpstreamClient, connector: TunnelConnector) {
+    init(origin: String, connectTimeout: Double, tls: UpstreamTLS?, client: UpstreamClient, connector: TunnelConnector)
+    {
         easy = curl_easy_init()
         self.connector = connector
         self.client = client
@@ -72,12 +73,16 @@ package final class UpstreamTunnel {
         let owner = Unmanaged.passUnretained(client).toOpaque()
         cc_easy_ptr(easy, CURLOPT_OPENSOCKETDATA, owner)
         cc_easy_ptr(easy, CURLOPT_CLOSESOCKETDATA, owner)
-        cc_easy_open_socket_function(easy, { clientp, _, address in
-            Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.openSocket(address!) }
-        })
-        cc_easy_close_socket_function(easy, { clientp, fd in
-            Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.closeSocket(fd) }
-        })
+        cc_easy_open_socket_function(
+            easy,
+            { clientp, _, address in
+                Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.openSocket(address!) }
+            })
+        cc_easy_close_socket_function(
+            easy,
+            { clientp, fd in
+                Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.closeSocket(fd) }
+            })
         url.withCString { _ = cc_easy_str(easy, CURLOPT_URL, $0) }
     }
 
@@ -93,7 +98,9 @@ package final class UpstreamTunnel {
         guard code == CURLE_OK else { return callback?(.unreachable(message(code))) ?? () }
         let socket = cc_info_active_socket(easy)
         guard socket != CC_SOCKET_BAD else { return callback?(.unreachable("no connected socket")) ?? () }
-        if connectsToOwnListener { return callback?(.loop("the tunnel would connect to this proxy's own listener")) ?? () }
+        if connectsToOwnListener {
+            return callback?(.loop("the tunnel would connect to this proxy's own listener")) ?? ()
+        }
         fd = socket
         callback?(nil)
     }
@@ -106,10 +113,12 @@ package final class UpstreamTunnel {
         var local: UnsafeMutableRawPointer?
         var port = 0
         guard cc_info_ptr(easy, CURLINFO_PRIMARY_IP, &primary) == CURLE_OK, let primary,
-              cc_info_ptr(easy, CURLINFO_LOCAL_IP, &local) == CURLE_OK, let local,
-              cc_info_long(easy, CURLINFO_PRIMARY_PORT, &port) == CURLE_OK else { return false }
-        return listeners.contains(primary: primary.assumingMemoryBound(to: CChar.self), port: port,
-                                  local: local.assumingMemoryBound(to: CChar.self))
+            cc_info_ptr(easy, CURLINFO_LOCAL_IP, &local) == CURLE_OK, let local,
+            cc_info_long(easy, CURLINFO_PRIMARY_PORT, &port) == CURLE_OK
+        else { return false }
+        return listeners.contains(
+            primary: primary.assumingMemoryBound(to: CChar.self), port: port,
+            local: local.assumingMemoryBound(to: CChar.self))
     }
 
     private func message(_ code: CURLcode) -> String {
@@ -177,9 +186,12 @@ package final class TunnelConnector {
     /// Starts connecting to `origin` (`http://host:port` or `https://…`) with the route's or
     /// provider's `tls` settings (nil: the defaults); `connected` is called on the loop with nil
     /// once the tunnel's bytes may move, or with why it failed (`.loop` for the proxy's own listener).
-    package func connect(origin: String, connectTimeout: Double, tls: UpstreamTLS?,
-                         connected: @escaping (UpstreamError?) -> Void) -> UpstreamTunnel {
-        let tunnel = UpstreamTunnel(origin: origin, connectTimeout: connectTimeout, tls: tls, client: client, connector: self)
+    package func connect(
+        origin: String, connectTimeout: Double, tls: UpstreamTLS?,
+        connected: @escaping (UpstreamError?) -> Void
+    ) -> UpstreamTunnel {
+        let tunnel = UpstreamTunnel(
+            origin: origin, connectTimeout: connectTimeout, tls: tls, client: client, connector: self)
         tunnel.onConnected = connected
         let result = curl_multi_add_handle(multi, tunnel.easy)
         if result != CURLM_OK {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Proxy
 
 private typealias Machine = TunnelStateMachine
@@ -36,8 +37,9 @@ private enum Start: CaseIterable {
 
 /// One event applied to a machine.
 private enum Event {
-    case connected, connectFailed, connectLooped, answered(Int), answerInvalid, refusalRead, ended(Machine.Side), drained,
-         withdraw, failed
+    case connected, connectFailed, connectLooped, answered(Int), answerInvalid, refusalRead, ended(Machine.Side),
+        drained,
+        withdraw, failed
 
     func apply(_ m: inout Machine) -> Action {
         switch self {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Upstream
 
 /// A head made of a 200 status line and `fields`.

@@ -1,5 +1,5 @@
-import Glibc
 import EventLoop
+import Glibc
 import HTTP1
 import HTTPServer
 import Upstream
@@ -125,16 +125,21 @@ final class Tunnel: ProxyExchangeDelegate {
         case .relayAnswer:
             relayAnswer()
         case .fail(let failure):
-            let error: ProxyError = switch failure {
-            case .unreachable: .upstreamUnreachable
-            case .invalidAnswer: .upstreamUnreachable
-            case .loop: .loopDetected
-            case .withdrawn(let reason): .tunnelClosed(reason)
-            }
+            let error: ProxyError =
+                switch failure {
+                case .unreachable: .upstreamUnreachable
+                case .invalidAnswer: .upstreamUnreachable
+                case .loop: .loopDetected
+                case .withdrawn(let reason): .tunnelClosed(reason)
+                }
             if case .unreachable(let message) = failure {
-                table?.handler?.log.emit(.warning, "upstream_failed", [("requestID", .string(identity.requestID)),
-                                                                        ("route", .string(identity.route)),
-                                                                        ("error", .string(message))])
+                table?.handler?.log.emit(
+                    .warning, "upstream_failed",
+                    [
+                        ("requestID", .string(identity.requestID)),
+                        ("route", .string(identity.route)),
+                        ("error", .string(message)),
+                    ])
             }
             if exchange != nil, let heldContext, let handler = table?.handler { handler.fail(heldContext, error) }
             finish()
@@ -167,7 +172,9 @@ final class Tunnel: ProxyExchangeDelegate {
         clientFD = socket.fd
         let end = TunnelEnd(tunnel: self, side: .client)
         clientEnd = end
-        do { try loop.claim(fd: clientFD, interest: .read, target: end) } catch { return perform(machine.failed("epoll_error")) }
+        do { try loop.claim(fd: clientFD, interest: .read, target: end) } catch {
+            return perform(machine.failed("epoll_error"))
+        }
         clientInterest = .read
         table?.opened(self)
         if !socket.early.isEmpty { toUpstream.append(socket.early) }
@@ -269,7 +276,8 @@ final class Tunnel: ProxyExchangeDelegate {
             let step = table.scratch.withUnsafeMutableBytes { link.receive(into: $0) }
             switch step {
             case .moved(0), .failed: refusal?.upstreamEnded()
-            case .moved(let n): table.scratch.withUnsafeBytes { refusal?.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            case .moved(let n):
+                table.scratch.withUnsafeBytes { refusal?.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             case .again: return
             }
         }
@@ -352,11 +360,17 @@ final class Tunnel: ProxyExchangeDelegate {
         let open = machine.isOpen
         if let link, link.fd >= 0, upstreamEnd != nil {
             var wanted: Interest = []
-            if machine.state == .handshaking || machine.state == .refused || (open && toClient.count < TunnelTable.queueCap) { wanted.insert(.read) }
+            if machine.state == .handshaking || machine.state == .refused
+                || (open && toClient.count < TunnelTable.queueCap)
+            {
+                wanted.insert(.read)
+            }
             if !toUpstream.isEmpty { wanted.insert(.write) }
             if wanted != upstreamInterest {
                 upstreamInterest = wanted
-                do { try loop.reregister(fd: link.fd, interest: wanted) } catch { return perform(machine.failed("epoll_error")) }
+                do { try loop.reregister(fd: link.fd, interest: wanted) } catch {
+                    return perform(machine.failed("epoll_error"))
+                }
             }
         }
         if clientFD >= 0 {
@@ -365,7 +379,9 @@ final class Tunnel: ProxyExchangeDelegate {
             if !toClient.isEmpty { wanted.insert(.write) }
             if wanted != clientInterest {
                 clientInterest = wanted
-                do { try loop.reregister(fd: clientFD, interest: wanted) } catch { return perform(machine.failed("epoll_error")) }
+                do { try loop.reregister(fd: clientFD, interest: wanted) } catch {
+                    return perform(machine.failed("epoll_error"))
+                }
             }
         }
     }
@@ -427,7 +443,8 @@ final class Tunnel: ProxyExchangeDelegate {
         toClient = TunnelQueue()
         toUpstream = TunnelQueue()
         let reason: String = if case .closed(let reason) = machine.state { reason } else { "closed" }
-        table?.closed(self, reason: reason, bridged: bridged, seconds: Double(loop.now.nanoseconds - openedAt.nanoseconds) / 1e9)
+        table?.closed(
+            self, reason: reason, bridged: bridged, seconds: Double(loop.now.nanoseconds - openedAt.nanoseconds) / 1e9)
     }
 }
 

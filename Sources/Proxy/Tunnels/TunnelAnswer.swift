@@ -11,7 +11,8 @@ enum TunnelAnswer {
     /// The offset just past the head's blank line, once it arrived.
     static func headEnd(_ bytes: [UInt8]) -> Int? {
         guard bytes.count >= 4 else { return nil }
-        for i in 3..<bytes.count where bytes[i] == 0x0A && bytes[i - 1] == 0x0D && bytes[i - 2] == 0x0A && bytes[i - 3] == 0x0D {
+        for i in 3..<bytes.count
+        where bytes[i] == 0x0A && bytes[i - 1] == 0x0D && bytes[i - 2] == 0x0A && bytes[i - 3] == 0x0D {
             return i + 1
         }
         return nil
@@ -22,7 +23,9 @@ enum TunnelAnswer {
         let prefix = Array("HTTP/1.".utf8)
         guard bytes.count >= 12, Array(bytes[0..<7]) == prefix, bytes[8] == 0x20 else { return nil }
         let digits = bytes[9..<12]
-        guard digits.allSatisfy({ $0 &- 0x30 < 10 }), bytes.count == 12 || bytes[12] == 0x20 || bytes[12] == 0x0D else { return nil }
+        guard digits.allSatisfy({ $0 &- 0x30 < 10 }), bytes.count == 12 || bytes[12] == 0x20 || bytes[12] == 0x0D else {
+            return nil
+        }
         return digits.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
     }
 
@@ -32,7 +35,8 @@ enum TunnelAnswer {
         let lines = head.split(separator: 0x0A, omittingEmptySubsequences: true).dropFirst()
         for var line in lines {
             if line.last == 0x0D { line = line.dropLast() }
-            guard let colon = line.firstIndex(of: 0x3A), colon > line.startIndex, line.first != 0x20, line.first != 0x09 else { continue }
+            guard let colon = line.firstIndex(of: 0x3A), colon > line.startIndex, line.first != 0x20, line.first != 0x09
+            else { continue }
             let name = String(decoding: line[line.startIndex..<colon], as: UTF8.self)
             let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingSpaces
             out.append((name, value))
@@ -55,15 +59,21 @@ enum TunnelAnswer {
             let end = TunnelAnswer.headEnd(bytes) ?? bytes.count
             status = TunnelAnswer.status(bytes) ?? 502
             let all = TunnelAnswer.fields(bytes[0..<end])
-            var named: Set<String> = ["connection", "keep-alive", "transfer-encoding", "content-length", "upgrade",
-                                      "proxy-connection", "te", "trailer", "proxy-authenticate"]
+            var named: Set<String> = [
+                "connection", "keep-alive", "transfer-encoding", "content-length", "upgrade",
+                "proxy-connection", "te", "trailer", "proxy-authenticate",
+            ]
             var framing: BodyFraming = .untilClose
             for (name, value) in all {
                 let lower = name.lowercased()
                 if lower == "connection" {
                     for token in value.split(separator: ",") { named.insert(String(token).trimmingSpaces.lowercased()) }
                 }
-                if lower == "transfer-encoding", value.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters() == "chunked" }) { framing = .chunked }
+                if lower == "transfer-encoding",
+                    value.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters() == "chunked" })
+                {
+                    framing = .chunked
+                }
                 if lower == "content-length", framing != .chunked, let n = Int(value), n >= 0 { framing = .length(n) }
             }
             if status == 204 || status == 304 || (100...199).contains(status) { framing = .none }
@@ -83,7 +93,9 @@ enum TunnelAnswer {
                 let (consumed, event) = pending.withUnsafeBytes { decoder.decode($0) }
                 switch event {
                 case .data(let range):
-                    if body.count < TunnelAnswer.maxRefusalBody { body.append(contentsOf: pending[range].prefix(TunnelAnswer.maxRefusalBody - body.count)) }
+                    if body.count < TunnelAnswer.maxRefusalBody {
+                        body.append(contentsOf: pending[range].prefix(TunnelAnswer.maxRefusalBody - body.count))
+                    }
                     pending.removeFirst(consumed)
                 case .end:
                     pending.removeFirst(consumed)

@@ -1,6 +1,6 @@
-import Synchronization
 import EventLoop
 import HTTPServer
+import Synchronization
 import Upstream
 
 /// A loop's tunnels: admission under the caps (`limits.maxTunnels` across the process,
@@ -70,11 +70,14 @@ final class TunnelTable {
         if let n = perClient[address] { perClient[address] = n > 1 ? n - 1 : nil }
         handler?.metrics.tunnelClosed(route: tunnel.identity.route, reason: reason, wasOpen: bridged)
         guard bridged else { return }
-        handler?.log.emit(.info, "tunnel_closed", [
-            ("requestID", .string(tunnel.identity.requestID)), ("route", .string(tunnel.identity.route)),
-            ("upgrade", .string(tunnel.identity.upgrade)), ("reason", .string(reason)),
-            ("durationMs", .int(Int(seconds * 1000))), ("bytesUp", .int(tunnel.bytesUp)), ("bytesDown", .int(tunnel.bytesDown)),
-        ])
+        handler?.log.emit(
+            .info, "tunnel_closed",
+            [
+                ("requestID", .string(tunnel.identity.requestID)), ("route", .string(tunnel.identity.route)),
+                ("upgrade", .string(tunnel.identity.upgrade)), ("reason", .string(reason)),
+                ("durationMs", .int(Int(seconds * 1000))), ("bytesUp", .int(tunnel.bytesUp)),
+                ("bytesDown", .int(tunnel.bytesDown)),
+            ])
     }
 
     /// Withdraws the tunnels `matching` says so of (`reason` is logged and counted).
