@@ -69,9 +69,13 @@ final class TunnelTable {
         let address = Self.address(tunnel.identity.peer)
         if let n = perClient[address] { perClient[address] = n > 1 ? n - 1 : nil }
         handler?.metrics.tunnelClosed(route: tunnel.identity.route, reason: reason, wasOpen: bridged)
-        guard bridged else { return }
-        handler?.log.emit(
-            .info, "tunnel_closed",
+        guard bridged, let handler else { return }
+        // The access log's closing line of the tunnel (its opening line is the 101 exchange's):
+        // written when the access log is on, and always for a failure.
+        let failed = reason.hasSuffix("_error") || reason == "drain_timeout"
+        guard failed || handler.runtime.configuration.accessLog else { return }
+        handler.log.emit(
+            failed ? .warning : .info, "tunnel_closed",
             [
                 ("requestID", .string(tunnel.identity.requestID)), ("route", .string(tunnel.identity.route)),
                 ("upgrade", .string(tunnel.identity.upgrade)), ("reason", .string(reason)),
