@@ -1,12 +1,12 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Zero SwiftPM package dependencies: system C libraries only (design card).
-// Release builds drop the run-time exclusivity checks (docs/performance.md): they cost ~6 % of
-// a forwarded request's instructions (bench/cost-profile.sh); debug builds, and so every test, keep them.
-// They also optimise across modules (the request path crosses HTTP1, HTTPServer, Upstream and Proxy):
-// 1.6 % fewer of our instructions per forwarded request (callgrind, 26.47k -> 26.04k).
-// No module imports _StringProcessing (its code and its regex parser's are 1.1 MiB of text; Config's
+// Zero SwiftPM package dependencies: system C libraries only.
+// Release builds drop the run-time exclusivity checks, a measurable share of a forwarded request's
+// instructions (bench/cost-profile.sh); debug builds, and so every test, keep them.
+// They also optimise across modules (the request path crosses HTTP1, HTTPServer, Upstream and Proxy),
+// which bench/cost-profile.sh also measures.
+// No module imports _StringProcessing (its code and its regex parser's are over a MiB of text; Config's
 // TextSearch does the substring searches), and release code has a section per function for the
 // release link's order below.
 let strict: [SwiftSetting] = [
@@ -16,15 +16,15 @@ let strict: [SwiftSetting] = [
                  .when(configuration: .release)),
 ]
 
-// The release link (docs/architecture.md, "The release binary"): lld packs the ~28,000
-// relative relocations into a few KiB (DT_RELR, glibc >= 2.36) instead of 670 KiB the loader reads
-// at every start; it places the functions listed in link-order.txt (the ones start-up, the health
+// The release link: lld packs the relative relocations into a few KiB (DT_RELR, glibc >= 2.36)
+// instead of the hundreds of KiB the loader would read at every start (bench/idle_memory.py); it
+// places the functions listed in link-order.txt (the ones start-up, the health
 // probe and forwarding run; bench/link-order.sh writes it) together at the front of the text, so
 // the pages mapped at rest hold code that runs; it aligns segments to 64 KiB, so the kernel's
 // 64 KiB fault-around windows fall on the same code in every process whatever the address
 // randomisation; and it exports no symbols dynamically (the static
-// standard library's link arguments ask for -export-dynamic: 4,000 names that only the loader
-// reads). None of this changes what the code does; a stale list only costs memory.
+// standard library's link arguments ask for -export-dynamic: thousands of names that only the
+// loader reads). None of this changes what the code does; a stale list only costs memory.
 let packageRoot = String(#filePath.dropLast("Package.swift".count))
 let releaseLink: [LinkerSetting] = [
     .unsafeFlags(["-use-ld=lld",
@@ -35,12 +35,10 @@ let releaseLink: [LinkerSetting] = [
                  .when(configuration: .release)),
 ]
 
-// libcurl's zero-timeout readiness checks of the loops' upstream sockets, and its one-byte peeks at
-// pooled TLS connections, are answered from what the loops know (Sources/Upstream/QuietSockets.swift),
-// its sends during one pass of a loop's client leave together per socket (SendBatch.swift), and its
-// reads of the monotonic clock during a pass after the first cost no vDSO call (PassClock.swift):
-// the executable defines poll(3), recv(2), send(2) and clock_gettime(2) and puts them in its
-// dynamic symbol table, so libcurl's calls bind to them rather than to glibc's. Its only exports.
+// The libcurl tuning (Sources/CurlTuning/CurlTuning.swift says what each override does and how to
+// switch it off): the executable defines poll(3), recv(2), send(2) and clock_gettime(2) and puts
+// them in its dynamic symbol table, so libcurl's calls bind to them rather than to glibc's. Its
+// only exports. With the tuning off each is glibc's call.
 let interposedCalls: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=poll",
                                                       "-Xlinker", "--export-dynamic-symbol=recv",
                                                       "-Xlinker", "--export-dynamic-symbol=send",
@@ -67,13 +65,15 @@ let package = Package(
         .target(name: "HTTP1", swiftSettings: strict),
         .target(name: "EventLoop", dependencies: ["CLinux", "JSON"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CLinux", "EventLoop", "HTTP1"], swiftSettings: strict),
+        .systemLibrary(name: "CCurlTuning", path: "Sources/CCurlTuning"),
         .target(name: "Upstream", dependencies: ["CCurl", "EventLoop", "HTTP1"], swiftSettings: strict),
+        .target(name: "CurlTuning", dependencies: ["CCurl", "CCurlTuning", "EventLoop", "Upstream"], swiftSettings: strict),
         .target(name: "Credentials", dependencies: ["Config", "EventLoop", "JSON", "Upstream"], swiftSettings: strict),
         .target(name: "Analytics", dependencies: ["CSQLite", "Config", "EventLoop", "HTTP1", "JSON", "Upstream"],
                 swiftSettings: strict),
         .target(name: "Experiments", dependencies: ["Config", "Credentials", "EventLoop", "JSON"], swiftSettings: strict),
         .target(name: "Proxy", dependencies: ["Analytics", "Config", "Credentials", "EventLoop", "Experiments", "HTTP1", "HTTPServer", "JSON", "Upstream"], swiftSettings: strict),
-        .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "EventLoop", "CLinux", "JSON", "Upstream"],
+        .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "CurlTuning", "EventLoop", "CLinux", "JSON", "Upstream"],
                           exclude: ["link-order.txt"], swiftSettings: strict, linkerSettings: interposedCalls + releaseLink),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "JSON"]),
@@ -81,6 +81,7 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "EventLoop", "HTTP1"]),
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "EventLoop"]),
+        .testTarget(name: "CurlTuningTests", dependencies: ["CurlTuning", "CCurlTuning", "Upstream", "EventLoop"]),
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials", "Config", "JSON"]),
         .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "JSON"]),
         .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "Config", "Credentials", "JSON"]),

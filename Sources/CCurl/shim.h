@@ -95,64 +95,11 @@ static inline CURLcode cc_easy_keep_tls_buffers(CURL *h) { return curl_easy_seto
 static inline CURLcode cc_info_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 static const long CC_HTTP_VERSION_2_0 = CURL_HTTP_VERSION_2_0;
 
-/* The process defines poll(3) itself, so that libcurl's zero-timeout readiness checks of the
-   event loop's upstream sockets are answered from what the loop knows (Upstream/QuietSockets.swift);
-   every other call goes to glibc's own, which it also exports as __poll. */
+/* Socket and poll names for Upstream (Glibc alone misses some in files compiled in one batch). */
 #include <poll.h>
-extern int __poll(struct pollfd *fds, nfds_t nfds, int timeout);
-static inline int cc_kernel_poll(struct pollfd *fds, nfds_t nfds, int timeout) { return __poll(fds, nfds, timeout); }
-
-/* The process defines send(2) too, so that libcurl's sends during one pass of a loop's client are
-   coalesced per socket (Upstream/SendBatch.swift): held with MSG_MORE, then pushed at the pass's end
-   by clearing TCP_CORK, which transmits what the socket holds and leaves its options as they were. */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-static inline int cc_push_held(int fd) { int off = 0; return setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off); }
-
-/* One byte per descriptor, written by the loop that owns the socket and read by whichever thread
-   polls that descriptor: relaxed atomics, so the compiler neither tears nor caches them. */
-static inline unsigned char cc_load_byte(const unsigned char *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-static inline void cc_store_byte(unsigned char *p, unsigned char v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-/* The same for one pointer per descriptor (Upstream/ReadAhead.swift). */
-static inline void *cc_load_pointer(void *const *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-static inline void cc_store_pointer(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-
-/* The thread's pass of a loop's client (Upstream/CurlPass.swift) and whether its connection
-   checks are all the kernel's (QuietSockets.asking): thread-local words that the executable's
-   poll, recv, send and clock_gettime read on every call, a load each. (pthread_getspecific with a
-   key in a lazily initialised Swift global cost a call into libc and a swift_once check per
-   lookup, counted per forwarded request by bench/cost-profile.sh; docs/architecture.md, "libcurl tuning".)
-   Weak definitions, so every module that includes this header shares one of each; initial-exec,
-   as the executable holds them; read and written only through these functions, as Swift does
-   not import thread-local variables. */
-__attribute__((weak, tls_model("initial-exec"))) __thread void *cc_thread_pass = 0;
-__attribute__((weak, tls_model("initial-exec"))) __thread int cc_thread_strict = 0;
-static inline void *cc_current_pass(void) { return cc_thread_pass; }
-static inline void cc_set_current_pass(void *pass) { cc_thread_pass = pass; }
-static inline int cc_strict_checks(void) { return cc_thread_strict; }
-static inline void cc_set_strict_checks(int strict) { cc_thread_strict = strict; }
-
-/* glibc's clock_gettime, the next definition after the executable's (dlsym(RTLD_NEXT), spelled
-   as the handle -1 so no feature macro is needed), looked up at the first call. */
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-typedef int (*cc_clock_read)(clockid_t clock, struct timespec *time);
-__attribute__((weak)) cc_clock_read cc_glibc_clock_read = 0;
-static inline int cc_glibc_clock_gettime(clockid_t clock, struct timespec *time) {
-    cc_clock_read read = __atomic_load_n(&cc_glibc_clock_read, __ATOMIC_RELAXED);
-    if (__builtin_expect(read == 0, 0)) {
-        read = (cc_clock_read)dlsym((void *)-1l, "clock_gettime");
-        if (!read) {
-            fputs("platform-proxy: dlsym(RTLD_NEXT, \"clock_gettime\") found nothing\n", stderr);
-            abort();
-        }
-        __atomic_store_n(&cc_glibc_clock_read, read, __ATOMIC_RELAXED);
-    }
-    return read(clock, time);
-}
 
 /* A connect-only handle's socket, for a tunnel (Upstream/UpstreamTunnel.swift):
    CURLINFO_ACTIVESOCKET writes a curl_socket_t, which is not a long. */

@@ -62,9 +62,14 @@ final class CurlSocket: Selectable {
         case spoiled
     }
 
-    /// Every change moves the kernel-free answers libcurl's checks get (`readiness`).
+    /// Every change is told to the client's tuning (`readiness`).
     var state = State.unregistered { didSet { publishReadiness() } }
     private(set) var link = Link.unproven { didSet { publishReadiness() } }
+    /// The client's tuning, told what the loop knows of this socket (`readiness`).
+    private let tuning: (any UpstreamTuning)?
+    /// The easy handle that last changed curl's watch of it (`UpstreamClient.socketChanged`):
+    /// compared, never followed (it may be gone).
+    var user: UnsafeMutableRawPointer?
     /// Times parked, to tell the parking a `ParkedSockets` entry was made for from a later one.
     private(set) var parkings: UInt32 = 0
 
@@ -72,6 +77,7 @@ final class CurlSocket: Selectable {
         self.fd = fd
         self.client = client
         self.opened = opened
+        tuning = client.tuning
     }
 
     /// Whether it is known connected (`Link.established`, spoiled or not).
@@ -105,13 +111,12 @@ final class CurlSocket: Selectable {
         state = .parked(interest, .quiet)
     }
 
-    /// What libcurl's zero-timeout checks of this socket get (`QuietSockets`): for a connected
-    /// socket parked between transfers and still registered for reading, the kernel's answer
-    /// until a wait saw it quiet, then "nothing" without the kernel (it is taken out when
-    /// something comes). For one curl watches for reading, the kernel's answer until it found the
-    /// socket empty in a loop turn, then that answer for the rest of the turn. Otherwise always
-    /// the kernel's.
-    var readiness: QuietSockets.Mark {
+    /// What the loop knows of this socket's readiness, told to the client's tuning: a connected
+    /// socket parked between transfers and still registered for reading is parked until a wait
+    /// saw it quiet, then quiet (it is taken out when something comes); one curl watches for
+    /// reading is watched; a connected one turned ready while parked is spoiled; otherwise nothing
+    /// is known.
+    var readiness: SocketReadiness {
         switch link {
         case .unproven, .spoiledUnproven: return .unknown
         case .spoiled: return .spoiled
@@ -124,24 +129,26 @@ final class CurlSocket: Selectable {
         }
     }
 
-    private func publishReadiness() { QuietSockets.mark(fd, readiness) }
+    private func publishReadiness() { tuning?.know(readiness, of: fd) }
+
+    /// Activity on an idle pooled connection (the server closed it, or sent bytes no request asked
+    /// for), reported by a wait or found at the parking: stop watching, make libcurl's next check
+    /// of it find it dead so it is never reused, and have curl close it soon rather than hold the
+    /// descriptor until the next request.
+    func spoil() {
+        client.loop.deregister(fd: fd)
+        client.connectionSpoiled(self)
+        switch link {
+        case .unproven: link = .spoiledUnproven
+        case .established: link = .spoiled
+        case .spoiledUnproven, .spoiled: break
+        }
+        state = .unregistered
+        client.deadConnectionSeen()
+    }
 
     func ready(_ events: UInt32) {
-        if case .parked = state {
-            // Activity on an idle pooled connection (the server closed it, or sent bytes no
-            // request asked for): stop watching, answer libcurl's next check of it with an error
-            // so it is never reused, and have curl close it soon rather than hold the descriptor
-            // until the next request.
-            client.loop.deregister(fd: fd)
-            switch link {
-            case .unproven: link = .spoiledUnproven
-            case .established: link = .spoiled
-            case .spoiledUnproven, .spoiled: break
-            }
-            state = .unregistered
-            client.deadConnectionSeen()
-            return
-        }
+        if case .parked = state { return spoil() }
         var mask: Int32 = 0
         if ReadyEvents.isReadable(events) { mask |= CC_CSELECT_IN }
         if ReadyEvents.isWritable(events) { mask |= CC_CSELECT_OUT }

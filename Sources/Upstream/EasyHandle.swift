@@ -75,7 +75,7 @@ final class EasyHandle {
         for option in [CURLOPT_PRIVATE, CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_READDATA] { cc_easy_ptr(easy, option, me) }
         if !Self.environmentNamesProxy {
             // No proxy variable at start-up: say so once, rather than have libcurl read five
-            // environment variables for every transfer (docs/performance.md).
+            // environment variables for every transfer (bench/cost-profile.sh).
             cc_easy_str(easy, CURLOPT_PROXY, "")
             cc_easy_str(easy, CURLOPT_NOPROXY, "")
         }
@@ -92,11 +92,9 @@ final class EasyHandle {
                 Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.closeSocket(fd) }
             })
         }
-        // A callback with no transfer (none can come: see `running`) aborts. Body bytes moving
-        // make libcurl's next clock read in the pass a real one (`PassClock`).
+        // A callback with no transfer (none can come: see `running`) aborts.
         cc_easy_write_function(easy, { data, size, count, user in
-            _ = CurlPass.withCurrent { $0.bodyMoved() }
-            return Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
+            Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
                 handle.running?._withUnsafeGuaranteedRef { $0.received(data!, size * count) } ?? 0
             }
         })
@@ -107,15 +105,16 @@ final class EasyHandle {
         })
         // Before each send of a request (a second comes when libcurl retries on a new connection).
         cc_easy_ptr(easy, CURLOPT_PREREQDATA, me)
-        cc_easy_prereq_function(easy, { user, primaryIP, localIP, primaryPort, _ in
+        cc_easy_prereq_function(easy, { user, primaryIP, localIP, primaryPort, localPort in
             Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
-                handle.running?._withUnsafeGuaranteedRef { $0.sending(to: primaryIP, port: Int(primaryPort), from: localIP) }
+                handle.running?._withUnsafeGuaranteedRef {
+                    $0.sending(to: primaryIP, port: Int(primaryPort), from: localIP, localPort: Int(localPort))
+                }
                     ?? false
             } ? CC_PREREQFUNC_OK : CC_PREREQFUNC_ABORT
         })
         cc_easy_read_function(easy, { data, size, count, user in
-            _ = CurlPass.withCurrent { $0.bodyMoved() }
-            return Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
+            Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
                 handle.running?._withUnsafeGuaranteedRef { $0.send(data!, size * count) } ?? CC_READFUNC_ABORT
             }
         })
@@ -129,12 +128,11 @@ final class EasyHandle {
     /// transfer starts (curl issue 11101; Debian 12's 7.88.1 has no fix). A response whose first
     /// field line begins with a space or tab (obsolete line folding, or an upstream's garbage) is
     /// appended to that freed field before any callback of ours sees the line: a use after free,
-    /// which crashed the process. A handle with no transfer behind it has no such pointer, and
+    /// which can crash the process. A handle with no transfer behind it has no such pointer, and
     /// refuses the line (`CURLE_BAD_FUNCTION_ARGUMENT`, a 502). The copy keeps every option set on
     /// this one, so what the setters below remember stays true, and the callbacks still find this
     /// object (`CURLOPT_PRIVATE` and the data pointers are copied as set). It costs a handle's
-    /// allocation and release per transfer (docs/architecture.md, "libcurl driven like ephiperfifo.c"), paid only
-    /// where needed.
+    /// allocation and release per transfer (bench/cost-profile.sh), paid only where needed.
     func renew() -> Bool {
         guard Self.keepsFreedField else { return true }
         guard let fresh = curl_easy_duphandle(easy) else { return false }
@@ -232,8 +230,8 @@ final class EasyHandle {
     private(set) var headerList: UnsafeMutablePointer<curl_slist>?
 
     /// The request's URL. libcurl parses a URL string anew for every transfer (`CURLOPT_URL`:
-    /// its scheme, host, port, a junk scan of every part), about 10k instructions of a forwarded
-    /// request's 119k (measured with bench/floor-proxy.c). Given a URL handle (`CURLOPT_CURLU`) it
+    /// its scheme, host, port, a junk scan of every part), a noticeable share of a forwarded
+    /// request's instructions (bench/floor-proxy.c measures it). Given a URL handle (`CURLOPT_CURLU`) it
     /// copies the parts instead. So the origin is parsed into this handle's URL parts once, with
     /// the flags libcurl parses a string with, and each request sets only its path and query.
     /// libcurl stores a part as given except that it lowercases a percent-encoding's hex digits

@@ -19,8 +19,8 @@ package final class UpstreamClient {
     private var timer: TimerID?
     private var timerDeadline: NanoTime?
     /// The one loop timer for every transfer's deadline (response head, or a stalled body),
-    /// armed at the earliest (a timer per transfer cost a heap insert and removal per request:
-    /// ~4 % of our instructions).
+    /// armed at the earliest (a timer per transfer would cost a heap insert and removal per
+    /// request; bench/cost-profile.sh counts them).
     private var sweep: TimerID?
     private var sweepDeadline: NanoTime?
     /// curl asked to be called at once, and that call is queued (`EventLoop.runDue`).
@@ -29,7 +29,7 @@ package final class UpstreamClient {
     /// When curl last asked to be called (nil: it asked for no timeout).
     private var curlDeadline: NanoTime?
     /// curl's sockets by descriptor: an array, not a dictionary, since curl reports sockets
-    /// several times per request (docs/performance.md).
+    /// several times per request (bench/cost-profile.sh).
     var sockets = SocketTable()
     private var idleHandles: [EasyHandle] = []
     /// Transfers in flight; each knows its index here (`activeIndex`), so removal is O(1).
@@ -39,33 +39,36 @@ package final class UpstreamClient {
     /// Makes libcurl close pooled connections their servers closed, while no request comes;
     /// made when the first such connection is seen.
     private(set) var reaper: ConnectionReaper?
-    /// Connections parked since the loop's last wait, not yet known quiet (`QuietSockets`).
+    /// Connections parked since the loop's last wait, not yet known quiet (told to `tuning`).
     private var parked = ParkedSockets()
     /// Transfers with a request body started since curl's last timeout call, which runs their
-    /// connect step: until then a pooled connection is checked by the kernel (`QuietSockets.asking(strictly:)`).
+    /// connect step: until then a pooled connection is checked by the kernel (`UpstreamTuning.pass(strict:_:)`).
     private var bodiesStarting = 0
-    /// What libcurl's calls during one of its passes share: held sends, sockets found empty,
-    /// sockets holding bytes read ahead.
-    let pass: CurlPass
+    /// The tuning of libcurl's system calls, when one is installed (`installedTuning`); nil, libcurl runs plainly.
+    private(set) var tuning: (any UpstreamTuning)?
     /// The proxy's own listeners, which a request with `refusesOwnListeners` never connects to.
     package var ownListeners: OwnListeners?
+
+    /// The tuning each new client gets: set once at start, before any loop thread (the
+    /// executable's `LibcurlTuning.start`), and only read after.
+    nonisolated(unsafe) package static var installedTuning: (any UpstreamTuning.Type)?
 
     /// Initialises libcurl once per process; call before any loop thread starts.
     package static func globalInit() { _ = initialised }
     private static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
-    /// Creates the client of `loop` (call on that loop's thread or before it runs).
-    package init(loop: EventLoop) {
+    /// Creates the client of `loop` (call on that loop's thread or before it runs), tuned by
+    /// `tuning` when there is one.
+    package init(loop: EventLoop, tuning: (any UpstreamTuning.Type)? = UpstreamClient.installedTuning) {
         Self.globalInit()
         self.loop = loop
         multi = curl_multi_init()
         tlsSessions = curl_share_init()
         if let tlsSessions { _ = cc_share_tls_sessions(tlsSessions) }
-        pass = CurlPass(loop: loop)
-        kick.client = self
+        kick.client = Unretained(self)
         let me = Unmanaged.passUnretained(self).toOpaque()
-        cc_multi_socket_function(multi, { _, fd, what, userp, _ in
-            Unmanaged<UpstreamClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef { $0.socketChanged(fd, what) }
+        cc_multi_socket_function(multi, { easy, fd, what, userp, _ in
+            Unmanaged<UpstreamClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef { $0.socketChanged(fd, what, by: easy) }
             return 0
         })
         cc_multi_ptr(multi, CURLMOPT_SOCKETDATA, me)
@@ -76,14 +79,27 @@ package final class UpstreamClient {
         cc_multi_ptr(multi, CURLMOPT_TIMERDATA, me)
         cc_multi_long(multi, CURLMOPT_PIPELINING, CC_PIPE_MULTIPLEX)
         cc_multi_long(multi, CURLMOPT_MAXCONNECTS, 512)
-        pass.rerun = { [unowned(unsafe) self] fd in
-            guard self.watchesForReading(fd) else { return false }
-            var running: Int32 = 0
-            QuietSockets.asking(strictly: self.bodiesStarting > 0) {
-                curl_multi_socket_action(self.multi, fd, CC_CSELECT_IN, &running)
-            }
-            return true
+        if let tuning {
+            // Unretained: the tuning is this client's own, so the client outlives it.
+            let client = Unretained(self)
+            self.tuning = tuning.init(loop: loop, rerun: { fd in client.object.rerun(fd) })
         }
+    }
+
+    /// Runs curl on `fd` for reading within the current pass, for the tuning (`UpstreamTuning.init`):
+    /// false when curl does not watch it for reading.
+    private func rerun(_ fd: CInt) -> Bool {
+        guard watchesForReading(fd) else { return false }
+        var running: Int32 = 0
+        runCurl(strict: bodiesStarting > 0) { curl_multi_socket_action(multi, fd, CC_CSELECT_IN, &running) }
+        return true
+    }
+
+    /// Runs `body`, a pass of libcurl, through the tuning when there is one.
+    @inline(__always)
+    private func runCurl(strict: Bool, _ body: () -> Void) {
+        guard let tuning else { return body() }
+        tuning.pass(strict: strict, body)
     }
 
     deinit {
@@ -100,6 +116,24 @@ package final class UpstreamClient {
         // `timeoutAction` does not retain the client: its timer (armed last, perhaps by the
         // cleanup) must not outlive it.
         if let timer { loop.cancel(timer) }
+    }
+
+    /// A parked connection turned readable (an EOF, a reset, bytes no request asked for): its
+    /// descriptor is made to read as closed, so libcurl's own liveness check drops it
+    /// (`ClosedSocket` says why that is needed). Not while the transfer that parked it is paused
+    /// (it still uses the connection) or has no head yet (it failed, and libcurl closes the
+    /// connection itself, after `keepEarlyAnswer` read what it holds).
+    func connectionSpoiled(_ socket: CurlSocket) {
+        if let user = socket.user,
+           active.contains(where: { $0.handle.easy == user && ($0.isPaused || $0.headAwaited) }) { return }
+        _ = ClosedSocket.replace(socket.fd)
+    }
+
+    /// Whether a peek at `fd` finds bytes or an error (a reset) rather than nothing yet or an EOF.
+    private static func holdsUnread(_ fd: CInt) -> Bool {
+        var byte: UInt8 = 0
+        let got = recvfrom(fd, &byte, 1, CInt(MSG_PEEK | MSG_DONTWAIT), nil, nil)
+        return got > 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
     }
 
     /// A parked pooled connection reported EOF: have libcurl close it soon.
@@ -151,18 +185,28 @@ package final class UpstreamClient {
 
     // MARK: libcurl callbacks (they only record what to watch)
 
-    func socketChanged(_ fd: curl_socket_t, _ what: Int32) {
+    func socketChanged(_ fd: curl_socket_t, _ what: Int32, by easy: UnsafeMutableRawPointer? = nil) {
         if what == CC_POLL_REMOVE {
             // A pooled connection between transfers: keep its registration (the next transfer
             // usually watches it the same way) and drop it only if it turns ready while parked.
-            if let socket = sockets[fd], case .watched(let interest) = socket.state {
+            guard let socket = sockets[fd] else { return }
+            socket.user = easy
+            if case .watched(let interest) = socket.state {
                 socket.park(interest)
+                guard let tuning else {
+                    // Untuned, libcurl's liveness check of a pooled connection is the kernel's,
+                    // and it takes readable for alive: bytes already there (a response no request
+                    // asked for, sent with the last one) or a reset spoil the connection now. Tuned,
+                    // that check is answered from what the loop knows (`SocketReadiness.parked`).
+                    if interest.contains(.read) && socket.established && Self.holdsUnread(fd) { socket.spoil() }
+                    return
+                }
                 parked.add(socket, iteration: loop.iterations)
-                // Bytes read ahead on a connection between transfers: no wait reports them, so the
-                // reaper is called as a wait's report would (`ReadAhead`); its checks find the
-                // connection spoiled. A paused transfer's socket parks too: the reaper leaves
+                // Bytes the tuning read ahead on a connection between transfers: no wait reports
+                // them, so the reaper is called as a wait's report would; the tuning's checks find
+                // the connection spoiled. A paused transfer's socket parks too: the reaper leaves
                 // connections in use alone.
-                if interest.contains(.read) && ReadAhead.block(of: fd) != nil { deadConnectionSeen() }
+                if interest.contains(.read) && tuning.holdsBytes(for: fd) { deadConnectionSeen() }
             }
             return
         }
@@ -171,9 +215,11 @@ package final class UpstreamClient {
         if what == CC_POLL_OUT || what == CC_POLL_INOUT { interest.insert(.write) }
         guard let socket = sockets[fd] else {
             let socket = CurlSocket(fd: fd, client: self, opened: false)
+            socket.user = easy
             sockets[fd] = socket
             return watch(socket, interest)
         }
+        socket.user = easy
         switch socket.state {
         case .unregistered:
             watch(socket, interest)
@@ -195,9 +241,9 @@ package final class UpstreamClient {
         }
         // A connecting socket is watched for writing only; one watched for reading has connected.
         if interest.contains(.read) { socket.watchedForReading() }
-        // Watched for reading again (a paused transfer resumed) with bytes read ahead: no wait
-        // reports them, so they are run as a stalled pass's are.
-        if interest.contains(.read) && ReadAhead.block(of: fd) != nil { queueStalled() }
+        // Watched for reading again (a paused transfer resumed) with bytes the tuning read ahead:
+        // no wait reports them, so they are run as a stalled pass's are.
+        if interest.contains(.read), let tuning, tuning.holdsBytes(for: fd) { queueStalled() }
     }
 
     private func watch(_ socket: CurlSocket, _ interest: Interest) {
@@ -216,8 +262,7 @@ package final class UpstreamClient {
     func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let fd = Glibc.socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
         guard fd >= 0 else { return CC_SOCKET_BAD }
-        QuietSockets.mark(fd, .unknown)
-        ReadAhead.release(fd)
+        tuning?.opened(fd)
         let socket = CurlSocket(fd: fd, client: self, opened: true)
         let stale = sockets[fd]
         sockets[fd] = socket
@@ -235,15 +280,43 @@ package final class UpstreamClient {
     /// epoll set (the descriptor is not shared: `SOCK_CLOEXEC`, never duplicated), so the loop
     /// forgets it with no `epoll_ctl`.
     func closeSocket(_ fd: curl_socket_t) -> Int32 {
+        keepEarlyAnswer(fd)
         if let socket = sockets[fd] {
             socket.state = .unregistered
             loop.forget(fd: fd)
             sockets[fd] = nil
         }
-        pass.forget(fd)
         // Last, before the number can name another socket, perhaps another thread's.
-        QuietSockets.mark(fd, .unknown)
+        tuning?.closing(fd)
         return Glibc.close(fd)
+    }
+
+    /// curl closes `fd` holding unread bytes, and a transfer that went out on it awaits its head
+    /// with a body to send: they may be the upstream's early answer, which libcurl did not read
+    /// because a send failed first (`UpstreamTransfer.relayEarlyAnswer`). Up to
+    /// `earlyAnswerLimit` of them are kept for the transfer. A socket closed with nothing to read,
+    /// as almost every one is, costs one `recvfrom`.
+    private func keepEarlyAnswer(_ fd: CInt) {
+        var byte: UInt8 = 0
+        guard recvfrom(fd, &byte, 1, CInt(MSG_PEEK | MSG_DONTWAIT), nil, nil) > 0 else { return }
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0, address.ss_family == sa_family_t(AF_INET) || address.ss_family == sa_family_t(AF_INET6) else { return }
+        // The port is at the same place in `sockaddr_in` and `sockaddr_in6`, in network order.
+        let port = withUnsafeBytes(of: &address) { Int($0[2]) << 8 | Int($0[3]) }
+        guard let transfer = active.first(where: { $0.localPort == port && $0.awaitsEarlyAnswer }) else { return }
+        var answer = [UInt8](repeating: 0, count: UpstreamTransfer.earlyAnswerLimit)
+        var count = 0
+        while count < answer.count {
+            let got = answer.withUnsafeMutableBytes { recvfrom(fd, $0.baseAddress! + count, $0.count - count, CInt(MSG_DONTWAIT), nil, nil) }
+            guard got > 0 else { break }
+            count += got
+        }
+        answer.removeLast(answer.count - count)
+        transfer.earlyAnswer = answer
     }
 
     /// curl re-arms its timeout more than once per transfer, mostly to later deadlines. The loop
@@ -270,12 +343,14 @@ package final class UpstreamClient {
     }
 
     /// What `runDue` holds while a call at once is queued: the client, unretained, until it goes.
+    /// The client owns this and clears `client` in its `deinit`, so a queued call that runs later
+    /// finds none.
     private final class Kick {
-        unowned(unsafe) var client: UpstreamClient?
+        var client: Unretained<UpstreamClient>?
     }
 
     /// Made once, so queueing it allocates nothing.
-    private lazy var kickAction: () -> Void = { [kick] in kick.client?.kicked() }
+    private lazy var kickAction: () -> Void = { [kick] in kick.client?.object.kicked() }
 
     private func kicked() {
         kickQueued = false
@@ -331,17 +406,18 @@ package final class UpstreamClient {
         for transfer in overdue { transfer.deadlinePassed() }
     }
 
-    /// Made once, like `timeoutAction`.
-    private lazy var sweepAction: () -> Void = { [unowned(unsafe) self] in self.sweepDeadlines() }
+    /// Made once, like `timeoutAction`, and unretained the same way: its timer is cancelled in `deinit`.
+    private lazy var sweepAction: () -> Void = { [client = Unretained(self)] in client.object.sweepDeadlines() }
 
     /// Made once, so arming the timer allocates nothing. Unretained, and cancelled in `deinit`
     /// (the client is released on its loop's thread, or after the loop stopped): a weak
     /// reference would give the client a side table, and every retain of it, several per
-    /// transfer, would take the slow path (docs/performance.md).
-    private lazy var timeoutAction: () -> Void = { [unowned(unsafe) self] in
-        self.timer = nil
-        self.timerDeadline = nil
-        self.curlTimeoutDue()
+    /// transfer, would take the slow path (bench/cost-profile.sh).
+    private lazy var timeoutAction: () -> Void = { [client = Unretained(self)] in
+        let client = client.object
+        client.timer = nil
+        client.timerDeadline = nil
+        client.curlTimeoutDue()
     }
 
     // MARK: driving
@@ -353,11 +429,7 @@ package final class UpstreamClient {
         // Any call may run a new transfer's connect step (curl runs due timeouts with socket
         // events too); the timeout call runs every one started before it.
         let starting = bodiesStarting
-        pass.run {
-            QuietSockets.asking(strictly: starting > 0) {
-                curl_multi_socket_action(multi, fd, events, &running)
-            }
-        }
+        runCurl(strict: starting > 0) { curl_multi_socket_action(multi, fd, events, &running) }
         if fd == CC_SOCKET_TIMEOUT { bodiesStarting -= starting }
         callbackDepth -= 1
         passEnded()
@@ -367,13 +439,13 @@ package final class UpstreamClient {
     func unpause(_ transfer: UpstreamTransfer, mask: Int32) {
         parked.promote(dispatched: loop.batchesDispatched)
         callbackDepth += 1
-        pass.run { curl_easy_pause(transfer.handle.easy, mask) }
+        runCurl(strict: false) { curl_easy_pause(transfer.handle.easy, mask) }
         callbackDepth -= 1
         passEnded()
     }
 
     private func passEnded() {
-        if pass.stalled { queueStalled() }
+        if let tuning, tuning.stalled { queueStalled() }
         drainCompleted()
     }
 
@@ -383,14 +455,15 @@ package final class UpstreamClient {
         loop.runDue(stalledAction)
     }
 
-    /// The last pass left bytes read ahead on a socket curl watches that no run of it read
-    /// (`CurlPass.runHolding`). They are not in the kernel, so no wait reports them: after the
+    /// The last pass left bytes the tuning read ahead on a socket curl watches that no run of it
+    /// read (`UpstreamTuning.stalled`). They are not in the kernel, so no wait reports them: after the
     /// loop's next wait (no longer than a poll: `runDue`), curl reads the socket again, as it
     /// would if a level-triggered wait reported bytes still in the kernel. That pass may leave
     /// them again; then the next turn tries again, as the wait would report them again.
     private func runStalled() {
         stalledQueued = false
-        for fd in pass.stalledSockets() where ReadAhead.count(fd) > 0 && watchesForReading(fd) {
+        guard let tuning else { return }
+        for fd in tuning.stalledSockets() where tuning.holdsBytes(for: fd) && watchesForReading(fd) {
             socketAction(fd: fd, events: CC_CSELECT_IN)
         }
     }
@@ -406,7 +479,7 @@ package final class UpstreamClient {
     /// A run of stalled sockets is queued (`runDue`).
     private var stalledQueued = false
     /// Made once, like `timeoutAction`; cancelled in effect by `deinit`'s `kick.client = nil`.
-    private lazy var stalledAction: () -> Void = { [kick] in kick.client?.runStalled() }
+    private lazy var stalledAction: () -> Void = { [kick] in kick.client?.object.runStalled() }
 
     private func drainCompleted() {
         var remaining: Int32 = 0

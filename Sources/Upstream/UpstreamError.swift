@@ -1,5 +1,4 @@
-/// Why a transfer failed; a struct over a private enum (docs/architecture.md, "Errors are structs over private enum
-/// codes").
+/// Why a transfer failed; a struct over a private enum, so cases can be added without breaking callers.
 package struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
     private enum Code: Sendable, Equatable { case unreachable, staleConnection, timeout, cancelled, failedMidResponse, loop }
     private let code: Code

@@ -39,7 +39,7 @@ package struct UpstreamResponseHead: Sendable {
     /// A `Content-Length` element that is no number (`+5`, `0x5`, `5.0`, `5 5`, empty, or more
     /// than 18 digits).
     private var contentLengthMalformed = false
-    private var hasTransferEncoding = false
+    private(set) var hasTransferEncoding = false
     /// Whether a `Connection` field names a field (anything but `keep-alive` and `close`).
     package private(set) var connectionNamesFields = false
 

@@ -21,10 +21,12 @@ extension UpstreamTransferDelegate {
 
 /// One request on one easy handle, streaming both ways with pause/resume backpressure.
 package final class UpstreamTransfer {
-    /// Unretained and unchecked: the client holds its transfers while they run and lives as long
+    /// The client, unretained: the client holds its transfers while they run and lives as long
     /// as its loop; after `finish` a transfer touches it no more. (A checked `unowned` costs an
     /// atomic increment and decrement per use, several per request.)
-    unowned(unsafe) let client: UpstreamClient
+    private let owner: Unretained<UpstreamClient>
+    /// The client that runs this transfer (`owner`).
+    var client: UpstreamClient { owner.object }
     let handle: EasyHandle
     private var delegate: (any UpstreamTransferDelegate)?
     private let body: RequestBody?
@@ -47,7 +49,7 @@ package final class UpstreamTransfer {
     /// is still going up (else -1): at 0 the answer is whole (`responseCameWhole`).
     private var answerLeft = -1
     /// Why a response head that arrived whole was not relayed (the transfer fails with it).
-    private var refusedHead: String?
+    private(set) var refusedHead: String?
     /// Why libcurl was stopped before a send (`sending`): the transfer fails with it.
     private var refusedSend: UpstreamError?
     /// Sends libcurl began: a second is its own retry on a new connection (`UpstreamRequest.sendsOnce`).
@@ -76,17 +78,28 @@ package final class UpstreamTransfer {
     /// Over TLS with HTTP/1.x and a Content-Length: the body bytes still to come (else -1), to
     /// look, once they came, for bytes past them in OpenSSL (`endOfTLSBody`).
     private var tlsBodyLeft = -1
+    /// The request has a body to send, and libcurl decodes the response's content coding.
+    private let sendsBody: Bool
+    private let decodes: Bool
+    /// The local port of the connection the request last went out on (`sending`): the closing
+    /// socket that carried it is found by it (`UpstreamClient.closeSocket`).
+    private(set) var localPort = -1
+    /// The upstream's answer, read from the connection as libcurl closed it after a send failed
+    /// (`UpstreamClient.keepEarlyAnswer`), relayed when the transfer completes (`relayEarlyAnswer`).
+    var earlyAnswer: [UInt8]?
 
     /// The request is read, not kept: libcurl copies the URL and the handle the header lines
     /// (`configure`), so no copy of its strings is retained per transfer.
     init(client: UpstreamClient, handle: EasyHandle, request: borrowing UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) {
-        self.client = client
+        owner = Unretained(client)
         self.handle = handle
         timeout = request.timeout
         streamIdle = request.streamIdleTimeout
         eventStreamIdle = request.eventStreamIdleTimeout
         overTLS = request.target.isHTTPS
         sendsOnce = request.sendsOnce
+        sendsBody = body != nil && request.hasBody
+        decodes = request.decodesContent
         refusesOwnListeners = request.refusesOwnListeners
         lastProgress = client.loop.now
         self.body = body
@@ -127,6 +140,15 @@ package final class UpstreamTransfer {
             return nil
         }
     }
+
+    /// Either direction is paused (libcurl watches none of its sockets for it meanwhile).
+    var isPaused: Bool { downloadPaused || uploadPaused }
+    /// No response head came yet, and none was refused.
+    var headAwaited: Bool { phase == .awaitingHead && refusedHead == nil && refusedSend == nil }
+    /// The request sends a body over plain HTTP (`awaitsEarlyAnswer`).
+    var sendsBodyInPlainHTTP: Bool { sendsBody && !overTLS }
+    /// libcurl decodes the response's content coding (`relayEarlyAnswer`).
+    var decodesContentCoding: Bool { decodes }
 
     /// Whether the response came whole while the body was still going up.
     private var isAnswered: Bool { if case .answered = phase { true } else { false } }
@@ -290,8 +312,8 @@ package final class UpstreamTransfer {
     /// loop sees them; reused, the connection would hand them to the next request, perhaps
     /// another client's. HTTP/2 frames name their stream: bytes past a response are the session's.
     /// The length is libcurl's, which is what bounds its reads: it takes `+5` and `5, 5`, which
-    /// `head.contentLength` does not (a review found such a response's stray bytes reached the
-    /// next request).
+    /// `head.contentLength` does not (with it, such a response's stray bytes would reach the next
+    /// request).
     private func watchTLSBody() {
         var version = 0
         var length: curl_off_t = -1
@@ -355,9 +377,12 @@ package final class UpstreamTransfer {
 
     /// libcurl is about to send the request to `primaryIP`:`port` (`CURLOPT_PREREQFUNCTION`), on
     /// a new or a reused connection; false stops the transfer before a byte of it goes out.
-    func sending(to primaryIP: UnsafeMutablePointer<CChar>?, port: Int, from localIP: UnsafeMutablePointer<CChar>?) -> Bool {
+    func sending(to primaryIP: UnsafeMutablePointer<CChar>?, port: Int, from localIP: UnsafeMutablePointer<CChar>?,
+                 localPort: Int) -> Bool {
         guard !aborting else { return false }
         sends += 1
+        self.localPort = localPort
+        earlyAnswer = nil
         if sends > 1 && sendsOnce {
             refusedSend = .staleConnection("the reused connection closed before any response, and this request is not sent twice")
             return false
@@ -371,6 +396,7 @@ package final class UpstreamTransfer {
     }
 
     func received(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
+        client.tuning?.bodyMoved()
         if isAnswered { return length }
         guard !aborting, let delegate else { return 0 }
         progressed()
@@ -390,6 +416,7 @@ package final class UpstreamTransfer {
     }
 
     func send(_ data: UnsafeMutablePointer<CChar>, _ length: Int) -> Int {
+        client.tuning?.bodyMoved()
         guard !aborting, let body else { return CC_READFUNC_ABORT }
         switch body.read(into: UnsafeMutableRawBufferPointer(start: data, count: length)) {
         case .bytes(let n):
@@ -424,6 +451,7 @@ package final class UpstreamTransfer {
         if let refusedSend { return finish(refusedSend) }
         if let refusedHead { return finish(.unreachable(refusedHead)) }
         if code == CURLE_OK { return finish(nil) }
+        if code == CURLE_SEND_ERROR, let answer = earlyAnswer, relayEarlyAnswer(answer) { return }
         let message = handle.errorBuffer[0] != 0
             ? String(decoding: UnsafeRawBufferPointer(start: handle.errorBuffer, count: strlen(handle.errorBuffer)), as: UTF8.self)
             : String(cString: curl_easy_strerror(code))

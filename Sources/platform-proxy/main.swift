@@ -1,4 +1,5 @@
 import Config
+import CurlTuning
 import EventLoop
 import Glibc
 import Proxy
@@ -43,6 +44,10 @@ location.profile = arguments.profile
     ?? getenv(ConfigProfiles.environmentVariable).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
 switch command {
 case "serve":
+    if case .invalidSwitch(let value) = LibcurlTuning.start() {
+        Log.writeStandardError("platform-proxy: \(LibcurlTuning.environmentVariable) must be on or off, not '\(value)'\n")
+        exit(2)
+    }
     exit(ProxyService.serve(config: location))
 case "check-config":
     exit(ProxyService.checkConfig(config: location, schemaOnly: arguments.schemaOnly))

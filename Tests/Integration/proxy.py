@@ -114,12 +114,23 @@ def run_cli(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
 # --------------------------------------------------------------------------- process
 
 
+TUNING_SWITCH = "PLATFORM_PROXY_CURL_TUNING"
+
+
+def keeping_tuning_switch(env: dict | None) -> dict | None:
+    """An environment of a test's own keeps the tests' PLATFORM_PROXY_CURL_TUNING (`make
+    integration-untuned` runs every test with it off) unless it names its own."""
+    if env is None or TUNING_SWITCH in env or TUNING_SWITCH not in os.environ:
+        return env
+    return {**env, TUNING_SWITCH: os.environ[TUNING_SWITCH]}
+
+
 class ProxyProcess:
     """One running ``platform-proxy serve`` with its own config and stderr log."""
 
     def __init__(self, config: dict, workdir: Path, name: str = "proxy", env: dict | None = None):
         self.config = config
-        self.env = env  # the process environment; None inherits the tests'
+        self.env = keeping_tuning_switch(env)  # the process environment; None inherits the tests'
 
         self.workdir = Path(workdir)
         self.name = name

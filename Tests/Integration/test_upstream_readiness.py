@@ -1,10 +1,11 @@
 """libcurl's zero-timeout readiness checks of pooled upstream connections, answered from what the
-event loop knows (Sources/Upstream/QuietSockets.swift), through the real binary on loopback: no
+event loop knows (Sources/CurlTuning/QuietSockets.swift), through the real binary on loopback: no
 poll(2) per forwarded request, and a connection the upstream drops under a reuse is recovered the
 way libcurl recovers the race it always had."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import socket
@@ -14,9 +15,14 @@ import time
 
 import pytest
 
-from proxy import IncompleteResponse, base_config, build_request, exchange, parse_response, wait_until
+from proxy import TUNING_SWITCH, IncompleteResponse, base_config, build_request, exchange, parse_response, wait_until
 from test_exchange_faults import RawUpstream, answer_keep_alive, route_to
 from test_tls_upstream import make_ca_and_cert, tls_config, tls_setup  # noqa: F401 (tls_setup: a fixture)
+
+# The tests that count system calls measure the libcurl tuning itself; with it off (`make
+# integration-untuned`) libcurl's calls are glibc's, and only what every request gets is tested.
+measures_tuning = pytest.mark.skipif(os.environ.get(TUNING_SWITCH) == "off",
+                                     reason="counts the system calls the libcurl tuning saves; it is off")
 
 
 def keep_alive_gets(addr, host: str, count: int, body: bytes | None = None) -> list[int]:
@@ -59,6 +65,7 @@ def traced_lines(server, trace, run, also: str = "") -> list[str]:
     return trace.read_text().splitlines()
 
 
+@measures_tuning
 def test_a_request_on_a_pooled_upstream_connection_makes_no_poll_call(start_proxy, tmp_path):
     """libcurl would make two poll(2) calls per request, each with a zero timeout, asking whether
     the pooled connection was still alive and, after sending, whether the response had come: CPU
@@ -112,6 +119,7 @@ def h2_burst_proxy(start_proxy, tmp_path, tls_setup, monkeypatch):
     return server, nginx, burst
 
 
+@measures_tuning
 def test_requests_started_in_one_pass_leave_for_the_h2_upstream_together_and_at_once(start_proxy, tmp_path,
                                                                                       tls_setup, monkeypatch):
     """Was: over the multiplexed h2 connection every new request was a TCP segment of its own
@@ -145,6 +153,7 @@ def test_requests_started_in_one_pass_leave_for_the_h2_upstream_together_and_at_
     assert len(connections) == 1, connections
 
 
+@measures_tuning
 def test_requests_in_flight_on_one_h2_connection_do_not_each_poll_it(start_proxy, tmp_path, tls_setup,
                                                                       monkeypatch):
     """Was: each request libcurl ran on the shared h2 connection asked the kernel whether it was
@@ -166,6 +175,7 @@ def test_requests_in_flight_on_one_h2_connection_do_not_each_poll_it(start_proxy
     assert len(zero_timeout) <= 32, f"{len(zero_timeout)} zero-timeout polls for 64 requests:\n" + "\n".join(zero_timeout[:8])
 
 
+@measures_tuning
 def test_a_request_on_a_pooled_tls_http11_connection_makes_no_liveness_peek(start_proxy, tmp_path, tls_context):
     """Was: libcurl's OpenSSL backend peeked a byte at a pooled TLS connection before reusing it,
     recv(MSG_PEEK) once per request, and took a byte there for alive. The peek is answered like

@@ -1,4 +1,4 @@
-import CCurl
+import CCurlTuning
 import Glibc
 
 /// libcurl's sends on one loop thread during one pass of libcurl (a `curl_multi_socket_action`, an
@@ -11,10 +11,8 @@ import Glibc
 /// Why: over a multiplexed h2 connection every new request is a send of its own (a HEADERS frame
 /// in a TLS record: libcurl 7.88 writes each stream's frames as it runs that stream), and on
 /// loopback each send is a segment the kernel carries to the upstream there and then. A loop pass
-/// that starts twelve requests on one connection sent twelve segments; now it sends one. Measured
-/// at c=64 against an h2 upstream: bench/floor-proxy.c with the same coalescing (an `LD_PRELOAD`)
-/// spent 43.7 → 37.7 µs of CPU per request and served 12 % more requests a second; platform-proxy
-/// 48.1 → 42.0 µs (holding the first send of busy sockets too: 0.6 µs of that). A plain HTTP/1.1
+/// that starts twelve requests on one connection sent twelve segments; now it sends one
+/// (bench/proxy.sh against an h2 upstream measures the CPU per request it saves). A plain HTTP/1.1
 /// connection carries one request at a time, one send per pass: nothing is held, nothing pushed.
 ///
 /// Nothing waits longer than the pass: the pass runs on to its end within one loop turn, and
@@ -96,7 +94,9 @@ struct SendBatch {
     /// more (and the transfer ends early on a 2xx whose body came whole: `UpstreamTransfer`), and a
     /// later send, with nothing left to read, fails as before (RFC 9112 §9.5: a client that sees
     /// such an answer stops sending the body). A send that fails with nothing to read (the
-    /// upstream reset without answering) fails at once, as before.
+    /// upstream reset without answering) fails at once, as before. Without the tuning, Upstream
+    /// relays such an answer from the closing connection instead (`UpstreamTransfer+EarlyAnswer`),
+    /// over plain HTTP; this lets libcurl read it itself, over TLS too.
     private static func answeredBeforeReset(_ fd: CInt) -> Bool {
         let error = errno
         defer { errno = error }
@@ -105,12 +105,4 @@ struct SendBatch {
         var byte: UInt8 = 0
         return recvfrom(fd, &byte, 1, CInt(MSG_PEEK | MSG_DONTWAIT), nil, nil) > 0
     }
-}
-
-/// `send(2)` for the whole process (exported like `poll`): libcurl's sends during a pass of a
-/// loop's client are coalesced per socket (`SendBatch`); every other call is glibc's `sendto`,
-/// which `send` is.
-@_cdecl("send")
-package func sendCoalescingPasses(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ length: Int, _ flags: CInt) -> Int {
-    SendBatch.send(fd, buffer, length, flags)
 }

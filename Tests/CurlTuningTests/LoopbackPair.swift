@@ -2,6 +2,7 @@
 // build found SOCK_STREAM through Glibc alone missing in files compiled in one batch with another
 // importing CCurl. Every file of this target that uses socket names imports both.
 import CCurl
+import CCurlTuning
 import Glibc
 
 /// A connected loopback TCP pair (connecting side, accepted side); with `noDelay`, the
@@ -31,3 +32,8 @@ func loopbackTCPPair(noDelay: Bool = false) -> (CInt, CInt) {
     precondition(accepted >= 0)
     return (connecting, accepted)
 }
+
+/// The overrides answer as with the tuning on (the start's `LibcurlTuning.turnOn`, without making
+/// every client of the test process a tuned one). Never turned off again: with no pass and no mark
+/// they are glibc's calls anyway, as for every other test in the process.
+func tuningOn() { cc_set_tuning_enabled(1) }

@@ -3,8 +3,10 @@
 // importing CCurl. Every file of this target that uses socket names imports both.
 import CCurl
 import EventLoop
+import CCurlTuning
 import Glibc
 import Testing
+@testable import CurlTuning
 @testable import Upstream
 
 /// A connected pair whose first end has `pending` bytes to read (the kernel would say readable).
@@ -17,6 +19,7 @@ private func readablePair(pending: Int = 1) -> (CInt, CInt) {
 
 private func pollOnce(_ entries: [(CInt, Int16)], timeout: CInt) -> (result: CInt, revents: [Int16]) {
     var fds = entries.map { pollfd(fd: $0.0, events: $0.1, revents: 0x7F) }
+    tuningOn()
     let result = pollAnsweringKnownSockets(&fds, nfds_t(fds.count), timeout)
     return (result, fds.map(\.revents))
 }
@@ -159,7 +162,7 @@ struct QuietSocketsTests {
           ])
     func socketStates(offset: Int, established: Bool, state: CurlSocket.State, quiet: Bool, mark: QuietSockets.Mark) throws {
         let loop = try EventLoop(name: "quiet")
-        let client = UpstreamClient(loop: loop)
+        let client = UpstreamClient(loop: loop, tuning: CurlPass.self)
         // A number no real descriptor has (each case its own): only the mark is looked at.
         let fd = CInt(QuietSockets.capacity - 100 + offset)
         let socket = CurlSocket(fd: fd, client: client, opened: true)
@@ -179,6 +182,7 @@ struct QuietSocketsTests {
 private func receiveOnce(_ fd: CInt, length: Int = 1, flags: CInt = QuietSockets.peekFlag) -> (result: Int, errno: CInt) {
     var buffer = [UInt8](repeating: 0, count: max(length, 1))
     errno = 0
+    tuningOn()
     let result = receiveAnsweringKnownSockets(fd, &buffer, length, flags)
     return (result, result < 0 ? errno : 0)
 }
@@ -224,6 +228,7 @@ struct QuietPeekTests {
         QuietSockets.mark(fd, mark)
         #expect(receiveOnce(fd, length: 2).result == 2)             // a peek of more than a byte
         var bytes = [UInt8](repeating: 0, count: 4)
+        tuningOn()
         #expect(receiveAnsweringKnownSockets(fd, &bytes, 4, 0) == 4)  // a read
         #expect(bytes == Array("AAAA".utf8))
         #expect(QuietSockets.mark(of: fd) == mark)
@@ -235,7 +240,7 @@ struct SpoiledSocketTests {
     @Test("is spoiled: libcurl's next check of it answers an error until curl closes it")
     func readableWhileParkedIsSpoiled() throws {
         let loop = try EventLoop(name: "spoiled")
-        let client = UpstreamClient(loop: loop)
+        let client = UpstreamClient(loop: loop, tuning: CurlPass.self)
         let (fd, peer) = readablePair()
         defer { close(fd); close(peer) }
         let socket = CurlSocket(fd: fd, client: client, opened: true)
@@ -273,7 +278,7 @@ struct ParkedSocketsTests {
           ])
     func promotion(offset: Int, parkedIn: Int, dispatched: Int, then: Then, quiet: Bool) throws {
         let loop = try EventLoop(name: "parked")
-        let client = UpstreamClient(loop: loop)
+        let client = UpstreamClient(loop: loop, tuning: CurlPass.self)
         let fd = CInt(QuietSockets.capacity - 100 + offset)
         let socket = CurlSocket(fd: fd, client: client, opened: true)
         socket.watchedForReading()

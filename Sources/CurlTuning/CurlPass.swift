@@ -1,14 +1,16 @@
-import CCurl
+import CCurlTuning
 import EventLoop
 import Glibc
+import Upstream
 
 /// One pass of libcurl on a loop's thread (a `curl_multi_socket_action`, an unpause), and what
 /// the calls libcurl makes during it share: the sends it holds per socket (`SendBatch`), the
 /// watched sockets found empty in this loop turn (`EmptySockets`) and the sockets holding bytes
-/// read ahead of OpenSSL (`ReadAhead`). One per client; while a pass runs, the thread's is found
-/// through a thread-local word (`cc_current_pass`) by the executable's `send`, `recv`, `poll` and
-/// `clock_gettime` (`SendBatch.send`, `QuietSockets`, `PassClock`).
-final class CurlPass {
+/// read ahead of OpenSSL (`ReadAhead`). One per client: the client's `UpstreamTuning`, through
+/// which it also tells what its loop knows of each socket (`QuietSockets`). While a pass runs,
+/// the thread's is found through a thread-local word (`cc_current_pass`) by the executable's
+/// `send`, `recv`, `poll` and `clock_gettime` (`SendBatch.send`, `QuietSockets`, `PassClock`).
+package final class CurlPass: UpstreamTuning {
     var sends = SendBatch()
     var empty = EmptySockets()
     /// Sockets that hold bytes read ahead (some may have been read since), at most
@@ -17,32 +19,43 @@ final class CurlPass {
     /// An empty block kept for the next read ahead.
     var spare: UnsafeMutableRawPointer?
     /// A socket holds bytes read ahead: if curl watches it for reading, curl reads it
-    /// (`CURL_CSELECT_IN`), as if a wait had reported them, and the answer is true. Set by the
-    /// owning client.
-    var rerun: (CInt) -> Bool = { _ in false }
+    /// (`CURL_CSELECT_IN`), as if a wait had reported them, and the answer is true. The owning
+    /// client's (`UpstreamTuning.init`).
+    var rerun: (CInt) -> Bool
     /// The last pass left a watched socket holding bytes that its last run did not read: the
-    /// loop's next turn must run it again (`UpstreamClient.runStalled`).
-    private(set) var stalled = false
+    /// loop's next turn must run it again (`stalledSockets`).
+    package private(set) var stalled = false
     /// The last answer to a read of the monotonic clock in this pass (`PassClock`), and whether
     /// there was one.
     private var clock = timespec()
     private var clockRead = false
-    private unowned(unsafe) let loop: EventLoop
+    /// The owning client's loop: the client holds it, and it outlives this.
+    private let loop: Unretained<EventLoop>
 
-    /// `loop` is the owning client's, which holds it: it outlives this.
-    init(loop: EventLoop) {
-        self.loop = loop
+    package required init(loop: EventLoop, rerun: @escaping (CInt) -> Bool) {
+        self.loop = Unretained(loop)
+        self.rerun = rerun
         holding.reserveCapacity(ReadAhead.socketsPerPass)
     }
+
+    /// A pass with no client behind it (tests): no socket is run again.
+    convenience init(loop: EventLoop) { self.init(loop: loop, rerun: { _ in false }) }
 
     deinit { free(spare) }
 
     /// The loop turn: a wait begun after a socket was found empty has reported it since.
-    var turn: Int { loop.iterations }
+    var turn: Int { loop.object.iterations }
 
-    /// Runs `body` as a pass on this thread; a nested pass (an unpause from a callback) joins the
-    /// outer one, which ends it. At its end, sockets curl watches that hold bytes read ahead are
-    /// run again.
+    /// `run(_:)`, with every readiness check in `body` the kernel's when `strict`
+    /// (`QuietSockets.asking(strictly:)`).
+    @inline(__always)
+    package func pass(strict: Bool, _ body: () -> Void) {
+        run { QuietSockets.asking(strictly: strict, body) }
+    }
+
+    /// Runs `body` as a pass on this thread; a nested pass (an unpause from a callback, a run of
+    /// a socket holding bytes) joins the outer one, which ends it. At its end, sockets curl
+    /// watches that hold bytes read ahead are run again.
     @inline(__always)
     func run(_ body: () -> Void) {
         guard cc_current_pass() == nil else { return body() }
@@ -52,6 +65,20 @@ final class CurlPass {
         if !holding.isEmpty { runHolding() }
         cc_set_current_pass(nil)
         sends.passEnded()
+    }
+
+    package func holdsBytes(for fd: CInt) -> Bool { ReadAhead.block(of: fd) != nil }
+
+    package func know(_ readiness: SocketReadiness, of fd: CInt) { QuietSockets.mark(fd, readiness) }
+
+    package func opened(_ fd: CInt) {
+        QuietSockets.mark(fd, .unknown)
+        ReadAhead.release(fd)
+    }
+
+    package func closing(_ fd: CInt) {
+        forget(fd)
+        QuietSockets.mark(fd, .unknown)
     }
 
     /// Bytes held for a socket curl watches are bytes no wait will report: curl reads that socket
@@ -104,7 +131,7 @@ final class CurlPass {
     /// the clock is glibc's, so a deadline it sets after moving them is later than a sweep's `now`
     /// read before (`PassClock`).
     @inline(__always)
-    func bodyMoved() { clockRead = false }
+    package func bodyMoved() { clockRead = false }
 
     @inline(__always)
     static func nanosecond(after time: timespec) -> timespec {
@@ -114,7 +141,7 @@ final class CurlPass {
 
     /// The sockets that may hold bytes, for the loop's next turn to run those that still do and
     /// that curl watches (each run may change the others).
-    func stalledSockets() -> [CInt] {
+    package func stalledSockets() -> [CInt] {
         stalled = false
         return holding
     }
@@ -145,7 +172,7 @@ final class CurlPass {
 /// block", "nothing ready") with no system call: the kernel's answer of a moment before, as if the
 /// bytes had come a moment later. Over h2 each transfer that runs reads the shared connection until
 /// it would block (libcurl 7.88's `data_pending` is always true for h2), and each that runs after
-/// the first polls it: at c=64 that was 2.1 `recvfrom` and 1.1 `poll` per request.
+/// the first polls it: several system calls per request at high concurrency (bench/proxy.sh).
 struct EmptySockets {
     private var sockets: [CInt] = []
     private var turn = -1

@@ -1,5 +1,6 @@
-import CCurl
+import CCurlTuning
 import Glibc
+import Upstream
 
 /// The upstream sockets whose readiness the event loop already knows, so that libcurl's
 /// zero-timeout readiness checks of them need no system call.
@@ -7,8 +8,8 @@ import Glibc
 /// libcurl 7.88 asks the kernel about a pooled plain-HTTP connection twice per request, each a
 /// `poll(2)` with a zero timeout: before reusing it (`extract_if_dead`: did the server close it
 /// while it was idle?) and right after sending a bodiless request (`Curl_readwrite`: has the
-/// response come already?). Each costs about 0.7 µs of a forwarded request's CPU at full load
-/// (measured: both answered, 1.5 µs less per request and 4 % more requests a second). Both come
+/// response come already?): two system calls per forwarded request (bench/cost-profile.sh counts
+/// what answering them saves, bench/proxy.sh what that is worth). Both come
 /// while the connection is parked, as the loop sees it: curl says which sockets it watches only
 /// after its state machine ran, so between transfers until the request was sent. A parked
 /// socket stays in the epoll set, level-triggered, registered for reading; when it turns
@@ -52,28 +53,21 @@ import Glibc
 /// request body again, so while a request with a body may be choosing a connection, every check
 /// is the kernel's (`asking(strictly:)`): such a request meets only the race it always met.
 package enum QuietSockets {
-    /// What is known of a socket's readiness, one byte per descriptor number.
-    enum Mark: UInt8 {
-        /// Nothing: every check is the kernel's.
-        case unknown = 0
-        /// Parked, and nothing came on it as of a wait (or a check) since: a check for reading is
-        /// answered "nothing ready".
-        case quiet = 1
-        /// Parked, connected, registered for reading, not yet through a wait: the kernel answers
-        /// a check, and an answer of "nothing ready" makes it quiet (an EOF that came after it is
-        /// the next wait's to report). So a connection parked and reused in one loop turn costs
-        /// one poll (before the reuse), not two.
-        case parked = 2
-        /// Parked and turned readable: an EOF, or bytes no request asked for. A check for reading
-        /// answers an error, so libcurl drops the connection: libcurl 7.88 counts pending bytes
-        /// as alive and would read them as the next request's response, which may be another
-        /// client's.
-        case spoiled = 3
-        /// Connected, and curl watches it for reading (so the loop has it registered, level-
-        /// triggered): once found empty in a loop turn, a check for reading or a read gets that
-        /// answer again until the turn's end, with no system call (`EmptySockets`).
-        case watched = 4
-    }
+    /// What is known of a socket's readiness, one byte per descriptor number (the client's
+    /// `CurlSocket.readiness`), and what a check for reading gets:
+    /// - `unknown`: every check is the kernel's;
+    /// - `quiet`: parked, and nothing came on it as of a wait (or a check) since: "nothing ready";
+    /// - `parked`: parked, connected, registered for reading, not yet through a wait: the kernel
+    ///   answers, and its "nothing ready" makes it quiet (an EOF that came after it is the next
+    ///   wait's to report), so a connection parked and reused in one loop turn costs one poll
+    ///   (before the reuse), not two;
+    /// - `spoiled`: parked and turned readable (an EOF, or bytes no request asked for): an error,
+    ///   so libcurl drops the connection (libcurl 7.88 counts pending bytes as alive and would
+    ///   read them as the next request's response, which may be another client's);
+    /// - `watched`: connected, and curl watches it for reading (level-triggered in the loop): once
+    ///   found empty in a loop turn, a check for reading or a read gets that answer again until
+    ///   the turn's end, with no system call (`EmptySockets`).
+    typealias Mark = SocketReadiness
 
     /// `calloc`'d: pages no descriptor number reaches are never touched (descriptors are small).
     static let capacity = 1 << 20
@@ -249,9 +243,10 @@ package enum QuietSockets {
     @inline(__always)
     static func asking(strictly strict: Bool, _ body: () -> Void) {
         guard strict else { return body() }
+        let outer = cc_strict_checks()
         cc_set_strict_checks(1)
         body()
-        cc_set_strict_checks(0)
+        cc_set_strict_checks(outer)
     }
 
     /// A spoiled socket's answer: libcurl's `Curl_socket_check` takes `POLLNVAL` (or `POLLPRI`)
@@ -263,55 +258,4 @@ package enum QuietSockets {
     /// for writing (a request body to send) is the kernel's: "not yet" would cost a loop turn and
     /// two `epoll_ctl` to watch for writing and back, more than the poll.
     static let readEvents = Int16(POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND)
-}
-
-/// Connections parked between transfers, waiting to be known quiet. One parked while the loop
-/// ran iteration `p` is known quiet once the batch of a later iteration has been dispatched: that
-/// wait began after the parking, so it reported whatever had come on the socket by then (an EOF
-/// that came with the last response, as from a server that closes without saying so), and the
-/// socket was taken out before anything could ask. Until then libcurl's checks reach the kernel:
-/// a connection parked and reused in one loop turn, as with pipelined requests, is asked as before.
-struct ParkedSockets {
-    private var waiting: [(socket: CurlSocket, parking: UInt32, iteration: Int)] = []
-
-    /// `socket` was parked during iteration `iteration`.
-    mutating func add(_ socket: CurlSocket, iteration: Int) {
-        waiting.append((socket, socket.parkings, iteration))
-    }
-
-    /// Marks quiet the sockets parked before the last dispatched batch's iteration and parked
-    /// still (not watched again, closed or reported readable meanwhile).
-    mutating func promote(dispatched: Int) {
-        guard let first = waiting.first, first.iteration < dispatched else { return }
-        var kept = 0
-        for i in waiting.indices {
-            let entry = waiting[i]
-            if entry.iteration < dispatched {
-                if entry.socket.parkings == entry.parking, case .parked = entry.socket.state { entry.socket.becameQuiet() }
-            } else {
-                waiting[kept] = entry
-                kept += 1
-            }
-        }
-        waiting.removeLast(waiting.count - kept)
-    }
-
-    var count: Int { waiting.count }
-}
-
-/// `poll(3)` for the whole process (the executable exports it, so libcurl's calls bind here):
-/// zero-timeout checks of sockets whose readiness the loop knows are answered from that
-/// (`QuietSockets`); every other call is glibc's.
-@_cdecl("poll")
-package func pollAnsweringKnownSockets(_ fds: UnsafeMutablePointer<pollfd>?, _ count: nfds_t, _ timeout: CInt) -> CInt {
-    QuietSockets.poll(fds, count, timeout)
-}
-
-/// `recv(2)` for the whole process (exported like `poll`): a one-byte peek at a socket whose
-/// readiness the loop knows is answered from that (`QuietSockets.receive`); every other call is
-/// glibc's `recvfrom`, which `recv` is.
-@_cdecl("recv")
-package func receiveAnsweringKnownSockets(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ length: Int,
-                                         _ flags: CInt) -> Int {
-    QuietSockets.receive(fd, buffer, length, flags)
 }

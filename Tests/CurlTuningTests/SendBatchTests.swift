@@ -2,9 +2,11 @@
 // build found SOCK_STREAM through Glibc alone missing in files compiled in one batch with another
 // importing CCurl. Every file of this target that uses socket names imports both.
 import CCurl
+import CCurlTuning
 import Glibc
 import Testing
 import EventLoop
+@testable import CurlTuning
 @testable import Upstream
 
 /// A connected loopback TCP pair (sender, receiver), the sender with TCP_NODELAY as libcurl sets it.
@@ -28,6 +30,7 @@ private func unacknowledged(_ fd: CInt) -> CInt {
 
 private func send(_ fd: CInt, _ text: String) {
     var bytes = Array(text.utf8)
+    tuningOn()
     precondition(sendCoalescingPasses(fd, &bytes, bytes.count, CInt(MSG_NOSIGNAL)) == bytes.count)
 }
 

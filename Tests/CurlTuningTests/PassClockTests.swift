@@ -1,11 +1,14 @@
+import CCurlTuning
 import Glibc
 import Testing
 import EventLoop
+@testable import CurlTuning
 @testable import Upstream
 
 /// A read of `clock` through the executable's `clock_gettime`, in nanoseconds.
 private func read(_ clock: clockid_t = CLOCK_MONOTONIC) -> Int64 {
     var time = timespec()
+    tuningOn()
     precondition(clockReadingPasses(clock, &time) == 0)
     return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
 }

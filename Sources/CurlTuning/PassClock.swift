@@ -1,15 +1,14 @@
-import CCurl
+import CCurlTuning
 import Glibc
 
 /// libcurl's reads of the monotonic clock during one pass of a loop's client, most of them
 /// answered from the pass's last real read.
 ///
 /// Why: libcurl 7.88 reads `CLOCK_MONOTONIC` (`Curl_now`) for every timer it sets, every state a
-/// transfer enters and every progress update: about 35 reads per forwarded request, nearly all of
-/// them during passes (a `perf probe` on glibc's `clock_gettime` under wrk c=64, h2 upstream; 4.0
-/// per request reach it with this). Each is a vDSO call, about 34 ns on this VM: 1.2 µs of a
-/// request's CPU (perf, `[vdso]`). Our own code reads the clock once per loop turn
-/// (`EventLoop.now`), as nginx does.
+/// transfer enters and every progress update: dozens of reads per forwarded request, nearly all of
+/// them during passes, each a vDSO call (a `perf probe` on glibc's `clock_gettime` under
+/// bench/proxy.sh counts them). Our own code reads the clock once per loop turn (`EventLoop.now`),
+/// as nginx does.
 ///
 /// How: the pass's first read of `CLOCK_MONOTONIC` is glibc's, and so is the first after libcurl
 /// moved body bytes (a write or read callback, `CurlPass.bodyMoved`); each other read is the
@@ -35,12 +34,4 @@ enum PassClock {
         }
         return cc_glibc_clock_gettime(clock, time)
     }
-}
-
-/// `clock_gettime(2)` for the whole process (exported like `poll`): libcurl's reads of the
-/// monotonic clock during a pass of a loop's client are answered from the pass's last real read
-/// (`PassClock`); every other call is glibc's.
-@_cdecl("clock_gettime")
-package func clockReadingPasses(_ clock: clockid_t, _ time: UnsafeMutablePointer<timespec>?) -> CInt {
-    PassClock.read(clock, time)
 }

@@ -2,9 +2,11 @@
 // build found SOCK_STREAM through Glibc alone missing in files compiled in one batch with another
 // importing CCurl. Every file of this target that uses socket names imports both.
 import CCurl
+import CCurlTuning
 import Glibc
 import Testing
 import EventLoop
+@testable import CurlTuning
 @testable import Upstream
 
 /// A connected loopback TCP pair (proxy side, upstream side).
@@ -25,6 +27,7 @@ private func answerAndReset(_ proxy: CInt, _ upstream: CInt, answer: String) {
 
 private func sendBody(_ fd: CInt) -> Int {
     var bytes = [UInt8](repeating: 0x79, count: 1000)
+    tuningOn()
     return sendCoalescingPasses(fd, &bytes, bytes.count, CInt(MSG_NOSIGNAL))
 }
 

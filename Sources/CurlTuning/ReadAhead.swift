@@ -1,16 +1,19 @@
-import CCurl
+import CCurlTuning
 import Glibc
 
 /// Bytes read from a TLS upstream socket ahead of OpenSSL, so that one `recv` takes what the
 /// socket holds instead of two per TLS record.
 ///
-/// OpenSSL reads a record in two `recv` calls, its 5-byte header and then its body (libcurl 7.88
-/// leaves OpenSSL's own read-ahead off; docs/architecture.md, "libcurl tuning", says why it cannot be turned on).
+/// OpenSSL reads a record in two `recv` calls, its 5-byte header and then its body. OpenSSL's own
+/// read-ahead cannot stand in: libcurl 7.88 asks OpenSSL whether data is waiting with
+/// `SSL_pending`, which counts only a record already decrypted, so records read ahead inside
+/// OpenSSL would wake no transfer (and on HTTP/1.1 would hide bytes an upstream sent past a
+/// response from every liveness check).
 /// A short read (`shortRead`: a header) of a socket curl watches for reading, during a pass,
 /// reads up to a block's `capacity` into a block, hands the caller what it asked for and keeps
 /// the rest for the socket (`block(of:)`); the next reads of that socket, whoever makes them, are
-/// answered from the block first, in order, until it is empty. At HTTPS c=64 against an h2
-/// upstream, `recvfrom` per request fell from 2.00 to 0.17.
+/// answered from the block first, in order, until it is empty (bench/cost-profile.sh's HTTPS
+/// profile counts the `recvfrom` calls per request).
 ///
 /// Bytes held here are invisible to the kernel, so everything that asks the kernel whether a
 /// socket has something to read asks here first:
@@ -19,7 +22,7 @@ import Glibc
 /// - a socket curl watches for reading gets no event for them, so the pass that left them runs
 ///   it again at its end while that reads some (`CurlPass.run`), and if it still holds some, the
 ///   loop's next turn runs it again, as a level-triggered wait would report bytes still in the
-///   kernel (`UpstreamClient.runStalled`); so does a socket curl starts watching for reading
+///   kernel (`UpstreamClient`'s stalled run); so does a socket curl starts watching for reading
 ///   again while it holds bytes (a paused transfer resumed);
 /// - a socket parked between transfers while it holds bytes is spoiled at its next check (the
 ///   zero-timeout `poll`, TLS HTTP/1.1's one-byte peek: `QuietSockets`), as one a wait found

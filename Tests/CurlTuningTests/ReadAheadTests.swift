@@ -3,8 +3,10 @@
 // importing CCurl. Every file of this target that uses socket names imports both.
 import CCurl
 import EventLoop
+import CCurlTuning
 import Glibc
 import Testing
+@testable import CurlTuning
 @testable import Upstream
 
 /// A connected non-blocking pair; `bytes` are waiting on the first end.
@@ -20,6 +22,7 @@ private func pair(with bytes: [UInt8]) -> (CInt, CInt) {
 private func receive(_ fd: CInt, _ length: Int, flags: CInt = 0) -> (bytes: [UInt8]?, errno: CInt) {
     var buffer = [UInt8](repeating: 0, count: length)
     errno = 0
+    tuningOn()
     let got = receiveAnsweringKnownSockets(fd, &buffer, length, flags)
     return got < 0 ? (nil, errno) : (Array(buffer[..<got]), 0)
 }
@@ -28,6 +31,7 @@ private func check(_ fd: CInt, events: Int16 = Int16(POLLIN | POLLPRI | POLLRDNO
                    alsoWriting: Bool = false) -> (result: CInt, revents: Int16) {
     var fds = [pollfd(fd: fd, events: events, revents: 0)]
     if alsoWriting { fds.append(pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)) }
+    tuningOn()
     let result = pollAnsweringKnownSockets(&fds, nfds_t(fds.count), 0)
     return (result, fds[0].revents)
 }
@@ -195,6 +199,8 @@ final class ClientReadAheadTests {
     let peer: CInt
     let loop: EventLoop
     let client: UpstreamClient
+    /// The client's tuning.
+    let pass: CurlPass
     let socket: CurlSocket
     var runs = 0
     var reading = false
@@ -202,18 +208,19 @@ final class ClientReadAheadTests {
     init() throws {
         (fd, peer) = pair(with: bytes)
         loop = try EventLoop(name: "client-read-ahead")
-        client = UpstreamClient(loop: loop)
+        client = UpstreamClient(loop: loop, tuning: CurlPass.self)
+        pass = try #require(client.tuning as? CurlPass)
         socket = CurlSocket(fd: fd, client: client, opened: true)
         client.sockets[fd] = socket
         client.socketChanged(fd, CC_POLL_IN)
         // The client's own, with a read for curl's.
-        client.pass.rerun = { [unowned self] socket in
+        pass.rerun = { [unowned self] socket in
             guard client.watchesForReading(socket) else { return false }
             runs += 1
             if reading { _ = receive(socket, 100) }
             return true
         }
-        client.pass.run { _ = receive(fd, 5) }
+        pass.run { _ = receive(fd, 5) }
         runs = 0
     }
 
@@ -232,13 +239,13 @@ final class ClientReadAheadTests {
         // curl knows no such socket: the client's own call reads nothing, as curl's transfers
         // all waiting for something else would; the pass's end runs it once more, in vain.
         client.socketAction(fd: fd, events: CC_CSELECT_IN)
-        #expect(runs == 1 && client.pass.stalled)
+        #expect(runs == 1 && pass.stalled)
         // The next turns: the wait does not block (the run is due), and the socket is run again.
         loop.runOnce(timeoutMilliseconds: 1000)
         #expect(runs == 2 && ReadAhead.count(fd) == 95)
         reading = true
         loop.runOnce(timeoutMilliseconds: 1000)
-        #expect(runs == 3 && ReadAhead.count(fd) == 0 && !client.pass.stalled)
+        #expect(runs == 3 && ReadAhead.count(fd) == 0 && !pass.stalled)
         loop.runOnce(timeoutMilliseconds: 0)
         #expect(runs == 3)
     }
@@ -250,6 +257,7 @@ final class ClientReadAheadTests {
         #expect(client.reaper != nil)
         #expect(socket.state == .parked(.read, .unknown))
         var entry = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+        tuningOn()
         #expect(pollAnsweringKnownSockets(&entry, 1, 0) == 1 && entry[0].revents == QuietSockets.spoiledEvents)
         // The stalled run skips a socket curl does not watch.
         client.socketAction(fd: fd, events: CC_CSELECT_IN)
