@@ -631,3 +631,24 @@ def test_tunnels_past_the_process_cap_are_refused(start_proxy, ws_upstream):
         await second.close()
 
     run(scenario())
+
+
+def test_an_upstream_that_never_answers_the_handshake_times_out(start_proxy):
+    silent = socket.create_server(("127.0.0.1", 0))
+    held = []
+    threading.Thread(target=lambda: held.append(silent.accept()), daemon=True).start()
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "silent", "path": "/silent",
+                                           "upstream": f"http://127.0.0.1:{silent.getsockname()[1]}", "timeoutSeconds": 1}])
+
+        async def scenario():
+            started = time.monotonic()
+            with pytest.raises(InvalidStatus) as refused:
+                await connect(ws_url(proxy.port, "/silent/x"), ping_interval=None, open_timeout=10)
+            return refused.value.response, time.monotonic() - started
+
+        response, took = run(scenario())
+        assert response.status_code == 504 and b"upstream_timeout" in response.body
+        assert took < 5
+    finally:
+        silent.close()

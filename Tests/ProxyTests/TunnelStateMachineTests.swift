@@ -37,7 +37,7 @@ private enum Start: CaseIterable {
 
 /// One event applied to a machine.
 private enum Event {
-    case connected, connectFailed, connectLooped, answered(Int), answerInvalid, refusalRead, ended(Machine.Side),
+    case connected, connectFailed, connectLooped, answerTimedOut, answered(Int), answerInvalid, refusalRead, ended(Machine.Side),
         drained,
         withdraw, failed
 
@@ -46,6 +46,7 @@ private enum Event {
         case .connected: m.connected()
         case .connectFailed: m.connectFailed("refused")
         case .connectLooped: m.connectFailed("own listener", loop: true)
+        case .answerTimedOut: m.answerTimedOut()
         case .answered(let status): m.answered(status: status)
         case .answerInvalid: m.answerInvalid()
         case .refusalRead: m.refusalRead()
@@ -74,6 +75,10 @@ private let rows: [(Start, Event, Action, State)] = [
     (.handshaking, .withdraw, .fail(.withdrawn("logout")), .closed(reason: "logout")),
     (.handshaking, .failed, .fail(.unreachable("client_read_error")), .closed(reason: "client_read_error")),
     (.handshaking, .connected, .none, .handshaking),
+    (.handshaking, .answerTimedOut, .fail(.timeout), .closed(reason: "upstream_timeout")),
+    (.refused, .answerTimedOut, .fail(.timeout), .closed(reason: "upstream_timeout")),
+    (.connecting, .answerTimedOut, .none, .connecting),
+    (.open, .answerTimedOut, .none, .open),
     // Refused: its body read, it is relayed.
     (.refused, .refusalRead, .relayAnswer, .closed(reason: "upgrade_refused")),
     (.refused, .ended(.client), .close(reason: "client_closed"), .closed(reason: "client_closed")),

@@ -87,7 +87,7 @@ extension ProxyHandler {
             provider: route.credential == .none ? nil : plan.slot.provider.name,
             generation: generation,
             peer: exchange.peer, upgrade: upgrade.token, upstream: url.origin,
-            idleTimeout: route.tunnelIdleTimeoutSeconds)
+            idleTimeout: route.tunnelIdleTimeoutSeconds, answerTimeout: route.timeoutSeconds)
         let tunnel = Tunnel(context: context, identity: identity, handshake: handshake, table: tunnels)
         tunnels.add(tunnel)
         tunnel.start(

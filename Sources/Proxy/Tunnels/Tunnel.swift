@@ -27,6 +27,8 @@ final class Tunnel: ProxyExchangeDelegate {
         /// moves the route closes the tunnel).
         let upstream: String
         let idleTimeout: Double
+        /// Seconds the upstream's answer may take (the route's `timeoutSeconds`).
+        let answerTimeout: Double
     }
 
     let identity: Identity
@@ -59,6 +61,8 @@ final class Tunnel: ProxyExchangeDelegate {
     /// When the armed timer fires.
     private var timerDeadline: NanoTime?
     private var drainDeadline: NanoTime?
+    /// When the upstream's answer is due (from the handshake's sending).
+    private var answerDeadline: NanoTime?
     private(set) var bytesUp = 0
     private(set) var bytesDown = 0
     /// Whether the client had the 101 (the tunnel counted as opened).
@@ -115,6 +119,8 @@ final class Tunnel: ProxyExchangeDelegate {
         case .none:
             break
         case .sendHandshake:
+            answerDeadline = loop.now.adding(seconds: identity.answerTimeout)
+            syncTimer()
             watchUpstream()
             pushUpstream()
         case .readRefusal:
@@ -130,6 +136,7 @@ final class Tunnel: ProxyExchangeDelegate {
                 case .unreachable: .upstreamUnreachable
                 case .invalidAnswer: .upstreamUnreachable
                 case .loop: .loopDetected
+                case .timeout: .upstreamTimeout
                 case .withdrawn(let reason): .tunnelClosed(reason)
                 }
             if case .unreachable(let message) = failure {
@@ -388,9 +395,11 @@ final class Tunnel: ProxyExchangeDelegate {
 
     // MARK: timer and closing
 
-    /// One timer: the idle deadline while open, the drain deadline while draining.
+    /// One timer: the answer's deadline while it is awaited, the idle deadline while open, the
+    /// drain deadline while draining.
     private var deadline: NanoTime? {
         switch machine.state {
+        case .handshaking, .refused: answerDeadline
         case .open: lastActivity.adding(seconds: identity.idleTimeout)
         case .draining: drainDeadline
         default: nil
@@ -418,6 +427,7 @@ final class Tunnel: ProxyExchangeDelegate {
         guard let deadline else { return }
         if deadline > loop.now { return syncTimer() }
         switch machine.state {
+        case .handshaking, .refused: perform(machine.answerTimedOut())
         case .open: perform(machine.withdraw("idle_timeout"))
         case .draining: perform(machine.failed("drain_timeout"))
         default: break

@@ -30,6 +30,8 @@ struct TunnelStateMachine: Equatable {
         case unreachable(String)
         /// The upstream is one of the proxy's own listeners.
         case loop
+        /// The upstream's answer did not come within the route's `timeoutSeconds`.
+        case timeout
         /// The upstream's answer was not an HTTP/1.1 response head.
         case invalidAnswer
         /// The tunnel was closed (logout, shutdown) before it opened.
@@ -103,6 +105,13 @@ struct TunnelStateMachine: Equatable {
         guard state == .handshaking else { return .none }
         state = .closed(reason: "upstream_invalid_answer")
         return .fail(.invalidAnswer)
+    }
+
+    /// The answer (its head, or a refusal's body) did not come in time.
+    mutating func answerTimedOut() -> Action {
+        guard state == .handshaking || state == .refused else { return .none }
+        state = .closed(reason: "upstream_timeout")
+        return .fail(.timeout)
     }
 
     /// `side` ended its stream (EOF). While open, what is queued toward the other side is still
