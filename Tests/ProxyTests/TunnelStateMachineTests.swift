@@ -37,7 +37,8 @@ private enum Start: CaseIterable {
 
 /// One event applied to a machine.
 private enum Event {
-    case connected, connectFailed, connectLooped, answerTimedOut, answered(Int), answerInvalid, refusalRead, ended(Machine.Side),
+    case connected, connectFailed, connectLooped, answerTimedOut, answered(Int), answerInvalid, refusalRead, ended(
+        Machine.Side),
         drained,
         withdraw, failed
 
