@@ -37,10 +37,9 @@ private enum Start: CaseIterable {
 
 /// One event applied to a machine.
 private enum Event {
-    case connected, connectFailed, connectLooped, answerTimedOut, answered(Int), answerInvalid, refusalRead, ended(
-        Machine.Side),
-        drained,
-        withdraw, failed
+    case connected, connectFailed, connectLooped, answerTimedOut
+    case answered(Int), answerInvalid, refusalRead
+    case ended(Machine.Side), drained, withdraw, failed
 
     func apply(_ m: inout Machine) -> Action {
         switch self {
