@@ -652,3 +652,77 @@ def test_an_upstream_that_never_answers_the_handshake_times_out(start_proxy):
         assert took < 5
     finally:
         silent.close()
+
+
+class RawUpgradeUpstream:
+    """Answers an `Upgrade: my-proto` request with 101 and then echoes bytes upper-cased; any
+    other request with 200 naming the Upgrade field it saw (or none)."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                data += chunk
+            head, _, rest = data.partition(b"\r\n\r\n")
+            fields = {line.split(b":", 1)[0].strip().lower(): line.split(b":", 1)[1].strip()
+                      for line in head.split(b"\r\n")[1:] if b":" in line}
+            if fields.get(b"upgrade") == b"my-proto":
+                conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: my-proto\r\n\r\n")
+                if rest:
+                    conn.sendall(rest.upper())
+                while chunk := conn.recv(4096):
+                    conn.sendall(chunk.upper())
+            else:
+                body = b"upgrade=" + fields.get(b"upgrade", b"none")
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+    def close(self):
+        self.sock.close()
+
+
+def test_another_upgrade_is_tunnelled_only_where_the_route_opts_in(start_proxy):
+    upstream = RawUpgradeUpstream()
+    try:
+        proxy = plain_proxy(start_proxy, [
+            {"name": "opted", "path": "/opted", "upstream": f"http://127.0.0.1:{upstream.port}", "upgrades": ["my-proto"]},
+            {"name": "plain", "path": "/plain", "upstream": f"http://127.0.0.1:{upstream.port}"},
+        ])
+        request = b"GET /%s/x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: my-proto\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
+            s.sendall(request % b"opted")
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += s.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 101")
+            s.sendall(b"hello tunnel")
+            echoed = answer.partition(b"\r\n\r\n")[2]
+            while len(echoed) < len(b"hello tunnel"):
+                echoed += s.recv(4096)
+            assert echoed == b"HELLO TUNNEL"
+        # Not opted in: the Upgrade field is dropped and the request forwarded as usual.
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
+            s.sendall(request % b"plain")
+            answer = b""
+            while not answer.endswith(b"upgrade=none"):
+                chunk = s.recv(4096)
+                assert chunk, answer
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 200")
+    finally:
+        upstream.close()
