@@ -5,6 +5,7 @@
 #
 #   bench/websocket.sh                  # release build (or PLATFORM_PROXY_RELEASE_BIN), 64 connections, 10 s
 #   WS_CONNECTIONS=16 WS_SECONDS=5 WS_SIZE=128 WS_IDLE=1000 bench/websocket.sh
+#   WS_RESULTS=bench/WEBSOCKETS.md bench/websocket.sh   # also writes the table there
 #
 # Targets (issue 42): at least 0.8 x nginx's message rate; at most 16 KiB per idle tunnel.
 # The peers are Python (`websockets`, Tests/Integration/requirements.txt): the rate is the
@@ -21,6 +22,7 @@ PYTHON="${PYTHON:-python3}"
 PEER="$(dirname "$0")/websocket_peer.py"
 
 bench_init
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 ensure_tools nginx
 "$PYTHON" -c 'import websockets' 2>/dev/null || bench_die "$PYTHON has no websockets module (pip install websockets)"
 PROXY_BIN=$(build_release)
@@ -73,13 +75,29 @@ rss_after=$(rss_tree_kb "$PROXY_PID")
 exec {IDLE[1]}>&-
 wait "$IDLE_PID" 2>/dev/null || true
 
-printf '\n| proxy | messages/s | CPU µs/message |\n|---|---|---|\n'
-for line in "$nginx_line" "$proxy_line"; do
-    read -r name rate cpu <<<"$line"
-    printf '| %s | %s | %s |\n' "$name" "$rate" "$cpu"
-done
-read -r _ nginx_rate _ <<<"$nginx_line"
-read -r _ proxy_rate _ <<<"$proxy_line"
-awk -v p="$proxy_rate" -v n="$nginx_rate" 'BEGIN { printf "\nrate vs nginx: %.2fx (target >= 0.8x)\n", p / (n > 0 ? n : 1) }'
-awk -v a="$rss_after" -v b="$rss_before" -v c="$WS_IDLE" \
-    'BEGIN { printf "RSS per idle tunnel: %.1f KiB (%d KiB for %d; target <= 16 KiB)\n", (a - b) / c, a - b, c }'
+report() {
+    printf '| proxy | messages/s | CPU µs/message |\n|---|---|---|\n'
+    for line in "$nginx_line" "$proxy_line"; do
+        read -r name rate cpu <<<"$line"
+        printf '| %s | %s | %s |\n' "$name" "$rate" "$cpu"
+    done
+    read -r _ nginx_rate _ <<<"$nginx_line"
+    read -r _ proxy_rate _ <<<"$proxy_line"
+    awk -v p="$proxy_rate" -v n="$nginx_rate" 'BEGIN { printf "\nRate vs nginx: %.2fx (target >= 0.8x).\n", p / (n > 0 ? n : 1) }'
+    awk -v a="$rss_after" -v b="$rss_before" -v c="$WS_IDLE" \
+        'BEGIN { printf "RSS per idle tunnel: %.1f KiB (%d KiB for %d; target <= 16 KiB).\n", (a - b) / c, a - b, c }'
+}
+
+echo
+report
+if [[ -n "${WS_RESULTS:-}" ]]; then
+    {
+        printf '# WebSocket tunnels: latest bench/websocket.sh run\n\n'
+        printf 'Ping-pong on %s connections for %s s with %s-byte messages, one worker each, Python\n' \
+            "$WS_CONNECTIONS" "$WS_SECONDS" "$WS_SIZE"
+        printf '`websockets` peers on %s CPUs (%s); load average before the run: %s.\n\n' \
+            "$(nproc)" "$(uname -r)" "$LOAD_BEFORE"
+        report
+    } >"$WS_RESULTS"
+    bench_log "wrote $WS_RESULTS"
+fi
