@@ -30,6 +30,8 @@ package final class UpstreamTunnel {
     /// The connector whose multi handle holds this handle until `close` (libcurl's send and receive
     /// work only while it is added).
     private weak var connector: TunnelConnector?
+    /// The connector's multi handle holding this handle (`TunnelConnector.remove`).
+    var shard: TunnelShard?
     private(set) var closed = false
     /// The `CURLOPT_CONNECT_TO` entry of a route's TLS server name, kept for the handle's life.
     private var connectTo: UnsafeMutablePointer<curl_slist>?
@@ -160,27 +162,40 @@ package final class UpstreamTunnel {
     }
 }
 
-/// Opens a loop's tunnels' upstream connections: a multi handle of its own that holds each
-/// connect-only handle for the tunnel's life (libcurl requires it), driven while connects are
-/// under way by a short loop timer (a connect is a few round trips; no socket of a finished
-/// connect is watched by it).
+/// A multi handle holding at most `TunnelConnector.shardSize` tunnels' handles. libcurl 7.88
+/// finds a connect-only handle's connection, for each `curl_easy_send` and `curl_easy_recv`, by
+/// walking its multi handle's whole connection cache: one multi handle for all of a loop's
+/// tunnels would make every message cost a step per open tunnel.
+final class TunnelShard {
+    let multi: UnsafeMutableRawPointer
+    /// Handles added and not yet removed.
+    var count = 0
+
+    init() { multi = curl_multi_init() }
+    deinit { curl_multi_cleanup(multi) }
+}
+
+/// Opens a loop's tunnels' upstream connections: small multi handles of its own (`TunnelShard`)
+/// that hold each connect-only handle for the tunnel's life (libcurl requires it), driven while
+/// connects are under way by a short loop timer (a connect is a few round trips; no socket of a
+/// finished connect is watched by them).
 package final class TunnelConnector {
     private let client: UpstreamClient
-    private let multi: UnsafeMutableRawPointer
+    /// Shards with handles; an emptied one goes.
+    private var shards: [TunnelShard] = []
     /// Handles whose connect is under way.
     private var connecting: [UpstreamTunnel] = []
     private var poll: TimerID?
     private static let pollMilliseconds = 1.0
+    static let shardSize = 16
 
     /// The connector of `client`'s loop.
     package init(client: UpstreamClient) {
         self.client = client
-        multi = curl_multi_init()
     }
 
     deinit {
         if let poll { client.loop.cancel(poll) }
-        curl_multi_cleanup(multi)
     }
 
     /// Starts connecting to `origin` (`http://host:port` or `https://…`) with the route's or
@@ -193,7 +208,16 @@ package final class TunnelConnector {
         let tunnel = UpstreamTunnel(
             origin: origin, connectTimeout: connectTimeout, tls: tls, client: client, connector: self)
         tunnel.onConnected = connected
-        let result = curl_multi_add_handle(multi, tunnel.easy)
+        let shard: TunnelShard
+        if let last = shards.last, last.count < Self.shardSize {
+            shard = last
+        } else if let roomy = shards.first(where: { $0.count < Self.shardSize }) {
+            shard = roomy
+        } else {
+            shard = TunnelShard()
+            shards.append(shard)
+        }
+        let result = curl_multi_add_handle(shard.multi, tunnel.easy)
         if result != CURLM_OK {
             client.loop.afterEvents { [weak tunnel] in
                 guard let tunnel, let callback = tunnel.onConnected else { return }
@@ -202,15 +226,21 @@ package final class TunnelConnector {
             }
             return tunnel
         }
+        shard.count += 1
+        tunnel.shard = shard
         connecting.append(tunnel)
         schedulePoll()
         return tunnel
     }
 
-    /// Takes a closing tunnel's handle out of the multi handle.
+    /// Takes a closing tunnel's handle out of its multi handle.
     func remove(_ tunnel: UpstreamTunnel) {
         connecting.removeAll { $0 === tunnel }
-        curl_multi_remove_handle(multi, tunnel.easy)
+        guard let shard = tunnel.shard else { return }
+        tunnel.shard = nil
+        curl_multi_remove_handle(shard.multi, tunnel.easy)
+        shard.count -= 1
+        if shard.count == 0 { shards.removeAll { $0 === shard } }
     }
 
     private func schedulePoll() {
@@ -224,14 +254,21 @@ package final class TunnelConnector {
 
     /// Runs the connects under way and reports those that ended.
     private func drive() {
-        var running: Int32 = 0
-        curl_multi_perform(multi, &running)
-        var left: Int32 = 0
-        while let message = curl_multi_info_read(multi, &left) {
-            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-            guard let index = connecting.firstIndex(where: { $0.easy == easy }) else { continue }
-            let tunnel = connecting.remove(at: index)
-            tunnel.connectEnded(cc_msg_result(message))
+        var driven: [TunnelShard] = []
+        for tunnel in connecting {
+            guard let shard = tunnel.shard, !driven.contains(where: { $0 === shard }) else { continue }
+            driven.append(shard)
+        }
+        for shard in driven {
+            var running: Int32 = 0
+            curl_multi_perform(shard.multi, &running)
+            var left: Int32 = 0
+            while let message = curl_multi_info_read(shard.multi, &left) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+                guard let index = connecting.firstIndex(where: { $0.easy == easy }) else { continue }
+                let tunnel = connecting.remove(at: index)
+                tunnel.connectEnded(cc_msg_result(message))
+            }
         }
         schedulePoll()
     }
