@@ -27,10 +27,10 @@
  * It answers libcurl's zero-timeout polls of sockets whose readiness its loop knows, and its reads
  * of a watched socket found empty in a loop turn, and holds libcurl's later sends to a socket in
  * one pass for the pass's end, as platform-proxy does (defining poll, recv and send, below).
- * It reads ahead below OpenSSL as platform-proxy does (Sources/Upstream/ReadAhead.swift, below);
+ * It reads ahead below OpenSSL as platform-proxy does (Sources/CurlTuning/ReadAhead.swift, below);
  * READAHEAD=0 in its environment turns that off.
  * libcurl's reads of the monotonic clock during a pass cost one vDSO call, as platform-proxy's do
- * (Sources/Upstream/PassClock.swift; defining clock_gettime, below); PASSCLOCK=0 turns that off.
+ * (Sources/CurlTuning/PassClock.swift; defining clock_gettime, below); PASSCLOCK=0 turns that off.
  * SIGTERM/SIGINT exit with status 0.
  */
 #define _GNU_SOURCE
@@ -120,7 +120,7 @@ static void drop(int *a, unsigned *n, int fd) {
 /* A socket curl watches for reading (mark 3) stays registered for reading, level-triggered: once
  * the kernel found it empty in a loop turn (a poll that found nothing, a recv that would block),
  * the turn's later checks and reads get that answer with no system call, as platform-proxy's
- * (Sources/Upstream/CurlPass.swift, EmptySockets); what came meanwhile the next wait reports. */
+ * (Sources/CurlTuning/CurlPass.swift, EmptySockets); what came meanwhile the next wait reports. */
 static int found_empty(loop *L, int fd) { return L->empty_iteration == L->iteration && find(L->empty_fd, L->n_empty, fd) >= 0; }
 static void note_empty(loop *L, int fd) {
     if (L->empty_iteration != L->iteration) { L->n_empty = 0; L->empty_iteration = L->iteration; }
@@ -128,7 +128,7 @@ static void note_empty(loop *L, int fd) {
 }
 /* libcurl's zero-timeout checks for reading of a pooled connection (before reuse, after sending a
  * bodiless request) are answered from what the loop knows, as platform-proxy does
- * (Sources/Upstream/QuietSockets.swift): a parked socket stays registered for reading and is taken
+ * (Sources/CurlTuning/QuietSockets.swift): a parked socket stays registered for reading and is taken
  * out when it turns readable, so once a wait begun after its parking has been dispatched, nothing
  * came on it (1, quiet: "nothing ready", no system call). Until then (2, parked) the kernel
  * answers, and its "nothing" makes it quiet. The executable defines poll; libcurl binds to it. */
@@ -217,7 +217,7 @@ ssize_t recv(int fd, void *b, size_t n, int flags) {
     return (ssize_t)k;
 }
 /* libcurl's sends during one pass leave together per socket, as platform-proxy's
- * (Sources/Upstream/SendBatch.swift): the first send to a socket in a pass goes at once, later
+ * (Sources/CurlTuning/SendBatch.swift): the first send to a socket in a pass goes at once, later
  * ones (and the first to a socket that had several in its last pass) carry MSG_MORE, and the
  * pass's end pushes them (TCP_CORK cleared). Over h2, one pass that starts twelve requests sends
  * one segment, not twelve. */
@@ -238,7 +238,7 @@ ssize_t send(int fd, const void *b, size_t n, int flags) {
  * read is glibc's, and so is the first after body bytes moved (on_body); each other one is the last
  * answer plus a nanosecond: never ahead of the real clock, and a transfer that yields after 100
  * reads of a busy connection (its run-now timer) is run again in the next loop turn, not in the
- * same sweep of due timers (Sources/Upstream/PassClock.swift). Other clocks and reads outside a
+ * same sweep of due timers (Sources/CurlTuning/PassClock.swift). Other clocks and reads outside a
  * pass are glibc's. */
 static int passclock = 1;
 static __thread struct timespec pass_clock;

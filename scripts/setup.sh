@@ -3,8 +3,9 @@
 #
 #   scripts/setup.sh build   the C libraries the build links (libcurl, OpenSSL libcrypto, SQLite) — what `make run` needs
 #   scripts/setup.sh test    the above, the real test peers (nginx, HAProxy, wrk, slowhttptest, openssl
-#                            for a test CA), strace (a test counts system calls) and a project
-#                            virtual environment .venv/ with pytest, Flask and Authlib — what
+#                            for a test CA), strace (a test counts system calls), Chromium and its
+#                            driver (the console's browser tests) and a project
+#                            virtual environment .venv/ with pytest, Flask, Authlib and selenium — what
 #                            `make test` needs
 #   scripts/setup.sh bench   the above, and what the benchmark scripts measure with (valgrind,
 #                            perf, gdb, a C compiler for bench/curl-floor.c)
@@ -18,7 +19,8 @@ cd "$(dirname "$0")/.."
 
 mode=${1:-test}
 build_packages=(pkg-config libcurl4-openssl-dev libssl-dev libsqlite3-dev)
-test_packages=(nginx-light haproxy wrk slowhttptest curl ca-certificates openssl python3 python3-venv strace)
+test_packages=(nginx-light haproxy wrk slowhttptest curl ca-certificates openssl python3 python3-venv strace
+               chromium chromium-driver)
 bench_packages=(valgrind linux-perf gcc libc6-dev gdb)
 case "$mode" in
   build) packages=("${build_packages[@]}") ;;

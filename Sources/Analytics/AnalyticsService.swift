@@ -14,6 +14,8 @@ package final class AnalyticsService: @unchecked Sendable {
     package let keys: AnalyticsKeys
     /// The numbers for the metrics endpoint.
     package let counters = AnalyticsCounters()
+    /// The latest values stored, for the console.
+    package let recent = RecentValues()
     let writer: AnalyticsWriter
     private let intake: Mutex<Intake>
     let uploader: AnalyticsUploader

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-/* Whether the tuning is on (CurlTuning/Tuning.swift): set once at start, before any loop thread,
+/* Whether the tuning is on (CurlTuning/CurlTuning.swift): set once at start, before any loop thread,
    and read by each override first; off, every override is glibc's call and nothing else. A weak
    definition, so every module that includes this header shares one. */
 __attribute__((weak)) int cc_tuning_on = 0;

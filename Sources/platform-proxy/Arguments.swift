@@ -30,7 +30,7 @@ struct Arguments {
     var helpTopic: String?
 
     /// The commands, in the order the usage lists them.
-    static let commands = ["serve", "check-config", "login", "status", "logout", "help"]
+    static let commands = ["serve", "check-config", "login", "status", "console", "logout", "help"]
 
     /// Parses `arguments` (without the program name); throws a one-line usage error.
     static func parse(_ arguments: [String]) throws(UsageError) -> Arguments {

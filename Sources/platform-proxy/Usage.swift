@@ -16,6 +16,8 @@ enum Usage {
                                                               walk an AM journey in the terminal
           platform-proxy status [--config FILE]               login state and token expiry (no secrets;
                                                               one row per provider when there are several)
+          platform-proxy console [--config FILE]              print the console page's URL (and open it
+                                                              where a browser is available)
           platform-proxy logout [--provider NAME] [--config FILE]
                                                               revoke and forget the login (of every provider, or NAME)
           platform-proxy help [COMMAND]                       this text, or one command's
@@ -82,6 +84,15 @@ enum Usage {
             With several providers, a table with one row per provider. Exit 0 logged in (every
             provider), 1 not, 2 proxy unreachable or refusing the apiKey. Like login and logout,
             it dials the config's first listen address and reads no secret but its apiKey.
+
+            """
+        case "console": return """
+            platform-proxy console [--config FILE]
+
+            Prints the URL of the running proxy's console page (GET /_platform/console on the
+            config's first listen address) and opens it with xdg-open when a desktop session has
+            one. With apiKey set the page asks for the key itself; the command never prints it.
+            Exit 0 printed, 2 when the config cannot be read or its first address is a Unix socket.
 
             """
         case "logout": return """

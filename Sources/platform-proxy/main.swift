@@ -59,6 +59,8 @@ case "login":
     exit(LoginCommands.login(config: location, device: arguments.device, provider: arguments.provider))
 case "status":
     exit(LoginCommands.status(config: location))
+case "console":
+    exit(ConsoleCommand.run(config: location))
 default:
     exit(LoginCommands.logout(config: location, provider: arguments.provider))
 }

@@ -199,3 +199,37 @@ struct RequestScopeTests {
         #expect(RequestScope(path: slice, router: router).guards == RequestGuard.probe)
     }
 }
+
+@Suite("Console scope")
+struct ConsoleScopeTests {
+    private let router = Router(routes: routes)
+
+    @Test("only the console page's three files skip the key; its data and every other /_platform path keep it")
+    func consoleAssetsSkipTheKeyOnly() {
+        for path in ["/_platform/console", "/_platform/console/app.js", "/_platform/console/app.css"] {
+            let scope = RequestScope(path: Substring(path), router: router)
+            #expect(scope.guards == RequestGuard.consoleAsset, "\(path)")
+            #expect(!scope.guards.contains(.proxyKey))
+            #expect(scope.routeName == "_platform")
+        }
+        for path in ["/_platform/console/state", "/_platform/console/requests", "/_platform/console/", "/_platform/console/x.js"] {
+            #expect(RequestScope(path: Substring(path), router: router).guards == RequestGuard.platform, "\(path)")
+        }
+    }
+
+    @Test("the page's files are refused to a cross-site frame or fetch and to another Origin, served to a keyless same-origin load")
+    func consoleAssetsRefuseOtherSites() {
+        let list = RequestGuard.consoleAsset
+        let keyless = request("GET", "/_platform/console", ["Host: localhost", "Sec-Fetch-Site: none", "Sec-Fetch-Mode: navigate"])
+        #expect(RequestGuard.firstRefusal(list, keyless) == nil)
+        let framed = request("GET", "/_platform/console", ["Host: localhost", "Sec-Fetch-Site: cross-site", "Sec-Fetch-Dest: iframe"])
+        #expect(RequestGuard.firstRefusal(list, framed)?.0 == .sameSite)
+        let navigated = request("GET", "/_platform/console", ["Host: localhost", "Sec-Fetch-Site: cross-site",
+                                                              "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: document"])
+        #expect(RequestGuard.firstRefusal(list, navigated)?.0 == .sameSite)
+        let foreign = request("GET", "/_platform/console/app.js", ["Host: localhost", "Origin: http://evil.example"])
+        #expect(RequestGuard.firstRefusal(list, foreign)?.0 == .originAllowed)
+        let rebinding = request("GET", "/_platform/console", ["Host: evil.example"])
+        #expect(RequestGuard.firstRefusal(list, rebinding)?.0 == .hostAllowed)
+    }
+}

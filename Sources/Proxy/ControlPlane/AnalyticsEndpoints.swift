@@ -93,6 +93,7 @@ extension EndpointContext {
             guard let self, let context else { return }
             switch result {
             case .success(let stored):
+                service.recent.add(values)
                 var fields = extra
                 fields["accepted"] = .number(JSONNumber(values.count))
                 fields["stored"] = .number(JSONNumber(stored))

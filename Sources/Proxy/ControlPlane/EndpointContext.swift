@@ -38,6 +38,8 @@ protocol EndpointContext: AnyObject {
     func handleAuthEndpoint(_ context: ExchangeContext, path: Substring, query: Substring?) -> Bool
     /// The journey endpoints (`JourneyEndpoints`); false when `path` is not one of them.
     func handleJourneyEndpoint(_ context: ExchangeContext, path: Substring) -> Bool
+    /// The console's page, state, request list and event stream (`ConsoleEndpoints`).
+    func handleConsoleEndpoint(_ context: ExchangeContext, path: Substring)
 }
 
 extension EndpointContext {

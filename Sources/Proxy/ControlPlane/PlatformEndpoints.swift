@@ -120,6 +120,10 @@ extension ProxyHandler {
         }) { proxy, context, target in
             _ = proxy.handleExperimentEndpoint(context, path: target.path)
         }
+        for path in ProxyHandler.consoleAssets.keys.map(String.init) + ["/_platform/console/state", "/_platform/console/requests",
+                                                                         "/_platform/console/events"] {
+            table.on(.exact(path), [.get]) { proxy, context, target in proxy.handleConsoleEndpoint(context, path: target.path) }
+        }
         table.on(.exact("/_platform/mock"), [.post]) { proxy, context, _ in
             proxy.control.switchMock(context, runtime: proxy.runtime, reply: proxy.reply) { context, then in
                 proxy.collectBody(context, limit: ControlEndpoints.maxBody, then)

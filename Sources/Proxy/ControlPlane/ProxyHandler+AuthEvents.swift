@@ -60,7 +60,7 @@ extension ProxyHandler {
         }
     }
 
-    private func offer(_ item: EventStreamFlow.Item, to stream: AuthEventStream) {
+    func offer(_ item: EventStreamFlow.Item, to stream: AuthEventStream) {
         perform(stream.flow.offer(item, queued: stream.exchange.queuedBytes), stream)
     }
 

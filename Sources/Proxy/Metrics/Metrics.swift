@@ -152,6 +152,9 @@ package struct ReloadStatus: Sendable {
     package var lastSucceeded = true
     /// Unix time of the last successful load.
     package var lastSuccessTime = 0.0
+    /// What the last refused reload reported (the problems with their JSON paths, as logged);
+    /// nil once a reload succeeds.
+    package var lastErrors: String?
 
     /// The status at start: the config was loaded at `startTime`.
     package init(startTime: Double = 0) { lastSuccessTime = startTime }
@@ -165,6 +168,8 @@ package final class MetricsHub: @unchecked Sendable {
     private var analytics: AnalyticsCounters?
     private var refreshes: [(provider: String, counters: RefreshCounters)] = []
     private var experiments: ExperimentCounters?
+    /// Every loop's ring of recent exchanges (added before the loops serve), for the console.
+    var requestRings: [(loop: EventLoop, ring: RequestRing)] = []
 
     /// The experiment counters to report (set before the loops serve).
     func setExperiments(_ counters: ExperimentCounters) { experiments = counters }
@@ -189,6 +194,9 @@ package final class MetricsHub: @unchecked Sendable {
         self.openConnections = openConnections
         self.reloads = reloads
     }
+
+    /// The reload counts and how the last load ended, now.
+    func reloadStatus() -> ReloadStatus { reloads() }
 
     /// Asks every loop for its counters and calls `completion` on `loop` with their sum.
     /// `providers` is the scraping loop's view of every provider's login state (every loop is

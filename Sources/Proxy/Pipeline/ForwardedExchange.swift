@@ -58,6 +58,16 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
     var echoMasker: EchoMasker?
     /// Masks the token in the response being relayed.
     private var masker: EchoMasker?
+    /// Echoes masked in responses already relayed (the console's request list).
+    private var maskedEchoes = 0
+
+    /// What the console's request list shows of this exchange: whether the credential lines went
+    /// upstream (and stayed on every hop), the redirects followed and the echoes masked.
+    var consoleFacts: (credentials: CredentialNote, hops: Int, masked: Int) {
+        let note: CredentialNote = request.extraHeaders.isEmpty ? .noProvider
+            : machine.credentials == .stripped ? .stripped : .injected
+        return (note, machine.hops, maskedEchoes + (masker?.masked ?? 0))
+    }
 
     /// `identity`: the response is masked or recorded, so it is asked for whole and in its identity
     /// form (docs/security.md, "Echoed credentials"): the client's `Accept-Encoding` and ranges
@@ -103,8 +113,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
     }
 
     /// Whether a hop goes out at most once: unless it is bodiless and idempotent, as libcurl would
-    /// send any request again after a reused connection died unanswered (docs/forwarding.md, "pooled
-    /// connections"). (Every hop also refuses the proxy's own listeners, `refusesOwnListeners`:
+    /// send any request again after a reused connection died unanswered (docs/forwarding.md, "A pooled
+    /// upstream connection closed while idle"). (Every hop also refuses the proxy's own listeners, `refusesOwnListeners`:
     /// a redirect there would come back credentialed by a route.)
     private static func sendsOnce(method: String, hasBody: Bool) -> Bool { hasBody || !HTTPRequestHead.isIdempotent(method) }
 
@@ -298,6 +308,7 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
             exchange.writeBody(part)
         }
         if masker!.masked > 0 { handler.metrics.echoMasked(route: route.config.name, count: masker!.masked) }
+        maskedEchoes += masker!.masked
         masker = nil
     }
 

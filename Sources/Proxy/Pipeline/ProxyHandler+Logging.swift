@@ -93,6 +93,7 @@ extension ProxyHandler {
         } else {
             metrics.request(route: info.route ?? "_unrouted", status: status, seconds: seconds)
         }
+        recordForConsole(info, forwarded, status: status, seconds: seconds)
         guard level > .info || runtime.configuration.accessLog else { return }
         // Written straight into the loop's log buffer: no array of fields, no String per value.
         let micros = Int((seconds * 1e6).rounded())

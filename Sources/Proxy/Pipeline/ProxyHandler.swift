@@ -28,6 +28,8 @@ package final class ProxyHandler: HTTPHandler {
     let control = ControlEndpoints()
     /// This loop's counters.
     let metrics = LoopMetrics()
+    /// This loop's recent exchanges, for the console.
+    let requestRing = RequestRing()
     /// Gathers every loop's counters for a scrape.
     let hub: MetricsHub
     /// This loop's libcurl multi handle.
@@ -69,6 +71,7 @@ package final class ProxyHandler: HTTPHandler {
         loginChains = parameters.loginChains
         metricsListener = parameters.metricsListener
         hub.add(loop: loop, metrics: metrics)
+        hub.requestRings.append((loop, requestRing))
         for named in runtime.configuration.providers { slots[named.name] = ProviderSlot(name: named.name) }
         for (name, manager) in parameters.managers { slot(name).manager = manager }
         for (provider, snapshot) in parameters.initialSnapshots { credentialsChanged(snapshot, provider: provider) }
@@ -97,7 +100,7 @@ package final class ProxyHandler: HTTPHandler {
         }
         let compiled: CompiledRoute, rest: Substring
         switch scope {
-        case .probe, .platform:
+        case .probe, .platform, .consoleAsset:
             context.route = scope.routeName
             return Self.platformEndpoints.dispatch(context, target: target, on: self)
         case .unrouted:

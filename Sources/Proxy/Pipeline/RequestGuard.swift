@@ -120,6 +120,10 @@ enum RequestGuard: Int, CaseIterable {
     static let any: GuardList = [.noTrace, .noUserinfo, .hostsAgree, .hostAllowed, .proxyKey]
     /// `/_platform/`: a browser page on another site must not drive the control endpoints.
     static let platform: GuardList = any + [.originAllowed, .sameSiteOrNavigation]
+    /// The console page's own files (docs/console.md): every guard of `platform` but the key,
+    /// which the page asks for and sends on its requests (a navigation cannot carry it); no
+    /// top-level navigation from another site either.
+    static let consoleAsset: GuardList = [.noTrace, .noUserinfo, .hostsAgree, .hostAllowed, .originAllowed, .sameSite, .hostPresent]
     /// Routes that inject credentials.
     static let credentialedRoute: GuardList = any + [.originAllowed, .sameSite, .hostPresent]
 }
@@ -168,6 +172,8 @@ enum RequestScope {
     case probe(Probe)
     /// Any other `/_platform` path: answered by the proxy, never proxied.
     case platform
+    /// The console page's HTML, script or style sheet (`ProxyHandler.consoleAssets`).
+    case consoleAsset
     /// A configured route (by reference: its settings are not copied per request), with the
     /// rest of the path after its prefix.
     case route(CompiledRoute, rest: Substring)
@@ -178,7 +184,8 @@ enum RequestScope {
     /// the path were retained for the call).
     init(path: borrowing Substring, router: borrowing Router) {
         if Self.isPlatformPath(path) {
-            self = Probe(path: copy path).map { .probe($0) } ?? .platform
+            self = Probe(path: copy path).map { .probe($0) }
+                ?? (ProxyHandler.consoleAssets[copy path] != nil ? .consoleAsset : .platform)
         } else if let (route, rest) = router.match(path) {
             self = .route(route, rest: rest)
         } else {
@@ -200,7 +207,7 @@ enum RequestScope {
     /// Whether the proxy answers the request itself (a probe or another `/_platform` path).
     var isPlatform: Bool {
         switch self {
-        case .probe, .platform: true
+        case .probe, .platform, .consoleAsset: true
         case .route, .unrouted: false
         }
     }
@@ -210,6 +217,7 @@ enum RequestScope {
         switch self {
         case .probe: RequestGuard.probe
         case .platform: RequestGuard.platform
+        case .consoleAsset: RequestGuard.consoleAsset
         case .route(let route, _): route.config.credential == .none ? RequestGuard.any : RequestGuard.credentialedRoute
         case .unrouted: RequestGuard.any
         }
@@ -219,7 +227,7 @@ enum RequestScope {
     var routeName: String? {
         switch self {
         case .probe: Probe.route
-        case .platform: "_platform"
+        case .platform, .consoleAsset: "_platform"
         case .route(let route, _): route.config.name
         case .unrouted: nil
         }

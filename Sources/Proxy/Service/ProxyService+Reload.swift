@@ -4,6 +4,7 @@ import Credentials
 import EventLoop
 import Experiments
 import HTTPServer
+import Synchronization
 
 /// A reload (SIGHUP or a watched file change): the new runtime and tokens, handed to every loop.
 extension ProxyService {
@@ -43,9 +44,12 @@ extension ProxyService {
         }
     }
 
-    /// Hands every loop the reloaded runtime and the providers' new token snapshots in one task.
+    /// Hands every loop the reloaded runtime and the providers' new token snapshots in one task;
+    /// `installed` runs once the last loop has them (so whoever reads the `config_reloaded` line it
+    /// logs finds every new request on the new routes).
     static func install(_ next: ProxyRuntime, _ snapshots: [(provider: String, snapshot: CredentialSnapshot)],
-                                server: HTTPServer, handlers: [ProxyHandler]) {
+                                server: HTTPServer, handlers: [ProxyHandler], installed: @escaping @Sendable () -> Void) {
+        let remaining = Countdown(server.eventLoops.count)
         for (provider, snapshot) in snapshots {
             Log.emit(.info, "credentials_changed", ["provider": .string(provider), "generation": .int(Int(snapshot.generation))])
         }
@@ -55,19 +59,20 @@ extension ProxyService {
             loop.execute {
                 handler.runtime = compiled
                 for (provider, snapshot) in snapshots { handler.credentialsChanged(snapshot, provider: provider) }
+                if remaining.tick() { installed() }
             }
         }
     }
 
-    /// SIGHUP: a valid config becomes the next runtime (for new requests once installed); an
-    /// invalid one is logged and ignored (nil).
+    /// SIGHUP: a valid config becomes the next runtime (for new requests once installed; the
+    /// caller logs `config_reloaded` when every loop has it); an invalid one is logged and ignored (nil).
     static func reload(location: ConfigLocation, trigger: String, current: ProxyRuntime,
                                experiments: ExperimentService) -> ProxyRuntime? {
         let configPath = location.path
         // The profile chosen at start is re-read from the file; switching profile needs a restart.
         switch location.load() {
         case .failure(let errors):
-            reloadCounts.record(success: false)
+            reloadCounts.record(success: false, errors: errors.description)
             Log.emit(.error, "config_reload_failed", ["config": .string(configPath), "trigger": .string(trigger),
                                                       "errors": .string(errors.description)])
             return nil
@@ -85,9 +90,15 @@ extension ProxyService {
                     "listen, metricsListen, workers, limits, shutdownGraceSeconds and watchConfig take effect at the next start")])
             }
             reloadCounts.record(success: true)
-            Log.emit(.info, "config_reloaded", ["config": .string(configPath), "trigger": .string(trigger),
-                                                "routes": .int(configuration.routes.count)])
             return next
         }
     }
+}
+
+/// Counts the loops still to take a reload; the last one to tick is told so.
+private final class Countdown: Sendable {
+    private let remaining: Atomic<Int>
+    init(_ count: Int) { remaining = Atomic(count) }
+    /// One loop done; true for the last.
+    func tick() -> Bool { remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 }
 }

@@ -20,10 +20,11 @@ package enum ProxyService {
     final class ReloadCounts: Sendable {
         let status = Mutex(ReloadStatus())
 
-        func record(success: Bool) {
+        func record(success: Bool, errors: String? = nil) {
             status.withLock { status in
                 if success { status.ok += 1; status.lastSuccessTime = UnixTime.now() } else { status.failed += 1 }
                 status.lastSucceeded = success
+                status.lastErrors = errors
             }
         }
     }
@@ -221,7 +222,10 @@ package enum ProxyService {
             // and their tokens in one task: no request pairs a new route with the old token.
             let snapshots = next.configuration.providers == runtime.configuration.providers ? []
                 : reloadProvider(from: runtime, to: next, tokens: &tokens, lifecycle: lifecycle)
-            install(next, snapshots, server: server, handlers: handlers)
+            let path = location.path, routes = next.configuration.routes.count
+            install(next, snapshots, server: server, handlers: handlers) {
+                Log.emit(.info, "config_reloaded", ["config": .string(path), "trigger": .string(trigger), "routes": .int(routes)])
+            }
             runtime = next
         }
         while true {
