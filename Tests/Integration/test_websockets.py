@@ -636,7 +636,14 @@ def test_tunnels_past_the_process_cap_are_refused(start_proxy, ws_upstream):
 def test_an_upstream_that_never_answers_the_handshake_times_out(start_proxy):
     silent = socket.create_server(("127.0.0.1", 0))
     held = []
-    threading.Thread(target=lambda: held.append(silent.accept()), daemon=True).start()
+    heard = []
+
+    def hold():
+        conn, _ = silent.accept()
+        held.append(conn)
+        heard.append(conn.recv(65536))  # the handshake, never answered
+
+    threading.Thread(target=hold, daemon=True).start()
     try:
         proxy = plain_proxy(start_proxy, [{"name": "silent", "path": "/silent",
                                            "upstream": f"http://127.0.0.1:{silent.getsockname()[1]}", "timeoutSeconds": 1}])
@@ -650,6 +657,8 @@ def test_an_upstream_that_never_answers_the_handshake_times_out(start_proxy):
         response, took = run(scenario())
         assert response.status_code == 504 and b"upstream_timeout" in response.body
         assert took < 5
+        # What timed out was the upgrade handshake (not a request stripped of its Upgrade).
+        assert heard and b"\r\nUpgrade: websocket\r\n" in heard[0], heard
     finally:
         silent.close()
 
