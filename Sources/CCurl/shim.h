@@ -101,4 +101,13 @@ static const long CC_HTTP_VERSION_2_0 = CURL_HTTP_VERSION_2_0;
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+/* A connect-only handle's socket, for a tunnel (Upstream/UpstreamTunnel.swift):
+   CURLINFO_ACTIVESOCKET writes a curl_socket_t, which is not a long. */
+static inline curl_socket_t cc_info_active_socket(CURL *h) {
+    curl_socket_t s = CURL_SOCKET_BAD;
+    if (curl_easy_getinfo(h, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK) return CURL_SOCKET_BAD;
+    return s;
+}
+static const long CC_HTTP_VERSION_1_1 = CURL_HTTP_VERSION_1_1;
+
 #endif

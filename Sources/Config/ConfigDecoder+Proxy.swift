@@ -193,7 +193,7 @@ extension ConfigDecoder {
 
     static let limitsKeys = [
         "maxHeaderBytes", "maxBodyBytes", "retryBodyBytes", "maxConnections",
-        "headerTimeoutSeconds", "idleTimeoutSeconds",
+        "headerTimeoutSeconds", "idleTimeoutSeconds", "maxTunnels", "maxTunnelsPerClient",
     ]
 
     func limits(_ object: ObjectReader) -> LimitsConfiguration {
@@ -204,6 +204,8 @@ extension ConfigDecoder {
         if let v = object.integer("maxConnections", in: 1...1_000_000) { limits.maxConnections = v }
         if let v = object.seconds("headerTimeoutSeconds", positive: true) { limits.headerTimeoutSeconds = v }
         if let v = object.seconds("idleTimeoutSeconds", positive: true) { limits.idleTimeoutSeconds = v }
+        if let v = object.integer("maxTunnels", in: 0...1_000_000) { limits.maxTunnels = v }
+        if let v = object.integer("maxTunnelsPerClient", in: 0...1_000_000) { limits.maxTunnelsPerClient = v }
         return limits
     }
 }

@@ -4,7 +4,7 @@ extension ConfigDecoder {
     static let routeKeys = [
         "name", "path", "upstream", "credential", "provider", "headers", "redirects", "retryOn401", "timeoutSeconds", "mock",
         "experimentHeader",
-        "encodedSlashes", "tokenExchange", "tls",
+        "encodedSlashes", "tokenExchange", "tls", "upgrades", "tunnelIdleTimeoutSeconds", "streamIdleTimeoutSeconds",
     ]
 
     /// Headers that frame or route the message: injecting a token into them would break the exchange.
@@ -62,6 +62,9 @@ extension ConfigDecoder {
         let timeout = object.seconds("timeoutSeconds", positive: true) ?? 30
         let experimentHeader = object.bool("experimentHeader") ?? false
         let encodedSlashes: EncodedSlashes = object.choice("encodedSlashes") ?? .reject
+        let upgrades = object.read("upgrades", upgradeTokens) ?? ["websocket"]
+        let tunnelIdle = object.seconds("tunnelIdleTimeoutSeconds", positive: true) ?? 3600
+        let streamIdle = object.seconds("streamIdleTimeoutSeconds", positive: true)
         let tokenExchange = object.object("tokenExchange", keys: Self.tokenExchangeKeys).flatMap(tokenExchange)
         let tls = object.object("tls", keys: Self.tlsKeys).flatMap(tls)
         if object.has("tokenExchange"), credential != .accessToken {
@@ -74,9 +77,30 @@ extension ConfigDecoder {
             redirects: redirects, retryOn401: retryOn401, timeoutSeconds: timeout, mock: mock,
             experimentHeader: experimentHeader, encodedSlashes: encodedSlashes)
         route.provider = provider
+        route.upgrades = upgrades
+        route.tunnelIdleTimeoutSeconds = tunnelIdle
+        route.streamIdleTimeoutSeconds = streamIdle
         route.tokenExchange = tokenExchange
         route.tls = tls
         return route
+    }
+
+    /// The `Upgrade` protocol names a route tunnels (lowercased tokens; `[]` tunnels none).
+    private func upgradeTokens(_ value: JSONValue, at path: String) -> [String]? {
+        guard let names = strings(value, at: path, nonEmpty: false) else { return nil }
+        var tokens: [String] = []
+        for name in names {
+            let isToken = !name.isEmpty && name.utf8.allSatisfy { b in
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+                    || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") || b == UInt8(ascii: ".") || b == UInt8(ascii: "/")
+            }
+            guard isToken else {
+                report(path, "\"\(name)\" is not an Upgrade protocol name (letters, digits, - _ . /)")
+                return nil
+            }
+            tokens.append(name.lowercased())
+        }
+        return tokens
     }
 
     private func routeName(_ value: JSONValue, at path: String) -> String? {

@@ -12,6 +12,11 @@ package struct LimitsConfiguration: Sendable, Equatable {
     package var headerTimeoutSeconds: Double
     /// Seconds a keep-alive connection may sit idle between requests. Default 60.
     package var idleTimeoutSeconds: Double
+    /// Most tunnels (upgraded connections: WebSockets) open at once, across all workers; 0 refuses
+    /// every upgrade. Default 4096.
+    package var maxTunnels: Int = 4096
+    /// Most tunnels open at once from one client address, per worker. Default 1024.
+    package var maxTunnelsPerClient: Int = 1024
 
     /// Limits with the documented defaults unless given.
     package init(

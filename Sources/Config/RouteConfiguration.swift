@@ -25,6 +25,16 @@ package struct RouteConfiguration: Sendable, Equatable {
     package var experimentHeader: Bool
     /// What a percent-encoded `/` or `\` in the path does. Default `.reject` (400 `invalid_path`).
     package var encodedSlashes: EncodedSlashes
+    /// `Upgrade` protocols tunnelled (lowercased). Default ["websocket"]; [] refuses upgrades.
+    package var upgrades: [String] = ["websocket"]
+    /// Seconds a tunnel may carry no byte either way before it is closed. Default 3600.
+    package var tunnelIdleTimeoutSeconds: Double = 3600
+    /// Seconds a streamed response may be quiet once its head arrived, instead of
+    /// `timeoutSeconds`; nil: `text/event-stream` responses get `defaultStreamIdleTimeout`, others
+    /// `timeoutSeconds`. Default nil.
+    package var streamIdleTimeoutSeconds: Double?
+    /// The quiet allowed to an event stream on a route that sets no `streamIdleTimeoutSeconds`.
+    package static let defaultStreamIdleTimeout: Double = 3600
     /// RFC 8693: the upstream gets a token exchanged from the provider's access token for this
     /// audience, never the provider's token itself. Default nil.
     package var tokenExchange: TokenExchangeConfiguration?

@@ -82,6 +82,9 @@ package struct ConnectionStateMachine: Sendable {
         case closing(reason: String?)
         /// Closed.
         case closed
+        /// The socket left for a tunnel (an accepted upgrade): this connection reads, writes and
+        /// times out no more, and does not close the descriptor.
+        case handedOver
     }
 
     /// Whether queued output drains.
@@ -116,6 +119,8 @@ package struct ConnectionStateMachine: Sendable {
         case flushAndClose
         /// Close now, dropping queued output (the state is `.closed`).
         case close(reason: String?)
+        /// Give the socket, with the bytes read past the head, to a tunnel (the state is `.handedOver`).
+        case handOver
     }
 
     /// What the connection parses from its input next.
@@ -172,7 +177,7 @@ package struct ConnectionStateMachine: Sendable {
             return max(body, stalledReader)
         case .closing:
             return stalledReader
-        case .closed:
+        case .closed, .handedOver:
             return nil
         }
     }
@@ -186,7 +191,7 @@ package struct ConnectionStateMachine: Sendable {
             // A paused body is still drained once the response ended.
             return flow == .flowing || exchange.response.isComplete ? .body : .nothing
         case .closing: return .nothing
-        case .closed: return .closed
+        case .closed, .handedOver: return .closed
         }
     }
 
@@ -199,7 +204,7 @@ package struct ConnectionStateMachine: Sendable {
             if case .body(let flow, _, _) = exchange.request { return flow == .flowing || exchange.response.isComplete ? .read : .none }
             // Read on while the response is pending: a FIN (client gone) is noticed at once.
             return .readUnlessFull
-        case .closing, .closed: return .none
+        case .closing, .closed, .handedOver: return .none
         }
     }
 
@@ -214,7 +219,7 @@ package struct ConnectionStateMachine: Sendable {
         case .idle:
             state = .readingHead(deadline: now.adding(seconds: headerTimeout), persistence: .keepAlive)
             return .armTimer
-        case .readingHead, .exchange, .closing, .closed:
+        case .readingHead, .exchange, .closing, .closed, .handedOver:
             return .none
         }
     }
@@ -225,7 +230,7 @@ package struct ConnectionStateMachine: Sendable {
         switch state {
         case .accepted, .idle: persistence = .keepAlive
         case .readingHead(_, let p): persistence = p
-        case .exchange, .closing, .closed: preconditionFailure("head in state \(state)")
+        case .exchange, .closing, .closed, .handedOver: preconditionFailure("head in state \(state)")
         }
         let request: RequestState = hasBody ? .body(.flowing, expectsContinue ? .owed : .notExpected, lastProgress: now) : .complete
         state = .exchange(Exchange(request: request, response: .pending, persistence: keepAlive ? persistence : .close))
@@ -350,7 +355,7 @@ package struct ConnectionStateMachine: Sendable {
     package mutating func inputEnded() -> Action {
         let reason: String
         switch state {
-        case .closed: return .none
+        case .closed, .handedOver: return .none
         case .closing(let closing): reason = closing ?? "client_closed"
         case .exchange(let exchange):
             if case .body = exchange.request { reason = "client_closed_mid_request" } else { reason = "client_closed" }
@@ -384,7 +389,7 @@ package struct ConnectionStateMachine: Sendable {
         case .exchange(var exchange):
             exchange.persistence = .close
             state = .exchange(exchange)
-        case .closing, .closed:
+        case .closing, .closed, .handedOver:
             break
         }
         return .none
@@ -394,7 +399,7 @@ package struct ConnectionStateMachine: Sendable {
     /// then close. `reason` is logged for an exchange that had not ended.
     package mutating func closeAfterFlush(reason: String?) -> Action {
         switch state {
-        case .closed: return .none
+        case .closed, .handedOver: return .none
         case .closing: return .flushAndClose
         case .accepted, .idle, .readingHead, .exchange:
             state = .closing(reason: reason)
@@ -404,13 +409,31 @@ package struct ConnectionStateMachine: Sendable {
 
     /// Close now (an I/O error, the shutdown deadline).
     package mutating func closeNow(reason: String?) -> Action {
-        if case .closed = state { return .none }
+        if isClosedState { return .none }
         state = .closed
         return .close(reason: reason)
     }
 
     /// A pattern match, cheaper than the synthesized `==` on the state.
-    private var isClosedState: Bool { if case .closed = state { true } else { false } }
+    /// Whether the connection no longer owns its socket (closed, or handed over to a tunnel).
+    package var isGone: Bool { isClosedState }
+
+    private var isClosedState: Bool {
+        switch state {
+        case .closed, .handedOver: true
+        default: false
+        }
+    }
+
+    /// The handler accepted an upgrade of the current exchange (its request complete, no byte
+    /// of a response queued): the socket leaves for a tunnel.
+    package mutating func upgraded() -> Action {
+        guard case .exchange(let exchange) = state, exchange.request == .complete, exchange.response.isPending else {
+            return .none
+        }
+        state = .handedOver
+        return .handOver
+    }
 
     private mutating func exchangeComplete(now: NanoTime, _ persistence: Persistence) -> Action {
         guard persistence == .keepAlive else {

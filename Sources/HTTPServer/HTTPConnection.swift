@@ -102,7 +102,7 @@ final class HTTPConnection: Selectable {
 
     private func readAndProcess() {
         // The descriptor is gone once the machine closed (a write error in this very event).
-        if case .closed = machine.state { return }
+        if machine.isGone { return }
         let space = input.writableSpace(minimum: 4096, limit: inputLimit)
         guard space.count > 0 else { updateInterest(); return }
         let result: IOResult<Int>
@@ -363,6 +363,9 @@ final class HTTPConnection: Selectable {
             scheduleFlush()
         case .close(let reason):
             performClose(reason: reason)
+        case .handOver:
+            // Performed by `handOver`, which asked for it and takes the socket.
+            break
         }
     }
 
@@ -382,7 +385,7 @@ final class HTTPConnection: Selectable {
     private func writeCompletedResponse() {
         defer { scheduleFlush() }
         guard loop.eventsInBatch <= 1, !inReady, !output.isEmpty else { return }
-        if case .closed = machine.state { return }
+        if machine.isGone { return }
         let readable = output.readable
         let written = Glibc.write(fd, readable.baseAddress, readable.count)
         guard written > 0 else { return }
@@ -404,7 +407,7 @@ final class HTTPConnection: Selectable {
 
     /// Writes what is queued as far as the socket takes it (nothing once the descriptor is closed).
     private func flush() {
-        if case .closed = machine.state { return }
+        if machine.isGone { return }
         while !output.isEmpty {
             let readable = output.readable
             let result: IOResult<Int>
@@ -424,7 +427,7 @@ final class HTTPConnection: Selectable {
             perform(machine.outputBlocked(now: loop.now))
             if output.readableBytes < Self.lowWater { perform(machine.outputDrained(empty: false)) }
         }
-        if case .closed = machine.state { return }
+        if machine.isGone { return }
         syncTimer()
         updateInterest()
     }
@@ -434,7 +437,7 @@ final class HTTPConnection: Selectable {
         switch machine.readInterest {
         case .read: wanted = .read
         case .readUnlessFull: if input.readableBytes < inputLimit { wanted = .read }
-        case .none: if case .closed = machine.state { return }
+        case .none: if machine.isGone { return }
         }
         if !output.isEmpty { wanted.insert(.write) }
         guard wanted != interest else { return }
@@ -480,6 +483,30 @@ final class HTTPConnection: Selectable {
     func abort(_ exchange: HTTPExchange, reason: String) {
         guard exchange === self.exchange else { return }
         perform(machine.closeAfterFlush(reason: reason))
+    }
+
+    /// Gives the socket to a tunnel once `exchange`'s upgrade was accepted (its request complete,
+    /// nothing of a response queued): the connection stops watching it, forgets it without closing
+    /// it, and returns it with the bytes the client sent past the head. The exchange ends as a
+    /// `101` (its access-log line). Nil when the connection cannot hand over (closed meanwhile).
+    func handOver(_ exchange: HTTPExchange) -> HandedOverSocket? {
+        guard exchange === self.exchange, case .handOver = machine.upgraded() else { return nil }
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        flushAction = nil
+        timerAction = nil
+        loop.deregister(fd: fd)
+        let early = Array(UnsafeRawBufferPointer(input.readable))
+        input.consume(input.readableBytes)
+        input.releaseIfEmpty(unpooledSize: 0)
+        output.releaseIfEmpty(unpooledSize: 0)
+        self.exchange = nil
+        exchange.connection = nil
+        exchange.progress = .ended
+        exchange.status = 101
+        exchange.finish(.completed, handler: owner.object.handler)
+        owner.object.connectionClosed(self)
+        return HandedOverSocket(fd: fd, early: early)
     }
 
     /// The server is stopping: close if idle, else after the current response.

@@ -145,6 +145,11 @@ package final class HTTPExchange {
     /// Bytes queued on the connection that the socket has not taken yet (0 once it closed).
     package var queuedBytes: Int { connection?.queuedBytes ?? 0 }
 
+    /// Accepts this exchange's upgrade: the client socket leaves the HTTP connection for a tunnel
+    /// (`HTTPConnection.handOver`), and the exchange ends as a `101`. Nil when the connection is
+    /// gone or cannot hand over; the caller then owns nothing.
+    package func handOver() -> HandedOverSocket? { connection?.handOver(self) }
+
     /// Stops delivering request body until `resumeBody` (the socket is not read meanwhile).
     package func pauseBody() { connection?.setBodyFlow(self, .paused) }
 
@@ -199,4 +204,11 @@ package struct ExchangeOutcome: Sendable, Equatable {
         case .clientClosed(let reason), .aborted(let reason), .refused(let reason): reason
         }
     }
+}
+
+/// A client socket handed to a tunnel: the caller closes `fd`. `early` holds the bytes the client
+/// sent past the upgrade request's head (a client may send its first frames without waiting).
+package struct HandedOverSocket: Sendable {
+    package let fd: CInt
+    package let early: [UInt8]
 }

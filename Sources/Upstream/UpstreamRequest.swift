@@ -17,6 +17,12 @@ package struct UpstreamRequest: Sendable {
     package var hasBody: Bool
     /// Seconds allowed until the response head, and for any stall after it.
     package var timeout: Double
+    /// Seconds a response may stall once its head arrived, instead of `timeout`, whatever its
+    /// type (a route's `streamIdleTimeoutSeconds`); nil: `timeout`, except for an event stream.
+    package var streamIdleTimeout: Double?
+    /// Seconds an event stream (`text/event-stream`) may stall once its head arrived, when
+    /// `streamIdleTimeout` is nil: its server may stay quiet between events for long.
+    package var eventStreamIdleTimeout: Double = 3600
     /// Whether `headers` has an `Accept` and a `Content-Type` line, when whoever built them
     /// knows (the proxy does, from the client's fields); nil: the transfer scans the lines.
     /// curl adds its own of each unless told otherwise.

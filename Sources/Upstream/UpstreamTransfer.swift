@@ -66,8 +66,13 @@ package final class UpstreamTransfer {
     private var lastProgress: NanoTime
     /// Index in the client's in-flight list, -1 when not in it (`UpstreamClient.release`).
     var activeIndex = -1
-    /// Seconds allowed until the response head, and for any stall after it (`UpstreamRequest.timeout`).
-    private let timeout: Double
+    /// Seconds allowed until the response head, and for any stall after it (`UpstreamRequest.timeout`);
+    /// once the head arrived, a stream's own idle limit when it has one (`streamIdle`).
+    private var timeout: Double
+    /// The stall limit after the head: the route's, for any response, or nil (`UpstreamRequest.streamIdleTimeout`).
+    private let streamIdle: Double?
+    /// The stall limit after the head of an event stream (`UpstreamRequest.eventStreamIdleTimeout`).
+    private let eventStreamIdle: Double
     /// The request goes over TLS (an https upstream).
     private let overTLS: Bool
     /// Over TLS with HTTP/1.x and a Content-Length: the body bytes still to come (else -1), to
@@ -93,6 +98,8 @@ package final class UpstreamTransfer {
         owner = Unretained(client)
         self.handle = handle
         timeout = request.timeout
+        streamIdle = request.streamIdleTimeout
+        eventStreamIdle = request.eventStreamIdleTimeout
         overTLS = request.target.isHTTPS
         sendsOnce = request.sendsOnce
         sendsBody = body != nil && request.hasBody
@@ -284,6 +291,11 @@ package final class UpstreamTransfer {
             }
             phase = .receivingBody
             headDeadline = nil
+            if let streamIdle {
+                timeout = streamIdle
+            } else if head.isEventStream {
+                timeout = eventStreamIdle
+            }
             if overTLS { watchTLSBody() }
             progressed()
             client.deadlineAwaited(lastProgress.adding(seconds: timeout))

@@ -135,6 +135,7 @@ private func describe(_ state: Machine.State) -> String {
         return "exchange(\(request),\(response)\(e.persistence == .close ? ",close" : ""))"
     case .closing(let reason): return "closing(\(reason ?? "-"))"
     case .closed: return "closed"
+    case .handedOver: return "handedOver"
     }
 }
 
@@ -151,6 +152,7 @@ private func describe(_ action: Machine.Action) -> String {
     case .notifyWritable: return "writable"
     case .flushAndClose: return "flushClose"
     case .close(let reason): return "close(\(reason ?? "-"))"
+    case .handOver: return "handOver"
     }
 }
 
@@ -270,6 +272,32 @@ struct ConnectionStateMachineTests {
         _ = m.outputBlocked(now: t(5))
         #expect(m.readInterest == .none)
         #expect(m.reading == reading)
+    }
+
+    @Test("an accepted upgrade hands the socket over only from a complete request with no response queued",
+          arguments: StartState.allCases)
+    func upgradedTable(start: StartState) {
+        var m = start.machine
+        let action = m.upgraded()
+        if start == .awaitingResponse {
+            #expect(action == .handOver)
+            #expect(m.state == .handedOver)
+            #expect(m.isGone)
+            // The connection owns the socket no more: no event reads, writes, times or closes it.
+            #expect(m.deadline == nil)
+            #expect(m.reading == .closed)
+            #expect(m.readInterest == .none)
+            for event in Event.allCases where event != .responseStart {
+                var copy = m
+                _ = event.apply(to: &copy)
+                #expect(copy.state == .handedOver, "handedOver + \(event.rawValue)")
+            }
+            #expect(m.closeNow(reason: "x") == .none)
+            #expect(m.inputEnded() == .none)
+        } else {
+            #expect(action == .none, "\(start.rawValue)")
+            #expect(m.state == start.machine.state, "\(start.rawValue)")
+        }
     }
 
     @Test("a parsed head: the exchange's request side, its persistence, and a timer only for a body",

@@ -42,6 +42,8 @@ extension ProxyHandler {
         slot.snapshot = snapshot
         if uploadsHere, slot.name == analyticsProviderName { analytics?.credentialsChanged(UploadToken(snapshot)) }
         if snapshot.status != previous { broadcastState(slot) }
+        if previous.loggedIn && !snapshot.status.loggedIn { withdrawTunnels(provider: slot.name, reason: "logout") }
+        withdrawRefusedTunnels(provider: slot.name, generation: snapshot.generation)
         if snapshot.status.loggedIn && !slot.gated.isEmpty {
             let released = slot.gated
             slot.gated.removeAll()
@@ -79,6 +81,7 @@ extension ProxyHandler {
     /// Stopping: event streams end (their clients reconnect elsewhere), held requests get 503.
     package func shutdown() {
         endEventStreams()
+        withdrawAllTunnels()
         for slot in slots.values {
             let held = slot.gated
             slot.gated.removeAll()

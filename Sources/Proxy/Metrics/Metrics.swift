@@ -32,6 +32,14 @@ final class LoopMetrics: @unchecked Sendable {
     }
     func retriedAfter401(route: String) { snapshot.retries401[route, default: 0] += 1 }
     func echoMasked(route: String, count: Int) { snapshot.echoMasked[route, default: 0] += count }
+    func tunnelOpened(route: String) {
+        snapshot.tunnelsOpened[route, default: 0] += 1
+        snapshot.tunnelsOpen[route, default: 0] += 1
+    }
+    func tunnelClosed(route: String, reason: String, wasOpen: Bool) {
+        snapshot.tunnelsClosed[RouteKind(route: route, kind: reason), default: 0] += 1
+        if wasOpen { snapshot.tunnelsOpen[route, default: 0] -= 1 }
+    }
 
     /// Everything counted, as one value (the per-route counters folded in).
     func copy() -> MetricsSnapshot {
@@ -107,6 +115,12 @@ struct MetricsSnapshot: Sendable {
     var gateRejections: [RouteKind: Int] = [:]
     var retries401: [String: Int] = [:]
     var echoMasked: [String: Int] = [:]
+    /// Tunnels whose upstream answered 101, by route.
+    var tunnelsOpened: [String: Int] = [:]
+    /// Tunnels closed (opened or not), by route and reason (`kind`).
+    var tunnelsClosed: [RouteKind: Int] = [:]
+    /// Tunnels open now, by route (a gauge: opened minus closed after opening).
+    var tunnelsOpen: [String: Int] = [:]
 
     mutating func merge(_ other: MetricsSnapshot) {
         requests.merge(other.requests, uniquingKeysWith: +)
@@ -122,6 +136,9 @@ struct MetricsSnapshot: Sendable {
         gateRejections.merge(other.gateRejections, uniquingKeysWith: +)
         retries401.merge(other.retries401, uniquingKeysWith: +)
         echoMasked.merge(other.echoMasked, uniquingKeysWith: +)
+        tunnelsOpened.merge(other.tunnelsOpened, uniquingKeysWith: +)
+        tunnelsClosed.merge(other.tunnelsClosed, uniquingKeysWith: +)
+        tunnelsOpen.merge(other.tunnelsOpen, uniquingKeysWith: +)
     }
 }
 

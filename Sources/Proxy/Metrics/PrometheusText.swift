@@ -36,6 +36,15 @@ enum PrometheusText {
         perRoute(&out, "platform_proxy_echoed_credentials_masked_total",
                  "Occurrences of the injected token masked in response headers and bodies.", m.echoMasked)
         perRoute(&out, "platform_proxy_mock_recorded_total", "Responses written to a mock folder in record mode.", m.mockRecorded)
+        header(&out, "platform_proxy_tunnels_open", "gauge", "Tunnels (WebSockets, other upgrades) open now, by route.")
+        for (route, value) in m.tunnelsOpen.sorted(by: { $0.key < $1.key }) {
+            out += "platform_proxy_tunnels_open{route=\"\(escape(route))\"} \(value)\n"
+        }
+        perRoute(&out, "platform_proxy_tunnels_opened_total", "Tunnels whose upstream answered 101.", m.tunnelsOpened)
+        header(&out, "platform_proxy_tunnels_closed_total", "counter", "Tunnels closed or refused, by route and reason.")
+        for (key, value) in m.tunnelsClosed.sorted(by: { ($0.key.route, $0.key.kind) < ($1.key.route, $1.key.kind) }) {
+            out += "platform_proxy_tunnels_closed_total{route=\"\(escape(key.route))\",reason=\"\(escape(key.kind))\"} \(value)\n"
+        }
         header(&out, "platform_proxy_config_reloads_total", "counter", "Config reloads (SIGHUP or a changed file), by result.")
         out += "platform_proxy_config_reloads_total{result=\"ok\"} \(reloads.ok)\n"
         out += "platform_proxy_config_reloads_total{result=\"failed\"} \(reloads.failed)\n"

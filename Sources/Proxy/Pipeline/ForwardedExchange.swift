@@ -106,6 +106,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
                                       timeout: slot.route.config.timeoutSeconds,
                                       sendsOnce: framing != .none || !exchange.head.methodIsIdempotent, refusesOwnListeners: true)
         request.decodesContent = identity
+        request.streamIdleTimeout = slot.route.config.streamIdleTimeoutSeconds
+        request.eventStreamIdleTimeout = RouteConfiguration.defaultStreamIdleTimeout
         request.tls = slot.route.tls
         self.request = request
     }
@@ -321,6 +323,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
         guard route.config.retryOn401, route.config.credential != .none, route.config.tokenExchange == nil,
               let manager = handler.manager(for: route.config),
               !refreshTooSoon() else { return false }
+        // The token is refused: tunnels that carry it close once it is replaced.
+        TunnelTable.tokenRefused(provider: handler.slot(route.config.provider).name, generation: generation)
         if body == nil || body?.isReplayable == true { return true }
         manager.refresh(seen: generation, after401: true, replyOn: exchange.loop) { _ in }
         return false

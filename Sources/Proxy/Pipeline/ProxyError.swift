@@ -42,6 +42,9 @@ package struct ProxyError: Error, Sendable, Equatable {
         case unknownProvider = "unknown_provider"
         case mockNotAllowed = "mock_not_allowed"
         case tooManyLogins = "too_many_logins"
+        case tooManyTunnels = "too_many_tunnels"
+        case upgradeNotAllowed = "upgrade_not_allowed"
+        case tunnelClosed = "tunnel_closed"
         case tokenExchangeRefused = "token_exchange_refused"
     }
 
@@ -154,6 +157,17 @@ package struct ProxyError: Error, Sendable, Equatable {
     }
     /// The proxy is stopping.
     package static let shuttingDown = Self(.shuttingDown, 503, "The proxy is shutting down.")
+
+    /// A tunnel cap (per process or per client, `limits.maxTunnels*`) is reached.
+    package static let tooManyTunnels = Self(.tooManyTunnels, 503, "Too many tunnels are open; try again later.")
+
+    /// An `Upgrade` the route does not tunnel (its `upgrades`), or one mock replay or record cannot carry.
+    package static func upgradeNotAllowed(_ reason: String) -> Self { Self(.upgradeNotAllowed, 400, reason) }
+
+    /// The tunnel was withdrawn (logout, reload, shutdown) before it opened.
+    package static func tunnelClosed(_ reason: String) -> Self {
+        Self(.tunnelClosed, 503, "The tunnel was closed before it opened (\(reason)).")
+    }
     /// No running operation matches.
     package static func unknownOperation(_ name: String) -> Self { Self(.unknownOperation, 404, "No operation \(name) is running on that path or above it.") }
     /// The analytics store could not commit.

@@ -11,8 +11,13 @@ import Upstream
 
 /// The request pipeline of one loop: local security → control endpoints → router → route policy.
 package final class ProxyHandler: HTTPHandler {
-    /// The runtime in force; replaced (on this loop) by a reload.
-    package var runtime: ProxyRuntime
+    /// The runtime in force; replaced (on this loop) by a reload, which closes the tunnels whose
+    /// route it moved.
+    package var runtime: ProxyRuntime {
+        didSet { withdrawMovedTunnels() }
+    }
+    /// This loop's tunnels (WebSockets), made by the first upgrade (`tunnels`).
+    var tunnelTable: TunnelTable?
     /// The loop this handler serves on; every method runs on it.
     let loop: EventLoop
     /// This loop's log buffer.
@@ -110,6 +115,10 @@ package final class ProxyHandler: HTTPHandler {
         // The log line's route, counters and provider are the slot's.
         context.slot = routeSlot
         let mockMode = runtime.mockMode(compiled)
+        if let upgrade = Self.tunnelledUpgrade(exchange.head, route: compiled.config),
+           let refusal = upgradeRefusal(upgrade.token, route: compiled.config, mockMode: mockMode) {
+            return fail(context, refusal)
+        }
         if mockMode == .replay, let mock = compiled.config.mock {
             return replayMock(context, directory: mock.directory, rest: rest)
         }
@@ -163,6 +172,9 @@ package final class ProxyHandler: HTTPHandler {
             injected = lines
         }
         if !injected.lines.isEmpty { plan.slot.counters.injected += 1 }
+        if let upgrade = Self.tunnelledUpgrade(exchange.head, route: route.object.config) {
+            return startTunnel(context, plan, injected: injected, generation: credentials.generation, upgrade: upgrade)
+        }
         var experiments: HeaderLines?
         if route.object.config.experimentHeader, let service = experimentService {
             experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,

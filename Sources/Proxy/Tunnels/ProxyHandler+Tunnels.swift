@@ -1,0 +1,131 @@
+import Config
+import EventLoop
+import HTTP1
+import HTTPServer
+import Upstream
+
+extension ProxyHandler {
+    /// The `Upgrade` protocol a request asks for (lowercased, without a version), when it asks for
+    /// one the way RFC 9110 §7.8 has it: an `Upgrade` field and `upgrade` among the `Connection`
+    /// options. Nil for every other request (one field lookup).
+    static func requestedUpgrade(_ head: borrowing HTTPRequestHead) -> (token: String, value: String)? {
+        guard let index = head.firstIndex(of: "Upgrade") else { return nil }
+        let value = head.value(at: index)
+        guard let connection = head.first("Connection"),
+            connection.split(separator: ",").contains(where: { $0.trimmingCharacters().lowercased() == "upgrade" })
+        else { return nil }
+        guard let first = value.split(separator: ",").first else { return nil }
+        let token = first.trimmingCharacters().split(separator: "/").first.map { $0.lowercased() } ?? ""
+        return token.isEmpty ? nil : (token, value)
+    }
+
+    /// The loop's tunnel table, made on first use.
+    var tunnels: TunnelTable {
+        if let table = tunnelTable { return table }
+        let table = TunnelTable(client: upstream)
+        table.handler = self
+        tunnelTable = table
+        return table
+    }
+
+    /// The upgrade a routed request asks for when `route` tunnels that protocol (its `upgrades`);
+    /// any other `Upgrade` is dropped as a hop-by-hop field and the request forwarded as usual.
+    static func tunnelledUpgrade(_ head: borrowing HTTPRequestHead, route: RouteConfiguration) -> (
+        token: String, value: String
+    )? {
+        // Matched in place first: most requests carry no `Upgrade`.
+        guard case .some = head.firstIndex(of: "Upgrade"), let upgrade = requestedUpgrade(head),
+            route.upgrades.contains(upgrade.token)
+        else { return nil }
+        return upgrade
+    }
+
+    /// Mock replay and record cannot carry a tunnel: refused with a clear error.
+    func upgradeRefusal(_ upgrade: String, route: RouteConfiguration, mockMode: MockConfiguration.Mode?) -> ProxyError?
+    {
+        guard let mockMode, mockMode != .off else { return nil }
+        return .upgradeNotAllowed(
+            "The route \(route.name) is in mock \(mockMode.rawValue) mode, which cannot carry a tunnel (\(upgrade)).")
+    }
+
+    /// Opens a tunnel for an upgrade request whose credentials are decided: the handshake is the
+    /// request as it would be forwarded (the same header policy and injected lines), with the
+    /// upgrade fields put back, sent over a libcurl connect-only connection.
+    func startTunnel(
+        _ context: ExchangeContext, _ plan: ForwardPlan, injected: InjectedLines, generation: UInt64,
+        upgrade: (token: String, value: String)
+    ) {
+        let exchange = context.exchange
+        let limits = plan.runtime.configuration.limits
+        guard
+            tunnels.admit(peer: exchange.peer, maxTunnels: limits.maxTunnels, maxPerClient: limits.maxTunnelsPerClient)
+        else {
+            metrics.tunnelClosed(route: plan.compiled.config.name, reason: "too_many_tunnels", wasOpen: false)
+            return fail(context, .tooManyTunnels)
+        }
+        let route = plan.compiled.config
+        let url = plan.url()
+        let requestID = context.requestID
+        var supplies: SuppliedFields?
+        let lines = plan.slot.upstreamLines(
+            exchange.head, peer: exchange.peer, requestID: requestID,
+            removing: RouteSlot.RemovedFields(experiments: false, identity: false),
+            supplies: &supplies)
+        var handshake: [UInt8] = []
+        handshake.reserveCapacity(1024)
+        handshake.append(contentsOf: "\(exchange.head.method) \(url.path)".utf8)
+        if let query = url.query { handshake.append(contentsOf: "?\(query)".utf8) }
+        handshake.append(contentsOf: " HTTP/1.1\r\nHost: \(url.hostPort)\r\n".utf8)
+        for block in [lines.bytes, injected.lines.bytes] {
+            for byte in block {
+                if byte == 0 { handshake.append(0x0D); handshake.append(0x0A) } else { handshake.append(byte) }
+            }
+        }
+        handshake.append(contentsOf: "Connection: Upgrade\r\nUpgrade: \(upgrade.value)\r\n\r\n".utf8)
+        let identity = Tunnel.Identity(
+            requestID: requestID, route: route.name,
+            provider: route.credential == .none ? nil : plan.slot.provider.name,
+            generation: generation,
+            peer: exchange.peer, upgrade: upgrade.token, upstream: url.origin,
+            idleTimeout: route.tunnelIdleTimeoutSeconds, answerTimeout: route.timeoutSeconds)
+        let tunnel = Tunnel(context: context, identity: identity, handshake: handshake, table: tunnels)
+        tunnels.add(tunnel)
+        tunnel.start(
+            origin: url.origin, tls: plan.slot.route.tls, connector: tunnels.connector,
+            connectTimeout: route.timeoutSeconds)
+    }
+
+    /// A provider's login ended: its tunnels close (they carry its token).
+    func withdrawTunnels(provider: String, reason: String) {
+        guard let tunnelTable, tunnelTable.count > 0 else { return }
+        tunnelTable.withdraw(reason: reason) { $0.provider == provider }
+    }
+
+    /// New tokens of `provider`: if an upstream refused its tokens up to some generation, the
+    /// tunnels carrying one of those close (the new tokens replaced a refused one).
+    func withdrawRefusedTunnels(provider: String, generation: UInt64) {
+        guard let tunnelTable, tunnelTable.count > 0,
+            let refused = TunnelTable.refusedGeneration(provider: provider), refused < generation
+        else { return }
+        tunnelTable.withdraw(reason: "token_refused") { $0.provider == provider && $0.generation <= refused }
+    }
+
+    /// A reload installed `runtime`: tunnels whose route is gone, or now names another upstream
+    /// or provider, close.
+    func withdrawMovedTunnels() {
+        guard let tunnelTable, tunnelTable.count > 0 else { return }
+        let routes = runtime.configuration.routes
+        tunnelTable.withdraw(reason: "route_changed") { identity in
+            guard let route = routes.first(where: { $0.name == identity.route }) else { return true }
+            let provider = route.credential == .none ? nil : (route.provider ?? NamedProvider.defaultName)
+            return route.upstream?.origin != identity.upstream
+                || (identity.provider != nil && provider != identity.provider)
+        }
+    }
+
+    /// Stopping: every tunnel says goodbye.
+    func withdrawAllTunnels() {
+        guard let tunnelTable, tunnelTable.count > 0 else { return }
+        tunnelTable.withdraw(reason: "shutting_down") { _ in true }
+    }
+}

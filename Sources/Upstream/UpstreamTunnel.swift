@@ -1,0 +1,275 @@
+import CCurl
+import EventLoop
+import Glibc
+
+/// One upstream connection for a tunnel (a WebSocket or another upgraded protocol), opened by
+/// libcurl with `CURLOPT_CONNECT_ONLY`: the TLS verification, the CA bundle, the proxy settings
+/// and the socket callbacks are those of every transfer; after the connect, the bytes are the
+/// caller's, moved with `curl_easy_send`/`curl_easy_recv` (libcurl encrypts them on an `https:`
+/// upstream, so a `wss` tunnel is the same code). The caller watches `fd` on its loop.
+package final class UpstreamTunnel {
+    /// What one `send` or `receive` did.
+    package enum Step: Equatable {
+        /// `n` bytes moved (a `receive` of 0 is the upstream's end of stream).
+        case moved(Int)
+        /// Nothing can move now: wait for the socket.
+        case again
+        /// The connection failed (libcurl's message).
+        case failed(String)
+    }
+
+    let easy: UnsafeMutableRawPointer
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    /// The connected socket, -1 until the connect finished.
+    package private(set) var fd: CInt = -1
+    /// Told once when the connect finished: nil on success, else why it failed.
+    var onConnected: ((UpstreamError?) -> Void)?
+    /// The client whose listeners a tunnel never connects to (a route pointing at the proxy
+    /// would tunnel into itself, each hop opening another).
+    private unowned let client: UpstreamClient
+    /// The connector whose multi handle holds this handle until `close` (libcurl's send and receive
+    /// work only while it is added).
+    private weak var connector: TunnelConnector?
+    /// The connector's multi handle holding this handle (`TunnelConnector.remove`).
+    var shard: TunnelShard?
+    private(set) var closed = false
+    /// The `CURLOPT_CONNECT_TO` entry of a route's TLS server name, kept for the handle's life.
+    private var connectTo: UnsafeMutablePointer<curl_slist>?
+
+    init(origin: String, connectTimeout: Double, tls: UpstreamTLS?, client: UpstreamClient, connector: TunnelConnector)
+    {
+        easy = curl_easy_init()
+        self.connector = connector
+        self.client = client
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        cc_easy_long(easy, CURLOPT_NOSIGNAL, 1)
+        cc_easy_str(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        cc_easy_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
+        cc_easy_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        // The route's or provider's TLS settings, as its transfers have them (`EasyHandle.setTLS`).
+        if let caFile = tls?.caFile ?? EasyHandle.caBundle { cc_easy_str(easy, CURLOPT_CAINFO, caFile) }
+        if let certificate = tls?.clientCertificate { cc_easy_str(easy, CURLOPT_SSLCERT, certificate) }
+        if let key = tls?.clientKey { _ = key.withUnsafeBytes { cc_easy_sslkey_blob(easy, $0.baseAddress, $0.count) } }
+        var url = origin
+        if let named = tls?.named(RequestURL(origin: origin, path: "/", query: nil)) {
+            url = named.target.origin
+            connectTo = curl_slist_append(nil, named.connectTo)
+            cc_easy_slist(easy, CURLOPT_CONNECT_TO, connectTo)
+        }
+        // An upgrade is an HTTP/1.1 exchange: ALPN offers only http/1.1.
+        cc_easy_long(easy, CURLOPT_HTTP_VERSION, CC_HTTP_VERSION_1_1)
+        cc_easy_long(easy, CURLOPT_CONNECT_ONLY, 1)
+        // libcurl's own receive buffer is unused by `curl_easy_recv`: the smallest keeps an idle
+        // tunnel small.
+        cc_easy_long(easy, CURLOPT_BUFFERSIZE, 1024)
+        cc_easy_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(max(0.001, min(connectTimeout, 10)) * 1000))
+        cc_easy_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        if let tlsSessions = client.tlsSessions { cc_easy_ptr(easy, CURLOPT_SHARE, tlsSessions) }
+        if !EasyHandle.environmentNamesProxy {
+            cc_easy_str(easy, CURLOPT_PROXY, "")
+            cc_easy_str(easy, CURLOPT_NOPROXY, "")
+        }
+        // The client's socket callbacks, as for every transfer: the number of a socket it opened
+        // names a new socket there, and its closing is seen.
+        let owner = Unmanaged.passUnretained(client).toOpaque()
+        cc_easy_ptr(easy, CURLOPT_OPENSOCKETDATA, owner)
+        cc_easy_ptr(easy, CURLOPT_CLOSESOCKETDATA, owner)
+        cc_easy_open_socket_function(
+            easy,
+            { clientp, _, address in
+                Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.openSocket(address!) }
+            })
+        cc_easy_close_socket_function(
+            easy,
+            { clientp, fd in
+                Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.closeSocket(fd) }
+            })
+        url.withCString { _ = cc_easy_str(easy, CURLOPT_URL, $0) }
+    }
+
+    deinit {
+        close()
+        errorBuffer.deallocate()
+    }
+
+    /// The connect ended (`TunnelConnector`).
+    func connectEnded(_ code: CURLcode) {
+        let callback = onConnected
+        onConnected = nil
+        guard code == CURLE_OK else { return callback?(.unreachable(message(code))) ?? () }
+        let socket = cc_info_active_socket(easy)
+        guard socket != CC_SOCKET_BAD else { return callback?(.unreachable("no connected socket")) ?? () }
+        if connectsToOwnListener {
+            return callback?(.loop("the tunnel would connect to this proxy's own listener")) ?? ()
+        }
+        fd = socket
+        callback?(nil)
+    }
+
+    /// Whether the connection reached one of the proxy's own listeners (as a transfer's
+    /// `refusesOwnListeners` checks before sending).
+    private var connectsToOwnListener: Bool {
+        guard let listeners = client.ownListeners else { return false }
+        var primary: UnsafeMutableRawPointer?
+        var local: UnsafeMutableRawPointer?
+        var port = 0
+        guard cc_info_ptr(easy, CURLINFO_PRIMARY_IP, &primary) == CURLE_OK, let primary,
+            cc_info_ptr(easy, CURLINFO_LOCAL_IP, &local) == CURLE_OK, let local,
+            cc_info_long(easy, CURLINFO_PRIMARY_PORT, &port) == CURLE_OK
+        else { return false }
+        return listeners.contains(
+            primary: primary.assumingMemoryBound(to: CChar.self), port: port,
+            local: local.assumingMemoryBound(to: CChar.self))
+    }
+
+    private func message(_ code: CURLcode) -> String {
+        let detail = String(cString: errorBuffer)
+        return detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+    }
+
+    /// Sends what the socket takes of `bytes` now.
+    package func send(_ bytes: UnsafeRawBufferPointer) -> Step {
+        guard !closed, fd >= 0 else { return .failed("closed") }
+        var n = 0
+        let code = curl_easy_send(easy, bytes.baseAddress, bytes.count, &n)
+        if code == CURLE_OK { return .moved(n) }
+        if code == CURLE_AGAIN { return .again }
+        return .failed(message(code))
+    }
+
+    /// Receives what has arrived, up to `buffer.count` bytes; `.moved(0)` is the end of stream.
+    package func receive(into buffer: UnsafeMutableRawBufferPointer) -> Step {
+        guard !closed, fd >= 0 else { return .failed("closed") }
+        var n = 0
+        let code = curl_easy_recv(easy, buffer.baseAddress, buffer.count, &n)
+        if code == CURLE_OK { return .moved(n) }
+        if code == CURLE_AGAIN { return .again }
+        return .failed(message(code))
+    }
+
+    /// Closes the connection (libcurl closes the socket through the client's callback). The
+    /// caller stops watching `fd` first.
+    package func close() {
+        guard !closed else { return }
+        closed = true
+        onConnected = nil
+        connector?.remove(self)
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(connectTo)
+        connectTo = nil
+        fd = -1
+    }
+}
+
+/// A multi handle holding at most `TunnelConnector.shardSize` tunnels' handles. libcurl 7.88
+/// finds a connect-only handle's connection, for each `curl_easy_send` and `curl_easy_recv`, by
+/// walking its multi handle's whole connection cache: one multi handle for all of a loop's
+/// tunnels would make every message cost a step per open tunnel.
+final class TunnelShard {
+    let multi: UnsafeMutableRawPointer
+    /// Handles added and not yet removed.
+    var count = 0
+
+    init() { multi = curl_multi_init() }
+    deinit { curl_multi_cleanup(multi) }
+}
+
+/// Opens a loop's tunnels' upstream connections: small multi handles of its own (`TunnelShard`)
+/// that hold each connect-only handle for the tunnel's life (libcurl requires it), driven while
+/// connects are under way by a short loop timer (a connect is a few round trips; no socket of a
+/// finished connect is watched by them).
+package final class TunnelConnector {
+    private let client: UpstreamClient
+    /// Shards with handles; an emptied one goes.
+    private var shards: [TunnelShard] = []
+    /// Handles whose connect is under way.
+    private var connecting: [UpstreamTunnel] = []
+    private var poll: TimerID?
+    private static let pollMilliseconds = 1.0
+    static let shardSize = 16
+
+    /// The connector of `client`'s loop.
+    package init(client: UpstreamClient) {
+        self.client = client
+    }
+
+    deinit {
+        if let poll { client.loop.cancel(poll) }
+    }
+
+    /// Starts connecting to `origin` (`http://host:port` or `https://…`) with the route's or
+    /// provider's `tls` settings (nil: the defaults); `connected` is called on the loop with nil
+    /// once the tunnel's bytes may move, or with why it failed (`.loop` for the proxy's own listener).
+    package func connect(
+        origin: String, connectTimeout: Double, tls: UpstreamTLS?,
+        connected: @escaping (UpstreamError?) -> Void
+    ) -> UpstreamTunnel {
+        let tunnel = UpstreamTunnel(
+            origin: origin, connectTimeout: connectTimeout, tls: tls, client: client, connector: self)
+        tunnel.onConnected = connected
+        let shard: TunnelShard
+        if let last = shards.last, last.count < Self.shardSize {
+            shard = last
+        } else if let roomy = shards.first(where: { $0.count < Self.shardSize }) {
+            shard = roomy
+        } else {
+            shard = TunnelShard()
+            shards.append(shard)
+        }
+        let result = curl_multi_add_handle(shard.multi, tunnel.easy)
+        if result != CURLM_OK {
+            client.loop.afterEvents { [weak tunnel] in
+                guard let tunnel, let callback = tunnel.onConnected else { return }
+                tunnel.onConnected = nil
+                callback(.unreachable("curl_multi_add_handle: \(result.rawValue)"))
+            }
+            return tunnel
+        }
+        shard.count += 1
+        tunnel.shard = shard
+        connecting.append(tunnel)
+        schedulePoll()
+        return tunnel
+    }
+
+    /// Takes a closing tunnel's handle out of its multi handle.
+    func remove(_ tunnel: UpstreamTunnel) {
+        connecting.removeAll { $0 === tunnel }
+        guard let shard = tunnel.shard else { return }
+        tunnel.shard = nil
+        curl_multi_remove_handle(shard.multi, tunnel.easy)
+        shard.count -= 1
+        if shard.count == 0 { shards.removeAll { $0 === shard } }
+    }
+
+    private func schedulePoll() {
+        guard poll == nil, !connecting.isEmpty else { return }
+        poll = client.loop.schedule(at: client.loop.now.adding(seconds: Self.pollMilliseconds / 1000)) { [weak self] in
+            guard let self else { return }
+            self.poll = nil
+            self.drive()
+        }
+    }
+
+    /// Runs the connects under way and reports those that ended.
+    private func drive() {
+        var driven: [TunnelShard] = []
+        for tunnel in connecting {
+            guard let shard = tunnel.shard, !driven.contains(where: { $0 === shard }) else { continue }
+            driven.append(shard)
+        }
+        for shard in driven {
+            var running: Int32 = 0
+            curl_multi_perform(shard.multi, &running)
+            var left: Int32 = 0
+            while let message = curl_multi_info_read(shard.multi, &left) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+                guard let index = connecting.firstIndex(where: { $0.easy == easy }) else { continue }
+                let tunnel = connecting.remove(at: index)
+                tunnel.connectEnded(cc_msg_result(message))
+            }
+        }
+        schedulePoll()
+    }
+}

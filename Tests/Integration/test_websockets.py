@@ -1,0 +1,737 @@
+"""WebSocket tunnels and event streams through the real binary (docs/websockets.md), with a real
+WebSocket peer on both sides (PyPI `websockets`): the handshake carries the route's credentials,
+bytes cross both ways in order, close handshakes pass either way, `wss` upstreams work with a
+private CA, cross-site handshakes never reach the upstream, logout closes the credentialed
+tunnels only, idle tunnels and quiet event streams outlive `timeoutSeconds`, SIGTERM closes
+open tunnels, and a thousand idle tunnels stay open.
+
+    PLATFORM_PROXY_BIN=.build/debug/platform-proxy python -m pytest -q Tests/Integration/test_websockets.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import ssl
+import threading
+import time
+from http import HTTPStatus
+from pathlib import Path
+
+import pytest
+
+websockets = pytest.importorskip("websockets")
+from websockets.asyncio.client import connect  # noqa: E402
+from websockets.asyncio.server import serve  # noqa: E402
+from websockets.exceptions import ConnectionClosed, InvalidStatus  # noqa: E402
+
+from credentials_support import free_port, idp_factory, launch, wait_until  # noqa: E402,F401  (fixture)
+from proxy import base_config  # noqa: E402
+from test_credentials import unsigned_jwt  # noqa: E402
+
+TOKEN = "demo-access-" + "w" * 24
+FLOOD_MESSAGE = 64 * 1024
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS line")
+
+
+class WSUpstream:
+    """A `websockets` server on its own thread and event loop: echoes every message, records each
+    handshake's headers, closes with 4000 when asked (`server-close`), refuses `/refuse` with 403."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None):
+        self.handshakes: list[dict] = []
+        self.open = 0
+        self.closed_codes: list[int | None] = []
+        self.flood_sent = 0
+        self.port = free_port()
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        self.ssl_context = ssl_context
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        assert self.ready.wait(10), "the WebSocket upstream did not start"
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self._serve())
+
+    async def _serve(self):
+        self.stop_event = asyncio.Event()
+        async with serve(self._handler, "127.0.0.1", self.port, ssl=self.ssl_context, max_size=None,
+                         process_request=self._process, ping_interval=None, compression=None):
+            self.ready.set()
+            await self.stop_event.wait()
+
+    def _process(self, connection, request):
+        self.handshakes.append({k.lower(): v for k, v in request.headers.raw_items()} | {":path": request.path})
+        if request.path.startswith("/ws/refuse"):
+            return connection.respond(HTTPStatus.FORBIDDEN, "refused by upstream\n")
+        if request.path.startswith("/api/"):
+            # A plain HTTP resource that refuses every token (drives a 401 refresh).
+            return connection.respond(HTTPStatus.UNAUTHORIZED, "token refused\n")
+        return None
+
+    async def _handler(self, ws):
+        self.open += 1
+        if "deaf" in ws.request.path:
+            # Reads nothing for a while, then counts what came.
+            await asyncio.sleep(4)
+            self.deaf_received = 0
+            try:
+                async for _ in ws:
+                    self.deaf_received += 1
+            except ConnectionClosed:
+                pass
+            self.open -= 1
+            return
+        try:
+            async for message in ws:
+                if message == "server-close":
+                    await ws.close(4000, "server says bye")
+                    break
+                if isinstance(message, str) and message.startswith("flood "):
+                    for i in range(int(message.split()[1])):
+                        await ws.send(i.to_bytes(4, "big") + bytes(FLOOD_MESSAGE - 4))
+                        self.flood_sent = i + 1
+                    await ws.send("flood-done")
+                    continue
+                await ws.send(message)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.open -= 1
+            self.closed_codes.append(ws.close_code)
+
+    def stop(self):
+        self.loop.call_soon_threadsafe(self.stop_event.set)
+        self.thread.join(10)
+
+
+class QuietEventStream:
+    """An HTTP/1.1 upstream answering `/events` with `text/event-stream` (or `/plain` with
+    `application/octet-stream` unframed): one event, then `quiet` seconds of nothing, then one more."""
+
+    def __init__(self, quiet: float):
+        self.quiet = quiet
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                data += chunk
+            kind = b"text/event-stream" if b"/events" in data.split(b"\r\n")[0] else b"application/octet-stream"
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: " + kind + b"\r\nConnection: close\r\n\r\n")
+            conn.sendall(b"data: first\n\n")
+            time.sleep(self.quiet)
+            conn.sendall(b"data: second\n\n")
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def ws_upstream():
+    upstream = WSUpstream()
+    yield upstream
+    upstream.stop()
+
+
+def ws_routes(port: int, scheme: str = "http", credential: str = "access_token", **extra) -> list[dict]:
+    return [
+        {"name": "ws", "path": "/ws", "upstream": f"{scheme}://127.0.0.1:{port}/ws", "credential": credential, **extra},
+        {"name": "open", "path": "/open", "upstream": f"{scheme}://127.0.0.1:{port}/open", **extra},
+    ]
+
+
+def demo_proxy(start_proxy, idp_factory, tmp_path, routes, extra=None):  # noqa: F811
+    """A proxy logged in with the demo login (token `TOKEN`), serving `routes`."""
+    idp = idp_factory()
+    demo_id = unsigned_jwt({"sub": "ws-user", "exp": int(time.time()) + 600})
+    proxy = launch(start_proxy, idp, tmp_path, routes=routes, extra=extra, provider_extra={
+        "demo": {"accessToken": TOKEN, "idToken": demo_id, "expiresInSeconds": 600}})
+    post(proxy.port, "/_platform/login/demo")
+    return proxy
+
+
+def post(port: int, path: str):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("POST", path, body=b"", headers={"Content-Length": "0"})
+        assert conn.getresponse().status == 200, path
+    finally:
+        conn.close()
+
+
+def plain_proxy(start_proxy, routes, **overrides):
+    return start_proxy(base_config(routes=routes, **overrides))
+
+
+def run(coro, timeout: float = 60):
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+def ws_url(port: int, path: str) -> str:
+    return f"ws://127.0.0.1:{port}{path}"
+
+
+# --------------------------------------------------------------------------- through the tunnel
+
+
+def test_websocket_messages_cross_the_tunnel_with_the_routes_credentials(start_proxy, idp_factory, tmp_path,  # noqa: F811
+                                                                          ws_upstream):
+    proxy = demo_proxy(start_proxy, idp_factory, tmp_path, ws_routes(ws_upstream.port))
+
+    async def scenario():
+        async with connect(ws_url(proxy.port, "/ws/chat?room=1"), max_size=None, ping_interval=None,
+                           compression=None) as ws:
+            await ws.send("hello")
+            assert await ws.recv() == "hello"
+            await ws.send(b"\x00\x01\xfe\xff")
+            assert await ws.recv() == b"\x00\x01\xfe\xff"
+            big = os.urandom(1 << 20)
+            await ws.send(big)
+            assert await ws.recv() == big
+            for i in range(3000):
+                await ws.send(f"m{i}")
+            for i in range(3000):
+                assert await ws.recv() == f"m{i}"
+
+    run(scenario())
+    handshake = ws_upstream.handshakes[-1]
+    assert handshake[":path"] == "/ws/chat?room=1"
+    assert handshake["authorization"] == f"Bearer {TOKEN}"
+    assert handshake["x-authorization"] == f"Bearer {TOKEN}"
+    assert handshake["host"] == f"127.0.0.1:{ws_upstream.port}"
+    wait_until(lambda: proxy.server.log_events("tunnel_closed"), timeout=5, what="tunnel_closed logged")
+    closed = proxy.server.log_events("tunnel_closed")[-1]
+    assert closed["route"] == "ws" and closed["bytesUp"] > (1 << 20) and closed["bytesDown"] > (1 << 20)
+
+
+def test_close_handshake_from_the_client_and_from_the_upstream(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+
+    async def scenario():
+        ws = await connect(ws_url(proxy.port, "/open/a"), ping_interval=None)
+        await ws.send("x")
+        assert await ws.recv() == "x"
+        await ws.close(1000, "client done")
+        assert ws.close_code == 1000
+        ws = await connect(ws_url(proxy.port, "/open/b"), ping_interval=None)
+        await ws.send("server-close")
+        with pytest.raises(ConnectionClosed) as closed:
+            await ws.recv()
+        assert closed.value.rcvd.code == 4000 and closed.value.rcvd.reason == "server says bye"
+
+    run(scenario())
+    wait_until(lambda: 1000 in ws_upstream.closed_codes and 4000 in ws_upstream.closed_codes, timeout=5,
+               what="both closes seen by the upstream")
+    wait_until(lambda: 'platform_proxy_tunnels_open{route="open"} 0' in metrics_text(proxy.port), timeout=5,
+               what="no tunnel open in the metrics")
+    tunnels = {line for line in metrics_text(proxy.port).splitlines() if line.startswith("platform_proxy_tunnels_")}
+    assert tunnels == {'platform_proxy_tunnels_open{route="open"} 0', 'platform_proxy_tunnels_opened_total{route="open"} 2',
+                       'platform_proxy_tunnels_closed_total{route="open",reason="upstream_closed"} 2'}, tunnels
+
+
+def test_refused_upgrade_is_relayed_as_a_response(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+
+    async def scenario():
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(ws_url(proxy.port, "/ws/refuse"), ping_interval=None)
+        return refused.value.response
+
+    response = run(scenario())
+    assert response.status_code == 403
+    assert response.body == b"refused by upstream\n"
+    # The upstream saw an upgrade request (not one stripped of its Upgrade field).
+    assert ws_upstream.handshakes[-1]["upgrade"] == "websocket"
+
+
+def test_a_client_that_does_not_read_holds_the_upstream_back(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+    count = 1600  # 100 MiB: far more than the socket buffers on the way hold
+
+    async def scenario():
+        async with connect(ws_url(proxy.port, "/open/flood"), max_size=None, max_queue=1, ping_interval=None,
+                           compression=None) as ws:
+            before = rss_kib(proxy.proc.pid)
+            await ws.send(f"flood {count}")
+            await asyncio.sleep(3)
+            held_at = ws_upstream.flood_sent
+            grown = rss_kib(proxy.proc.pid) - before
+            assert held_at < count // 2, f"the upstream sent {held_at} of {count} messages to a client that read none"
+            assert grown < 16 * 1024, f"the proxy grew {grown} KiB while its client did not read"
+            for i in range(count):
+                message = await ws.recv()
+                assert int.from_bytes(message[:4], "big") == i and len(message) == FLOOD_MESSAGE
+            assert await ws.recv() == "flood-done"
+
+    run(scenario(), timeout=120)
+
+
+def test_an_upstream_that_does_not_read_holds_the_client_back(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+    count = 1600
+
+    async def scenario():
+        async with connect(ws_url(proxy.port, "/open/deaf"), max_size=None, ping_interval=None, compression=None,
+                           write_limit=65536) as ws:
+            before = rss_kib(proxy.proc.pid)
+            sent = 0
+
+            async def flood():
+                nonlocal sent
+                for i in range(count):
+                    await ws.send(i.to_bytes(4, "big") + bytes(FLOOD_MESSAGE - 4))
+                    sent = i + 1
+
+            task = asyncio.create_task(flood())
+            await asyncio.sleep(3)
+            grown = rss_kib(proxy.proc.pid) - before
+            assert sent < count // 2, f"the client sent {sent} of {count} messages to an upstream that read none"
+            assert grown < 16 * 1024, f"the proxy grew {grown} KiB while its upstream did not read"
+            await asyncio.wait_for(task, 60)
+            await ws.close()
+
+    run(scenario(), timeout=120)
+    wait_until(lambda: getattr(ws_upstream, "deaf_received", 0) == count, timeout=30, what="every message delivered")
+
+
+def test_cross_site_handshake_is_refused_before_the_upstream(start_proxy, idp_factory, tmp_path,  # noqa: F811
+                                                              ws_upstream):
+    proxy = demo_proxy(start_proxy, idp_factory, tmp_path, ws_routes(ws_upstream.port))
+
+    async def refused(**headers):
+        with pytest.raises(InvalidStatus) as refusal:
+            await connect(ws_url(proxy.port, "/ws/x"), ping_interval=None, **headers)
+        return refusal.value.response
+
+    foreign_origin = run(refused(origin="https://evil.example"))
+    assert foreign_origin.status_code == 403 and b"origin_not_allowed" in foreign_origin.body
+    cross_site = run(refused(additional_headers={"Sec-Fetch-Site": "cross-site"}))
+    assert cross_site.status_code == 403 and b"cross_site_request" in cross_site.body
+    assert ws_upstream.handshakes == []
+
+    async def same_origin():
+        async with connect(ws_url(proxy.port, "/ws/x"), ping_interval=None,
+                           additional_headers={"Sec-Fetch-Site": "same-origin"}) as ws:
+            await ws.send("ok")
+            assert await ws.recv() == "ok"
+
+    run(same_origin())
+    assert len(ws_upstream.handshakes) == 1
+
+
+def test_wss_upstream_with_a_private_ca(start_proxy, tmp_path):
+    if shutil.which("openssl") is None:
+        pytest.skip("needs openssl")
+    from test_tls_upstream import make_ca_and_cert
+    ca, cert, key = make_ca_and_cert(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    upstream = WSUpstream(ssl_context=context)
+    try:
+        proxy = start_proxy(base_config(routes=[{"name": "wss", "path": "/wss",
+                                                 "upstream": f"https://127.0.0.1:{upstream.port}/ws"}]),
+                            env={"CURL_CA_BUNDLE": str(ca)})
+
+        async def scenario():
+            async with connect(ws_url(proxy.port, "/wss/tls"), max_size=None, ping_interval=None) as ws:
+                big = os.urandom(300_000)
+                await ws.send(big)
+                assert await ws.recv() == big
+                for i in range(500):
+                    await ws.send(f"t{i}")
+                for i in range(500):
+                    assert await ws.recv() == f"t{i}"
+
+        run(scenario())
+        assert upstream.handshakes[-1][":path"] == "/ws/tls"
+    finally:
+        upstream.stop()
+
+
+def test_logout_closes_the_credentialed_tunnels_but_not_the_others(start_proxy, idp_factory, tmp_path,  # noqa: F811
+                                                                   ws_upstream):
+    proxy = demo_proxy(start_proxy, idp_factory, tmp_path, ws_routes(ws_upstream.port))
+
+    async def scenario():
+        credentialed = await connect(ws_url(proxy.port, "/ws/c"), ping_interval=None)
+        other = await connect(ws_url(proxy.port, "/open/o"), ping_interval=None)
+        await credentialed.send("before")
+        assert await credentialed.recv() == "before"
+        await asyncio.to_thread(post, proxy.port, "/_platform/logout")
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(credentialed.recv(), 5)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+        await other.send("still here")
+        assert await other.recv() == "still here"
+        await other.close()
+
+    run(scenario())
+    wait_until(lambda: any(e.get("reason") == "logout" for e in proxy.server.log_events("tunnel_closed")),
+               timeout=5, what="tunnel_closed reason=logout")
+
+
+def test_an_idle_tunnel_outlives_timeout_seconds(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, [
+        {"name": "open", "path": "/open", "upstream": f"http://127.0.0.1:{ws_upstream.port}/open", "timeoutSeconds": 2}])
+
+    async def idle_tunnel():
+        async with connect(ws_url(proxy.port, "/open/idle"), ping_interval=None) as ws:
+            await asyncio.sleep(3.5)
+            await ws.send("after quiet")
+            assert await ws.recv() == "after quiet"
+
+    run(idle_tunnel())
+
+
+def read_stream(port: int, path: str) -> tuple[bytes, float]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    started = time.monotonic()
+    conn.request("GET", path)
+    response = conn.getresponse()
+    assert response.status == 200
+    try:
+        body = response.read()
+    except http.client.IncompleteRead as cut:
+        body = cut.partial
+    conn.close()
+    return body, time.monotonic() - started
+
+
+def test_a_quiet_event_stream_outlives_timeout_seconds(start_proxy):
+    events = QuietEventStream(quiet=3.5)
+    try:
+        proxy = plain_proxy(start_proxy, [
+            {"name": "sse", "path": "/sse", "upstream": f"http://127.0.0.1:{events.port}", "timeoutSeconds": 2}])
+        body, _ = read_stream(proxy.port, "/sse/events")
+        assert b"data: first" in body and b"data: second" in body
+        # Another type is still cut after timeoutSeconds of quiet.
+        body, took = read_stream(proxy.port, "/sse/plain")
+        assert b"data: first" in body and b"data: second" not in body and took < 3.4
+    finally:
+        events.close()
+
+
+def test_stream_idle_timeout_seconds_sets_the_quiet_allowed_to_any_response(start_proxy):
+    events = QuietEventStream(quiet=3.5)
+    try:
+        proxy = plain_proxy(start_proxy, [
+            {"name": "long", "path": "/long", "upstream": f"http://127.0.0.1:{events.port}", "timeoutSeconds": 2,
+             "streamIdleTimeoutSeconds": 10},
+            {"name": "short", "path": "/short", "upstream": f"http://127.0.0.1:{events.port}", "timeoutSeconds": 2,
+             "streamIdleTimeoutSeconds": 1},
+        ])
+        body, _ = read_stream(proxy.port, "/long/plain")
+        assert b"data: second" in body
+        # Set shorter, it cuts even an event stream.
+        body, took = read_stream(proxy.port, "/short/events")
+        assert b"data: first" in body and b"data: second" not in body and took < 3
+    finally:
+        events.close()
+
+
+def test_tunnel_idle_timeout_closes_a_quiet_tunnel(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, [{"name": "open", "path": "/open", "upstream": f"http://127.0.0.1:{ws_upstream.port}/open",
+                                       "tunnelIdleTimeoutSeconds": 1}])
+
+    async def scenario():
+        ws = await connect(ws_url(proxy.port, "/open/quiet"), ping_interval=None)
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 5)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+
+    run(scenario())
+    wait_until(lambda: any(e.get("reason") == "idle_timeout" for e in proxy.log_events("tunnel_closed")),
+               timeout=5, what="tunnel_closed reason=idle_timeout")
+
+
+def test_sigterm_closes_open_tunnels(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+
+    async def scenario():
+        sockets = [await connect(ws_url(proxy.port, f"/open/{i}"), ping_interval=None) for i in range(5)]
+        for ws in sockets:
+            await ws.send("hi")
+            assert await ws.recv() == "hi"
+        started = time.monotonic()
+        proxy.signal(signal.SIGTERM)
+        for ws in sockets:
+            with pytest.raises(ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), 10)
+        return time.monotonic() - started
+
+    elapsed = run(scenario())
+    assert elapsed < 10
+    assert proxy.wait(timeout=15) == 0
+
+
+def test_a_thousand_idle_tunnels(start_proxy, ws_upstream):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 5000:
+        pytest.skip(f"the descriptor limit {hard} is too low for 1,000 tunnels on both sides")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+    count = 1000
+
+    async def scenario():
+        sockets = []
+        for start in range(0, count, 100):
+            sockets += await asyncio.gather(*(connect(ws_url(proxy.port, f"/open/{i}"), ping_interval=None)
+                                              for i in range(start, start + 100)))
+        assert ws_upstream.open == count
+        await asyncio.sleep(1)
+        for i, ws in enumerate(sockets[::50]):
+            await ws.send(f"alive {i}")
+            assert await ws.recv() == f"alive {i}"
+        await asyncio.gather(*(ws.close() for ws in sockets))
+
+    run(scenario(), timeout=120)
+    wait_until(lambda: ws_upstream.open == 0, timeout=20, what="every upstream connection closed")
+
+
+def test_reload_moving_a_route_closes_its_tunnels_only(start_proxy, ws_upstream):
+    other = WSUpstream()
+    try:
+        routes = [{"name": "moved", "path": "/moved", "upstream": f"http://127.0.0.1:{ws_upstream.port}/moved"},
+                  {"name": "kept", "path": "/kept", "upstream": f"http://127.0.0.1:{ws_upstream.port}/kept"}]
+        proxy = plain_proxy(start_proxy, routes)
+
+        async def scenario():
+            moved = await connect(ws_url(proxy.port, "/moved/a"), ping_interval=None)
+            kept = await connect(ws_url(proxy.port, "/kept/a"), ping_interval=None)
+            config = dict(proxy.config)
+            config["routes"] = [dict(routes[0], upstream=f"http://127.0.0.1:{other.port}/moved"), routes[1]]
+            tmp = proxy.config_path.with_name(proxy.config_path.name + ".new")
+            tmp.write_text(json.dumps(config))
+            tmp.replace(proxy.config_path)
+            proxy.signal(signal.SIGHUP)
+            with pytest.raises(ConnectionClosed) as closed:
+                await asyncio.wait_for(moved.recv(), 10)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+            await kept.send("still here")
+            assert await kept.recv() == "still here"
+            await kept.close()
+            async with connect(ws_url(proxy.port, "/moved/b"), ping_interval=None) as again:
+                await again.send("new upstream")
+                assert await again.recv() == "new upstream"
+
+        run(scenario())
+        assert other.handshakes[-1][":path"] == "/moved/b"
+        wait_until(lambda: any(e.get("reason") == "route_changed" for e in proxy.log_events("tunnel_closed")),
+                   timeout=5, what="tunnel_closed reason=route_changed")
+    finally:
+        other.stop()
+
+
+def test_a_token_refused_by_an_upstream_and_replaced_closes_the_tunnels_carrying_it(start_proxy, idp_factory,  # noqa: F811
+                                                                                   tmp_path, ws_upstream):
+    from credentials_support import login
+    idp = idp_factory()
+    routes = ws_routes(ws_upstream.port) + [
+        {"name": "api", "path": "/api", "upstream": f"http://127.0.0.1:{ws_upstream.port}/api", "credential": "access_token",
+         "retryOn401": True}]
+    proxy = launch(start_proxy, idp, tmp_path, routes=routes, refresh_before=1)
+    login(proxy)
+
+    async def scenario():
+        credentialed = await connect(ws_url(proxy.port, "/ws/c"), ping_interval=None)
+        other = await connect(ws_url(proxy.port, "/open/o"), ping_interval=None)
+        refused = await asyncio.to_thread(proxy.call, "/api/thing")
+        assert refused.status == 401
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(credentialed.recv(), 10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+        await other.send("still here")
+        assert await other.recv() == "still here"
+        await other.close()
+        # A new tunnel carries the new token.
+        async with connect(ws_url(proxy.port, "/ws/again"), ping_interval=None) as again:
+            await again.send("x")
+            assert await again.recv() == "x"
+
+    run(scenario())
+    first, last = ws_upstream.handshakes[0]["authorization"], ws_upstream.handshakes[-1]["authorization"]
+    assert first != last
+    wait_until(lambda: any(e.get("reason") == "token_refused" for e in proxy.server.log_events("tunnel_closed")),
+               timeout=5, what="tunnel_closed reason=token_refused")
+
+
+def test_a_route_pointing_at_the_proxy_itself_is_refused_not_tunnelled_into_itself(start_proxy):
+    port = free_port()
+    proxy = start_proxy(base_config(listen=[f"127.0.0.1:{port}"],
+                                    routes=[{"name": "self", "path": "/self", "upstream": f"http://127.0.0.1:{port}/self"}]))
+
+    async def scenario():
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(ws_url(proxy.port, "/self/x"), ping_interval=None, open_timeout=10)
+        return refused.value.response
+
+    response = run(scenario())
+    assert response.status_code == 508 and b"loop_detected" in response.body
+    # One tunnel refused, none chained behind it.
+    closed = [line for line in metrics_text(proxy.port).splitlines() if line.startswith("platform_proxy_tunnels_closed_total")]
+    assert closed == ['platform_proxy_tunnels_closed_total{route="self",reason="loop_detected"} 1'], closed
+
+
+def metrics_text(port: int) -> str:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", "/_platform/metrics")
+        response = conn.getresponse()
+        assert response.status == 200
+        return response.read().decode()
+    finally:
+        conn.close()
+
+
+def test_tunnels_past_the_process_cap_are_refused(start_proxy, ws_upstream):
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"), limits={"maxTunnels": 2})
+
+    async def scenario():
+        first = await connect(ws_url(proxy.port, "/open/1"), ping_interval=None)
+        second = await connect(ws_url(proxy.port, "/open/2"), ping_interval=None)
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(ws_url(proxy.port, "/open/3"), ping_interval=None)
+        assert refused.value.response.status_code == 503 and b"too_many_tunnels" in refused.value.response.body
+        await first.close()
+        await asyncio.sleep(0.2)
+        # A closed tunnel frees its place.
+        async with connect(ws_url(proxy.port, "/open/4"), ping_interval=None) as fourth:
+            await fourth.send("in")
+            assert await fourth.recv() == "in"
+        await second.close()
+
+    run(scenario())
+
+
+def test_an_upstream_that_never_answers_the_handshake_times_out(start_proxy):
+    silent = socket.create_server(("127.0.0.1", 0))
+    held = []
+    heard = []
+
+    def hold():
+        conn, _ = silent.accept()
+        held.append(conn)
+        heard.append(conn.recv(65536))  # the handshake, never answered
+
+    threading.Thread(target=hold, daemon=True).start()
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "silent", "path": "/silent",
+                                           "upstream": f"http://127.0.0.1:{silent.getsockname()[1]}", "timeoutSeconds": 1}])
+
+        async def scenario():
+            started = time.monotonic()
+            with pytest.raises(InvalidStatus) as refused:
+                await connect(ws_url(proxy.port, "/silent/x"), ping_interval=None, open_timeout=10)
+            return refused.value.response, time.monotonic() - started
+
+        response, took = run(scenario())
+        assert response.status_code == 504 and b"upstream_timeout" in response.body
+        assert took < 5
+        # What timed out was the upgrade handshake (not a request stripped of its Upgrade).
+        assert heard and b"\r\nUpgrade: websocket\r\n" in heard[0], heard
+    finally:
+        silent.close()
+
+
+class RawUpgradeUpstream:
+    """Answers an `Upgrade: my-proto` request with 101 and then echoes bytes upper-cased; any
+    other request with 200 naming the Upgrade field it saw (or none)."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                data += chunk
+            head, _, rest = data.partition(b"\r\n\r\n")
+            fields = {line.split(b":", 1)[0].strip().lower(): line.split(b":", 1)[1].strip()
+                      for line in head.split(b"\r\n")[1:] if b":" in line}
+            if fields.get(b"upgrade") == b"my-proto":
+                conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: my-proto\r\n\r\n")
+                if rest:
+                    conn.sendall(rest.upper())
+                while chunk := conn.recv(4096):
+                    conn.sendall(chunk.upper())
+            else:
+                body = b"upgrade=" + fields.get(b"upgrade", b"none")
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+    def close(self):
+        self.sock.close()
+
+
+def test_another_upgrade_is_tunnelled_only_where_the_route_opts_in(start_proxy):
+    upstream = RawUpgradeUpstream()
+    try:
+        proxy = plain_proxy(start_proxy, [
+            {"name": "opted", "path": "/opted", "upstream": f"http://127.0.0.1:{upstream.port}", "upgrades": ["my-proto"]},
+            {"name": "plain", "path": "/plain", "upstream": f"http://127.0.0.1:{upstream.port}"},
+        ])
+        request = b"GET /%s/x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: my-proto\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
+            s.sendall(request % b"opted")
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += s.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 101")
+            s.sendall(b"hello tunnel")
+            echoed = answer.partition(b"\r\n\r\n")[2]
+            while len(echoed) < len(b"hello tunnel"):
+                echoed += s.recv(4096)
+            assert echoed == b"HELLO TUNNEL"
+        # Not opted in: the Upgrade field is dropped and the request forwarded as usual.
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
+            s.sendall(request % b"plain")
+            answer = b""
+            while not answer.endswith(b"upgrade=none"):
+                chunk = s.recv(4096)
+                assert chunk, answer
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 200")
+    finally:
+        upstream.close()
