@@ -75,7 +75,11 @@ def test_an_early_2xx_answer_that_came_whole_ends_the_upload_and_frees_the_excha
             return [e for e in server.log_events("request") if e.get("requestID", "").startswith("early-")]
         assert wait_until(lambda: len(logged()) == 8, 3), logged()
         entries = logged()
-        assert all(e["status"] == 200 and e["bytesOut"] == 2 and "outcome" not in e for e in entries), entries
+        # Each client closed with most of its declared body unsent: an exchange logged after that
+        # close says so (client_closed_mid_request), one logged before it does not; either way it
+        # was answered whole.
+        assert all(e["status"] == 200 and e["bytesOut"] == 2
+                   and e.get("outcome") in (None, "client_closed_mid_request") for e in entries), entries
     finally:
         release.set()
         upstream.close()

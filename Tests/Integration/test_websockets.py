@@ -22,7 +22,6 @@ import ssl
 import threading
 import time
 from http import HTTPStatus
-from pathlib import Path
 
 import pytest
 
@@ -735,3 +734,64 @@ def test_another_upgrade_is_tunnelled_only_where_the_route_opts_in(start_proxy):
             assert answer.startswith(b"HTTP/1.1 200")
     finally:
         upstream.close()
+
+
+def test_a_refused_upgrade_that_echoes_the_handshake_has_the_token_masked(start_proxy, idp_factory, tmp_path):  # noqa: F811
+    """An upstream that refuses the upgrade and quotes the handshake it got (as many error pages
+    do) never shows the client the route's token: the refusal is masked like any response."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+
+    def serve_one():
+        conn, _ = listener.accept()
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                head += chunk
+            authorization = [line for line in head.split(b"\r\n") if line.lower().startswith(b"authorization:")]
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nX-Echo: " + (authorization or [b"none"])[0][:200]
+                         + b"\r\nContent-Type: text/plain\r\nContent-Length: " + str(len(head)).encode()
+                         + b"\r\nConnection: close\r\n\r\n" + head)
+
+    server = threading.Thread(target=serve_one, daemon=True)
+    server.start()
+    try:
+        proxy = demo_proxy(start_proxy, idp_factory, tmp_path, ws_routes(port))
+
+        async def scenario():
+            with pytest.raises(InvalidStatus) as refused:
+                await connect(ws_url(proxy.port, "/ws/echo"), ping_interval=None)
+            return refused.value.response
+
+        response = run(scenario())
+        assert response.status_code == 400
+        assert b"Authorization" in response.body, "the upstream's echo reached the client"
+        assert TOKEN.encode() not in response.body
+        assert all(TOKEN not in value for _, value in response.headers.raw_items())
+    finally:
+        server.join(timeout=5)
+        listener.close()
+
+
+def test_an_upgrade_asked_for_with_a_body_is_forwarded_as_a_plain_request(start_proxy, main_upstream):
+    """A request with a body that also asks for an upgrade is answered: it is forwarded as a plain
+    request (Upgrade dropped as a hop-by-hop field), not handed to a tunnel that cannot carry it."""
+    proxy = plain_proxy(start_proxy, [{"name": "ws", "path": "/ws", "upstream": main_upstream.url("/ws")}])
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
+    try:
+        conn.request("POST", "/ws/upload", body=b"hello", headers={
+            "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Content-Type": "text/plain"})
+        response = conn.getresponse()
+        assert response.status == 200
+        response.read()
+    finally:
+        conn.close()
+    seen = main_upstream.records[-1]
+    assert seen.method == "POST" and seen.body_length == 5 and seen.complete
+    assert "upgrade" not in {name.lower() for name, _ in seen.headers}

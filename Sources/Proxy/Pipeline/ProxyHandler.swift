@@ -172,8 +172,14 @@ package final class ProxyHandler: HTTPHandler {
             injected = lines
         }
         if !injected.lines.isEmpty { plan.slot.counters.injected += 1 }
+        let echoMasker = plan.runtime.configuration.maskEchoedCredentials
+            ? (route.object.config.tokenExchange == nil
+                ? slot.echoTokens.masker(route.object.config.credential, of: credentials)
+                : slot.exchangedLines.masker(plan))
+            : nil
         if let upgrade = Self.tunnelledUpgrade(exchange.head, route: route.object.config) {
-            return startTunnel(context, plan, injected: injected, generation: credentials.generation, upgrade: upgrade)
+            return startTunnel(context, plan, injected: injected, generation: credentials.generation, upgrade: upgrade,
+                               echoMasker: echoMasker)
         }
         var experiments: HeaderLines?
         if route.object.config.experimentHeader, let service = experimentService {
@@ -189,9 +195,7 @@ package final class ProxyHandler: HTTPHandler {
                                           identity: masks || plan.mockMode == .record)
         if plan.runtime.configuration.maskEchoedCredentials {
             forwarded.masksEchoes = true
-            forwarded.echoMasker = route.object.config.tokenExchange == nil
-                ? slot.echoTokens.masker(route.object.config.credential, of: credentials)
-                : slot.exchangedLines.masker(plan)
+            forwarded.echoMasker = echoMasker
         }
         if plan.mockMode == .record, let mock = route.object.config.mock {
             let sent = route.object.config.tokenExchange == nil

@@ -29,12 +29,15 @@ extension ProxyHandler {
     }
 
     /// The upgrade a routed request asks for when `route` tunnels that protocol (its `upgrades`);
-    /// any other `Upgrade` is dropped as a hop-by-hop field and the request forwarded as usual.
+    /// any other `Upgrade`, and any upgrade asked for on a request with a body (a WebSocket
+    /// handshake has none; RFC 9110 §7.8 lets a server ignore `Upgrade`), is dropped as a
+    /// hop-by-hop field and the request forwarded as usual.
     static func tunnelledUpgrade(_ head: borrowing HTTPRequestHead, route: RouteConfiguration) -> (
         token: String, value: String
     )? {
         // Matched in place first: most requests carry no `Upgrade`.
-        guard case .some = head.firstIndex(of: "Upgrade"), let upgrade = requestedUpgrade(head),
+        guard case .some = head.firstIndex(of: "Upgrade"), head.framing == .none,
+            let upgrade = requestedUpgrade(head),
             route.upgrades.contains(upgrade.token)
         else { return nil }
         return upgrade
@@ -50,10 +53,11 @@ extension ProxyHandler {
 
     /// Opens a tunnel for an upgrade request whose credentials are decided: the handshake is the
     /// request as it would be forwarded (the same header policy and injected lines), with the
-    /// upgrade fields put back, sent over a libcurl connect-only connection.
+    /// upgrade fields put back, sent over a libcurl connect-only connection. `echoMasker` masks the
+    /// route's token in a refused upgrade's answer, as in any response (frames are not masked).
     func startTunnel(
         _ context: ExchangeContext, _ plan: ForwardPlan, injected: InjectedLines, generation: UInt64,
-        upgrade: (token: String, value: String)
+        upgrade: (token: String, value: String), echoMasker: EchoMasker?
     ) {
         let exchange = context.exchange
         let limits = plan.runtime.configuration.limits
@@ -88,7 +92,8 @@ extension ProxyHandler {
             generation: generation,
             peer: exchange.peer, upgrade: upgrade.token, upstream: url.origin,
             idleTimeout: route.tunnelIdleTimeoutSeconds, answerTimeout: route.timeoutSeconds)
-        let tunnel = Tunnel(context: context, identity: identity, handshake: handshake, table: tunnels)
+        let tunnel = Tunnel(context: context, identity: identity, handshake: handshake, table: tunnels,
+                            refusalMasker: echoMasker)
         tunnels.add(tunnel)
         tunnel.start(
             origin: url.origin, tls: plan.slot.route.tls, connector: tunnels.connector,

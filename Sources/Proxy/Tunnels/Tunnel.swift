@@ -50,6 +50,9 @@ final class Tunnel: ProxyExchangeDelegate {
     private var answer: [UInt8] = []
     /// A refused upgrade's answer, read whole before it is relayed.
     private var refusal: TunnelAnswer.Refusal?
+    /// Masks the route's token where a refused upgrade's answer echoes it (nil: masking is off, or
+    /// the route carries no token).
+    private var refusalMasker: EchoMasker?
     private var clientFD: CInt = -1
     private var clientEnd: TunnelEnd?
     private var upstreamEnd: TunnelEnd?
@@ -74,8 +77,10 @@ final class Tunnel: ProxyExchangeDelegate {
     /// client when the proxy ends the tunnel.
     private static let goingAway: [UInt8] = [0x88, 0x02, 0x03, 0xE9]
 
-    init(context: ExchangeContext, identity: Identity, handshake: [UInt8], table: TunnelTable) {
+    init(context: ExchangeContext, identity: Identity, handshake: [UInt8], table: TunnelTable,
+         refusalMasker: EchoMasker? = nil) {
         let exchange = context.exchange
+        self.refusalMasker = refusalMasker
         self.exchange = exchange
         heldContext = context
         self.identity = identity
@@ -295,7 +300,19 @@ final class Tunnel: ProxyExchangeDelegate {
     /// (hop-by-hop ones dropped) and its body.
     private func relayAnswer() {
         if let refusal, exchange != nil, let heldContext, let handler = table?.handler {
-            handler.send(heldContext, status: refusal.status, headers: refusal.headers, body: refusal.body)
+            var headers = refusal.headers
+            var body = refusal.body
+            if var masker = refusalMasker {
+                // An upstream that echoes the handshake in its refusal gets the token masked, as
+                // any response does (docs/security.md, "Echoed credentials").
+                for index in headers.indices {
+                    if let masked = masker.masking(ArraySlice(headers[index].value.utf8)) {
+                        headers[index].value = String(decoding: masked, as: UTF8.self)
+                    }
+                }
+                if let masked = masker.masking(body[...]) { body = masked }
+            }
+            handler.send(heldContext, status: refusal.status, headers: headers, body: body)
         }
         refusal = nil
         finish()
