@@ -12,8 +12,9 @@ import PackageDescription
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .unsafeFlags(["-Xfrontend", "-disable-implicit-string-processing-module-import"]),
-    .unsafeFlags(["-enforce-exclusivity=unchecked", "-cross-module-optimization", "-Xfrontend", "-function-sections"],
-                 .when(configuration: .release)),
+    .unsafeFlags(
+        ["-enforce-exclusivity=unchecked", "-cross-module-optimization", "-Xfrontend", "-function-sections"],
+        .when(configuration: .release)),
 ]
 
 // The release link: lld packs the relative relocations into a few KiB (DT_RELR, glibc >= 2.36)
@@ -27,39 +28,49 @@ let strict: [SwiftSetting] = [
 // loader reads). None of this changes what the code does; a stale list only costs memory.
 let packageRoot = String(#filePath.dropLast("Package.swift".count))
 let releaseLink: [LinkerSetting] = [
-    .unsafeFlags(["-use-ld=lld",
-                  "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-                  "-Xlinker", "-z", "-Xlinker", "max-page-size=65536",
-                  "-Xlinker", "--symbol-ordering-file=\(packageRoot)Sources/platform-proxy/link-order.txt",
-                  "-Xlinker", "--no-warn-symbol-ordering", "-Xlinker", "--no-export-dynamic"],
-                 .when(configuration: .release)),
+    .unsafeFlags(
+        [
+            "-use-ld=lld",
+            "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+            "-Xlinker", "-z", "-Xlinker", "max-page-size=65536",
+            "-Xlinker", "--symbol-ordering-file=\(packageRoot)Sources/platform-proxy/link-order.txt",
+            "-Xlinker", "--no-warn-symbol-ordering", "-Xlinker", "--no-export-dynamic",
+        ],
+        .when(configuration: .release))
 ]
 
 // The libcurl tuning (Sources/CurlTuning/CurlTuning.swift says what each override does and how to
 // switch it off): the executable defines poll(3), recv(2), send(2) and clock_gettime(2) and puts
 // them in its dynamic symbol table, so libcurl's calls bind to them rather than to glibc's. Its
 // only exports. With the tuning off each is glibc's call.
-let interposedCalls: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=poll",
-                                                      "-Xlinker", "--export-dynamic-symbol=recv",
-                                                      "-Xlinker", "--export-dynamic-symbol=send",
-                                                      "-Xlinker", "--export-dynamic-symbol=clock_gettime"])]
+let interposedCalls: [LinkerSetting] = [
+    .unsafeFlags([
+        "-Xlinker", "--export-dynamic-symbol=poll",
+        "-Xlinker", "--export-dynamic-symbol=recv",
+        "-Xlinker", "--export-dynamic-symbol=send",
+        "-Xlinker", "--export-dynamic-symbol=clock_gettime",
+    ])
+]
 
 let package = Package(
     name: "platform-proxy",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "platform-proxy", targets: ["platform-proxy"]),
+        .executable(name: "platform-proxy", targets: ["platform-proxy"])
     ],
     targets: [
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
-        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
-                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
         // OpenSSL's libcrypto (the library libcurl's TLS already loads): client assertions are
         // signed with it (RFC 7523) and TLS client certificates checked against their keys.
-        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
-                       providers: [.apt(["libssl-dev"])]),
-        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
-                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "Config", dependencies: ["CCrypto", "JSON"], swiftSettings: strict),
         .target(name: "HTTP1", swiftSettings: strict),
@@ -67,14 +78,24 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CLinux", "EventLoop", "HTTP1"], swiftSettings: strict),
         .systemLibrary(name: "CCurlTuning", path: "Sources/CCurlTuning"),
         .target(name: "Upstream", dependencies: ["CCurl", "EventLoop", "HTTP1"], swiftSettings: strict),
-        .target(name: "CurlTuning", dependencies: ["CCurl", "CCurlTuning", "EventLoop", "Upstream"], swiftSettings: strict),
+        .target(
+            name: "CurlTuning", dependencies: ["CCurl", "CCurlTuning", "EventLoop", "Upstream"], swiftSettings: strict),
         .target(name: "Credentials", dependencies: ["Config", "EventLoop", "JSON", "Upstream"], swiftSettings: strict),
-        .target(name: "Analytics", dependencies: ["CSQLite", "Config", "EventLoop", "HTTP1", "JSON", "Upstream"],
-                swiftSettings: strict),
-        .target(name: "Experiments", dependencies: ["Config", "Credentials", "EventLoop", "JSON"], swiftSettings: strict),
-        .target(name: "Proxy", dependencies: ["Analytics", "Config", "Credentials", "EventLoop", "Experiments", "HTTP1", "HTTPServer", "JSON", "Upstream"], swiftSettings: strict),
-        .executableTarget(name: "platform-proxy", dependencies: ["Proxy", "Config", "CurlTuning", "EventLoop", "CLinux", "JSON", "Upstream"],
-                          exclude: ["link-order.txt"], swiftSettings: strict, linkerSettings: interposedCalls + releaseLink),
+        .target(
+            name: "Analytics", dependencies: ["CSQLite", "Config", "EventLoop", "HTTP1", "JSON", "Upstream"],
+            swiftSettings: strict),
+        .target(
+            name: "Experiments", dependencies: ["Config", "Credentials", "EventLoop", "JSON"], swiftSettings: strict),
+        .target(
+            name: "Proxy",
+            dependencies: [
+                "Analytics", "Config", "Credentials", "EventLoop", "Experiments", "HTTP1", "HTTPServer", "JSON",
+                "Upstream",
+            ], swiftSettings: strict),
+        .executableTarget(
+            name: "platform-proxy",
+            dependencies: ["Proxy", "Config", "CurlTuning", "EventLoop", "CLinux", "JSON", "Upstream"],
+            exclude: ["link-order.txt"], swiftSettings: strict, linkerSettings: interposedCalls + releaseLink),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "JSON"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
@@ -86,6 +107,10 @@ let package = Package(
         .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "JSON"]),
         .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "Config", "Credentials", "JSON"]),
         .testTarget(name: "PlatformProxyTests", dependencies: ["platform-proxy"]),
-        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Config", "Credentials", "Experiments", "HTTP1", "EventLoop", "HTTPServer", "JSON", "Upstream"]),
+        .testTarget(
+            name: "ProxyTests",
+            dependencies: [
+                "Proxy", "Config", "Credentials", "Experiments", "HTTP1", "EventLoop", "HTTPServer", "JSON", "Upstream",
+            ]),
     ]
 )

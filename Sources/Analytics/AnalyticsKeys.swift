@@ -56,9 +56,12 @@ package struct AnalyticsKeys: Sendable {
             let global = try limited("\(root).global.operation.\(name)", field: "operation")
             guard let path, !path.isEmpty else { return [global] }
             let full = try prefixed(cleanPath(path, field: "path"))
-            let relative = full.utf8.elementsEqual(root.utf8) ? [] : full.utf8.dropFirst(root.utf8.count + 1)
-                .split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-                .map { String(decoding: $0, as: UTF8.self) }
+            let relative =
+                full.utf8.elementsEqual(root.utf8)
+                ? []
+                : full.utf8.dropFirst(root.utf8.count + 1)
+                    .split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+                    .map { String(decoding: $0, as: UTF8.self) }
             var keys: [String] = []
             for depth in stride(from: relative.count, through: 0, by: -1) {
                 let parent = ([root] + relative[..<depth]).joined(separator: ".")
@@ -82,7 +85,8 @@ extension AnalyticsKeys {
             event.withUTF8Bytes { event in
                 root.withUTF8Bytes { root in
                     guard let first = path.first, let last = path.last, !event.isEmpty, !root.isEmpty,
-                          first != UInt8(ascii: "."), last != UInt8(ascii: ".") else { return nil }
+                        first != UInt8(ascii: "."), last != UInt8(ascii: ".")
+                    else { return nil }
                     var previous: UInt8 = 0
                     for b in path {
                         if b <= 0x20 || b == 0x7F || (b == UInt8(ascii: ".") && previous == b) { return nil }
@@ -90,7 +94,8 @@ extension AnalyticsKeys {
                     }
                     for b in event where b <= 0x20 || b == 0x7F || b == UInt8(ascii: ".") { return nil }
                     // Under the root unless it is the root or below it, as `prefixed`.
-                    let underRoot = path.count >= root.count && memcmp(path.baseAddress!, root.baseAddress!, root.count) == 0
+                    let underRoot =
+                        path.count >= root.count && memcmp(path.baseAddress!, root.baseAddress!, root.count) == 0
                         && (path.count == root.count || path[root.count] == UInt8(ascii: "."))
                     let prefix = underRoot ? 0 : root.count + 1
                     let infix: StaticString = ".event."
@@ -99,7 +104,8 @@ extension AnalyticsKeys {
                     return String(unsafeUninitializedCapacity: total) { out in
                         var at = 0
                         func put(_ bytes: UnsafeBufferPointer<UInt8>) {
-                            UnsafeMutableRawPointer(out.baseAddress! + at).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+                            UnsafeMutableRawPointer(out.baseAddress! + at).copyMemory(
+                                from: bytes.baseAddress!, byteCount: bytes.count)
                             at += bytes.count
                         }
                         if !underRoot {

@@ -42,16 +42,19 @@ package final class AnalyticsService: @unchecked Sendable {
         keys = AnalyticsKeys(root: configuration.root, maxKeyBytes: configuration.maxKeyBytes)
         let path = stateDirectory + "/analytics.sqlite"
         for sidecar in AnalyticsStore.setAsideNonRegularSidecars(of: path) {
-            Log.emit(.warning, "analytics_store_sidecar_set_aside", [
-                "path": .string(sidecar.path), "movedTo": .string(sidecar.movedTo),
-                "reason": .string("not a regular file but \(sidecar.kind)"),
-                "message": .string("SQLite keeps only regular files there; the store itself is kept")])
+            Log.emit(
+                .warning, "analytics_store_sidecar_set_aside",
+                [
+                    "path": .string(sidecar.path), "movedTo": .string(sidecar.movedTo),
+                    "reason": .string("not a regular file but \(sidecar.kind)"),
+                    "message": .string("SQLite keeps only regular files there; the store itself is kept"),
+                ])
         }
         let store: AnalyticsStore
         do {
             store = try AnalyticsStore(path: path)
             setAside = nil
-        } catch where error.isDamagedStore {
+        } catch  where error.isDamagedStore {
             let aside = AnalyticsStore.setAside(path: path, error: error)
             if let cause = aside.renameErrno {
                 // Nothing was moved (a read-only folder), so no new store can start beside it.
@@ -59,9 +62,14 @@ package final class AnalyticsService: @unchecked Sendable {
             }
             var fields: [(String, LogValue)] = [
                 ("movedTo", .string(aside.movedTo)), ("error", .string(error.description)),
-                ("message", .string("the analytics store is damaged; the values it held that were not uploaded are lost "
-                                   + "(unsentValues, when the file still allows counting them; the file is kept for "
-                                   + "inspection) and a new store is started"))]
+                (
+                    "message",
+                    .string(
+                        "the analytics store is damaged; the values it held that were not uploaded are lost "
+                            + "(unsentValues, when the file still allows counting them; the file is kept for "
+                            + "inspection) and a new store is started")
+                ),
+            ]
             if let count = aside.unsentValues { fields.append(("unsentValues", .int(count))) }
             Log.emit(.warning, "analytics_store_set_aside", fields: fields)
             store = try AnalyticsStore(path: path)
@@ -77,9 +85,13 @@ package final class AnalyticsService: @unchecked Sendable {
 
     /// Stores `values` for `subject`; `done` runs on `caller` once they are committed, with the
     /// number stored (repeats within the buffer interval are dropped first).
-    package func record(_ values: [AnalyticsValue], subject: String, replyOn caller: EventLoop,
-                       _ done: @escaping (Result<Int, AnalyticsStoreError>) -> Void) {
-        let admitted = intake.withLock { intake in values.filter { intake.dedup.admit(key: $0.key, timestamp: $0.timestamp) } }
+    package func record(
+        _ values: [AnalyticsValue], subject: String, replyOn caller: EventLoop,
+        _ done: @escaping (Result<Int, AnalyticsStoreError>) -> Void
+    ) {
+        let admitted = intake.withLock { intake in
+            values.filter { intake.dedup.admit(key: $0.key, timestamp: $0.timestamp) }
+        }
         counters.droppedDuplicate.add(values.count - admitted.count, ordering: .relaxed)
         guard !admitted.isEmpty else { return done(.success(0)) }
         let done = LoopBound(done, on: caller)
@@ -87,7 +99,9 @@ package final class AnalyticsService: @unchecked Sendable {
         let writer = self.writer
         let bytes = admitted.reduce(0) { $0 + subject.utf8.count + $1.key.utf8.count + $1.value.utf8.count }
         capStoredBytes(adding: bytes)
-        writer.append(admitted.map { NewEvent(subject: subject, key: $0.key, value: $0.value, timestamp: $0.timestamp) }) { result in
+        writer.append(
+            admitted.map { NewEvent(subject: subject, key: $0.key, value: $0.value, timestamp: $0.timestamp) }
+        ) { result in
             counters.commits.store(writer.commits, ordering: .relaxed)
             switch result {
             case .success:
@@ -109,7 +123,8 @@ package final class AnalyticsService: @unchecked Sendable {
     private func capStoredBytes(adding bytes: Int) {
         let max = configuration.maxStoredBytes
         let total = bytesSinceCap.add(bytes, ordering: .relaxed).newValue
-        guard total >= max / 8, bytesSinceCap.compareExchange(expected: total, desired: 0, ordering: .relaxed).exchanged else { return }
+        guard total >= max / 8, bytesSinceCap.compareExchange(expected: total, desired: 0, ordering: .relaxed).exchanged
+        else { return }
         Self.trimStoredBytes(writer: writer, to: max, counters: counters)
     }
 
@@ -139,7 +154,9 @@ package final class AnalyticsService: @unchecked Sendable {
     }
 
     /// Ends the nearest running operation from `request.path` upward: its key and duration, nil if none runs.
-    package func finish(_ request: OperationRequest, now: Int64) -> Result<(key: String, milliseconds: Int64)?, AnalyticsKeyError> {
+    package func finish(_ request: OperationRequest, now: Int64) -> Result<
+        (key: String, milliseconds: Int64)?, AnalyticsKeyError
+    > {
         keys.operationSearch(path: request.path, operation: request.operation).map { candidates in
             intake.withLock { $0.operations.finish(searchingFrom: candidates, now: now) }
         }
@@ -179,8 +196,12 @@ package final class AnalyticsService: @unchecked Sendable {
 
     /// What readiness reports without failing: a damaged store set aside at start.
     package var notices: [String] {
-        setAside == nil ? [] : ["the analytics store was damaged and set aside at start (its unsent values are lost; "
-                                + "the log names the file); a new store is in use"]
+        setAside == nil
+            ? []
+            : [
+                "the analytics store was damaged and set aside at start (its unsent values are lost; "
+                    + "the log names the file); a new store is in use"
+            ]
     }
 
     // MARK: lifecycle

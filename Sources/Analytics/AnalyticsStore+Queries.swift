@@ -52,8 +52,9 @@ extension AnalyticsStore {
         batch.reserveCapacity(min(limit, 1024))
         var bytes = 0
         while try step(group) {
-            let event = StoredEvent(id: group.int64(0), subject: group.text(1), key: group.text(2),
-                                    value: group.text(3), timestamp: group.int64(4))
+            let event = StoredEvent(
+                id: group.int64(0), subject: group.text(1), key: group.text(2),
+                value: group.text(3), timestamp: group.int64(4))
             bytes += event.key.utf8.count + event.value.utf8.count + Self.uploadFramingBytes
             if bytes > maxBytes && !batch.isEmpty { break }
             batch.append(event)
@@ -132,8 +133,10 @@ extension AnalyticsStore {
     }
 
     /// BEGIN IMMEDIATE, `body`, COMMIT; ROLLBACK if either throws (and a transaction is still open).
-    private func transaction(_ statements: StoreStatements,
-                             _ body: () throws(AnalyticsStoreError) -> Void) throws(AnalyticsStoreError) {
+    private func transaction(
+        _ statements: StoreStatements,
+        _ body: () throws(AnalyticsStoreError) -> Void
+    ) throws(AnalyticsStoreError) {
         try finish(statements.begin)
         do {
             try body()

@@ -48,9 +48,13 @@ extension AnalyticsStore {
         var handle: OpaquePointer?
         defer { sqlite3_close_v2(handle) }
         let uri = "file:\(path.percentEncodedForURI)?immutable=1"
-        guard sqlite3_open_v2(uri, &handle, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nil) == SQLITE_OK, let handle else { return nil }
+        guard sqlite3_open_v2(uri, &handle, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nil) == SQLITE_OK, let handle else {
+            return nil
+        }
         var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, "SELECT count(subject) FROM events", -1, &statement, nil) == SQLITE_OK else { return nil }
+        guard sqlite3_prepare_v2(handle, "SELECT count(subject) FROM events", -1, &statement, nil) == SQLITE_OK else {
+            return nil
+        }
         defer { sqlite3_finalize(statement) }
         guard sqlite3_step(statement) == SQLITE_ROW else { return nil }
         return Int(sqlite3_column_int64(statement, 0))
@@ -99,7 +103,8 @@ extension AnalyticsStore {
                 target = "\(base)-\(attempt)"
                 attempt += 1
             }
-            moved.append(SidecarSetAside(path: sidecar, kind: kind, movedTo: rename(sidecar, target) == 0 ? target : sidecar))
+            moved.append(
+                SidecarSetAside(path: sidecar, kind: kind, movedTo: rename(sidecar, target) == 0 ? target : sidecar))
         }
         if !moved.isEmpty { try? StoreDirectory.sync(StoreDirectory.parent(of: path)) }
         return moved

@@ -2,7 +2,8 @@ import CSQLite
 
 extension AnalyticsStore {
     /// Bytes a value takes in the store's budget (`maxStoredBytes`): its subject, key and value.
-    static let storedBytesSQL = "length(CAST(subject AS BLOB)) + length(CAST(key AS BLOB)) + length(CAST(value AS BLOB))"
+    static let storedBytesSQL =
+        "length(CAST(subject AS BLOB)) + length(CAST(key AS BLOB)) + length(CAST(value AS BLOB))"
 
     /// Turns on incremental vacuum so the file can shrink after pruning. The setting takes
     /// effect only before the first table exists; an older file without it is rebuilt once.

@@ -66,14 +66,18 @@ struct StoreStatements {
             // The lowest id is the event stored first; its (subject, timestamp) names the batch.
             oldestHead = try make("oldest", "SELECT subject, timestamp FROM events ORDER BY id LIMIT 1")
             // Served by events_batch (subject, timestamp, id): no sort, stops at the limit.
-            group = try make("batch", """
+            group = try make(
+                "batch",
+                """
                 SELECT id, subject, key, value, timestamp FROM events
                 WHERE subject = ?1 AND timestamp = ?2 ORDER BY id LIMIT ?3
                 """)
             deleteOne = try make("delete", "DELETE FROM events WHERE id = ?1")
             prune = try make("prune", "DELETE FROM events WHERE timestamp < ?1")
             // The id of the (cap+1)-th newest row and everything older; NULL (nothing) when under the cap.
-            cap = try make("cap", """
+            cap = try make(
+                "cap",
+                """
                 DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?1)
                 """)
             count = try make("count", "SELECT count(*) FROM events")
@@ -81,7 +85,8 @@ struct StoreStatements {
             // then deletes through that id, without summing the whole table.
             oldestSizes = try make("oldestSizes", "SELECT id, \(AnalyticsStore.storedBytesSQL) FROM events ORDER BY id")
             dropThrough = try make("dropThrough", "DELETE FROM events WHERE id <= ?1")
-            storedBytes = try make("storedBytes", "SELECT coalesce(sum(\(AnalyticsStore.storedBytesSQL)), 0) FROM events")
+            storedBytes = try make(
+                "storedBytes", "SELECT coalesce(sum(\(AnalyticsStore.storedBytesSQL)), 0) FROM events")
         } catch {
             for handle in made { sqlite3_finalize(handle) }
             throw error
@@ -90,8 +95,10 @@ struct StoreStatements {
 
     /// Finalizes every statement; the connection can close only after this.
     func finalize() {
-        for statement in [begin, commit, rollback, insert, oldestHead, group, deleteOne, prune, cap, count, oldestSizes,
-                          dropThrough, storedBytes] {
+        for statement in [
+            begin, commit, rollback, insert, oldestHead, group, deleteOne, prune, cap, count, oldestSizes,
+            dropThrough, storedBytes,
+        ] {
             sqlite3_finalize(statement.handle)
         }
     }

@@ -21,7 +21,9 @@ package final class AnalyticsStore {
     /// Why the database could not be opened. SQLite says only "unable to open database file"
     /// (and its errno is that of its last, read-only, attempt), so what the proxy's user may do
     /// with the directory and the file is checked here.
-    private static func openFailure(path: String, directory: String, result: CInt, db: OpaquePointer?) -> AnalyticsStoreError {
+    private static func openFailure(path: String, directory: String, result: CInt, db: OpaquePointer?)
+        -> AnalyticsStoreError
+    {
         if access(directory, W_OK | X_OK) != 0 {
             return .system("creating files in \(directory) as uid \(getuid())", errnoCode: errno)
         }
@@ -37,7 +39,9 @@ package final class AnalyticsStore {
         let directory = StoreDirectory.parent(of: path)
         try StoreDirectory.make(directory)
         // SQLite would open a FIFO (and then block reading it) or a device; only a file is a store.
-        if let kind = StoreDirectory.nonRegularKind(path) { throw .damaged("stat(\(path))", "not a regular file but \(kind)") }
+        if let kind = StoreDirectory.nonRegularKind(path) {
+            throw .damaged("stat(\(path))", "not a regular file but \(kind)")
+        }
         var handle: OpaquePointer?
         // NOMUTEX: one thread at a time uses the connection, so SQLite's own locking is wasted work.
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
@@ -90,7 +94,9 @@ package final class AnalyticsStore {
         guard try prepares(db, "SELECT 1 FROM events LIMIT 0") else { return }
         let sql = "SELECT id, subject, key, value, timestamp FROM events LIMIT 0"
         guard try prepares(db, sql) else {
-            throw .damaged("sqlite3_prepare_v2(\(sql))", "the events table is not the store's: \(String(cString: sqlite3_errmsg(db)))")
+            throw .damaged(
+                "sqlite3_prepare_v2(\(sql))",
+                "the events table is not the store's: \(String(cString: sqlite3_errmsg(db)))")
         }
     }
 
@@ -113,7 +119,9 @@ package final class AnalyticsStore {
         }
         // FULL in WAL mode fsyncs the WAL at every commit: a 202 means the values are on disk.
         try exec(db, "PRAGMA synchronous=FULL")
-        try exec(db, """
+        try exec(
+            db,
+            """
             CREATE TABLE IF NOT EXISTS events(
                 id INTEGER PRIMARY KEY AUTOINCREMENT,
                 subject TEXT NOT NULL,

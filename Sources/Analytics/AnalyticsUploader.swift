@@ -31,7 +31,8 @@ final class AnalyticsUploader: @unchecked Sendable {
         schedule = UploadSchedule(interval: configuration.pushIntervalSeconds)
     }
 
-    func start(service: AnalyticsService, home: EventLoop, http: UpstreamClient, refresher: (any UploadTokenRefresher)?) {
+    func start(service: AnalyticsService, home: EventLoop, http: UpstreamClient, refresher: (any UploadTokenRefresher)?)
+    {
         self.service = service
         self.home = home
         self.http = http
@@ -125,14 +126,18 @@ final class AnalyticsUploader: @unchecked Sendable {
     private func send(_ prepared: Batch, mayRefresh: Bool = true) {
         let batch = prepared.events
         guard let http, !batch.isEmpty else { return }
-        guard let credential = credentials.value(for: configuration.credential) ?? (configuration.credential == .none ? "" : nil) else {
+        guard
+            let credential = credentials.value(for: configuration.credential)
+                ?? (configuration.credential == .none ? "" : nil)
+        else {
             return finished(.retryLater, reason: "no \(configuration.credential.rawValue) credential to upload with")
         }
         var headers = ["Content-Type: application/json", "Accept: application/json"]
         if !credential.isEmpty { headers += ["Authorization: \(credential)", "X-Authorization: \(credential)"] }
         let body = prepared.body
-        let request = UpstreamRequest(method: "POST", url: configuration.endpoint.description, headers: headers,
-                                      hasBody: true, bodyLength: body.count, timeout: Self.timeout)
+        let request = UpstreamRequest(
+            method: "POST", url: configuration.endpoint.description, headers: headers,
+            hasBody: true, bodyLength: body.count, timeout: Self.timeout)
         http.fetch(request, body: body) { [self] result in
             switch result {
             case .success(let response) where (200...299).contains(response.status):
@@ -146,11 +151,16 @@ final class AnalyticsUploader: @unchecked Sendable {
                 // only), and not dropped either: a moved endpoint keeps every batch until the
                 // config names the new place (found by a review: 3xx fell through to "drop").
                 let location = response.first("Location")
-                Log.emit(.warning, "analytics_endpoint_redirected", ["status": .int(response.status), "location": .string(location ?? "")])
-                finished(.retryLater, reason: "the endpoint answered HTTP \(response.status)\(location.map { " to \($0)" } ?? "")"
-                                              + "; set analytics.endpoint to where it points")
+                Log.emit(
+                    .warning, "analytics_endpoint_redirected",
+                    ["status": .int(response.status), "location": .string(location ?? "")])
+                finished(
+                    .retryLater,
+                    reason: "the endpoint answered HTTP \(response.status)\(location.map { " to \($0)" } ?? "")"
+                        + "; set analytics.endpoint to where it points")
             case .success(let response):
-                Log.emit(.warning, "analytics_batch_dropped", ["status": .int(response.status), "values": .int(batch.count)])
+                Log.emit(
+                    .warning, "analytics_batch_dropped", ["status": .int(response.status), "values": .int(batch.count)])
                 remove(batch, outcome: .dropped)
             case .failure(let error):
                 finished(.retryLater, reason: error.detail)
@@ -192,7 +202,8 @@ final class AnalyticsUploader: @unchecked Sendable {
                         report.dropped += ids.count
                     }
                 }
-                finished(deleted ? outcome : .retryLater, reason: deleted ? nil : "the store could not delete a sent batch")
+                finished(
+                    deleted ? outcome : .retryLater, reason: deleted ? nil : "the store could not delete a sent batch")
             }
         }
     }
@@ -205,7 +216,9 @@ final class AnalyticsUploader: @unchecked Sendable {
         case .wait(let until):
             if let reason {
                 report.deferredReason = reason
-                Log.emit(.warning, "analytics_upload_deferred", ["reason": .string(reason), "retryInSeconds": .double(until - UnixTime.now())])
+                Log.emit(
+                    .warning, "analytics_upload_deferred",
+                    ["reason": .string(reason), "retryInSeconds": .double(until - UnixTime.now())])
             }
             report.remaining = service.counters.depth.load(ordering: .relaxed)
             let finishedReport = report
@@ -214,7 +227,8 @@ final class AnalyticsUploader: @unchecked Sendable {
             waiters.removeAll()
             // A fresh clock (not the iteration's cached time), and the timer is the authority when it
             // fires: a timer a hair early must not be refused by the backoff it was armed for.
-            pushTimer = home.schedule(at: NanoTime.now().adding(seconds: max(0.01, until - UnixTime.now()) + 0.001)) { [weak self] in
+            pushTimer = home.schedule(at: NanoTime.now().adding(seconds: max(0.01, until - UnixTime.now()) + 0.001)) {
+                [weak self] in
                 self?.pushTimer = nil
                 self?.cycle(force: true)
             }

@@ -111,4 +111,3 @@ final class WriterQueue: Sendable {
         for case .append(_, let completion) in items { completion(result) }
     }
 }
-

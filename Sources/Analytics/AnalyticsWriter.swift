@@ -15,7 +15,9 @@ package final class AnalyticsWriter: Sendable {
         // writer reference still runs deinit (which drains and joins).
         nonisolated(unsafe) let store = store  // handed to the writer thread, used only there
         let thread: pthread_t
-        do { thread = try Threads.spawn { [queue] in queue.run(store) } } catch { fatalError("analytics writer: \(error)") }
+        do { thread = try Threads.spawn { [queue] in queue.run(store) } } catch {
+            fatalError("analytics writer: \(error)")
+        }
         queue.state.withLock { $0.thread = thread }
     }
 
@@ -25,8 +27,10 @@ package final class AnalyticsWriter: Sendable {
     /// COMMIT returns, each completion runs (on the writer thread — callers hop to their loop
     /// themselves), in submission order. After `shutdown`, `completion` runs at once, on the
     /// caller's thread, with a `.closed` error.
-    package func append(_ events: [NewEvent],
-                       completion: @escaping @Sendable (Result<Void, AnalyticsStoreError>) -> Void) {
+    package func append(
+        _ events: [NewEvent],
+        completion: @escaping @Sendable (Result<Void, AnalyticsStoreError>) -> Void
+    ) {
         if !queue.submit(.append(events, completion)) {
             completion(.failure(.closed("AnalyticsWriter.append")))
         }
@@ -64,4 +68,3 @@ package final class AnalyticsWriter: Sendable {
         }
     }
 }
-

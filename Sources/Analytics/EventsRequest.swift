@@ -55,7 +55,8 @@ package enum EventsRequest {
                 throw EventsRequestError(nil, "events: must be an array, got \(events.kindDescription)")
             }
             if list.count > limits.maxEvents {
-                throw EventsRequestError(nil, "events: at most \(limits.maxEvents) per request, got \(list.count)", tooLarge: true)
+                throw EventsRequestError(
+                    nil, "events: at most \(limits.maxEvents) per request, got \(list.count)", tooLarge: true)
             }
             var values: [AnalyticsValue] = []
             values.reserveCapacity(list.count)
@@ -63,7 +64,8 @@ package enum EventsRequest {
                 let value = try value(event, index: index, keys: keys, now: now)
                 let bytes = value.value.utf8.count
                 if bytes > limits.maxValueBytes {
-                    throw EventsRequestError(index, "value: \(bytes) bytes; the limit is \(limits.maxValueBytes)", tooLarge: true)
+                    throw EventsRequestError(
+                        index, "value: \(bytes) bytes; the limit is \(limits.maxValueBytes)", tooLarge: true)
                 }
                 values.append(value)
             }
@@ -87,9 +89,10 @@ package enum EventsRequest {
         case let other?:
             throw EventsRequestError(index, "value: must be a string or a number, got \(other.kindDescription)")
         }
-        let timestamp = try members.timestamp.map { v throws(EventsRequestError) in
-            try self.timestamp(v, index: index, now: now)
-        } ?? now
+        let timestamp =
+            try members.timestamp.map { v throws(EventsRequestError) in
+                try self.timestamp(v, index: index, now: now)
+            } ?? now
         return AnalyticsValue(key: key, value: value, timestamp: timestamp)
     }
 

@@ -36,7 +36,8 @@ package struct OperationRequest: Sendable, Equatable {
             var phases: [AppPhase] = []
             if let cancelOn = members["cancelOn"] {
                 guard let list = cancelOn.arrayValue else {
-                    throw EventsRequestError(nil, "cancelOn: must be an array of phases, got \(cancelOn.kindDescription)")
+                    throw EventsRequestError(
+                        nil, "cancelOn: must be an array of phases, got \(cancelOn.kindDescription)")
                 }
                 for item in list {
                     let phase = try AppPhase.parse(item, field: "cancelOn")

@@ -34,7 +34,9 @@ package struct TimedOperations: Sendable {
 
     /// Starts (or restarts) the operation `key` at `now` (monotonic ns), cancelled by any of `cancelOn`.
     package mutating func begin(key: String, cancelOn: [AppPhase], now: Int64) {
-        if running[key] == nil, running.count >= limit, let oldest = running.min(by: { $0.value.start < $1.value.start }) {
+        if running[key] == nil, running.count >= limit,
+            let oldest = running.min(by: { $0.value.start < $1.value.start })
+        {
             running[oldest.key] = nil
         }
         running[key] = Running(start: now, cancelOn: cancelOn)
@@ -43,7 +45,8 @@ package struct TimedOperations: Sendable {
     /// Ends the first running key of `keys` (most specific first) and returns it with
     /// the whole milliseconds since it began; nil when none is running.
     package mutating func finish(searchingFrom keys: [String], now: Int64) -> (key: String, milliseconds: Int64)? {
-        guard let key = keys.first(where: { running[$0] != nil }), let operation = running.removeValue(forKey: key) else {
+        guard let key = keys.first(where: { running[$0] != nil }), let operation = running.removeValue(forKey: key)
+        else {
             return nil
         }
         let elapsed = now.subtractingReportingOverflow(operation.start)

@@ -5,7 +5,9 @@ import JSON
 extension ConfigDecoder {
     static let tlsKeys = ["caFile", "clientCertificate", "clientKey", "serverName"]
     /// The provider keys read by `identity`.
-    static let identityKeys = ["tokenEndpointAuthMethod", "privateKey", "keyID", "clientAssertion", "resource", "audience", "tls"]
+    static let identityKeys = [
+        "tokenEndpointAuthMethod", "privateKey", "keyID", "clientAssertion", "resource", "audience", "tls",
+    ]
     static let tokenExchangeKeys = ["audience", "resource", "scope"]
 
     /// Reads the provider's client-authentication, audience and TLS keys into `p` and checks
@@ -32,13 +34,17 @@ extension ConfigDecoder {
         case .privateKeyJWT:
             switch (object.has("privateKey"), object.has("clientAssertion")) {
             case (false, false):
-                report(object.path, "needs \"privateKey\" (signed assertions) or \"clientAssertion\" (a ready-made one) for \(named)")
+                report(
+                    object.path,
+                    "needs \"privateKey\" (signed assertions) or \"clientAssertion\" (a ready-made one) for \(named)")
             case (true, true):
                 report(object.path("clientAssertion"), "cannot be used together with \"privateKey\" (give one of them)")
             default: break
             }
             unused("clientSecret")
-            if object.has("keyID"), !object.has("privateKey") { report(object.path("keyID"), "is used only with \"privateKey\"") }
+            if object.has("keyID"), !object.has("privateKey") {
+                report(object.path("keyID"), "is used only with \"privateKey\"")
+            }
             if let source = p.privateKey, resolvesSecrets { checkSigningKey(source, at: object.path("privateKey")) }
         case .tlsClientAuth:
             if p.tls?.clientCertificate == nil, !object.has("tls") {
@@ -50,7 +56,9 @@ extension ConfigDecoder {
         case .none:
             unused("clientSecret"); unused("privateKey"); unused("clientAssertion")
         }
-        if object.has("keyID"), method != .privateKeyJWT { report(object.path("keyID"), "is used only with \"privateKey\"") }
+        if object.has("keyID"), method != .privateKeyJWT {
+            report(object.path("keyID"), "is used only with \"privateKey\"")
+        }
     }
 
     /// A `kid`: visible ASCII (it goes into a JWS header as JSON, but keys are named plainly).
@@ -91,10 +99,12 @@ extension ConfigDecoder {
     static func isAbsoluteURI(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0, colon < bytes.count - 1,
-              bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return false }
+            bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else { return false }
         let scheme = bytes[..<colon]
         func letter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
-        return letter(scheme[0]) && scheme.allSatisfy { letter($0) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E }
+        return letter(scheme[0])
+            && scheme.allSatisfy { letter($0) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E }
     }
 
     /// A `tls` object; files are checked to exist now, and a client key against its certificate.
@@ -111,11 +121,15 @@ extension ConfigDecoder {
         default: break
         }
         if resolvesSecrets, let source = tls.clientKey, let certificate = tls.clientCertificate,
-           let pem = try? source.resolve(at: object.path("clientKey"), environment: environment) {
+            let pem = try? source.resolve(at: object.path("clientKey"), environment: environment)
+        {
             if let key = PrivateKeyPEM(pem: pem) {
                 if case .success(let bytes) = FileSystem.readFile(certificate, limit: SecretSource.maxFileBytes),
-                   key.matches(certificate: bytes) == false {
-                    report(object.path("clientKey"), "does not match the certificate \(certificate) (\(source.description))")
+                    key.matches(certificate: bytes) == false
+                {
+                    report(
+                        object.path("clientKey"),
+                        "does not match the certificate \(certificate) (\(source.description))")
                 }
             } else {
                 report(object.path("clientKey"), "is not a PEM private key (\(source.description))")

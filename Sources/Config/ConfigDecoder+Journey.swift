@@ -1,8 +1,10 @@
 import JSON
 
 extension ConfigDecoder {
-    static let journeyKeys = ["serverURL", "realm", "cookieName", "journey", "forceAuth", "noSession", "timeoutSeconds",
-                              "allowedJourneys"]
+    static let journeyKeys = [
+        "serverURL", "realm", "cookieName", "journey", "forceAuth", "noSession", "timeoutSeconds",
+        "allowedJourneys",
+    ]
 
     /// `provider.journey`; nil when a field is invalid (reported).
     func journey(_ object: ObjectReader) -> JourneyConfiguration? {
@@ -15,12 +17,14 @@ extension ConfigDecoder {
         let forceAuth = object.bool("forceAuth") ?? false
         let noSession = object.bool("noSession") ?? false
         let timeout = object.seconds("timeoutSeconds", positive: true) ?? 30
-        let allowed = object.read("allowedJourneys") { value, path in
-            array(value, at: path)?.compactMap { journeyName($0.value, at: $0.path) }
-        } ?? []
+        let allowed =
+            object.read("allowedJourneys") { value, path in
+                array(value, at: path)?.compactMap { journeyName($0.value, at: $0.path) }
+            } ?? []
         guard let server, errors.count == before else { return nil }
-        var journey = JourneyConfiguration(serverURL: server, realm: realm, cookieName: cookie, journey: tree,
-                                           forceAuth: forceAuth, noSession: noSession, timeoutSeconds: timeout)
+        var journey = JourneyConfiguration(
+            serverURL: server, realm: realm, cookieName: cookie, journey: tree,
+            forceAuth: forceAuth, noSession: noSession, timeoutSeconds: timeout)
         journey.allowedJourneys = allowed
         return journey
     }
@@ -28,7 +32,9 @@ extension ConfigDecoder {
     /// A realm name goes into URL paths: letters, digits, `-`, `_`, `.` only.
     private func realm(_ value: JSONValue, at path: String) -> String? {
         guard let name = string(value, at: path) else { return nil }
-        guard JourneyConfiguration.isPlainName(name) else { return failure(path, "\"\(name)\" is not a realm name (letters, digits, \"-\", \"_\", \".\")") }
+        guard JourneyConfiguration.isPlainName(name) else {
+            return failure(path, "\"\(name)\" is not a realm name (letters, digits, \"-\", \"_\", \".\")")
+        }
         return name
     }
 
@@ -40,7 +46,9 @@ extension ConfigDecoder {
 
     private func journeyName(_ value: JSONValue, at path: String) -> String? {
         guard let name = string(value, at: path) else { return nil }
-        guard JourneyConfiguration.isPlainName(name) else { return failure(path, "\"\(name)\" is not a journey name (letters, digits, \"-\", \"_\", \".\")") }
+        guard JourneyConfiguration.isPlainName(name) else {
+            return failure(path, "\"\(name)\" is not a journey name (letters, digits, \"-\", \"_\", \".\")")
+        }
         return name
     }
 }

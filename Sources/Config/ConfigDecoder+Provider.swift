@@ -1,11 +1,13 @@
 import JSON
 
 extension ConfigDecoder {
-    static let providerKeys = [
-        "discoveryURL", "authorizationEndpoint", "tokenEndpoint", "revocationEndpoint", "userinfoEndpoint",
-        "deviceAuthorizationEndpoint", "clientID", "clientSecret", "redirectURI", "scopes", "grant",
-        "refreshBeforeExpirySeconds", "minRefreshIntervalSeconds", "accessToken", "idToken", "tokenType", "demo", "journey",
-    ] + identityKeys
+    static let providerKeys =
+        [
+            "discoveryURL", "authorizationEndpoint", "tokenEndpoint", "revocationEndpoint", "userinfoEndpoint",
+            "deviceAuthorizationEndpoint", "clientID", "clientSecret", "redirectURI", "scopes", "grant",
+            "refreshBeforeExpirySeconds", "minRefreshIntervalSeconds", "accessToken", "idToken", "tokenType", "demo",
+            "journey",
+        ] + identityKeys
 
     /// The provider; nil when anything in it is invalid (reported), so dependent checks stay quiet.
     func provider(_ object: ObjectReader) -> ProviderConfiguration? {
@@ -74,7 +76,9 @@ extension ConfigDecoder {
             if p.tokenEndpointAuthMethod == nil {
                 require("clientSecret", false)
             } else {
-                report(object.path("tokenEndpointAuthMethod"), "\"none\" cannot be used with \(grant): the client must authenticate")
+                report(
+                    object.path("tokenEndpointAuthMethod"),
+                    "\"none\" cannot be used with \(grant): the client must authenticate")
             }
         }
         return errors.count == before ? p : nil

@@ -17,7 +17,9 @@ extension ConfigDecoder {
         guard let top = ObjectReader(root, at: "", keys: ConfigDecoder.topLevelKeys, decoder: self) else { return nil }
         var config = ProxyConfiguration(configDirectory: directory)
         if let listen = top.read("listen", listenAddresses) { config.listen = listen }
-        config.metricsListen = top.read("metricsListen") { value, path in metricsAddress(value, at: path, listen: config.listen) }
+        config.metricsListen = top.read("metricsListen") { value, path in
+            metricsAddress(value, at: path, listen: config.listen)
+        }
         if let grace = top.seconds("shutdownGraceSeconds") { config.shutdownGraceSeconds = grace }
         if let watch = top.bool("watchConfig") { config.watchConfig = watch }
         if let log = top.object("log", keys: ["access"]), let access = log.bool("access") { config.accessLog = access }
@@ -42,26 +44,33 @@ extension ConfigDecoder {
             let chosen = chooseProvider(route.provider, credential: route.credential, at: path, in: config)
             config.routes[index].provider = chosen?.name
             if route.tokenExchange != nil, let chosen, chosen.configuration.grant == .staticTokens {
-                report(path + ".tokenExchange", "needs a provider with a token endpoint; \(chosen.path) has grant \"static\"")
+                report(
+                    path + ".tokenExchange",
+                    "needs a provider with a token endpoint; \(chosen.path) has grant \"static\"")
             }
         }
         if let analytics = config.analytics, analytics.credential != .none || analytics.provider != nil {
-            let chosen = chooseProvider(analytics.provider, credential: analytics.credential, at: "analytics", in: config)
+            let chosen = chooseProvider(
+                analytics.provider, credential: analytics.credential, at: "analytics", in: config)
             config.analytics?.provider = chosen?.name
         }
         return config
     }
 
     /// The provider a route (or analytics) at `path` uses: the one it names, else the only one.
-    private func chooseProvider(_ name: String?, credential: CredentialKind, at path: String,
-                                in config: ProxyConfiguration) -> NamedProvider? {
+    private func chooseProvider(
+        _ name: String?, credential: CredentialKind, at path: String,
+        in config: ProxyConfiguration
+    ) -> NamedProvider? {
         let known = config.providers.map { "\"\($0.name)\"" }.joined(separator: ", ")
         let chosen: NamedProvider
         if let name {
             guard let found = config.provider(named: name) else {
-                return failure(path + ".provider", config.providers.isEmpty
-                               ? "names \"\(name)\", but no provider is configured"
-                               : "names an unknown provider \"\(name)\" (configured: \(known))")
+                return failure(
+                    path + ".provider",
+                    config.providers.isEmpty
+                        ? "names \"\(name)\", but no provider is configured"
+                        : "names an unknown provider \"\(name)\" (configured: \(known))")
             }
             chosen = found
         } else if config.providers.count == 1 {
@@ -101,7 +110,8 @@ extension ConfigDecoder {
                 continue
             }
             guard let reader = ObjectReader(block, at: path, keys: ConfigDecoder.providerKeys, decoder: self),
-                  let configuration = provider(reader) else {
+                let configuration = provider(reader)
+            else {
                 anyInvalid = true
                 continue
             }
@@ -113,10 +123,12 @@ extension ConfigDecoder {
     /// A provider name: 1 to 32 letters, digits, '_' or '-' (it names a file, a metric label, a query value).
     func providerName(_ value: JSONValue, at path: String) -> String? {
         guard let name = string(value, at: path) else { return nil }
-        let allowed = name.utf8.count <= 32 && name.utf8.allSatisfy { b in
-            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
-                || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
-        }
+        let allowed =
+            name.utf8.count <= 32
+            && name.utf8.allSatisfy { b in
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+                    || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
+            }
         guard allowed else { return failure(path, "a provider name has 1 to 32 letters, digits, '_' or '-'") }
         return name
     }
@@ -129,7 +141,8 @@ extension ConfigDecoder {
             report(path, "\"jwt\" needs an id_token, which grant \"client_credentials\" does not give")
         case .staticTokens where provider.idToken == nil:
             report(path, "\"jwt\" needs \(named.path).idToken with grant \"static\"")
-        case .authorizationCode where !provider.scopes.contains("openid"), .journey where !provider.scopes.contains("openid"):
+        case .authorizationCode where !provider.scopes.contains("openid"),
+            .journey where !provider.scopes.contains("openid"):
             report(path, "\"jwt\" needs the \"openid\" scope in \(named.path).scopes")
         default:
             break

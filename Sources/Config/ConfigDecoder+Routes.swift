@@ -2,7 +2,8 @@ import JSON
 
 extension ConfigDecoder {
     static let routeKeys = [
-        "name", "path", "upstream", "credential", "provider", "headers", "redirects", "retryOn401", "timeoutSeconds", "mock",
+        "name", "path", "upstream", "credential", "provider", "headers", "redirects", "retryOn401", "timeoutSeconds",
+        "mock",
         "experimentHeader",
         "encodedSlashes", "tokenExchange", "tls", "upgrades", "tunnelIdleTimeoutSeconds", "streamIdleTimeoutSeconds",
     ]
@@ -36,7 +37,9 @@ extension ConfigDecoder {
 
     /// One route; nil when its name or path is missing or invalid (reported).
     func route(_ value: JSONValue, at path: String) -> RouteConfiguration? {
-        guard let object = ObjectReader(value, at: path, keys: ConfigDecoder.routeKeys, decoder: self) else { return nil }
+        guard let object = ObjectReader(value, at: path, keys: ConfigDecoder.routeKeys, decoder: self) else {
+            return nil
+        }
         let name = object.read("name", required: true, routeName)
         let routePath = object.read("path", required: true, routePath)
         let upstream = object.read("upstream", upstreamURL)
@@ -68,7 +71,9 @@ extension ConfigDecoder {
         let tokenExchange = object.object("tokenExchange", keys: Self.tokenExchangeKeys).flatMap(tokenExchange)
         let tls = object.object("tls", keys: Self.tlsKeys).flatMap(tls)
         if object.has("tokenExchange"), credential != .accessToken {
-            report(path + ".tokenExchange", "needs \"credential\": \"access_token\" (the token exchanged is the provider's access token)")
+            report(
+                path + ".tokenExchange",
+                "needs \"credential\": \"access_token\" (the token exchanged is the provider's access token)")
         }
         // Everything is read before this point so a bad name or path hides no other error.
         guard let name, let routePath else { return nil }
@@ -90,10 +95,13 @@ extension ConfigDecoder {
         guard let names = strings(value, at: path, nonEmpty: false) else { return nil }
         var tokens: [String] = []
         for name in names {
-            let isToken = !name.isEmpty && name.utf8.allSatisfy { b in
-                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
-                    || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") || b == UInt8(ascii: ".") || b == UInt8(ascii: "/")
-            }
+            let isToken =
+                !name.isEmpty
+                && name.utf8.allSatisfy { b in
+                    (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+                        || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") || b == UInt8(ascii: ".")
+                        || b == UInt8(ascii: "/")
+                }
             guard isToken else {
                 report(path, "\"\(name)\" is not an Upgrade protocol name (letters, digits, - _ . /)")
                 return nil
@@ -119,7 +127,10 @@ extension ConfigDecoder {
     private func routePath(_ value: JSONValue, at path: String) -> String? {
         guard let text = string(value, at: path) else { return nil }
         guard text.hasPrefix("/") else { return failure(path, "must begin with \"/\"") }
-        guard !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
+        guard
+            !text.utf8.contains(where: {
+                $0 <= 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
+            })
         else { return failure(path, "must not contain spaces, control characters, '?' or '#'") }
         let segments = text.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         guard !segments.contains(where: { $0 == "." || $0 == ".." }) else {

@@ -27,8 +27,10 @@ extension ConfigDecoder {
         }
         guard resolvesSecrets else { return source }
         do {
-            _ = try token ? source.resolveToken(at: path, environment: environment)
-                          : source.resolve(at: path, environment: environment)
+            _ =
+                try token
+                ? source.resolveToken(at: path, environment: environment)
+                : source.resolve(at: path, environment: environment)
         } catch {
             report(error.path, error.message)
             return nil

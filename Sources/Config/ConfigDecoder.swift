@@ -112,9 +112,12 @@ final class ConfigDecoder {
 
     /// `parent.key`, or `parent["odd key"]` when the key is not a plain identifier.
     static func path(_ parent: String, _ key: String) -> String {
-        let plain = !key.isEmpty && key.utf8.allSatisfy { b in
-            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F || b == 0x2D
-        }
+        let plain =
+            !key.isEmpty
+            && key.utf8.allSatisfy { b in
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F
+                    || b == 0x2D
+            }
         if !plain { return parent + "[" + jsonQuoted(key) + "]" }
         return parent.isEmpty ? key : parent + "." + key
     }

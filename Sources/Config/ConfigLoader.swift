@@ -9,7 +9,9 @@ package enum ConfigLoader {
     /// With `schemaOnly`, secrets given as files or environment variables are not read (for CI,
     /// where they do not exist).
     /// `profile` selects one of the config's `profiles` (a JSON Merge Patch over the base).
-    package static func load(path: String, schemaOnly: Bool = false, profile: String? = nil) -> Result<ProxyConfiguration, ConfigErrors> {
+    package static func load(path: String, schemaOnly: Bool = false, profile: String? = nil) -> Result<
+        ProxyConfiguration, ConfigErrors
+    > {
         load(path: path, environment: SecretSource.processEnvironment, schemaOnly: schemaOnly, profile: profile)
     }
 
@@ -20,8 +22,9 @@ package enum ConfigLoader {
         let absolute = FileSystem.resolve(path, against: FileSystem.currentDirectory())
         switch FileSystem.readFile(absolute, limit: maxFileBytes) {
         case .success(let bytes):
-            return parse(bytes, configDirectory: FileSystem.directory(of: absolute), environment: environment,
-                         schemaOnly: schemaOnly, profile: profile)
+            return parse(
+                bytes, configDirectory: FileSystem.directory(of: absolute), environment: environment,
+                schemaOnly: schemaOnly, profile: profile)
         case .failure(let error):
             return .failure(ConfigErrors([error]))
         }
@@ -32,7 +35,8 @@ package enum ConfigLoader {
     package static func profileNames(path: String) -> [String] {
         let absolute = FileSystem.resolve(path, against: FileSystem.currentDirectory())
         guard case .success(let bytes) = FileSystem.readFile(absolute, limit: maxFileBytes),
-              let root = try? JSONValue.parse(bytes) else { return [] }
+            let root = try? JSONValue.parse(bytes)
+        else { return [] }
         return ConfigProfiles.names(in: root)
     }
 

@@ -39,8 +39,11 @@ package struct ConfigLocation: Sendable, Equatable {
             return .success(ConfigLocation(path: candidate, source: "default"))
         }
         let tried = defaults.map { $0.hasPrefix("/") ? $0 : "./" + $0 }.joined(separator: " and ")
-        return .failure(ConfigError(path: "", message:
-            "no config file: give --config FILE or set \(environmentVariable) (looked for \(tried))"))
+        return .failure(
+            ConfigError(
+                path: "",
+                message:
+                    "no config file: give --config FILE or set \(environmentVariable) (looked for \(tried))"))
     }
 
     /// The loaded configuration at this location, with its profile.
@@ -49,5 +52,7 @@ package struct ConfigLocation: Sendable, Equatable {
     }
 
     /// "Config/platform-proxy.json (default)", for the first line a command prints.
-    package var description: String { "\(path) (\(source == "default" ? "found in the default places" : "from \(source)"))" }
+    package var description: String {
+        "\(path) (\(source == "default" ? "found in the default places" : "from \(source)"))"
+    }
 }

@@ -29,7 +29,8 @@ package enum ConfigProfiles {
                     } else if case .object = patch {
                         patches[name] = patch
                     } else {
-                        decoder.report(path, "expected an object (a JSON Merge Patch of the config), not \(patch.kindDescription)")
+                        decoder.report(
+                            path, "expected an object (a JSON Merge Patch of the config), not \(patch.kindDescription)")
                     }
                 }
             } else if !profiles.isNull {
@@ -38,7 +39,8 @@ package enum ConfigProfiles {
         }
         guard let profile else { return .object(base) }
         guard let patch = patches[profile] else {
-            let known = patches.keys.isEmpty ? "the config defines none" : "have " + patches.keys.joined(separator: ", ")
+            let known =
+                patches.keys.isEmpty ? "the config defines none" : "have " + patches.keys.joined(separator: ", ")
             decoder.report("profiles", "no profile named \"\(profile)\" (\(known))")
             return .object(base)
         }
@@ -66,15 +68,19 @@ package enum ConfigProfiles {
         for (index, route) in config.routes.enumerated() {
             guard let mock = route.mock else { continue }
             if route.upstream == nil || mock.mode != .off {
-                decoder.report("routes[\(index)].mock", "mode \"\(route.upstream == nil ? "replay" : mock.mode.rawValue)\": "
-                               + "mock data never ships in the release profile (set \"mode\": \"off\" or remove the mock)")
+                decoder.report(
+                    "routes[\(index)].mock",
+                    "mode \"\(route.upstream == nil ? "replay" : mock.mode.rawValue)\": "
+                        + "mock data never ships in the release profile (set \"mode\": \"off\" or remove the mock)")
             }
         }
     }
 
     private static func validName(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 64 && name.utf8.allSatisfy { b in
-            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F || b == 0x2D
-        }
+        !name.isEmpty && name.utf8.count <= 64
+            && name.utf8.allSatisfy { b in
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F
+                    || b == 0x2D
+            }
     }
 }

@@ -28,7 +28,10 @@ package struct ExperimentConfiguration: Sendable, Equatable {
     package var end: Double?
 
     /// An experiment with the documented defaults unless given.
-    package init(name: String, variants: [Variant], salt: String = "", enabled: Bool = true, start: Double? = nil, end: Double? = nil) {
+    package init(
+        name: String, variants: [Variant], salt: String = "", enabled: Bool = true, start: Double? = nil,
+        end: Double? = nil
+    ) {
         self.name = name
         self.variants = variants
         self.salt = salt

@@ -18,7 +18,8 @@ enum FileSystem {
             var message = "cannot read \(path): \(describe(errno: code))"
             if code == EACCES {
                 // The usual container mistake: a secret mounted readable by root only.
-                message += " (the proxy runs as uid \(getuid()), gid \(getgid()); make the file readable by it, e.g. chmod 0644 or chown \(getuid()))"
+                message +=
+                    " (the proxy runs as uid \(getuid()), gid \(getgid()); make the file readable by it, e.g. chmod 0644 or chown \(getuid()))"
             }
             return .failure(failure(message))
         }

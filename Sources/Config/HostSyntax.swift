@@ -69,11 +69,12 @@ enum HostSyntax {
 
     /// True for an RFC 9110 token (header names, token types).
     static func isToken(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.allSatisfy { b in
-            switch b {
-            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
-            default: return "!#$%&'*+-.^_`|~".utf8.contains(b)
+        !s.isEmpty
+            && s.utf8.allSatisfy { b in
+                switch b {
+                case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
+                default: return "!#$%&'*+-.^_`|~".utf8.contains(b)
+                }
             }
-        }
     }
 }

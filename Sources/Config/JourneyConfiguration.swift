@@ -24,8 +24,10 @@ package struct JourneyConfiguration: Sendable, Equatable {
     package func allows(_ name: String) -> Bool { name == journey || allowedJourneys.contains(name) }
 
     /// A journey with the documented defaults unless given.
-    package init(serverURL: UpstreamURL, realm: String = "root", cookieName: String = "iPlanetDirectoryPro",
-                journey: String = "Login", forceAuth: Bool = false, noSession: Bool = false, timeoutSeconds: Double = 30) {
+    package init(
+        serverURL: UpstreamURL, realm: String = "root", cookieName: String = "iPlanetDirectoryPro",
+        journey: String = "Login", forceAuth: Bool = false, noSession: Bool = false, timeoutSeconds: Double = 30
+    ) {
         self.serverURL = serverURL
         self.realm = realm
         self.cookieName = cookieName
@@ -51,8 +53,10 @@ package struct JourneyConfiguration: Sendable, Equatable {
 
     /// Whether `name` is fit for a realm or tree name: letters, digits, `-`, `_`, `.`; not a dot segment.
     package static func isPlainName(_ name: String) -> Bool {
-        !name.isEmpty && name != "." && name != ".." && name.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2D || byte == 0x5F || byte == 0x2E
-        }
+        !name.isEmpty && name != "." && name != ".."
+            && name.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2D
+                    || byte == 0x5F || byte == 0x2E
+            }
     }
 }

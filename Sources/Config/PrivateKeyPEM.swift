@@ -14,7 +14,9 @@ package final class PrivateKeyPEM: @unchecked Sendable {
     /// Parses `pem`; nil when it holds no private key.
     package init?(pem: String) {
         var bytes = Array(pem.utf8)
-        guard let key = bytes.withUnsafeMutableBytes({ ccrypto_private_key($0.baseAddress, $0.count) }) else { return nil }
+        guard let key = bytes.withUnsafeMutableBytes({ ccrypto_private_key($0.baseAddress, $0.count) }) else {
+            return nil
+        }
         self.key = key
     }
 
@@ -27,11 +29,16 @@ package final class PrivateKeyPEM: @unchecked Sendable {
         case Int(CCRYPTO_KEY_EC_P256): return .success(.es256)
         case Int(CCRYPTO_KEY_RSA):
             let bits = Int(ccrypto_key_bits(key))
-            return bits >= 2048 ? .success(.rs256) : .failure(PrivateKeyProblem("the RSA key has \(bits) bits; RS256 needs 2048 or more"))
+            return bits >= 2048
+                ? .success(.rs256)
+                : .failure(PrivateKeyProblem("the RSA key has \(bits) bits; RS256 needs 2048 or more"))
         case Int(CCRYPTO_KEY_EC_OTHER):
-            return .failure(PrivateKeyProblem("the EC key is not on P-256; ES256 needs a P-256 key (or use an RSA key for RS256)"))
+            return .failure(
+                PrivateKeyProblem("the EC key is not on P-256; ES256 needs a P-256 key (or use an RSA key for RS256)"))
         default:
-            return .failure(PrivateKeyProblem("the key is neither RSA nor EC P-256; client assertions are signed with RS256 or ES256"))
+            return .failure(
+                PrivateKeyProblem(
+                    "the key is neither RSA nor EC P-256; client assertions are signed with RS256 or ES256"))
         }
     }
 
@@ -50,7 +57,9 @@ package final class PrivateKeyPEM: @unchecked Sendable {
     /// Whether `signature` (JWS form) is this key's SHA-256 signature of `data`.
     package func verify(_ data: [UInt8], signature: [UInt8]) -> Bool {
         data.withUnsafeBytes { input in
-            signature.withUnsafeBufferPointer { ccrypto_verify_sha256(key, input.baseAddress, input.count, $0.baseAddress, $0.count) == 1 }
+            signature.withUnsafeBufferPointer {
+                ccrypto_verify_sha256(key, input.baseAddress, input.count, $0.baseAddress, $0.count) == 1
+            }
         }
     }
 

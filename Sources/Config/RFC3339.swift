@@ -6,11 +6,11 @@ enum RFC3339 {
     static func parse(_ text: String) -> Double? {
         let b = Array(text.utf8)
         guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
-              b[10] | 0x20 == UInt8(ascii: "t"), b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
-              let year = digits(b, 0, 4), let month = digits(b, 5, 2), let day = digits(b, 8, 2),
-              let hour = digits(b, 11, 2), let minute = digits(b, 14, 2), let second = digits(b, 17, 2),
-              (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
-              hour < 24, minute < 60, second < 61  // 60: a leap second, read as the next one
+            b[10] | 0x20 == UInt8(ascii: "t"), b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
+            let year = digits(b, 0, 4), let month = digits(b, 5, 2), let day = digits(b, 8, 2),
+            let hour = digits(b, 11, 2), let minute = digits(b, 14, 2), let second = digits(b, 17, 2),
+            (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+            hour < 24, minute < 60, second < 61  // 60: a leap second, read as the next one
         else { return nil }
         var i = 19
         var fraction = 0.0
@@ -30,8 +30,10 @@ enum RFC3339 {
         if b[i] | 0x20 == UInt8(ascii: "z") {
             i += 1
         } else {
-            guard b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-"), b.count == i + 6, b[i + 3] == UInt8(ascii: ":"),
-                  let h = digits(b, i + 1, 2), let m = digits(b, i + 4, 2), h < 24, m < 60 else { return nil }
+            guard b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-"), b.count == i + 6,
+                b[i + 3] == UInt8(ascii: ":"),
+                let h = digits(b, i + 1, 2), let m = digits(b, i + 4, 2), h < 24, m < 60
+            else { return nil }
             offset = (h * 60 + m) * 60 * (b[i] == UInt8(ascii: "-") ? -1 : 1)
             i += 6
         }

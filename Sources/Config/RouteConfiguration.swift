@@ -86,7 +86,9 @@ package struct RedirectConfiguration: Sendable, Equatable {
     package var crossHostMethods: CrossHostMethods
 
     /// Redirect rules with the documented defaults unless given.
-    package init(follow: Bool = true, max: Int = 5, credentialHosts: [String], crossHostMethods: CrossHostMethods = .safe) {
+    package init(
+        follow: Bool = true, max: Int = 5, credentialHosts: [String], crossHostMethods: CrossHostMethods = .safe
+    ) {
         self.follow = follow
         self.max = max
         self.credentialHosts = credentialHosts

@@ -30,8 +30,10 @@ package enum SecretSource: Sendable, Equatable {
         if let offset = value.utf8.firstIndex(where: { !Self.isHeaderTokenByte($0) }) {
             let position = value.utf8.distance(from: value.utf8.startIndex, to: offset)
             // The offset and the byte's kind only: the secret itself is never in a message.
-            throw ConfigError(path: path, message: "the token (\(description)) has a space, control or non-ASCII byte at "
-                                  + "offset \(position); a token is sent in a header and must be visible ASCII")
+            throw ConfigError(
+                path: path,
+                message: "the token (\(description)) has a space, control or non-ASCII byte at "
+                    + "offset \(position); a token is sent in a header and must be visible ASCII")
         }
         return value
     }

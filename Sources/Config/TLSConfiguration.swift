@@ -15,8 +15,10 @@ package struct TLSConfiguration: Sendable, Equatable {
     package var serverName: String?
 
     /// TLS settings; every field defaults to nil.
-    package init(caFile: String? = nil, clientCertificate: String? = nil, clientKey: SecretSource? = nil,
-                 serverName: String? = nil) {
+    package init(
+        caFile: String? = nil, clientCertificate: String? = nil, clientKey: SecretSource? = nil,
+        serverName: String? = nil
+    ) {
         self.caFile = caFile
         self.clientCertificate = clientCertificate
         self.clientKey = clientKey

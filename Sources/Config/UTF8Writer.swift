@@ -16,7 +16,9 @@ package struct UTF8Writer {
     @inlinable
     package mutating func put(utf8 bytes: UnsafeBufferPointer<UInt8>) {
         precondition(bytes.count <= buffer.count - count, "UTF8Writer: capacity exceeded")
-        if let from = bytes.baseAddress, let to = buffer.baseAddress { (to + count).update(from: from, count: bytes.count) }
+        if let from = bytes.baseAddress, let to = buffer.baseAddress {
+            (to + count).update(from: from, count: bytes.count)
+        }
         count += bytes.count
     }
 

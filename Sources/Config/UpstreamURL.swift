@@ -15,7 +15,8 @@ package struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertib
             self.scheme = scheme
             self.host = host
             self.port = port
-            origin = port == UpstreamURL.defaultPort(for: scheme) ? "\(scheme)://\(host)" : "\(scheme)://\(host):\(port)"
+            origin =
+                port == UpstreamURL.defaultPort(for: scheme) ? "\(scheme)://\(host)" : "\(scheme)://\(host):\(port)"
         }
     }
 
@@ -58,8 +59,9 @@ package struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertib
     /// route's URL, so the reference counts its requests write are not the ones another loop's
     /// requests write (docs/performance.md, "Nothing shared is written"; bench/shared-writes.sh).
     package func privateCopy() -> UpstreamURL {
-        UpstreamURL(scheme: scheme.privateCopy(), host: host.privateCopy(), port: port, path: path.privateCopy(),
-                    query: query?.privateCopy())
+        UpstreamURL(
+            scheme: scheme.privateCopy(), host: host.privateCopy(), port: port, path: path.privateCopy(),
+            query: query?.privateCopy())
     }
 
     package static func == (a: UpstreamURL, b: UpstreamURL) -> Bool {
@@ -134,8 +136,9 @@ package struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertib
             path = target[..<mark]
             query = String(target[target.index(after: mark)...])
         }
-        return .success(UpstreamURL(
-            scheme: scheme, host: host, port: port, path: path.isEmpty ? "/" : String(path), query: query))
+        return .success(
+            UpstreamURL(
+                scheme: scheme, host: host, port: port, path: path.isEmpty ? "/" : String(path), query: query))
     }
 
     /// Why a URL was refused.

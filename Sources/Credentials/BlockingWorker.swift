@@ -14,7 +14,9 @@ package final class BlockingWorker: Sendable {
         self.name = name
         // The thread holds only the queue, so dropping the last worker reference still runs deinit.
         let thread: pthread_t
-        do { thread = try Threads.spawn { [queue] in queue.runUntilStopped() } } catch { fatalError("\(name): \(error)") }
+        do { thread = try Threads.spawn { [queue] in queue.runUntilStopped() } } catch {
+            fatalError("\(name): \(error)")
+        }
         queue.state.withLock { $0.thread = thread }
     }
 
@@ -86,4 +88,3 @@ private final class JobQueue: Sendable {
         }
     }
 }
-

@@ -13,8 +13,10 @@ package enum ClientAssertion {
     /// A signed assertion: `iss` = `sub` = the client ID, `aud` = the token endpoint, a fresh
     /// `jti`, `iat` now and `exp` a minute later; `kid` in the header when given. Nil when
     /// libcrypto could not sign.
-    package static func sign(clientID: String, audience: String, key: PrivateKeyPEM, algorithm: PrivateKeyPEM.Algorithm,
-                             keyID: String?, now: Double, jti: String = randomToken(bytes: 16)) -> String? {
+    package static func sign(
+        clientID: String, audience: String, key: PrivateKeyPEM, algorithm: PrivateKeyPEM.Algorithm,
+        keyID: String?, now: Double, jti: String = randomToken(bytes: 16)
+    ) -> String? {
         var header = JSONObject()
         header["alg"] = .string(algorithm.rawValue)
         header["typ"] = .string("JWT")
@@ -27,7 +29,8 @@ package enum ClientAssertion {
         claims["jti"] = .string(jti)
         claims["iat"] = .number(JSONNumber(issued))
         claims["exp"] = .number(JSONNumber(issued + lifetime))
-        let input = Base64URL.encode(JSONValue.object(header).serializedBytes()) + "."
+        let input =
+            Base64URL.encode(JSONValue.object(header).serializedBytes()) + "."
             + Base64URL.encode(JSONValue.object(claims).serializedBytes())
         guard let signature = key.sign(Array(input.utf8)) else { return nil }
         return input + "." + Base64URL.encode(signature)
@@ -59,11 +62,15 @@ final class ClientAuthenticator {
 
     /// The header lines and form parameters that authenticate one request to `tokenEndpoint`
     /// (the assertion's audience), or why they cannot be made (never a secret in the reason).
-    func credentials(tokenEndpoint: String, now: Double) -> Result<(headers: [String], form: [(String, String)]), OAuthFailure> {
+    func credentials(tokenEndpoint: String, now: Double) -> Result<
+        (headers: [String], form: [(String, String)]), OAuthFailure
+    > {
         var form: [(String, String)] = []
         switch method {
         case .clientSecretBasic:
-            guard let clientID, let clientSecret else { return .failure(.refused("client_secret_basic needs clientID and clientSecret")) }
+            guard let clientID, let clientSecret else {
+                return .failure(.refused("client_secret_basic needs clientID and clientSecret"))
+            }
             let pair = FormEncoding.percentEncode(clientID) + ":" + FormEncoding.percentEncode(clientSecret)
             return .success((["Authorization: Basic " + Base64.encode(Array(pair.utf8))], []))
         case .clientSecretPost:
@@ -86,13 +93,17 @@ final class ClientAuthenticator {
     private func assertionValue(tokenEndpoint: String, now: Double) -> Result<String, OAuthFailure> {
         if let assertion {
             do { return .success(try assertion.resolveToken()) } catch {
-                return .failure(.unavailable("the client assertion (\(assertion.description)) cannot be read: \(error.message)"))
+                return .failure(
+                    .unavailable("the client assertion (\(assertion.description)) cannot be read: \(error.message)"))
             }
         }
-        guard let privateKey, let clientID else { return .failure(.refused("private_key_jwt needs privateKey or clientAssertion")) }
+        guard let privateKey, let clientID else {
+            return .failure(.refused("private_key_jwt needs privateKey or clientAssertion"))
+        }
         let pem: String
         do { pem = try privateKey.resolve() } catch {
-            return .failure(.unavailable("the private key (\(privateKey.description)) cannot be read: \(error.message)"))
+            return .failure(
+                .unavailable("the private key (\(privateKey.description)) cannot be read: \(error.message)"))
         }
         if parsed?.pem != pem {
             guard let key = PrivateKeyPEM(pem: pem) else {
@@ -100,11 +111,15 @@ final class ClientAuthenticator {
             }
             switch key.algorithm {
             case .success(let algorithm): parsed = (pem, key, algorithm)
-            case .failure(let problem): return .failure(.unavailable("the private key (\(privateKey.description)): \(problem)"))
+            case .failure(let problem):
+                return .failure(.unavailable("the private key (\(privateKey.description)): \(problem)"))
             }
         }
-        guard let parsed, let signed = ClientAssertion.sign(clientID: clientID, audience: tokenEndpoint, key: parsed.key,
-                                                            algorithm: parsed.algorithm, keyID: keyID, now: now) else {
+        guard let parsed,
+            let signed = ClientAssertion.sign(
+                clientID: clientID, audience: tokenEndpoint, key: parsed.key,
+                algorithm: parsed.algorithm, keyID: keyID, now: now)
+        else {
             return .failure(.unavailable("libcrypto could not sign the client assertion"))
         }
         return .success(signed)

@@ -126,7 +126,8 @@ package struct CredentialLifecycle: Sendable {
         lastError = nil
         failures = 0
         answerLost = false
-        return [.persist(tokens), .publish, .scheduleRefresh(at: refreshTime(tokens, now: now))] + resolve(waiters, .ready)
+        return [.persist(tokens), .publish, .scheduleRefresh(at: refreshTime(tokens, now: now))]
+            + resolve(waiters, .ready)
     }
 
     /// A request (or the proactive timer, with no waiter) wants fresh tokens.
@@ -172,7 +173,8 @@ package struct CredentialLifecycle: Sendable {
     /// than `minRefreshInterval` ago (the upstream refuses the token itself, not its age), so a
     /// route that always answers 401 causes at most one refresh per interval, whatever the rate.
     package mutating func rejected(waiter: Waiter, now: Double) -> [Action] {
-        if case .valid = state, Self.tooYoung(obtainedAt: obtainedAt, now: now, minRefreshInterval: minRefreshInterval) {
+        if case .valid = state, Self.tooYoung(obtainedAt: obtainedAt, now: now, minRefreshInterval: minRefreshInterval)
+        {
             suppressedRefreshes += 1
             return resolve([waiter], .suppressed)
         }
@@ -189,7 +191,8 @@ package struct CredentialLifecycle: Sendable {
         lastError = nil
         failures = 0
         answerLost = false
-        return [.persist(merged), .publish, .scheduleRefresh(at: refreshTime(merged, now: now))] + resolve(waiters, .ready)
+        return [.persist(merged), .publish, .scheduleRefresh(at: refreshTime(merged, now: now))]
+            + resolve(waiters, .ready)
     }
 
     /// The auth server refused the refresh token (`invalid_grant`): the login is gone. After a
@@ -203,8 +206,9 @@ package struct CredentialLifecycle: Sendable {
         if selfService { return refreshUnavailable(reason, now: now, jitter: jitter) }
         if answerLost {
             answerLost = false
-            return refreshUnavailable(reason + " (an earlier refresh got no answer and may have rotated the refresh "
-                                      + "token: the tokens are kept for one more try)", now: now, jitter: jitter)
+            return refreshUnavailable(
+                reason + " (an earlier refresh got no answer and may have rotated the refresh "
+                    + "token: the tokens are kept for one more try)", now: now, jitter: jitter)
         }
         return loginLost(reason, waiters: waiters)
     }
@@ -212,8 +216,10 @@ package struct CredentialLifecycle: Sendable {
     /// The auth server was unreachable, answered 5xx or something unusable: keep the login,
     /// retry with backoff. `rotatedRefreshToken`: the refresh token the unusable answer carried,
     /// kept and stored (the old one may be spent). `answerLost`: no answer came at all.
-    package mutating func refreshUnavailable(_ reason: String, now: Double, jitter: Double,
-                                            rotatedRefreshToken: String? = nil, answerLost lost: Bool = false) -> [Action] {
+    package mutating func refreshUnavailable(
+        _ reason: String, now: Double, jitter: Double,
+        rotatedRefreshToken: String? = nil, answerLost lost: Bool = false
+    ) -> [Action] {
         guard case .refreshing(var tokens, let waiters) = state else { return [] }
         failures += 1
         if lost { answerLost = true }

@@ -127,8 +127,10 @@ final class ExchangedTokens {
 extension CredentialManager {
     /// The token exchanged for `target` from the current access token: the cached one while it
     /// is fresh, else one exchange per target whoever asks (single-flight). `done` runs on `caller`.
-    package func exchangedToken(for target: TokenExchangeConfiguration, replyOn caller: EventLoop,
-                                _ done: @escaping (TokenExchangeOutcome) -> Void) {
+    package func exchangedToken(
+        for target: TokenExchangeConfiguration, replyOn caller: EventLoop,
+        _ done: @escaping (TokenExchangeOutcome) -> Void
+    ) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             guard let subject = lifecycle.tokens, lifecycle.status.loggedIn else {
@@ -144,22 +146,33 @@ extension CredentialManager {
                 let outcome: TokenExchangeOutcome
                 switch result {
                 case .success(let tokens):
-                    let token = ExchangedToken(value: tokens.accessToken, tokenType: tokens.tokenType, expiresAt: tokens.expiresAt,
-                                               obtainedAt: UnixTime.now(), generation: generation)
+                    let token = ExchangedToken(
+                        value: tokens.accessToken, tokenType: tokens.tokenType, expiresAt: tokens.expiresAt,
+                        obtainedAt: UnixTime.now(), generation: generation)
                     exchanges.table.answered(target, generation: generation, token: token)
-                    emit(.info, "token_exchanged", ["audience": .string(target.audience ?? ""),
-                                                    "expiresAt": tokens.expiresAt.map { .double($0) } ?? .string("unknown")])
+                    emit(
+                        .info, "token_exchanged",
+                        [
+                            "audience": .string(target.audience ?? ""),
+                            "expiresAt": tokens.expiresAt.map { .double($0) } ?? .string("unknown"),
+                        ])
                     outcome = .token(token)
                 case .failure(.refused(let reason)):
                     exchanges.table.answered(target, generation: generation, token: nil)
-                    emit(.warning, "token_exchange_refused", ["audience": .string(target.audience ?? ""), "reason": .string(reason)])
+                    emit(
+                        .warning, "token_exchange_refused",
+                        ["audience": .string(target.audience ?? ""), "reason": .string(reason)])
                     outcome = .refused(reason)
                 case .failure(.unavailable(let reason)):
                     exchanges.table.answered(target, generation: generation, token: nil)
-                    emit(.warning, "token_exchange_unavailable", ["audience": .string(target.audience ?? ""), "reason": .string(reason)])
+                    emit(
+                        .warning, "token_exchange_unavailable",
+                        ["audience": .string(target.audience ?? ""), "reason": .string(reason)])
                     outcome = .unavailable(reason)
                 }
-                for (waiter, reply) in exchanges.waiting.take(target, generation: generation) { waiter.execute { reply.value(outcome) } }
+                for (waiter, reply) in exchanges.waiting.take(target, generation: generation) {
+                    waiter.execute { reply.value(outcome) }
+                }
             }
         }
     }

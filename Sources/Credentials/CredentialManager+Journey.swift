@@ -43,8 +43,10 @@ extension CredentialManager {
 
     /// Starts `journey` (the configured one when nil), or resumes a suspended one from the
     /// "magic link" `resume`; `client` binds the step ids to the caller.
-    package func startJourney(_ journey: String?, resume: String?, client: String, replyOn caller: EventLoop,
-                             _ done: @escaping (JourneyTurn) -> Void) {
+    package func startJourney(
+        _ journey: String?, resume: String?, client: String, replyOn caller: EventLoop,
+        _ done: @escaping (JourneyTurn) -> Void
+    ) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             // After a restart the AM session is on disk: read it (on the worker) before the first
@@ -56,31 +58,44 @@ extension CredentialManager {
                     loop.execute { [self] in
                         if !journeys.sessionLoaded { journeys.session = journeys.session ?? stored }
                         journeys.sessionLoaded = true
-                        startJourney(journey, resume: resume, client: client, replyOn: caller) { turn in done.value(turn) }
+                        startJourney(journey, resume: resume, client: client, replyOn: caller) { turn in
+                            done.value(turn)
+                        }
                     }
                 }
                 return
             }
-            let reply: (JourneyTurn) -> Void = { turn in let sendable = LoopBound(turn, on: caller); caller.execute { done.value(sendable.value) } }
-            guard let config = provider.journey, let clientID = provider.clientID, let redirect = provider.redirectURI else {
-                return reply(.unavailable("The \(provider.grant.rawValue) grant has no journey login (provider.grant \"journey\")."))
+            let reply: (JourneyTurn) -> Void = { turn in
+                let sendable = LoopBound(turn, on: caller); caller.execute { done.value(sendable.value) }
+            }
+            guard let config = provider.journey, let clientID = provider.clientID, let redirect = provider.redirectURI
+            else {
+                return reply(
+                    .unavailable(
+                        "The \(provider.grant.rawValue) grant has no journey login (provider.grant \"journey\")."))
             }
             guard let authorize = oauth.endpoints.authorization else {
                 return reply(.unavailable(providerProblem ?? "the provider has no authorization endpoint"))
             }
             var suspendedId: String?
             if let resume {
-                guard let id = Self.suspendedId(in: resume) else { return reply(.invalidAnswers("The resume URL has no suspendedId parameter.")) }
+                guard let id = Self.suspendedId(in: resume) else {
+                    return reply(.invalidAnswers("The resume URL has no suspendedId parameter."))
+                }
                 suspendedId = id
             }
             let name = journey ?? config.journey
             guard config.allows(name) else {
-                return reply(.invalidAnswers("The journey \"\(name)\" is not one this proxy starts (provider.journey.journey "
-                                             + "or provider.journey.allowedJourneys)."))
+                return reply(
+                    .invalidAnswers(
+                        "The journey \"\(name)\" is not one this proxy starts (provider.journey.journey "
+                            + "or provider.journey.allowedJourneys)."))
             }
-            let amClient = JourneyClient(config: config, clientID: clientID, redirectURI: redirect.description,
-                                         scopes: provider.scopes, authorizeURL: authorize)
-            var flow = JourneyFlow(client: amClient, journey: name, pkce: PKCE.generate(), state: randomToken(), nonce: randomToken())
+            let amClient = JourneyClient(
+                config: config, clientID: clientID, redirectURI: redirect.description,
+                scopes: provider.scopes, authorizeURL: authorize)
+            var flow = JourneyFlow(
+                client: amClient, journey: name, pkce: PKCE.generate(), state: randomToken(), nonce: randomToken())
             let id = journeys.nextFlow
             journeys.nextFlow += 1
             let actions = flow.start(suspendedId: suspendedId, session: journeys.session)
@@ -92,15 +107,20 @@ extension CredentialManager {
     }
 
     /// Answers the step `step` with `answers` (input name → value).
-    package func continueJourney(step: String, answers: JSONObject, client: String, replyOn caller: EventLoop,
-                                _ done: @escaping (JourneyTurn) -> Void) {
+    package func continueJourney(
+        step: String, answers: JSONObject, client: String, replyOn caller: EventLoop,
+        _ done: @escaping (JourneyTurn) -> Void
+    ) {
         let done = LoopBound(done, on: caller)
         let answers = LoopBound(answers, on: loop)
         loop.execute { [self] in
-            let reply: (JourneyTurn) -> Void = { turn in let sendable = LoopBound(turn, on: caller); caller.execute { done.value(sendable.value) } }
+            let reply: (JourneyTurn) -> Void = { turn in
+                let sendable = LoopBound(turn, on: caller); caller.execute { done.value(sendable.value) }
+            }
             expireJourneys()
             guard let id = journeys.steps.take(step, client: client, now: UnixTime.now()),
-                  var entry = journeys.flows[id], entry.waiter == nil else { return reply(.unknownStep) }
+                var entry = journeys.flows[id], entry.waiter == nil
+            else { return reply(.unknownStep) }
             switch entry.flow.answer(answers.value) {
             case .failure(let error):
                 // The step stays answerable: the app may correct its answers.
@@ -135,7 +155,8 @@ extension CredentialManager {
                     performJourney(id, next)
                 }
             case .exchange(let code, let verifier):
-                oauth.exchangeCode(code, verifier: verifier, redirectURI: entry.flow.client.redirectURI) { [self] result in
+                oauth.exchangeCode(code, verifier: verifier, redirectURI: entry.flow.client.redirectURI) {
+                    [self] result in
                     guard var current = journeys.flows[id] else { return }
                     let next = current.flow.exchanged(result)
                     journeys.flows[id] = current
@@ -145,9 +166,12 @@ extension CredentialManager {
                 emit(.info, "logged_in", ["grant": .string("journey"), "journey": .string(name)])
                 journeys.session = session
                 if let session {
-                    let store = JourneySessionStore(directory: self.store.directory, name: self.store.journeySessionName)
+                    let store = JourneySessionStore(
+                        directory: self.store.directory, name: self.store.journeySessionName)
                     worker.submit {
-                        do { try store.save(session) } catch { self.emit(.error, "journey_session_store_failed", ["error": .string("\(error)")]) }
+                        do { try store.save(session) } catch {
+                            self.emit(.error, "journey_session_store_failed", ["error": .string("\(error)")])
+                        }
                     }
                 }
                 let rest = Array(actions[(index + 1)...])
@@ -164,7 +188,8 @@ extension CredentialManager {
         var step: String?
         if node.answerable != nil {
             let fresh = randomToken()
-            journeys.steps.issue(fresh, flow: id, client: entry.client, now: UnixTime.now()).filter { $0 != id }.forEach(dropJourney)
+            journeys.steps.issue(fresh, flow: id, client: entry.client, now: UnixTime.now()).filter { $0 != id }
+                .forEach(dropJourney)
             step = fresh
         }
         let json = node.json(journey: name, step: step, user: lifecycle.tokens?.subject)
@@ -172,7 +197,8 @@ extension CredentialManager {
         if let stage = node.answerable?.stage { event["stage"] = .string(stage) }
         switch node {
         case .failure(let cause): emit(.warning, "journey_failed", ["journey": .string(name), "cause": .string(cause)])
-        case .error(let message, _, _): emit(.info, "journey_error_node", ["journey": .string(name), "message": .string(message)])
+        case .error(let message, _, _):
+            emit(.info, "journey_error_node", ["journey": .string(name), "message": .string(message)])
         default: break
         }
         report(event)
@@ -207,13 +233,20 @@ extension CredentialManager {
     }
 
     /// Sends one AM request through the loop's libcurl client; the answer comes back on the loop.
-    func sendToAM(_ request: JourneyRequest, timeout: Double, _ done: @escaping (Result<JourneyFlow.Answer, JourneyTransportError>) -> Void) {
-        let upstream = UpstreamRequest(method: request.method, url: request.url, headers: request.headers,
-                                       hasBody: request.body != nil, bodyLength: request.body?.count, timeout: timeout)
+    func sendToAM(
+        _ request: JourneyRequest, timeout: Double,
+        _ done: @escaping (Result<JourneyFlow.Answer, JourneyTransportError>) -> Void
+    ) {
+        let upstream = UpstreamRequest(
+            method: request.method, url: request.url, headers: request.headers,
+            hasBody: request.body != nil, bodyLength: request.body?.count, timeout: timeout)
         http.fetch(upstream, body: request.body) { result in
             switch result {
             case .success(let response):
-                done(.success(JourneyFlow.Answer(status: response.status, location: response.first("Location"), body: response.body)))
+                done(
+                    .success(
+                        JourneyFlow.Answer(
+                            status: response.status, location: response.first("Location"), body: response.body)))
             case .failure(let error):
                 done(.failure(JourneyTransportError(error.detail)))
             }
@@ -223,7 +256,8 @@ extension CredentialManager {
     /// Ends the AM session behind the login (read from disk after a restart), then calls `then`.
     func endJourneySession(_ then: @escaping () -> Void) {
         guard let config = provider.journey, let clientID = provider.clientID, let redirect = provider.redirectURI,
-              let authorize = oauth.endpoints.authorization else { return then() }
+            let authorize = oauth.endpoints.authorization
+        else { return then() }
         let store = JourneySessionStore(directory: self.store.directory, name: self.store.journeySessionName)
         let known = journeys.session
         journeys.session = nil
@@ -232,11 +266,14 @@ extension CredentialManager {
         let then = LoopBound(then, on: loop)
         worker.submit { [self] in
             let session = known ?? store.load()
-            do { try store.delete() } catch { emit(.error, "journey_session_store_failed", ["error": .string("\(error)")]) }
+            do { try store.delete() } catch {
+                emit(.error, "journey_session_store_failed", ["error": .string("\(error)")])
+            }
             loop.execute { [self] in
                 guard let session else { return then.value() }
-                let client = JourneyClient(config: config, clientID: clientID, redirectURI: redirect.description,
-                                           scopes: provider.scopes, authorizeURL: authorize)
+                let client = JourneyClient(
+                    config: config, clientID: clientID, redirectURI: redirect.description,
+                    scopes: provider.scopes, authorizeURL: authorize)
                 sendToAM(client.logout(session: session), timeout: config.timeoutSeconds) { result in
                     let ended = (try? result.get()).map { (200...299).contains($0.status) } ?? false
                     self.emit(ended ? .info : .warning, "journey_session_ended", ["accepted": .bool(ended)])

@@ -51,8 +51,10 @@ extension CredentialManager {
     /// `onState` hears before the URL is handed out. `silent` asks for `prompt=none`: the
     /// provider answers from its session or redirects back with `login_required`. `crossSite`:
     /// the start is a navigation from another site (`maxCrossSitePendingLogins`).
-    package func loginURL(silent: Bool = false, crossSite: Bool = false, onState: (@Sendable (String) -> Void)? = nil,
-                         replyOn caller: EventLoop, _ done: @escaping (Result<String, LoginFailure>) -> Void) {
+    package func loginURL(
+        silent: Bool = false, crossSite: Bool = false, onState: (@Sendable (String) -> Void)? = nil,
+        replyOn caller: EventLoop, _ done: @escaping (Result<String, LoginFailure>) -> Void
+    ) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             let result = makeLoginURL(silent: silent, crossSite: crossSite, onState: onState)
@@ -60,8 +62,12 @@ extension CredentialManager {
         }
     }
 
-    private func makeLoginURL(silent: Bool, crossSite: Bool, onState: (@Sendable (String) -> Void)?) -> Result<String, LoginFailure> {
-        guard provider.grant == .authorizationCode else { return .failure(LoginFailure("the \(provider.grant.rawValue) grant has no browser login")) }
+    private func makeLoginURL(silent: Bool, crossSite: Bool, onState: (@Sendable (String) -> Void)?) -> Result<
+        String, LoginFailure
+    > {
+        guard provider.grant == .authorizationCode else {
+            return .failure(LoginFailure("the \(provider.grant.rawValue) grant has no browser login"))
+        }
         guard let endpoint = oauth.endpoints.authorization else {
             return .failure(LoginFailure(providerProblem ?? "the provider has no authorization endpoint"))
         }
@@ -74,15 +80,22 @@ extension CredentialManager {
         let limit = crossSite ? Self.maxCrossSitePendingLogins : Self.maxPendingLogins
         if counted.count >= limit {
             let wait = (counted.map(\.expires).min() ?? now) - now
-            emit(.warning, "login_start_refused", ["reason": .string("too many logins in progress"),
-                                                   "pending": .int(pendingLogins.count), "crossSite": .bool(crossSite)])
-            return .failure(LoginFailure("\(limit) logins were started\(crossSite ? " from other sites" : "") in the last "
-                + "\(Int(Self.loginLifetime / 60)) minutes and none of them finished. Finish one of them, "
-                + "or start again in \(Int(wait.rounded(.up))) seconds.", retryAfter: wait))
+            emit(
+                .warning, "login_start_refused",
+                [
+                    "reason": .string("too many logins in progress"),
+                    "pending": .int(pendingLogins.count), "crossSite": .bool(crossSite),
+                ])
+            return .failure(
+                LoginFailure(
+                    "\(limit) logins were started\(crossSite ? " from other sites" : "") in the last "
+                        + "\(Int(Self.loginLifetime / 60)) minutes and none of them finished. Finish one of them, "
+                        + "or start again in \(Int(wait.rounded(.up))) seconds.", retryAfter: wait))
         }
         let pkce = PKCE.generate()
         let state = randomToken()
-        pendingLogins[state] = PendingLogin(verifier: pkce.verifier, expires: now + Self.loginLifetime, crossSite: crossSite)
+        pendingLogins[state] = PendingLogin(
+            verifier: pkce.verifier, expires: now + Self.loginLifetime, crossSite: crossSite)
         onState?(state)
         var parameters = [
             ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirect.description),
@@ -95,19 +108,27 @@ extension CredentialManager {
     }
 
     /// The redirect back from the authorization server: checks `state`, exchanges the code.
-    package func completeLogin(query: [(String, String)], replyOn caller: EventLoop, _ done: @escaping (Result<Void, LoginFailure>) -> Void) {
+    package func completeLogin(
+        query: [(String, String)], replyOn caller: EventLoop, _ done: @escaping (Result<Void, LoginFailure>) -> Void
+    ) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             let reply: (Result<Void, LoginFailure>) -> Void = { result in caller.execute { done.value(result) } }
             let values = Dictionary(query, uniquingKeysWith: { first, _ in first })
             guard let state = values["state"], let pending = pendingLogins.removeValue(forKey: state),
-                  pending.expires > UnixTime.now() else {
-                return reply(.failure(LoginFailure("The login could not be matched to one started here (unknown or expired state). Start again.")))
+                pending.expires > UnixTime.now()
+            else {
+                return reply(
+                    .failure(
+                        LoginFailure(
+                            "The login could not be matched to one started here (unknown or expired state). Start again."
+                        )))
             }
             if let error = values["error"] {
                 let description = values["error_description"].map { ": \($0)" } ?? ""
                 emit(.info, "login_refused", ["error": .string(error)])
-                return reply(.failure(LoginFailure("The authorization server said \(error)\(description).", code: error)))
+                return reply(
+                    .failure(LoginFailure("The authorization server said \(error)\(description).", code: error)))
             }
             guard let code = values["code"], let redirect = provider.redirectURI else {
                 return reply(.failure(LoginFailure("The redirect carried no authorization code.")))
@@ -128,13 +149,16 @@ extension CredentialManager {
     }
 
     /// Starts an RFC 8628 device login and polls for its completion.
-    package func deviceLogin(replyOn caller: EventLoop, _ done: @escaping (Result<DeviceAuthorization, OAuthFailure>) -> Void) {
+    package func deviceLogin(
+        replyOn caller: EventLoop, _ done: @escaping (Result<DeviceAuthorization, OAuthFailure>) -> Void
+    ) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             oauth.authorizeDevice(scopes: provider.scopes) { [self] result in
                 if case .success(let authorization) = result {
-                    device = DeviceFlow(deviceCode: authorization.deviceCode, interval: max(1, authorization.interval),
-                                        expires: UnixTime.now() + authorization.expiresIn)
+                    device = DeviceFlow(
+                        deviceCode: authorization.deviceCode, interval: max(1, authorization.interval),
+                        expires: UnixTime.now() + authorization.expiresIn)
                     perform(lifecycle.loginStarted())
                     scheduleDevicePoll()
                 }
@@ -178,7 +202,9 @@ extension CredentialManager {
     /// Logs in with the configured demo token set (store reviewers, CI).
     package func demoLogin(replyOn caller: EventLoop, _ done: @escaping (Result<Void, LoginFailure>) -> Void) {
         let done = LoopBound(done, on: caller)
-        guard let demo = provider.demo else { return caller.execute { done.value(.failure(LoginFailure("no demo tokens are configured"))) } }
+        guard let demo = provider.demo else {
+            return caller.execute { done.value(.failure(LoginFailure("no demo tokens are configured"))) }
+        }
         let tokenType = provider.tokenType
         // Secrets may live in files: read them on the worker, not on a loop.
         worker.submit { [self] in
@@ -186,8 +212,10 @@ extension CredentialManager {
             do {
                 let access = try demo.accessToken.resolveToken()
                 let id = try demo.idToken?.resolveToken()
-                result = .success(TokenSet(accessToken: access, idToken: id, refreshToken: nil, tokenType: tokenType,
-                                           expiresAt: UnixTime.now() + demo.expiresInSeconds, scope: nil))
+                result = .success(
+                    TokenSet(
+                        accessToken: access, idToken: id, refreshToken: nil, tokenType: tokenType,
+                        expiresAt: UnixTime.now() + demo.expiresInSeconds, scope: nil))
             } catch {
                 result = .failure(LoginFailure("\(error)"))
             }
@@ -196,7 +224,9 @@ extension CredentialManager {
                 switch sendable.value {
                 case .success(let tokens):
                     emit(.info, "logged_in", ["grant": .string("demo")])
-                    perform(lifecycle.loggedIn(tokens, now: UnixTime.now())) { caller.execute { done.value(.success(())) } }
+                    perform(lifecycle.loggedIn(tokens, now: UnixTime.now())) {
+                        caller.execute { done.value(.success(())) }
+                    }
                 case .failure(let failure):
                     caller.execute { done.value(.failure(failure)) }
                 }
@@ -212,7 +242,9 @@ extension CredentialManager {
             endJourneySession { [self] in
                 let refresh = lifecycle.tokens?.refreshToken
                 // The revocation is done here (not as a lifecycle action) so the caller hears when it ended.
-                let actions = lifecycle.loggedOut().filter { if case .revoke = $0 { return false } else { return true } }
+                let actions = lifecycle.loggedOut().filter {
+                    if case .revoke = $0 { return false } else { return true }
+                }
                 device = nil
                 perform(actions)
                 emit(.info, "logged_out")
@@ -226,10 +258,13 @@ extension CredentialManager {
     }
 
     /// The provider's userinfo for the current login.
-    package func userinfo(replyOn caller: EventLoop, _ done: @escaping (Result<FetchedResponse, OAuthFailure>) -> Void) {
+    package func userinfo(replyOn caller: EventLoop, _ done: @escaping (Result<FetchedResponse, OAuthFailure>) -> Void)
+    {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
-            guard let tokens = lifecycle.tokens else { return caller.execute { done.value(.failure(.refused("not logged in"))) } }
+            guard let tokens = lifecycle.tokens else {
+                return caller.execute { done.value(.failure(.refused("not logged in"))) }
+            }
             oauth.userinfo(accessToken: tokens.accessToken, tokenType: tokens.tokenType) { result in
                 let sendable = LoopBound(result, on: caller)
                 caller.execute { done.value(sendable.value) }

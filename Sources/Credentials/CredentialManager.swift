@@ -20,7 +20,8 @@ package final class CredentialManager: @unchecked Sendable {
     let worker: BlockingWorker
     var lifecycle: CredentialLifecycle
     private let publishSnapshot: @Sendable (CredentialSnapshot) -> Void
-    private var waiters: [CredentialLifecycle.Waiter: (EventLoop, LoopBound<(CredentialLifecycle.Outcome) -> Void>)] = [:]
+    private var waiters: [CredentialLifecycle.Waiter: (EventLoop, LoopBound<(CredentialLifecycle.Outcome) -> Void>)] =
+        [:]
     private var nextWaiter: CredentialLifecycle.Waiter = 1
     private var refreshTimer: TimerID?
     private var retryTimer: TimerID?
@@ -53,9 +54,11 @@ package final class CredentialManager: @unchecked Sendable {
     let exchanges = ExchangedTokens()
 
     /// Creates the manager; call `start` on its loop.
-    package init(provider: ProviderConfiguration, loop: EventLoop, http: UpstreamClient, store: TokenStore,
-                worker: BlockingWorker, clientSecret: String?, name: String = "default",
-                publish: @escaping @Sendable (CredentialSnapshot) -> Void) {
+    package init(
+        provider: ProviderConfiguration, loop: EventLoop, http: UpstreamClient, store: TokenStore,
+        worker: BlockingWorker, clientSecret: String?, name: String = "default",
+        publish: @escaping @Sendable (CredentialSnapshot) -> Void
+    ) {
         self.name = name
         self.provider = provider
         self.loop = loop
@@ -64,16 +67,19 @@ package final class CredentialManager: @unchecked Sendable {
         self.http = http
         publishSnapshot = publish
         oauth = OAuthClient(http: http, provider: provider, clientSecret: clientSecret, now: UnixTime.now)
-        lifecycle = CredentialLifecycle(selfService: provider.grant == .clientCredentials,
-                                        refreshBefore: provider.refreshBeforeExpirySeconds,
-                                        minRefreshInterval: provider.minRefreshIntervalSeconds)
+        lifecycle = CredentialLifecycle(
+            selfService: provider.grant == .clientCredentials,
+            refreshBefore: provider.refreshBeforeExpirySeconds,
+            minRefreshInterval: provider.minRefreshIntervalSeconds)
     }
 
     /// Starts with the stored tokens (read before the loops ran); discovers the provider first
     /// when configured to, so the first refresh has a token endpoint.
     package func start(stored: TokenSet?) {
         loop.execute { [self] in
-            guard let url = provider.discoveryURL else { return perform(lifecycle.started(with: stored, now: UnixTime.now())) }
+            guard let url = provider.discoveryURL else {
+                return perform(lifecycle.started(with: stored, now: UnixTime.now()))
+            }
             providerProblem = "OIDC discovery has not completed yet"
             // A stored login is usable at once, even while the provider is unreachable; only
             // a self-service grant waits for discovery before its first token request.
@@ -103,11 +109,15 @@ package final class CredentialManager: @unchecked Sendable {
                 // 200, a half-written file) would leave nothing to refresh at: the endpoints in
                 // use stay, as for a failed re-read.
                 discovering = false
-                emit(.warning, "provider_rediscovery_failed", ["reason": .string("the discovery document names no token_endpoint")])
+                emit(
+                    .warning, "provider_rediscovery_failed",
+                    ["reason": .string("the discovery document names no token_endpoint")])
             case .success(let endpoints):
                 discovering = false
                 if known && endpoints != oauth.endpoints {
-                    emit(.info, "provider_endpoints_changed", ["tokenEndpoint": .string(endpoints.token?.description ?? "none")])
+                    emit(
+                        .info, "provider_endpoints_changed",
+                        ["tokenEndpoint": .string(endpoints.token?.description ?? "none")])
                 }
                 oauth.endpoints = endpoints
                 tokenEndpointFailures = 0
@@ -129,9 +139,13 @@ package final class CredentialManager: @unchecked Sendable {
                 discoveryFailures += 1
                 let delay = min(60.0, Double(1 << min(discoveryFailures - 1, 6)))
                 providerProblem = "OIDC discovery failed: \(failure.reason)"
-                emit(.warning, "provider_discovery_failed", ["reason": .string(failure.reason), "retryInSeconds": .double(delay)])
+                emit(
+                    .warning, "provider_discovery_failed",
+                    ["reason": .string(failure.reason), "retryInSeconds": .double(delay)])
                 publish()
-                loop.schedule(at: NanoTime.now().adding(seconds: delay)) { [self] in discover(url, startAfter: startAfter) }
+                loop.schedule(at: NanoTime.now().adding(seconds: delay)) { [self] in
+                    discover(url, startAfter: startAfter)
+                }
             }
         }
     }
@@ -151,8 +165,10 @@ package final class CredentialManager: @unchecked Sendable {
     /// single refresh. `done` runs on `replyOn` after that loop received the new snapshot.
     /// `after401`: an upstream refused the tokens, which refreshes them only when they are old
     /// enough (`minRefreshIntervalSeconds`); else the outcome is `.suppressed`.
-    package func refresh(seen generation: UInt64, after401: Bool = false, replyOn caller: EventLoop,
-                        _ done: @escaping (CredentialLifecycle.Outcome) -> Void) {
+    package func refresh(
+        seen generation: UInt64, after401: Bool = false, replyOn caller: EventLoop,
+        _ done: @escaping (CredentialLifecycle.Outcome) -> Void
+    ) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             if lifecycle.generation != generation, lifecycle.tokens != nil {
@@ -166,7 +182,9 @@ package final class CredentialManager: @unchecked Sendable {
             guard after401 else { return perform(lifecycle.refreshWanted(waiter: id, now: UnixTime.now())) }
             let suppressedBefore = lifecycle.suppressedRefreshes
             perform(lifecycle.rejected(waiter: id, now: UnixTime.now()))
-            if lifecycle.suppressedRefreshes != suppressedBefore { refreshOutcomes.suppressed.add(1, ordering: .relaxed) }
+            if lifecycle.suppressedRefreshes != suppressedBefore {
+                refreshOutcomes.suppressed.add(1, ordering: .relaxed)
+            }
         }
     }
 
@@ -203,7 +221,9 @@ package final class CredentialManager: @unchecked Sendable {
             case .clearStore:
                 let store = self.store
                 worker.submit {
-                    do { try store.delete() } catch { self.emit(.error, "token_store_failed", ["error": .string("\(error)")]) }
+                    do { try store.delete() } catch {
+                        self.emit(.error, "token_store_failed", ["error": .string("\(error)")])
+                    }
                 }
             case .revoke(let token):
                 oauth.revoke(token, hint: "refresh_token") { accepted in
@@ -247,35 +267,52 @@ package final class CredentialManager: @unchecked Sendable {
             switch result {
             case .success(let tokens):
                 refreshOutcomes.ok.add(1, ordering: .relaxed)
-                emit(.info, "token_refreshed", ["expiresAt": tokens.expiresAt.map { .double($0) } ?? .string("unknown")])
+                emit(
+                    .info, "token_refreshed", ["expiresAt": tokens.expiresAt.map { .double($0) } ?? .string("unknown")])
                 let now = UnixTime.now()
-                if !warnedShortLifetime, let expiry = tokens.expiresAt, expiry - now <= provider.refreshBeforeExpirySeconds {
+                if !warnedShortLifetime, let expiry = tokens.expiresAt,
+                    expiry - now <= provider.refreshBeforeExpirySeconds
+                {
                     warnedShortLifetime = true
-                    emit(.warning, "token_lifetime_short", ["lifetimeSeconds": .double((expiry - now).rounded()),
-                                                            "refreshBeforeExpirySeconds": .double(provider.refreshBeforeExpirySeconds),
-                                                            "message": .string("tokens are refreshed at half their life instead")])
+                    emit(
+                        .warning, "token_lifetime_short",
+                        [
+                            "lifetimeSeconds": .double((expiry - now).rounded()),
+                            "refreshBeforeExpirySeconds": .double(provider.refreshBeforeExpirySeconds),
+                            "message": .string("tokens are refreshed at half their life instead"),
+                        ])
                 }
                 perform(lifecycle.refreshSucceeded(tokens, now: now))
             case .failure(let failure) where failure.grantIsDead:
                 refreshOutcomes.refused.add(1, ordering: .relaxed)
                 emit(.warning, "token_refresh_refused", ["reason": .string(failure.reason)])
-                perform(lifecycle.refreshRefused("the auth server refused the refresh: \(failure.reason)", now: UnixTime.now(),
-                                                 jitter: Double.random(in: 0..<1)))
+                perform(
+                    lifecycle.refreshRefused(
+                        "the auth server refused the refresh: \(failure.reason)", now: UnixTime.now(),
+                        jitter: Double.random(in: 0..<1)))
             case .failure(.refused(let reason)):
                 // Another OAuth error (invalid_client, unauthorized_client, invalid_scope …) is
                 // about the client's configuration, not the user's grant: the login stays.
                 refreshOutcomes.unavailable.add(1, ordering: .relaxed)
                 emit(.warning, "token_refresh_unavailable", ["reason": .string(reason)])
-                perform(lifecycle.refreshUnavailable("the auth server refused the client: \(reason)", now: UnixTime.now(),
-                                                     jitter: Double.random(in: 0..<1), rotatedRefreshToken: notes.refreshToken))
+                perform(
+                    lifecycle.refreshUnavailable(
+                        "the auth server refused the client: \(reason)", now: UnixTime.now(),
+                        jitter: Double.random(in: 0..<1), rotatedRefreshToken: notes.refreshToken))
             case .failure(.unavailable(let reason)):
                 refreshOutcomes.unavailable.add(1, ordering: .relaxed)
-                emit(.warning, "token_refresh_unavailable", ["reason": .string(reason),
-                                                             "refreshTokenRotated": .bool(notes.refreshToken != nil),
-                                                             "answerLost": .bool(notes.answerLost)])
-                perform(lifecycle.refreshUnavailable("the auth server is unavailable: \(reason)", now: UnixTime.now(),
-                                                     jitter: Double.random(in: 0..<1), rotatedRefreshToken: notes.refreshToken,
-                                                     answerLost: notes.answerLost))
+                emit(
+                    .warning, "token_refresh_unavailable",
+                    [
+                        "reason": .string(reason),
+                        "refreshTokenRotated": .bool(notes.refreshToken != nil),
+                        "answerLost": .bool(notes.answerLost),
+                    ])
+                perform(
+                    lifecycle.refreshUnavailable(
+                        "the auth server is unavailable: \(reason)", now: UnixTime.now(),
+                        jitter: Double.random(in: 0..<1), rotatedRefreshToken: notes.refreshToken,
+                        answerLost: notes.answerLost))
             }
         }
         if let refreshToken {
@@ -307,9 +344,10 @@ package final class CredentialManager: @unchecked Sendable {
                 emit(.error, "token_unusable", ["reason": .string(problem)])
             }
         }
-        let snapshot = CredentialSnapshot(generation: lifecycle.generation, accessToken: tokens?.accessToken,
-                                          idToken: tokens?.idToken, tokenType: tokens?.tokenType ?? provider.tokenType,
-                                          status: status, providerProblem: providerProblem, obtainedAt: lifecycle.obtainedAt)
+        let snapshot = CredentialSnapshot(
+            generation: lifecycle.generation, accessToken: tokens?.accessToken,
+            idToken: tokens?.idToken, tokenType: tokens?.tokenType ?? provider.tokenType,
+            status: status, providerProblem: providerProblem, obtainedAt: lifecycle.obtainedAt)
         publishSnapshot(snapshot)
         exchanges.follow(generation: lifecycle.generation, loggedIn: tokens != nil)
         publishedGeneration = lifecycle.generation

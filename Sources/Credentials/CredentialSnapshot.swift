@@ -25,15 +25,19 @@ package final class CredentialSnapshot: Sendable {
     package let obtainedAt: Double?
 
     /// A snapshot of `accessToken` / `idToken` with `tokenType` (normally `Bearer`).
-    package init(generation: UInt64, accessToken: String?, idToken: String?, tokenType: String, status: AuthStatus? = nil,
-                providerProblem: String? = nil, obtainedAt: Double? = nil) {
+    package init(
+        generation: UInt64, accessToken: String?, idToken: String?, tokenType: String, status: AuthStatus? = nil,
+        providerProblem: String? = nil, obtainedAt: Double? = nil
+    ) {
         self.generation = generation
         self.obtainedAt = obtainedAt
         self.providerProblem = providerProblem
         // A token or type with anything but visible ASCII (a NUL from a UTF-16 file, CR/LF from a
         // broken IdP) could split or forge header lines upstream: such a token is never sent.
         let usableType = SecretSource.isHeaderToken(tokenType) && !tokenType.isEmpty
-        accessTokenValue = accessToken.flatMap { usableType && SecretSource.isHeaderToken($0) ? "\(tokenType) \($0)" : nil }
+        accessTokenValue = accessToken.flatMap {
+            usableType && SecretSource.isHeaderToken($0) ? "\(tokenType) \($0)" : nil
+        }
         idTokenValue = idToken.flatMap { usableType && SecretSource.isHeaderToken($0) ? "\(tokenType) \($0)" : nil }
         accessTokenBytes = accessTokenValue == nil ? nil : accessToken.map { Array($0.utf8) }
         idTokenBytes = idTokenValue == nil ? nil : idToken.map { Array($0.utf8) }
@@ -55,7 +59,6 @@ package final class CredentialSnapshot: Sendable {
         providerProblem = other.providerProblem
         obtainedAt = other.obtainedAt
     }
-
 
     /// No tokens at all.
     package static let empty = CredentialSnapshot(generation: 0, accessToken: nil, idToken: nil, tokenType: "Bearer")

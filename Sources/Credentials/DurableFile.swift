@@ -43,7 +43,9 @@ package final class DurableFile: Sendable {
         defer { _ = close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { return .unreadable(reason: "fstat(\(path)) failed: errno \(errno)") }
-        guard info.st_mode & S_IFMT == S_IFREG else { return .unreadable(reason: "\(path) is not a regular file but \(Self.kind(info.st_mode))") }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            return .unreadable(reason: "\(path) is not a regular file but \(Self.kind(info.st_mode))")
+        }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16384)
         while true {
@@ -77,7 +79,9 @@ package final class DurableFile: Sendable {
         // A stale temporary from a crash would make O_EXCL fail; it holds nothing we need.
         if unlink(tmp) == -1, errno != ENOENT { throw TokenStoreError(call: "unlink", path: tmp, errnoCode: errno) }
         // O_EXCL refuses to follow a planted symlink; 0600 from the start, so no window where others can read.
-        let fd = try DurableFile.retryingEINTR("open", tmp) { open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+        let fd = try DurableFile.retryingEINTR("open", tmp) {
+            open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        }
         do {
             defer { _ = close(fd) }
             // The umask can only remove bits, but be explicit about the mode anyway.
@@ -104,7 +108,7 @@ package final class DurableFile: Sendable {
         }
         do {
             try syncDirectory()
-        } catch where error.errnoCode == ENOENT {
+        } catch  where error.errnoCode == ENOENT {
             // No directory, no file: nothing to make durable.
         }
     }
@@ -127,7 +131,9 @@ package final class DurableFile: Sendable {
 
     /// fsync of the directory makes the rename itself durable (ext4 and XFS need it).
     private func syncDirectory() throws(TokenStoreError) {
-        let fd = try DurableFile.retryingEINTR("open", directory) { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        let fd = try DurableFile.retryingEINTR("open", directory) {
+            open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        }
         defer { _ = close(fd) }
         try DurableFile.retryingEINTR("fsync", directory) { fsync(fd) }
     }
@@ -151,7 +157,9 @@ package final class DurableFile: Sendable {
         case ENOENT:
             var parent = String(directory.reversed().drop { $0 == "/" }.drop { $0 != "/" }.reversed())
             while parent.count > 1, parent.hasSuffix("/") { parent.removeLast() }
-            guard !parent.isEmpty, parent != directory else { throw TokenStoreError(call: "mkdir", path: directory, errnoCode: ENOENT) }
+            guard !parent.isEmpty, parent != directory else {
+                throw TokenStoreError(call: "mkdir", path: directory, errnoCode: ENOENT)
+            }
             try makeDirectory(parent)
             if mkdir(directory, 0o700) == 0 || errno == EEXIST { return }
             throw TokenStoreError(call: "mkdir", path: directory, errnoCode: errno)
@@ -162,7 +170,9 @@ package final class DurableFile: Sendable {
 
     /// Runs `body` until it stops failing with EINTR; any other failure throws a `TokenStoreError`.
     @discardableResult
-    private static func retryingEINTR<T: FixedWidthInteger>(_ call: String, _ path: String, _ body: () -> T) throws(TokenStoreError) -> T {
+    private static func retryingEINTR<T: FixedWidthInteger>(_ call: String, _ path: String, _ body: () -> T)
+        throws(TokenStoreError) -> T
+    {
         while true {
             let result = body()
             if result != -1 { return result }

@@ -31,8 +31,8 @@ package struct JWTClaims: Sendable, Equatable {
         let segments = jwt.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         // Five segments would be an encrypted JWE, which the proxy cannot read.
         guard segments.count == 3, !segments[0].isEmpty, !segments[1].isEmpty,
-              let payload = Base64Codec.decode(Array(segments[1])),
-              let object = (try? JSONValue.parse(payload))?.objectValue
+            let payload = Base64Codec.decode(Array(segments[1])),
+            let object = (try? JSONValue.parse(payload))?.objectValue
         else { return nil }
         return JWTClaims(claims: object)
     }

@@ -26,8 +26,10 @@ package struct JourneyCallback: Sendable, Equatable {
 
     /// Whether the user has something to answer (a non-empty input other than a validate-only flag).
     package var asksUser: Bool {
-        !["HiddenValueCallback", "MetadataCallback", "PollingWaitCallback", "TextOutputCallback",
-          "SuspendedTextOutputCallback"].contains(type) && !inputs.isEmpty
+        ![
+            "HiddenValueCallback", "MetadataCallback", "PollingWaitCallback", "TextOutputCallback",
+            "SuspendedTextOutputCallback",
+        ].contains(type) && !inputs.isEmpty
     }
 
     /// Milliseconds a `PollingWaitCallback` asks to wait before the step is sent back.
@@ -43,14 +45,15 @@ package struct JourneyCallback: Sendable, Equatable {
         object["type"] = .string(type)
         object["prompt"] = output("prompt") ?? .null
         let failed = output("failedPolicies").map(Self.decodedPolicies)
-        object["inputs"] = .array(inputs.map { input in
-            var entry = JSONObject()
-            entry["name"] = .string(input.name)
-            entry["value"] = input.value
-            // Policy failures belong to the value input, not to its validate-only twin.
-            if let failed, !input.name.hasSuffix("validateOnly") { entry["failedPolicies"] = failed }
-            return .object(entry)
-        })
+        object["inputs"] = .array(
+            inputs.map { input in
+                var entry = JSONObject()
+                entry["name"] = .string(input.name)
+                entry["value"] = input.value
+                // Policy failures belong to the value input, not to its validate-only twin.
+                if let failed, !input.name.hasSuffix("validateOnly") { entry["failedPolicies"] = failed }
+                return .object(entry)
+            })
         for (name, value) in outputs where name != "prompt" {
             switch name {
             case "waitTime": object["waitTimeMs"] = waitTimeMs.map { .number(JSONNumber($0)) } ?? value
@@ -67,12 +70,14 @@ package struct JourneyCallback: Sendable, Equatable {
     func filled(with answers: JSONObject, used: inout Set<String>) -> JSONObject {
         guard case .array(let items)? = raw["input"] else { return raw }
         var filled = raw
-        filled["input"] = .array(items.map { item in
-            guard var input = item.objectValue, let name = input["name"]?.stringValue, let answer = answers[name] else { return item }
-            used.insert(name)
-            input["value"] = Self.coerce(answer, like: input["value"])
-            return .object(input)
-        })
+        filled["input"] = .array(
+            items.map { item in
+                guard var input = item.objectValue, let name = input["name"]?.stringValue, let answer = answers[name]
+                else { return item }
+                used.insert(name)
+                input["value"] = Self.coerce(answer, like: input["value"])
+                return .object(input)
+            })
         return filled
     }
 

@@ -28,7 +28,9 @@ package struct JourneyClient: Sendable, Equatable {
     package let authorizeURL: UpstreamURL
 
     /// A client for one configured journey provider.
-    package init(config: JourneyConfiguration, clientID: String, redirectURI: String, scopes: [String], authorizeURL: UpstreamURL) {
+    package init(
+        config: JourneyConfiguration, clientID: String, redirectURI: String, scopes: [String], authorizeURL: UpstreamURL
+    ) {
         self.config = config
         self.clientID = clientID
         self.redirectURI = redirectURI
@@ -43,15 +45,20 @@ package struct JourneyClient: Sendable, Equatable {
 
     /// `POST …/authenticate`: `{}` starts `journey`, a step with inputs filled continues it; a
     /// `suspendedId` resumes a suspended journey; `session` is sent as the tenant's cookie.
-    package func authenticate(journey: String?, body: JSONValue, suspendedId: String? = nil, session: String? = nil) -> JourneyRequest {
+    package func authenticate(journey: String?, body: JSONValue, suspendedId: String? = nil, session: String? = nil)
+        -> JourneyRequest
+    {
         var query: [(String, String)] = []
         if let journey { query += [("authIndexType", "service"), ("authIndexValue", journey)] }
         if let suspendedId { query.append(("suspendedId", suspendedId)) }
         if config.forceAuth { query.append(("ForceAuth", "true")) }
         if config.noSession { query.append(("noSession", "true")) }
-        let url = config.url("/json" + config.realmPath + "/authenticate", query: query.isEmpty ? nil : FormEncoding.encode(query))
-        var headers = ["Content-Type: application/json", "Accept: application/json", Self.authenticateVersion,
-                       "X-Requested-With: forgerock-sdk"]
+        let url = config.url(
+            "/json" + config.realmPath + "/authenticate", query: query.isEmpty ? nil : FormEncoding.encode(query))
+        var headers = [
+            "Content-Type: application/json", "Accept: application/json", Self.authenticateVersion,
+            "X-Requested-With: forgerock-sdk",
+        ]
         if let session { headers.append(cookie(session)) }
         return JourneyRequest(method: "POST", url: url.description, headers: headers, body: body.serializedBytes())
     }
@@ -65,16 +72,20 @@ package struct JourneyClient: Sendable, Equatable {
             ("code_challenge", pkce.challenge), ("code_challenge_method", PKCE.method),
         ])
         let url = authorizeURL.description + (authorizeURL.query == nil ? "?" : "&") + query
-        return JourneyRequest(method: "GET", url: url, headers: ["Accept: application/json", cookie(session)], body: nil)
+        return JourneyRequest(
+            method: "GET", url: url, headers: ["Accept: application/json", cookie(session)], body: nil)
     }
 
     /// `POST …/sessions?_action=logout`: ends the AM session (cookie and the tenant's header, as the iOS SDK sends).
     package func logout(session: String) -> JourneyRequest {
         let url = config.url("/json" + config.realmPath + "/sessions", query: "_action=logout")
-        return JourneyRequest(method: "POST", url: url.description,
-                              headers: ["Content-Type: application/json", "Accept: application/json", Self.sessionsVersion,
-                                        cookie(session), "\(config.cookieName): \(session)"],
-                              body: Array("{}".utf8))
+        return JourneyRequest(
+            method: "POST", url: url.description,
+            headers: [
+                "Content-Type: application/json", "Accept: application/json", Self.sessionsVersion,
+                cookie(session), "\(config.cookieName): \(session)",
+            ],
+            body: Array("{}".utf8))
     }
 
     private func cookie(_ session: String) -> String { "Cookie: \(config.cookieName)=\(session)" }
@@ -92,16 +103,24 @@ package struct JourneyClient: Sendable, Equatable {
     /// Reads the authorize answer: a 302 whose `Location` is the redirect URI with `code` and our `state`.
     package func redirect(status: Int, location: String?, state: String) -> Redirect {
         guard (300...399).contains(status), let location else {
-            return .invalid("AM answered the authorize request with HTTP \(status), not a redirect (no valid session, or consent is required)")
+            return .invalid(
+                "AM answered the authorize request with HTTP \(status), not a redirect (no valid session, or consent is required)"
+            )
         }
-        guard location.hasPrefix(redirectURI) else { return .invalid("AM redirected somewhere else than the redirect URI (no valid session?)") }
-        let query = location.split(separator: "?", maxSplits: 1).dropFirst().first.map { $0.split(separator: "#").first ?? "" } ?? ""
+        guard location.hasPrefix(redirectURI) else {
+            return .invalid("AM redirected somewhere else than the redirect URI (no valid session?)")
+        }
+        let query =
+            location.split(separator: "?", maxSplits: 1).dropFirst().first.map { $0.split(separator: "#").first ?? "" }
+            ?? ""
         let values = Dictionary(FormEncoding.decodeQuery(query), uniquingKeysWith: { first, _ in first })
         if let error = values["error"] {
             return .refused(values["error_description"].map { "\(error): \($0)" } ?? error)
         }
         guard values["state"] == state else { return .invalid("the authorize redirect's state does not match") }
-        guard let code = values["code"], !code.isEmpty else { return .invalid("the authorize redirect carries no code") }
+        guard let code = values["code"], !code.isEmpty else {
+            return .invalid("the authorize redirect carries no code")
+        }
         return .code(code)
     }
 }

@@ -89,12 +89,18 @@ package struct JourneyFlow: Sendable {
         guard state == .idle else { return [] }
         state = .authenticating(refusal: nil)
         let tree = suspendedId == nil ? journey : nil
-        return [.send(client.authenticate(journey: tree, body: .object(JSONObject()), suspendedId: suspendedId, session: session))]
+        return [
+            .send(
+                client.authenticate(
+                    journey: tree, body: .object(JSONObject()), suspendedId: suspendedId, session: session))
+        ]
     }
 
     /// The app answered the waiting step.
     package mutating func answer(_ answers: JSONObject) -> Result<[Action], JourneyAnswerError> {
-        guard case .awaiting(let step) = state else { return .failure(JourneyAnswerError(message: "This step is not waiting for answers.")) }
+        guard case .awaiting(let step) = state else {
+            return .failure(JourneyAnswerError(message: "This step is not waiting for answers."))
+        }
         switch step.answered(answers) {
         case .failure(let error): return .failure(error)
         case .success(let body):
@@ -118,7 +124,9 @@ package struct JourneyFlow: Sendable {
             return authenticated(reply, refusal: refusal)
         case .authorizing(let session):
             guard case .success(let answer) = result else {
-                if case .failure(let error) = result { return finish(.failure("the authorize request failed: \(error.message)")) }
+                if case .failure(let error) = result {
+                    return finish(.failure("the authorize request failed: \(error.message)"))
+                }
                 return []
             }
             switch client.redirect(status: answer.status, location: answer.location, state: oauthState) {

@@ -7,7 +7,9 @@ package struct JourneySessionStore: Sendable {
     private let file: DurableFile
 
     /// The store in `directory`.
-    package init(directory: String, name: String = "journey-session.json") { file = DurableFile(directory: directory, name: name) }
+    package init(directory: String, name: String = "journey-session.json") {
+        file = DurableFile(directory: directory, name: name)
+    }
 
     /// The stored session, if a readable one exists.
     package func load() -> String? {
@@ -17,7 +19,8 @@ package struct JourneySessionStore: Sendable {
 
     /// Stores `session`.
     package func save(_ session: String) throws(TokenStoreError) {
-        try file.write(JSONValue.object(JSONObject(uniqueKeysWithValues: [("tokenId", .string(session))])).serializedBytes())
+        try file.write(
+            JSONValue.object(JSONObject(uniqueKeysWithValues: [("tokenId", .string(session))])).serializedBytes())
     }
 
     /// Forgets the session; a missing file is fine.

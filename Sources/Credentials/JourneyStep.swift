@@ -38,8 +38,11 @@ package struct JourneyStep: Sendable, Equatable {
 
     /// The fields apps see for this step: `header`, `description`, `stage`, `callbacks` (no authId).
     package var offered: [(String, JSONValue)] {
-        [("header", raw["header"] ?? .null), ("description", raw["description"] ?? .null), ("stage", raw["stage"] ?? .null),
-         ("callbacks", .array(callbacks.map(\.offered)))]
+        [
+            ("header", raw["header"] ?? .null), ("description", raw["description"] ?? .null),
+            ("stage", raw["stage"] ?? .null),
+            ("callbacks", .array(callbacks.map(\.offered))),
+        ]
     }
 
     /// The request body answering this step: the step object with each named input set.
@@ -51,8 +54,11 @@ package struct JourneyStep: Sendable, Equatable {
         let unknown = answers.keys.filter { !used.contains($0) }
         guard unknown.isEmpty else {
             let names = callbacks.flatMap { $0.inputs.map(\.name) }
-            return .failure(JourneyAnswerError(message: "No input of this step is named \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")); "
-                + "its inputs are \(names.isEmpty ? "none" : names.map { "\"\($0)\"" }.joined(separator: ", ")).")) 
+            return .failure(
+                JourneyAnswerError(
+                    message: "No input of this step is named \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")); "
+                        + "its inputs are \(names.isEmpty ? "none" : names.map { "\"\($0)\"" }.joined(separator: ", "))."
+                ))
         }
         return .success(.object(body))
     }

@@ -66,9 +66,12 @@ final class OAuthClient {
     // MARK: grants
 
     /// A refresh; the notes carry a rotated refresh token even when the answer is unusable.
-    func refresh(_ refreshToken: String, scopes: [String]?,
-                 completion: @escaping (Result<TokenSet, OAuthFailure>, TokenCallNotes) -> Void) {
-        tokenCall([("grant_type", "refresh_token"), ("refresh_token", refreshToken)] + audienceForm, completion: completion)
+    func refresh(
+        _ refreshToken: String, scopes: [String]?,
+        completion: @escaping (Result<TokenSet, OAuthFailure>, TokenCallNotes) -> Void
+    ) {
+        tokenCall(
+            [("grant_type", "refresh_token"), ("refresh_token", refreshToken)] + audienceForm, completion: completion)
     }
 
     func clientCredentials(scopes: [String], completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void) {
@@ -77,30 +80,44 @@ final class OAuthClient {
         tokenRequest(form + audienceForm, completion: completion)
     }
 
-    func exchangeCode(_ code: String, verifier: String, redirectURI: String, completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void) {
-        tokenRequest([("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
-                      ("code_verifier", verifier)] + audienceForm, completion: completion)
+    func exchangeCode(
+        _ code: String, verifier: String, redirectURI: String,
+        completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void
+    ) {
+        tokenRequest(
+            [
+                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
+                ("code_verifier", verifier),
+            ] + audienceForm, completion: completion)
     }
 
     func pollDevice(_ deviceCode: String, completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void) {
-        tokenRequest([("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode)] + audienceForm,
-                     completion: completion)
+        tokenRequest(
+            [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode)]
+                + audienceForm,
+            completion: completion)
     }
 
     func authorizeDevice(scopes: [String], completion: @escaping (Result<DeviceAuthorization, OAuthFailure>) -> Void) {
-        guard let url = endpoints.deviceAuthorization else { return completion(.failure(.refused("the provider has no device authorization endpoint"))) }
+        guard let url = endpoints.deviceAuthorization else {
+            return completion(.failure(.refused("the provider has no device authorization endpoint")))
+        }
         post(url, form: [("scope", scopes.joined(separator: " "))]) { result in
-            completion(result.flatMap { body in
-                guard let json = try? JSONValue.parse(body), let deviceCode = json["device_code"]?.stringValue,
-                      let userCode = json["user_code"]?.stringValue,
-                      let uri = (json["verification_uri"] ?? json["verification_url"])?.stringValue else {
-                    return .failure(.unavailable("the device authorization response is malformed"))
-                }
-                return .success(DeviceAuthorization(
-                    deviceCode: deviceCode, userCode: userCode, verificationURI: uri,
-                    verificationURIComplete: json["verification_uri_complete"]?.stringValue,
-                    expiresIn: json["expires_in"]?.doubleValue ?? 600, interval: json["interval"]?.doubleValue ?? 5))
-            })
+            completion(
+                result.flatMap { body in
+                    guard let json = try? JSONValue.parse(body), let deviceCode = json["device_code"]?.stringValue,
+                        let userCode = json["user_code"]?.stringValue,
+                        let uri = (json["verification_uri"] ?? json["verification_url"])?.stringValue
+                    else {
+                        return .failure(.unavailable("the device authorization response is malformed"))
+                    }
+                    return .success(
+                        DeviceAuthorization(
+                            deviceCode: deviceCode, userCode: userCode, verificationURI: uri,
+                            verificationURIComplete: json["verification_uri_complete"]?.stringValue,
+                            expiresIn: json["expires_in"]?.doubleValue ?? 600,
+                            interval: json["interval"]?.doubleValue ?? 5))
+                })
         }
     }
 
@@ -110,11 +127,16 @@ final class OAuthClient {
         post(url, form: [("token", token), ("token_type_hint", hint)]) { completion((try? $0.get()) != nil) }
     }
 
-    func userinfo(accessToken: String, tokenType: String, completion: @escaping (Result<FetchedResponse, OAuthFailure>) -> Void) {
-        guard let url = endpoints.userinfo else { return completion(.failure(.refused("the provider has no userinfo endpoint"))) }
-        var request = UpstreamRequest(method: "GET", url: url.description,
-                                      headers: ["Authorization: \(tokenType) \(accessToken)", "Accept: application/json"],
-                                      hasBody: false, bodyLength: nil, timeout: Self.timeout)
+    func userinfo(
+        accessToken: String, tokenType: String, completion: @escaping (Result<FetchedResponse, OAuthFailure>) -> Void
+    ) {
+        guard let url = endpoints.userinfo else {
+            return completion(.failure(.refused("the provider has no userinfo endpoint")))
+        }
+        var request = UpstreamRequest(
+            method: "GET", url: url.description,
+            headers: ["Authorization: \(tokenType) \(accessToken)", "Accept: application/json"],
+            hasBody: false, bodyLength: nil, timeout: Self.timeout)
         request.tls = tls
         http.fetch(request, body: nil) { result in
             switch result {
@@ -125,8 +147,9 @@ final class OAuthClient {
     }
 
     func discover(_ url: UpstreamURL, completion: @escaping (Result<ProviderEndpoints, OAuthFailure>) -> Void) {
-        var request = UpstreamRequest(method: "GET", url: url.description, headers: ["Accept: application/json"],
-                                      hasBody: false, bodyLength: nil, timeout: Self.timeout)
+        var request = UpstreamRequest(
+            method: "GET", url: url.description, headers: ["Accept: application/json"],
+            hasBody: false, bodyLength: nil, timeout: Self.timeout)
         request.tls = tls
         http.fetch(request, body: nil) { [configured] result in
             switch result {
@@ -144,11 +167,15 @@ final class OAuthClient {
 
     /// RFC 8693 token exchange: `subjectToken` (the provider's access token) for an access token
     /// meant for `target`'s audience, resources and scope.
-    func exchange(subjectToken: String, for target: TokenExchangeConfiguration,
-                  completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void) {
-        var form = [("grant_type", TokenExchangeGrant.grantType), ("subject_token", subjectToken),
-                    ("subject_token_type", TokenExchangeGrant.accessTokenType),
-                    ("requested_token_type", TokenExchangeGrant.accessTokenType)]
+    func exchange(
+        subjectToken: String, for target: TokenExchangeConfiguration,
+        completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void
+    ) {
+        var form = [
+            ("grant_type", TokenExchangeGrant.grantType), ("subject_token", subjectToken),
+            ("subject_token_type", TokenExchangeGrant.accessTokenType),
+            ("requested_token_type", TokenExchangeGrant.accessTokenType),
+        ]
         if let audience = target.audience { form.append(("audience", audience)) }
         form += target.resource.map { ("resource", $0) }
         if !target.scope.isEmpty { form.append(("scope", target.scope.joined(separator: " "))) }
@@ -157,22 +184,30 @@ final class OAuthClient {
 
     // MARK: transport
 
-    private func tokenRequest(_ form: [(String, String)], completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void) {
+    private func tokenRequest(
+        _ form: [(String, String)], completion: @escaping (Result<TokenSet, OAuthFailure>) -> Void
+    ) {
         tokenCall(form) { result, _ in completion(result) }
     }
 
-    private func tokenCall(_ form: [(String, String)], completion: @escaping (Result<TokenSet, OAuthFailure>, TokenCallNotes) -> Void) {
+    private func tokenCall(
+        _ form: [(String, String)], completion: @escaping (Result<TokenSet, OAuthFailure>, TokenCallNotes) -> Void
+    ) {
         guard let url = endpoints.token else {
             return completion(.failure(.unavailable("the token endpoint is not known yet")), TokenCallNotes())
         }
         let now = self.now
-        post(url, form: form, answerLost: { completion(.failure(.unavailable($0)), TokenCallNotes(answerLost: true)) }) { result in
+        post(url, form: form, answerLost: { completion(.failure(.unavailable($0)), TokenCallNotes(answerLost: true)) })
+        { result in
             var notes = TokenCallNotes()
-            completion(result.flatMap { body in
-                guard let json = try? JSONValue.parse(body) else { return .failure(.unavailable("the token response is not JSON")) }
-                notes.refreshToken = json["refresh_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
-                return TokenSet.fromTokenResponse(json, now: now()).mapError { .unavailable($0.description) }
-            }, notes)
+            completion(
+                result.flatMap { body in
+                    guard let json = try? JSONValue.parse(body) else {
+                        return .failure(.unavailable("the token response is not JSON"))
+                    }
+                    notes.refreshToken = json["refresh_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+                    return TokenSet.fromTokenResponse(json, now: now()).mapError { .unavailable($0.description) }
+                }, notes)
         }
     }
 
@@ -181,8 +216,10 @@ final class OAuthClient {
     /// answer: 2xx body; a 4xx with an OAuth error body (RFC 6749 §5.2) refused; anything else
     /// (5xx, 408, 429, an HTML 404) or no answer unavailable.
     /// `answerLost`, when given, takes the no-answer case instead of `completion`.
-    private func post(_ url: UpstreamURL, form: [(String, String)], answerLost: ((String) -> Void)? = nil,
-                      completion: @escaping (Result<[UInt8], OAuthFailure>) -> Void) {
+    private func post(
+        _ url: UpstreamURL, form: [(String, String)], answerLost: ((String) -> Void)? = nil,
+        completion: @escaping (Result<[UInt8], OAuthFailure>) -> Void
+    ) {
         var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
         // The assertion's audience is the token endpoint, also on revocation and device calls (RFC 7523 §3).
         let audience = (endpoints.token ?? url).description
@@ -196,8 +233,9 @@ final class OAuthClient {
         // Taken out of an error text that quotes them.
         let secrets = SecretRedaction.secrets(of: sent) + [authenticator.clientSecret ?? ""].filter { !$0.isEmpty }
         let body = Array(FormEncoding.encode(sent).utf8)
-        var request = UpstreamRequest(method: "POST", url: url.description, headers: headers, hasBody: true,
-                                      bodyLength: body.count, timeout: Self.timeout)
+        var request = UpstreamRequest(
+            method: "POST", url: url.description, headers: headers, hasBody: true,
+            bodyLength: body.count, timeout: Self.timeout)
         request.tls = tls
         http.fetch(request, body: body) { result in
             switch result {
@@ -206,7 +244,8 @@ final class OAuthClient {
                 completion(.failure(.unavailable(error.detail)))
             case .success(let response) where (200...299).contains(response.status):
                 completion(.success(response.body))
-            case .success(let response) where (400...499).contains(response.status) && ![408, 429].contains(response.status):
+            case .success(let response)
+            where (400...499).contains(response.status) && ![408, 429].contains(response.status):
                 // Only the server's OAuth answer is a refusal: a proxy's or router's error page
                 // (a moved endpoint's 404) says nothing about the grant.
                 guard let parsed = OAuthErrorBody.parse(response.body) else {

@@ -6,7 +6,7 @@ package enum OAuthErrorBody {
     /// object with a string `error`, so a proxy's HTML error page is not mistaken for one.
     package static func parse(_ body: [UInt8]) -> (error: String, description: String?)? {
         guard let object = (try? JSONValue.parse(body))?.objectValue,
-              let error = object["error"]?.stringValue, !error.isEmpty
+            let error = object["error"]?.stringValue, !error.isEmpty
         else { return nil }
         return (error, object["error_description"]?.stringValue)
     }

@@ -44,10 +44,13 @@ package enum SHA256 {
 
     /// One 64-byte block into the state (§6.2.2); `w` is scratch for the message schedule.
     @inline(__always)
-    private static func compress(_ block: UnsafeRawBufferPointer, _ h: inout [UInt32], _ w: UnsafeMutableBufferPointer<UInt32>) {
+    private static func compress(
+        _ block: UnsafeRawBufferPointer, _ h: inout [UInt32], _ w: UnsafeMutableBufferPointer<UInt32>
+    ) {
         for t in 0..<16 {
             let i = t * 4
-            w[t] = UInt32(block[i]) << 24 | UInt32(block[i + 1]) << 16 | UInt32(block[i + 2]) << 8 | UInt32(block[i + 3])
+            w[t] =
+                UInt32(block[i]) << 24 | UInt32(block[i + 1]) << 16 | UInt32(block[i + 2]) << 8 | UInt32(block[i + 3])
         }
         for t in 16..<64 {
             let x = w[t - 15], y = w[t - 2]

@@ -23,7 +23,9 @@ enum SecretRedaction {
             out.reserveCapacity(bytes.count)
             var i = 0
             while i < bytes.count {
-                if i + needle.count <= bytes.count, bytes[i] == needle[0], bytes[i ..< i + needle.count].elementsEqual(needle) {
+                if i + needle.count <= bytes.count, bytes[i] == needle[0],
+                    bytes[i..<i + needle.count].elementsEqual(needle)
+                {
                     out += "[redacted]".utf8
                     i += needle.count
                 } else {

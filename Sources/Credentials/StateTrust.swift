@@ -35,7 +35,8 @@ package struct UntrustedState: Error, Sendable, Equatable, CustomStringConvertib
 
     package var description: String {
         let kind = isDirectory ? "state directory" : "state file"
-        let fix = isDirectory ? "chown \(user) \(path); chmod 0700 \(path)" : "chown \(user) \(path); chmod 0600 \(path)"
+        let fix =
+            isDirectory ? "chown \(user) \(path); chmod 0700 \(path)" : "chown \(user) \(path); chmod 0600 \(path)"
         return "\(kind) \(path) is owned by uid \(owner) (gid \(group)) with mode \(octalMode): it must belong to uid "
             + "\(user) (the proxy's user) or root and not be writable by others or by a group anyone else is in, "
             + "or another user could replace the tokens in it (\(fix))"
@@ -52,8 +53,10 @@ package enum StateTrust {
     /// Nil when `owner`, `group` and `mode` are trusted for `user`, whose private group (if any)
     /// is `privateGroup`. A symbolic link's own mode means nothing (always 0777), so `isLink`
     /// judges the owner alone.
-    package static func judge(path: String, isDirectory: Bool, isLink: Bool = false, owner: uid_t, group: gid_t,
-                             mode: mode_t, user: uid_t, privateGroup: gid_t? = nil) -> UntrustedState? {
+    package static func judge(
+        path: String, isDirectory: Bool, isLink: Bool = false, owner: uid_t, group: gid_t,
+        mode: mode_t, user: uid_t, privateGroup: gid_t? = nil
+    ) -> UntrustedState? {
         let ownerTrusted = owner == user || owner == 0
         let groupWrites = mode & 0o020 != 0 && group != privateGroup
         let othersWrite = mode & 0o002 != 0
@@ -136,8 +139,9 @@ package enum StateTrust {
         }
 
         private func judge(path: String, isDirectory: Bool, isLink: Bool = false, _ info: stat) -> UntrustedState? {
-            StateTrust.judge(path: path, isDirectory: isDirectory, isLink: isLink, owner: info.st_uid, group: info.st_gid,
-                             mode: info.st_mode, user: user, privateGroup: privateGroup)
+            StateTrust.judge(
+                path: path, isDirectory: isDirectory, isLink: isLink, owner: info.st_uid, group: info.st_gid,
+                mode: info.st_mode, user: user, privateGroup: privateGroup)
         }
     }
 }

@@ -45,9 +45,11 @@ package final class StaticCredentialSource {
         lastValues = (access, id)
         generation += 1
         let claims = id.flatMap(JWTClaims.decode)
-        let status = AuthStatus(state: access == nil ? .loggedOut : .loggedIn, expiresAt: claims?.expiresAt,
-                                subject: claims?.analyticsSubject, lastError: lastError)
-        return CredentialSnapshot(generation: generation, accessToken: access, idToken: id, tokenType: tokenType, status: status)
+        let status = AuthStatus(
+            state: access == nil ? .loggedOut : .loggedIn, expiresAt: claims?.expiresAt,
+            subject: claims?.analyticsSubject, lastError: lastError)
+        return CredentialSnapshot(
+            generation: generation, accessToken: access, idToken: id, tokenType: tokenType, status: status)
     }
 }
 

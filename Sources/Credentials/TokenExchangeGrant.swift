@@ -14,8 +14,9 @@ extension UpstreamTLS {
     /// unreadable one leaves the certificate without its key, and the server refuses the handshake).
     /// `serverNameHost`: the host the server name stands for (a route's upstream host), nil for every host.
     package convenience init(configured tls: TLSConfiguration, serverNameHost: String? = nil) {
-        self.init(caFile: tls.caFile, clientCertificate: tls.clientCertificate,
-                  clientKey: (try? tls.clientKey?.resolve()).map { Array($0.utf8) }, serverName: tls.serverName,
-                  serverNameHost: serverNameHost?.lowercased())
+        self.init(
+            caFile: tls.caFile, clientCertificate: tls.clientCertificate,
+            clientKey: (try? tls.clientKey?.resolve()).map { Array($0.utf8) }, serverName: tls.serverName,
+            serverNameHost: serverNameHost?.lowercased())
     }
 }

@@ -27,7 +27,10 @@ extension TokenSet {
         // A token that cannot go in a header (a space, a control or non-ASCII byte) would be
         // refused by every route: rejected here, where the reason can be told.
         guard SecretSource.isHeaderToken(accessToken) else {
-            return .failure(TokenResponseError("token response has an access_token that cannot be sent in a header (a space, control or non-ASCII byte)"))
+            return .failure(
+                TokenResponseError(
+                    "token response has an access_token that cannot be sent in a header (a space, control or non-ASCII byte)"
+                ))
         }
         guard let type = object["token_type"]?.stringValue else {
             return .failure(TokenResponseError("token response has no token_type string"))
@@ -58,10 +61,14 @@ extension TokenSet {
             }
         }
         if let idToken = optional["id_token"], !SecretSource.isHeaderToken(idToken) || idToken.isEmpty {
-            return .failure(TokenResponseError("token response has an id_token that cannot be sent in a header (a space, control or non-ASCII byte)"))
+            return .failure(
+                TokenResponseError(
+                    "token response has an id_token that cannot be sent in a header (a space, control or non-ASCII byte)"
+                ))
         }
-        return .success(TokenSet(
-            accessToken: accessToken, idToken: optional["id_token"], refreshToken: optional["refresh_token"],
-            tokenType: "Bearer", expiresAt: expiresAt, scope: optional["scope"]))
+        return .success(
+            TokenSet(
+                accessToken: accessToken, idToken: optional["id_token"], refreshToken: optional["refresh_token"],
+                tokenType: "Bearer", expiresAt: expiresAt, scope: optional["scope"]))
     }
 }

@@ -43,7 +43,7 @@ package struct TokenSet: Sendable, Equatable {
     /// A set from `json()` output; nil for anything else, which the store treats as corrupt.
     package static func parse(_ bytes: [UInt8]) -> TokenSet? {
         guard let object = (try? JSONValue.parse(bytes))?.objectValue,
-              let accessToken = object["access_token"]?.stringValue
+            let accessToken = object["access_token"]?.stringValue
         else { return nil }
         // A member of the wrong type means the file is not ours: refuse it whole.
         func optional<T>(_ key: String, _ read: (JSONValue) -> T?) -> T?? {
@@ -51,10 +51,10 @@ package struct TokenSet: Sendable, Equatable {
             return read(value).map { .some($0) }
         }
         guard let idToken = optional("id_token", \.stringValue),
-              let refreshToken = optional("refresh_token", \.stringValue),
-              let tokenType = optional("token_type", \.stringValue),
-              let expiresAt = optional("expires_at", \.doubleValue),
-              let scope = optional("scope", \.stringValue)
+            let refreshToken = optional("refresh_token", \.stringValue),
+            let tokenType = optional("token_type", \.stringValue),
+            let expiresAt = optional("expires_at", \.doubleValue),
+            let scope = optional("scope", \.stringValue)
         else { return nil }
         return TokenSet(
             accessToken: accessToken, idToken: idToken, refreshToken: refreshToken,

@@ -88,7 +88,7 @@ package final class CurlPass: UpstreamTuning {
     /// data is undelivered) leaves the pass `stalled`. Sockets curl does not watch for reading
     /// (parked, a paused transfer's) are left as they are; emptied ones leave the list.
     private func runHolding() {
-        for _ in 0 ..< 64 {
+        for _ in 0..<64 {
             var progressed = false
             stalled = false
             var i = 0
@@ -135,7 +135,8 @@ package final class CurlPass: UpstreamTuning {
 
     @inline(__always)
     static func nanosecond(after time: timespec) -> timespec {
-        time.tv_nsec < 999_999_999 ? timespec(tv_sec: time.tv_sec, tv_nsec: time.tv_nsec + 1)
+        time.tv_nsec < 999_999_999
+            ? timespec(tv_sec: time.tv_sec, tv_nsec: time.tv_nsec + 1)
             : timespec(tv_sec: time.tv_sec + 1, tv_nsec: 0)
     }
 

@@ -74,8 +74,9 @@ package enum LibcurlTuning {
         let version = info.map { UInt32($0.pointee.version_num) } ?? 0
         let versionText = info.flatMap { $0.pointee.version }.map { String(cString: $0) } ?? "unknown"
         let tls = info.flatMap { $0.pointee.ssl_version }.map { String(cString: $0) }
-        let decision = decide(switchValue: getenv(environmentVariable).map { String(cString: $0) },
-                              version: version, versionText: versionText, tls: tls)
+        let decision = decide(
+            switchValue: getenv(environmentVariable).map { String(cString: $0) },
+            version: version, versionText: versionText, tls: tls)
         switch decision {
         case .on(let libcurl):
             turnOn()
@@ -111,8 +112,10 @@ package func pollAnsweringKnownSockets(_ fds: UnsafeMutablePointer<pollfd>?, _ c
 /// readiness the loop knows is answered from that, and short reads of a watched socket read ahead
 /// (`QuietSockets.receive`); every other call is glibc's `recvfrom`, which `recv` is.
 @_cdecl("recv")
-package func receiveAnsweringKnownSockets(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ length: Int,
-                                         _ flags: CInt) -> Int {
+package func receiveAnsweringKnownSockets(
+    _ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ length: Int,
+    _ flags: CInt
+) -> Int {
     guard LibcurlTuning.isOn else { return recvfrom(fd, buffer, length, flags, nil, nil) }
     return QuietSockets.receive(fd, buffer, length, flags)
 }

@@ -29,7 +29,8 @@ enum PassClock {
     @inline(__always)
     static func read(_ clock: clockid_t, _ time: UnsafeMutablePointer<timespec>?) -> CInt {
         if clock == CLOCK_MONOTONIC, let time,
-           let answer = CurlPass.withCurrent({ $0.readClock(time) }) {
+            let answer = CurlPass.withCurrent({ $0.readClock(time) })
+        {
             return answer
         }
         return cc_glibc_clock_gettime(clock, time)

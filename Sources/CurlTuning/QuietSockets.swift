@@ -198,8 +198,10 @@ package enum QuietSockets {
     /// A read of a socket that holds bytes read ahead is answered from them, in order (a peek
     /// leaves them there); a one-byte peek at a parked one, libcurl's liveness check, finds it
     /// spoiled (an EOF), as it would bytes in the kernel.
-    private static func receiveHolding(_ fd: CInt, _ block: UnsafeMutableRawPointer, _ buffer: UnsafeMutableRawPointer?,
-                                       _ length: Int, _ flags: CInt) -> Int {
+    private static func receiveHolding(
+        _ fd: CInt, _ block: UnsafeMutableRawPointer, _ buffer: UnsafeMutableRawPointer?,
+        _ length: Int, _ flags: CInt
+    ) -> Int {
         if flags == peekFlag && length == 1 {
             switch mark(of: fd) {
             case .parked, .quiet, .spoiled:
@@ -221,7 +223,8 @@ package enum QuietSockets {
                 errno = EAGAIN
                 return -1
             }
-            let got = length <= ReadAhead.shortRead
+            let got =
+                length <= ReadAhead.shortRead
                 ? ReadAhead.read(fd, into: buffer, length, pass: pass) ?? recvfrom(fd, buffer, length, 0, nil, nil)
                 : recvfrom(fd, buffer, length, 0, nil, nil)
             if got < 0 && errno == EAGAIN {

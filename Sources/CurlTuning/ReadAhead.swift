@@ -52,7 +52,7 @@ enum ReadAhead {
     /// Each descriptor's block while it holds bytes, else nil. `calloc`'d, like `QuietSockets.marks`.
     nonisolated(unsafe) static let table: UnsafeMutablePointer<UnsafeMutableRawPointer?> =
         calloc(tableSize, MemoryLayout<UnsafeMutableRawPointer?>.stride)!
-            .bindMemory(to: UnsafeMutableRawPointer?.self, capacity: tableSize)
+        .bindMemory(to: UnsafeMutableRawPointer?.self, capacity: tableSize)
 
     /// `fd`'s block, if it holds bytes.
     @inline(__always)
@@ -69,8 +69,10 @@ enum ReadAhead {
 
     /// Answers a read of `fd` from `block`: up to `length` bytes, taken unless `peek`. An empty
     /// block leaves the socket.
-    static func take(from block: UnsafeMutableRawPointer, of fd: CInt, into buffer: UnsafeMutableRawPointer?,
-                     _ length: Int, peek: Bool) -> Int {
+    static func take(
+        from block: UnsafeMutableRawPointer, of fd: CInt, into buffer: UnsafeMutableRawPointer?,
+        _ length: Int, peek: Bool
+    ) -> Int {
         let first = start(block), available = Int(end(block) - first)
         let count = min(length, available)
         if count > 0, let buffer { memcpy(buffer, data(block) + Int(first), count) }
@@ -89,7 +91,8 @@ enum ReadAhead {
     /// descriptor is beyond the table, or the pass keeps blocks for as many sockets as it may).
     static func read(_ fd: CInt, into buffer: UnsafeMutableRawPointer?, _ length: Int, pass: CurlPass) -> Int? {
         guard fd >= 0 && Int(fd) < tableSize,
-              pass.holding.count < socketsPerPass || pass.holding.contains(fd) else { return nil }
+            pass.holding.count < socketsPerPass || pass.holding.contains(fd)
+        else { return nil }
         let block = pass.spare ?? malloc(blockSize)!
         pass.spare = nil
         let got = recvfrom(fd, data(block), capacity, 0, nil, nil)
@@ -130,8 +133,12 @@ enum ReadAhead {
 
     private static func data(_ block: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer { block + headerSize }
     private static func start(_ block: UnsafeMutableRawPointer) -> UInt32 { block.load(as: UInt32.self) }
-    private static func end(_ block: UnsafeMutableRawPointer) -> UInt32 { block.load(fromByteOffset: 4, as: UInt32.self) }
-    private static func setStart(_ block: UnsafeMutableRawPointer, _ value: UInt32) { block.storeBytes(of: value, as: UInt32.self) }
+    private static func end(_ block: UnsafeMutableRawPointer) -> UInt32 {
+        block.load(fromByteOffset: 4, as: UInt32.self)
+    }
+    private static func setStart(_ block: UnsafeMutableRawPointer, _ value: UInt32) {
+        block.storeBytes(of: value, as: UInt32.self)
+    }
     private static func setEnd(_ block: UnsafeMutableRawPointer, _ value: UInt32) {
         block.storeBytes(of: value, toByteOffset: 4, as: UInt32.self)
     }

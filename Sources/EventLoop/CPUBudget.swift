@@ -19,7 +19,10 @@ package enum CPUBudget {
     static func cgroupQuota() -> Int? {
         let membership = read("/proc/self/cgroup")
         if let path = cgroupPath(membership, controller: nil),
-           let tightest = ancestors("/sys/fs/cgroup", path).compactMap({ read($0 + "/cpu.max").flatMap(quota(fromCPUMax:)) }).min() {
+            let tightest = ancestors("/sys/fs/cgroup", path).compactMap({
+                read($0 + "/cpu.max").flatMap(quota(fromCPUMax:))
+            }).min()
+        {
             return tightest
         }
         guard let path = cgroupPath(membership, controller: "cpu") else { return nil }
@@ -27,8 +30,9 @@ package enum CPUBudget {
         for mount in ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"] {
             for directory in ancestors(mount, path) {
                 if let quota = read(directory + "/cpu.cfs_quota_us").flatMap({ Int($0) }),
-                   let period = read(directory + "/cpu.cfs_period_us").flatMap({ Int($0) }),
-                   let cpus = self.quota(microseconds: quota, period: period) {
+                    let period = read(directory + "/cpu.cfs_period_us").flatMap({ Int($0) }),
+                    let cpus = self.quota(microseconds: quota, period: period)
+                {
                     quotas.append(cpus)
                 }
             }

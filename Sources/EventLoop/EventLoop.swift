@@ -81,7 +81,8 @@ package final class EventLoop: @unchecked Sendable {
     }
 
     /// Registers `fd` for `interest`; events go to `target` until `deregister`.
-    package func register(fd: CInt, interest: Interest, target: any Selectable, exclusive: Bool = false) throws(IOError) {
+    package func register(fd: CInt, interest: Interest, target: any Selectable, exclusive: Bool = false) throws(IOError)
+    {
         assertInLoop()
         let generation = slot(for: fd)
         registrations[Int(fd)] = (generation, target)
@@ -96,7 +97,7 @@ package final class EventLoop: @unchecked Sendable {
         registrations[Int(fd)] = (generation, target)
         do {
             try selector.reregister(fd: fd, generation: generation, interest: interest)
-        } catch where error.errnoCode == ENOENT {
+        } catch  where error.errnoCode == ENOENT {
             try selector.register(fd: fd, generation: generation, interest: interest)
         }
     }
@@ -237,7 +238,8 @@ package final class EventLoop: @unchecked Sendable {
         default:
             let index = Int(event.fd)
             guard index < registrations.count, registrations[index].generation == event.generation,
-                  let target = registrations[index].target else { return }
+                let target = registrations[index].target
+            else { return }
             target.ready(event.events)
         }
     }
@@ -255,7 +257,9 @@ package final class EventLoop: @unchecked Sendable {
     private func slot(for fd: CInt) -> UInt32 {
         let index = Int(fd)
         if index >= registrations.count {
-            registrations.append(contentsOf: repeatElement((generation: UInt32(0), target: nil as (any Selectable)?), count: index - registrations.count + 1))
+            registrations.append(
+                contentsOf: repeatElement(
+                    (generation: UInt32(0), target: nil as (any Selectable)?), count: index - registrations.count + 1))
         }
         nextGeneration &+= 1
         return nextGeneration

@@ -19,7 +19,9 @@ package struct ListenError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Another process listens there (a second `serve` with the same address).
     package static func inUse(_ address: BindAddress) -> Self { Self(.inUse, address.description, "") }
     /// A `unix:` path holds something other than a socket; it is never removed.
-    package static func notASocket(_ address: BindAddress, kind: String) -> Self { Self(.notASocket, address.description, kind) }
+    package static func notASocket(_ address: BindAddress, kind: String) -> Self {
+        Self(.notASocket, address.description, kind)
+    }
     /// Any other failure, with the call and errno text.
     package static func cannotBind(_ address: BindAddress, _ error: IOError) -> Self {
         error.errnoCode == EADDRINUSE ? .inUse(address) : Self(.cannotBind, address.description, error.description)

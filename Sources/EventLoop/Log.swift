@@ -6,7 +6,14 @@ import Synchronization
 package enum LogLevel: Int, Sendable, Comparable {
     case debug, info, warning, error
     /// The name a log line carries.
-    var name: StaticString { switch self { case .debug: "debug"; case .info: "info"; case .warning: "warning"; case .error: "error" } }
+    var name: StaticString {
+        switch self {
+        case .debug: "debug";
+        case .info: "info";
+        case .warning: "warning";
+        case .error: "error"
+        }
+    }
     package static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
 
     /// Parses `debug`, `info`, `warning` or `error`.

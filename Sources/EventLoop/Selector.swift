@@ -40,12 +40,18 @@ final class Selector {
 
     func register(fd: CInt, generation: UInt32, interest: Interest, exclusive: Bool = false) throws(IOError) {
         // EPOLLEXCLUSIVE allows only EPOLLIN/EPOLLOUT with it (EPOLLRDHUP is EINVAL); a listener needs no more.
-        let flags = exclusive ? (interest.rawValue & (EPOLLIN.rawValue | EPOLLOUT.rawValue)) | EPOLLEXCLUSIVE.rawValue : interest.rawValue
-        _ = try syscall(where: "epoll_ctl(ADD)") { cl_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, flags, Self.pack(fd, generation)) }
+        let flags =
+            exclusive
+            ? (interest.rawValue & (EPOLLIN.rawValue | EPOLLOUT.rawValue)) | EPOLLEXCLUSIVE.rawValue : interest.rawValue
+        _ = try syscall(where: "epoll_ctl(ADD)") {
+            cl_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, flags, Self.pack(fd, generation))
+        }
     }
 
     func reregister(fd: CInt, generation: UInt32, interest: Interest) throws(IOError) {
-        _ = try syscall(where: "epoll_ctl(MOD)") { cl_epoll_ctl(epfd, EPOLL_CTL_MOD, fd, interest.rawValue, Self.pack(fd, generation)) }
+        _ = try syscall(where: "epoll_ctl(MOD)") {
+            cl_epoll_ctl(epfd, EPOLL_CTL_MOD, fd, interest.rawValue, Self.pack(fd, generation))
+        }
     }
 
     func deregister(fd: CInt) {
@@ -84,8 +90,9 @@ final class Selector {
     /// Event `i` of the last `wait`.
     func event(at i: Int) -> SelectorEvent {
         let data = cl_epoll_event_data(events + i)
-        return SelectorEvent(fd: CInt(truncatingIfNeeded: data & 0xFFFF_FFFF), generation: UInt32(data >> 32),
-                             events: cl_epoll_event_events(events + i))
+        return SelectorEvent(
+            fd: CInt(truncatingIfNeeded: data & 0xFFFF_FFFF), generation: UInt32(data >> 32),
+            events: cl_epoll_event_events(events + i))
     }
 
     private static func pack(_ fd: CInt, _ generation: UInt32) -> UInt64 {

@@ -51,12 +51,16 @@ extension Socket {
 
     /// Connects a blocking socket to `path` and closes it; throws what connect said.
     private static func connectUnix(_ path: String) throws(IOError) {
-        let fd = try syscall(where: "socket") { Glibc.socket(AF_UNIX, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0) }
+        let fd = try syscall(where: "socket") {
+            Glibc.socket(AF_UNIX, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
+        }
         defer { closeDescriptor(fd) }
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { throw IOError(errnoCode: ENAMETOOLONG, call: "connect") }
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            throw IOError(errnoCode: ENAMETOOLONG, call: "connect")
+        }
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in raw.copyBytes(from: bytes) }
         _ = try withUnsafePointer(to: &addr) { p throws(IOError) in
             try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(IOError) in

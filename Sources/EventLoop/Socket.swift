@@ -20,31 +20,43 @@ package enum BindAddress: Sendable, Hashable, CustomStringConvertible {
 package enum Socket {
     /// Creates a non-blocking listening socket; `reusePort` lets each loop bind its own (SO_REUSEPORT).
     /// With `listening: false` the socket is only bound (the exclusivity probe).
-    package static func listen(_ address: BindAddress, reusePort: Bool, backlog: CInt = 4096,
-                              listening: Bool = true) throws(IOError) -> CInt {
+    package static func listen(
+        _ address: BindAddress, reusePort: Bool, backlog: CInt = 4096,
+        listening: Bool = true
+    ) throws(IOError) -> CInt {
         switch address {
         case .tcp(let host, let port):
             let literal = host == "localhost" ? "127.0.0.1" : host
             let v6 = literal.contains(":")
             let fd = try syscall(where: "socket") {
-                Glibc.socket(v6 ? AF_INET6 : AF_INET, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
+                Glibc.socket(
+                    v6 ? AF_INET6 : AF_INET,
+                    CInt(SOCK_STREAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
             }
             do throws(IOError) {
-                _ = try syscall(where: "setsockopt(SO_REUSEADDR)") { cl_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1) }
+                _ = try syscall(where: "setsockopt(SO_REUSEADDR)") {
+                    cl_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+                }
                 if reusePort {
-                    _ = try syscall(where: "setsockopt(SO_REUSEPORT)") { cl_set_int_option(fd, SOL_SOCKET, SO_REUSEPORT, 1) }
+                    _ = try syscall(where: "setsockopt(SO_REUSEPORT)") {
+                        cl_set_int_option(fd, SOL_SOCKET, SO_REUSEPORT, 1)
+                    }
                 }
                 if v6 {
                     var addr = sockaddr_in6()
                     addr.sin6_family = sa_family_t(AF_INET6)
                     addr.sin6_port = port.bigEndian
-                    guard inet_pton(AF_INET6, literal, &addr.sin6_addr) == 1 else { throw IOError(errnoCode: EINVAL, call: "inet_pton(\(host))") }
+                    guard inet_pton(AF_INET6, literal, &addr.sin6_addr) == 1 else {
+                        throw IOError(errnoCode: EINVAL, call: "inet_pton(\(host))")
+                    }
                     try bind(fd, &addr)
                 } else {
                     var addr = sockaddr_in()
                     addr.sin_family = sa_family_t(AF_INET)
                     addr.sin_port = port.bigEndian
-                    guard inet_pton(AF_INET, literal, &addr.sin_addr) == 1 else { throw IOError(errnoCode: EINVAL, call: "inet_pton(\(host))") }
+                    guard inet_pton(AF_INET, literal, &addr.sin_addr) == 1 else {
+                        throw IOError(errnoCode: EINVAL, call: "inet_pton(\(host))")
+                    }
                     try bind(fd, &addr)
                 }
                 if listening { _ = try syscall(where: "listen") { Glibc.listen(fd, backlog) } }
@@ -55,13 +67,16 @@ package enum Socket {
             return fd
         case .unix(let path):
             let fd = try syscall(where: "socket") {
-                Glibc.socket(AF_UNIX, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
+                Glibc.socket(
+                    AF_UNIX, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
             }
             do throws(IOError) {
                 var addr = sockaddr_un()
                 addr.sun_family = sa_family_t(AF_UNIX)
                 let bytes = Array(path.utf8)
-                guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { throw IOError(errnoCode: ENAMETOOLONG, call: "bind(\(path))") }
+                guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+                    throw IOError(errnoCode: ENAMETOOLONG, call: "bind(\(path))")
+                }
                 withUnsafeMutableBytes(of: &addr.sun_path) { raw in raw.copyBytes(from: bytes) }
                 // `clearStaleUnixSocket` removed a stale socket from an earlier run; anything
                 // else at the path makes bind fail, and is left alone.

@@ -31,10 +31,13 @@ package struct StartLock: ~Copyable {
             fd = Self.bindName(Self.name(port: port))
         }
         if fd == -EADDRINUSE {
-            Log.emit(.warning, "start_lock_busy", [
-                "port": .int(Int(port)), "waitedSeconds": .double(deadline),
-                "message": .string("another process holds the start lock of this port; going on with the exclusivity probe alone"),
-            ])
+            Log.emit(
+                .warning, "start_lock_busy",
+                [
+                    "port": .int(Int(port)), "waitedSeconds": .double(deadline),
+                    "message": .string(
+                        "another process holds the start lock of this port; going on with the exclusivity probe alone"),
+                ])
         }
         self.fd = max(fd, -1)
     }
@@ -50,7 +53,9 @@ package struct StartLock: ~Copyable {
         addr.sun_family = sa_family_t(AF_UNIX)
         // sun_path[0] stays NUL: the name lives in the abstract namespace, not the file system.
         let bytes = Array(name.utf8.prefix(MemoryLayout.size(ofValue: addr.sun_path) - 1))
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in raw.baseAddress!.advanced(by: 1).copyMemory(from: bytes, byteCount: bytes.count) }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            raw.baseAddress!.advanced(by: 1).copyMemory(from: bytes, byteCount: bytes.count)
+        }
         // The address length ends the name: trailing NULs would be part of it.
         let length = socklen_t(MemoryLayout<sa_family_t>.size + 1 + bytes.count)
         var result: CInt

@@ -29,7 +29,9 @@ public enum IOResult<T: Sendable>: Sendable {
 /// `.wouldBlock` when `blocking` is false, traps on EBADF/EFAULT (those are our bugs), and
 /// throws an `IOError` naming the call otherwise.
 @inlinable @inline(__always)
-package func syscall<T: FixedWidthInteger & Sendable>(blocking: Bool, where call: StaticString = #function, _ body: () -> T) throws(IOError) -> IOResult<T> {
+package func syscall<T: FixedWidthInteger & Sendable>(
+    blocking: Bool, where call: StaticString = #function, _ body: () -> T
+) throws(IOError) -> IOResult<T> {
     while true {
         let result = body()
         guard result == -1 else { return .processed(result) }
@@ -49,7 +51,9 @@ package func syscall<T: FixedWidthInteger & Sendable>(blocking: Bool, where call
 
 /// `syscall` for calls that are never non-blocking: returns the value or throws.
 @inlinable @inline(__always)
-package func syscall<T: FixedWidthInteger & Sendable>(where call: StaticString = #function, _ body: () -> T) throws(IOError) -> T {
+package func syscall<T: FixedWidthInteger & Sendable>(where call: StaticString = #function, _ body: () -> T)
+    throws(IOError) -> T
+{
     switch try syscall(blocking: true, where: call, body) {
     case .processed(let value): return value
     case .wouldBlock: preconditionFailure("blocking call reported EAGAIN")
@@ -59,7 +63,9 @@ package func syscall<T: FixedWidthInteger & Sendable>(where call: StaticString =
 /// Closes `fd`; close can only fail with EBADF (our bug) or EINTR/EIO, after which the fd is gone anyway.
 package func closeDescriptor(_ fd: CInt) {
     let r = Glibc.close(fd)
-    if r == -1 && cl_errno() == EBADF { fatalError("close(\(fd)) failed with EBADF: a descriptor bug in platform-proxy") }
+    if r == -1 && cl_errno() == EBADF {
+        fatalError("close(\(fd)) failed with EBADF: a descriptor bug in platform-proxy")
+    }
 }
 
 /// Monotonic time in nanoseconds.

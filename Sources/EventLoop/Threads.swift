@@ -6,10 +6,12 @@ package enum Threads {
     package static func spawn(_ body: @escaping () -> Void) throws(IOError) -> pthread_t {
         var thread = pthread_t()
         let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-        let result = pthread_create(&thread, nil, { arg in
-            Unmanaged<ThreadBody>.fromOpaque(arg!).takeRetainedValue().run()
-            return nil
-        }, box)
+        let result = pthread_create(
+            &thread, nil,
+            { arg in
+                Unmanaged<ThreadBody>.fromOpaque(arg!).takeRetainedValue().run()
+                return nil
+            }, box)
         guard result == 0 else {
             Unmanaged<ThreadBody>.fromOpaque(box).release()
             throw IOError(errnoCode: result, call: "pthread_create")

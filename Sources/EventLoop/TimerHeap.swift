@@ -31,7 +31,8 @@ struct TimerHeap {
     private func slot(of id: UInt64) -> Int? {
         let index = Int(truncatingIfNeeded: id & 0xFFFF_FFFF)
         guard index < slots.count, slots[index].generation == UInt32(truncatingIfNeeded: id >> 32),
-              slots[index].callback != nil else { return nil }
+            slots[index].callback != nil
+        else { return nil }
         return index
     }
 

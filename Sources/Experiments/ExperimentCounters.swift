@@ -22,14 +22,18 @@ package final class ExperimentCounters: Sendable {
     /// Counts assignments returned by a read.
     package func served(_ assignments: [Assignment]) {
         counts.withLock { counts in
-            for a in assignments { counts.assignments[Key(experiment: a.experiment, variant: a.variant), default: 0] += 1 }
+            for a in assignments {
+                counts.assignments[Key(experiment: a.experiment, variant: a.variant), default: 0] += 1
+            }
         }
     }
 
     /// Counts exposures committed to the analytics queue.
     package func exposed(_ assignments: [Assignment]) {
         counts.withLock { counts in
-            for a in assignments { counts.exposures[Key(experiment: a.experiment, variant: a.variant), default: 0] += 1 }
+            for a in assignments {
+                counts.exposures[Key(experiment: a.experiment, variant: a.variant), default: 0] += 1
+            }
         }
     }
 

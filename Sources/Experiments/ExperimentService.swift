@@ -36,10 +36,14 @@ package final class ExperimentService: Sendable {
         case .missing: break
         case .bytes(let bytes):
             if let root = try? JSONValue.parse(bytes), root.objectValue != nil {
-                loaded = State(overrides: ExperimentOverrides(json: root["overrides"]), exposures: ExposureLog(json: root["exposures"]))
+                loaded = State(
+                    overrides: ExperimentOverrides(json: root["overrides"]),
+                    exposures: ExposureLog(json: root["exposures"]))
             } else {
                 let moved = file.moveAside()
-                Log.emit(.warning, "experiments_state_unreadable", ["movedTo": .string(moved), "reason": .string("not a JSON object")])
+                Log.emit(
+                    .warning, "experiments_state_unreadable",
+                    ["movedTo": .string(moved), "reason": .string("not a JSON object")])
             }
         case .unreadable(let reason):
             let moved = file.moveAside()
@@ -105,14 +109,18 @@ package final class ExperimentService: Sendable {
     /// recorded from now on (``releaseExposures`` undoes it when the recording fails).
     package func claimExposures(_ assignments: [Assignment], subject: String, day: Int) -> [Assignment] {
         state.withLock { state in
-            assignments.filter { state.exposures.claim(subject: subject, experiment: $0.experiment, variant: $0.variant, day: day) }
+            assignments.filter {
+                state.exposures.claim(subject: subject, experiment: $0.experiment, variant: $0.variant, day: day)
+            }
         }
     }
 
     /// Forgets claims whose values could not be committed.
     package func releaseExposures(_ assignments: [Assignment], subject: String, day: Int) {
         state.withLock { state in
-            for a in assignments { state.exposures.release(subject: subject, experiment: a.experiment, variant: a.variant, day: day) }
+            for a in assignments {
+                state.exposures.release(subject: subject, experiment: a.experiment, variant: a.variant, day: day)
+            }
         }
     }
 

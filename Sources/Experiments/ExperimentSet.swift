@@ -18,11 +18,15 @@ package struct ExperimentSet: Sendable {
     package func plan(named name: some StringProtocol) -> ExperimentPlan? { plans.first { $0.name == name } }
 
     /// One experiment's assignment: an override naming one of its variants wins, then the hash.
-    package func assignment(_ plan: ExperimentPlan, subject: String, now: Double, overrides: ExperimentOverrides) -> Assignment {
+    package func assignment(_ plan: ExperimentPlan, subject: String, now: Double, overrides: ExperimentOverrides)
+        -> Assignment
+    {
         if let forced = overrides.variant(for: plan.name), plan.variants.contains(forced) {
             return Assignment(experiment: plan.name, variant: forced, reason: .override)
         }
-        guard plan.isRunning(at: now) else { return Assignment(experiment: plan.name, variant: plan.variants[0], reason: .inactive) }
+        guard plan.isRunning(at: now) else {
+            return Assignment(experiment: plan.name, variant: plan.variants[0], reason: .inactive)
+        }
         return Assignment(experiment: plan.name, variant: plan.variant(for: subject, at: now), reason: .assigned)
     }
 

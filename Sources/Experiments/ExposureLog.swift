@@ -42,7 +42,8 @@ package struct ExposureLog: Sendable, Equatable {
         let entries = seen.sorted { ($0.subject, $0.experiment, $0.variant) < ($1.subject, $1.experiment, $1.variant) }
         var object = JSONObject()
         object["day"] = .number(JSONNumber(day))
-        object["seen"] = .array(entries.map { .array([.string($0.subject), .string($0.experiment), .string($0.variant)]) })
+        object["seen"] = .array(
+            entries.map { .array([.string($0.subject), .string($0.experiment), .string($0.variant)]) })
         return .object(object)
     }
 

@@ -30,15 +30,21 @@ package enum InstallationID {
     /// Moves an unusable id file aside and says so: logged-out subjects get new variants.
     private static func setAside(_ file: DurableFile, reason: String) {
         let moved = file.moveAside()
-        Log.emit(.warning, "installation_id_unreadable", ["movedTo": .string(moved), "reason": .string(reason),
-                                                          "message": .string("a new installation id is made")])
+        Log.emit(
+            .warning, "installation_id_unreadable",
+            [
+                "movedTo": .string(moved), "reason": .string(reason),
+                "message": .string("a new installation id is made"),
+            ])
     }
 
     /// 8 to 128 characters of base64url: what we write, and nothing a header could choke on.
     static func isValid(_ text: String) -> Bool {
-        (8...128).contains(text.utf8.count) && text.utf8.allSatisfy { b in
-            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F || b == 0x2D
-        }
+        (8...128).contains(text.utf8.count)
+            && text.utf8.allSatisfy { b in
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F
+                    || b == 0x2D
+            }
     }
 }
 
@@ -47,7 +53,8 @@ extension String {
     func trimmingSpace() -> String {
         let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
         let bytes = Array(utf8)
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else { return "" }
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) })
+        else { return "" }
         return String(decoding: bytes[first...last], as: UTF8.self)
     }
 }

@@ -65,7 +65,9 @@ package enum ByteScan {
     /// Twiddling Hacks", `hasless`: exact for any word, so no byte below 0x0E is ever skipped).
     @inlinable
     package static func nextControlByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
-        firstStop(bytes, from: from, word: { ($0 &- 0x0E0E_0E0E_0E0E_0E0E) & ~$0 & 0x8080_8080_8080_8080 != 0 }, byte: { $0 < 0x0E })
+        firstStop(
+            bytes, from: from, word: { ($0 &- 0x0E0E_0E0E_0E0E_0E0E) & ~$0 & 0x8080_8080_8080_8080 != 0 },
+            byte: { $0 < 0x0E })
     }
 
     /// The index of the first byte at or after `from` that may not be in a request target
@@ -78,12 +80,14 @@ package enum ByteScan {
     package static func nextNonTargetByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
         // Literals, not globals: a static in another module is read through its accessor.
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        return firstStop(bytes, from: from, word: { word in
-            let below = (word &- ones &* 0x21) & ~word
-            let above = (word &+ ones) | word
-            let hash = word ^ (ones &* 0x23)
-            return (below | above | (hash &- ones) & ~hash) & highs != 0
-        }, byte: { !ByteClass.isTarget($0) })
+        return firstStop(
+            bytes, from: from,
+            word: { word in
+                let below = (word &- ones &* 0x21) & ~word
+                let above = (word &+ ones) | word
+                let hash = word ^ (ones &* 0x23)
+                return (below | above | (hash &- ones) & ~hash) & highs != 0
+            }, byte: { !ByteClass.isTarget($0) })
     }
 
     /// The index of the first byte at or after `from` that may not be in a field value
@@ -93,17 +97,21 @@ package enum ByteScan {
     @inlinable
     package static func nextNonFieldValueByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        return firstStop(bytes, from: from, word: { word in
-            let control = (word &- ones &* 0x20) & ~word
-            let del = word ^ (ones &* 0x7F)
-            return (control | (del &- ones) & ~del) & highs != 0
-        }, byte: { !ByteClass.isFieldValue($0) })
+        return firstStop(
+            bytes, from: from,
+            word: { word in
+                let control = (word &- ones &* 0x20) & ~word
+                let del = word ^ (ones &* 0x7F)
+                return (control | (del &- ones) & ~del) & highs != 0
+            }, byte: { !ByteClass.isFieldValue($0) })
     }
 
     /// The first index at or after `from` where `byte` holds: whole words are skipped while
     /// `word` says none of their eight bytes can (it must never miss one), then byte by byte.
     @inlinable @inline(__always)
-    static func firstStop(_ bytes: UnsafeBufferPointer<UInt8>, from: Int, word: (UInt64) -> Bool, byte: (UInt8) -> Bool) -> Int {
+    static func firstStop(_ bytes: UnsafeBufferPointer<UInt8>, from: Int, word: (UInt64) -> Bool, byte: (UInt8) -> Bool)
+        -> Int
+    {
         var i = from
         let count = bytes.count
         if let base = bytes.baseAddress {

@@ -32,7 +32,9 @@ package struct HTTPBodyDecoder: Sendable {
         case done
     }
 
-    enum ExtensionState: Sendable, Equatable { case nameStart, name, valueStart, token, quoted, quotedEscape, afterQuoted }
+    enum ExtensionState: Sendable, Equatable {
+        case nameStart, name, valueStart, token, quoted, quotedEscape, afterQuoted
+    }
 
     private var state: State
     private var trailerBytes = 0
@@ -139,8 +141,11 @@ package struct HTTPBodyDecoder: Sendable {
                 return nil
             }
             if inName {
-                if b == .colon { state = .trailerLine(sawColon: true, inName: false) }
-                else if !ByteClass.isToken(b) { return .invalidTrailer }
+                if b == .colon {
+                    state = .trailerLine(sawColon: true, inName: false)
+                } else if !ByteClass.isToken(b) {
+                    return .invalidTrailer
+                }
             } else if !ByteClass.isFieldValue(b) {
                 return .invalidTrailer
             }

@@ -24,7 +24,9 @@ package enum HTTPHeadSemantics {
     private static let http = StaticBytes("http://")
     private static let https = StaticBytes("https://")
 
-    static func check(_ head: UnsafeBufferPointer<UInt8>, _ parts: HTTPRequestHeadParser.Parts) -> Result<Meaning, HTTPParseError> {
+    static func check(_ head: UnsafeBufferPointer<UInt8>, _ parts: HTTPRequestHeadParser.Parts) -> Result<
+        Meaning, HTTPParseError
+    > {
         if let error = checkTarget(head, parts) { return .failure(error) }
         var hostCount = 0
         var length: Int?
@@ -67,8 +69,11 @@ package enum HTTPHeadSemantics {
                 guard ok else { return .failure(.transferEncodingNotChunked) }
             case 10 where equals(head, name, connection):
                 FieldList.forEachElement(head, field.value) { element in
-                    if equals(head, element, close) { sawClose = true }
-                    else if equals(head, element, keepAliveToken), parts.version == .http10 { closeAfter = false }
+                    if equals(head, element, close) {
+                        sawClose = true
+                    } else if equals(head, element, keepAliveToken), parts.version == .http10 {
+                        closeAfter = false
+                    }
                 }
             case 6 where equals(head, name, expect):
                 guard equals(head, field.value, continueToken) else { return .failure(.unsupportedExpectation) }
@@ -84,18 +89,26 @@ package enum HTTPHeadSemantics {
             guard parts.version == .http11 else { return .failure(.transferEncodingOnHTTP10) }
             guard length == nil else { return .failure(.contentLengthWithTransferEncoding) }
             guard chunkedCount <= 1 else { return .failure(.chunkedTwice) }
-            guard lastCodingIsChunked else { return .failure(chunkedCount == 0 && otherCoding ? .unsupportedTransferCoding : .transferEncodingNotChunked) }
+            guard lastCodingIsChunked else {
+                return .failure(
+                    chunkedCount == 0 && otherCoding ? .unsupportedTransferCoding : .transferEncodingNotChunked)
+            }
             guard !otherCoding else { return .failure(.unsupportedTransferCoding) }
             framing = .chunked
         } else if let length, length > 0 {
             framing = .length(length)
         }
         if framing == .none { expectsContinue = false }
-        return .success(Meaning(framing: framing, expectsContinue: expectsContinue, keepAlive: !closeAfter && !sawClose, host: hostValue))
+        return .success(
+            Meaning(
+                framing: framing, expectsContinue: expectsContinue, keepAlive: !closeAfter && !sawClose, host: hostValue
+            ))
     }
 
     /// origin-form for all methods, absolute-form (http/https) too, asterisk-form for OPTIONS only; no CONNECT.
-    private static func checkTarget(_ head: UnsafeBufferPointer<UInt8>, _ parts: HTTPRequestHeadParser.Parts) -> HTTPParseError? {
+    private static func checkTarget(_ head: UnsafeBufferPointer<UInt8>, _ parts: HTTPRequestHeadParser.Parts)
+        -> HTTPParseError?
+    {
         if equals(head, parts.method, connect, caseSensitive: true) { return .connectNotSupported }
         let first = head[parts.target.lowerBound]
         if first == UInt8(ascii: "/") { return nil }
@@ -111,7 +124,9 @@ package enum HTTPHeadSemantics {
     }
 
     /// `1*DIGIT`, nothing else: no sign, no list, no hex or octal prefix, at most 18 significant digits.
-    private static func parseContentLength(_ head: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Result<Int, HTTPParseError> {
+    private static func parseContentLength(_ head: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Result<
+        Int, HTTPParseError
+    > {
         guard !range.isEmpty else { return .failure(.invalidContentLength) }
         var value = 0
         var significant = 0
@@ -147,7 +162,9 @@ package enum HTTPHeadSemantics {
             i += 1
         } else {
             while i < range.upperBound, head[i] != .colon {
-                guard ByteClass.isHost(head[i]), head[i] != UInt8(ascii: "["), head[i] != UInt8(ascii: "]") else { return false }
+                guard ByteClass.isHost(head[i]), head[i] != UInt8(ascii: "["), head[i] != UInt8(ascii: "]") else {
+                    return false
+                }
                 i += 1
             }
             guard i > range.lowerBound else { return false }
@@ -163,7 +180,9 @@ package enum HTTPHeadSemantics {
         return true
     }
 
-    private static func equals(_ head: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ wanted: StaticBytes, caseSensitive: Bool = false) -> Bool {
+    private static func equals(
+        _ head: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ wanted: StaticBytes, caseSensitive: Bool = false
+    ) -> Bool {
         guard range.count == wanted.count else { return false }
         var j = 0
         for i in range {
@@ -181,7 +200,9 @@ package enum FieldList {
     /// Calls `body` with the range of each element of the list value at `range` in `bytes`, in
     /// order, blanks trimmed; empty elements (`a,,b`, a trailing comma, an empty value) included.
     @inlinable
-    package static func forEachElement(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ body: (Range<Int>) -> Void) {
+    package static func forEachElement(
+        _ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ body: (Range<Int>) -> Void
+    ) {
         var start = range.lowerBound
         var i = start
         while i <= range.upperBound {

@@ -172,7 +172,9 @@ package struct HTTPRequestHead: Sendable {
     private func nameEquals(_ index: Int, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool {
         let range = fields[index].name
         guard range.count == lowercased.count else { return false }
-        return storage.withUnsafeBufferPointer { asciiEqualsLowercased(UnsafeBufferPointer(rebasing: $0[range]), lowercased) }
+        return storage.withUnsafeBufferPointer {
+            asciiEqualsLowercased(UnsafeBufferPointer(rebasing: $0[range]), lowercased)
+        }
     }
 
     /// Field `index` as written, `Name: value` (with the client's own spacing after the colon).
@@ -187,7 +189,9 @@ package struct HTTPRequestHead: Sendable {
 
 /// ASCII case-insensitive comparison of `range` in `bytes` with `wanted`.
 @inline(__always)
-func asciiCaseInsensitiveEquals(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
+func asciiCaseInsensitiveEquals(
+    _ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ wanted: UnsafeBufferPointer<UInt8>
+) -> Bool {
     guard range.count == wanted.count else { return false }
     var j = 0
     for i in range {
@@ -205,17 +209,22 @@ package func asciiLower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }
 /// module compares a field name with one it knows.
 /// From eight bytes on, eight are compared at a time (the last word overlapping the one before).
 @inlinable
-package func asciiEqualsLowercased(_ name: UnsafeBufferPointer<UInt8>, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool {
+package func asciiEqualsLowercased(_ name: UnsafeBufferPointer<UInt8>, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool
+{
     let count = name.count
     guard count == lowercased.count else { return false }
-    guard count >= 8, let a = name.baseAddress.map(UnsafeRawPointer.init), let b = lowercased.baseAddress.map(UnsafeRawPointer.init) else {
+    guard count >= 8, let a = name.baseAddress.map(UnsafeRawPointer.init),
+        let b = lowercased.baseAddress.map(UnsafeRawPointer.init)
+    else {
         for i in 0..<count where asciiLower(name[i]) != lowercased[i] { return false }
         return true
     }
     var i = 0
     while true {
         let at = min(i, count - 8)
-        if asciiLowerWord(a.loadUnaligned(fromByteOffset: at, as: UInt64.self)) != b.loadUnaligned(fromByteOffset: at, as: UInt64.self) {
+        if asciiLowerWord(a.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+            != b.loadUnaligned(fromByteOffset: at, as: UInt64.self)
+        {
             return false
         }
         i += 8

@@ -89,10 +89,13 @@ package struct HTTPRequestHeadParser: Sendable {
     }
 
     /// Parses a head whose line endings are known to be CRLF; `end` is just past the blank line.
-    private static func parseHead(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int, limits: HTTPHeadLimits) -> HeadParseResult {
+    private static func parseHead(
+        _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int, limits: HTTPHeadLimits
+    ) -> HeadParseResult {
         let storage = Array(bytes[start..<end])
         let checked = storage.withUnsafeBufferPointer { head in
-            parseLines(head, limits: limits).flatMap { parts in HTTPHeadSemantics.check(head, parts).map { (parts, $0) } }
+            parseLines(head, limits: limits).flatMap { parts in HTTPHeadSemantics.check(head, parts).map { (parts, $0) }
+            }
         }
         switch checked {
         case .failure(let error):
@@ -116,7 +119,9 @@ package struct HTTPRequestHeadParser: Sendable {
         var fields: [HTTPFieldRange]
     }
 
-    private static func parseLines(_ head: UnsafeBufferPointer<UInt8>, limits: HTTPHeadLimits) -> Result<Parts, HTTPParseError> {
+    private static func parseLines(_ head: UnsafeBufferPointer<UInt8>, limits: HTTPHeadLimits) -> Result<
+        Parts, HTTPParseError
+    > {
         let requestLine: (method: Range<Int>, target: Range<Int>, version: HTTPVersion, end: Int)
         switch parseRequestLine(head) {
         case .success(let parsed): requestLine = parsed
@@ -141,7 +146,9 @@ package struct HTTPRequestHeadParser: Sendable {
             i = ByteScan.nextNonFieldValueByte(head, from: i)
             guard head[i] == .cr else { return .failure(.invalidHeaderValue) }
             var valueEnd = i
-            while valueEnd > valueStart && (head[valueEnd - 1] == .space || head[valueEnd - 1] == .tab) { valueEnd -= 1 }
+            while valueEnd > valueStart && (head[valueEnd - 1] == .space || head[valueEnd - 1] == .tab) {
+                valueEnd -= 1
+            }
             fields.append(HTTPFieldRange(name: name, value: valueStart..<valueEnd))
             i += 2
         }
@@ -149,12 +156,16 @@ package struct HTTPRequestHeadParser: Sendable {
     }
 
     /// `method SP request-target SP HTTP-version CRLF` at the start of `head`; `end` is past the CRLF.
-    static func parseRequestLine(_ head: UnsafeBufferPointer<UInt8>) -> Result<(method: Range<Int>, target: Range<Int>, version: HTTPVersion, end: Int), HTTPParseError> {
+    static func parseRequestLine(_ head: UnsafeBufferPointer<UInt8>) -> Result<
+        (method: Range<Int>, target: Range<Int>, version: HTTPVersion, end: Int), HTTPParseError
+    > {
         var i = 0
         while i < head.count, ByteClass.isToken(head[i]) { i += 1 }
         let method = 0..<i
         guard method.count <= maxMethodBytes, i < head.count else { return .failure(.invalidMethod) }
-        guard !method.isEmpty, head[i] == .space else { return .failure(head[i] == .cr ? .invalidRequestLine : .invalidMethod) }
+        guard !method.isEmpty, head[i] == .space else {
+            return .failure(head[i] == .cr ? .invalidRequestLine : .invalidMethod)
+        }
         i += 1
         let targetStart = i
         i = ByteScan.nextNonTargetByte(head, from: i)
@@ -164,8 +175,8 @@ package struct HTTPRequestHeadParser: Sendable {
         i += 1
         // HTTP-version CRLF: exactly "HTTP/" DIGIT "." DIGIT
         guard i + 10 <= head.count, head[i + 8] == .cr,
-              head[i] == 0x48, head[i + 1] == 0x54, head[i + 2] == 0x54, head[i + 3] == 0x50, head[i + 4] == 0x2F,
-              head[i + 6] == 0x2E, isDigit(head[i + 5]), isDigit(head[i + 7])
+            head[i] == 0x48, head[i + 1] == 0x54, head[i + 2] == 0x54, head[i + 3] == 0x50, head[i + 4] == 0x2F,
+            head[i + 6] == 0x2E, isDigit(head[i + 5]), isDigit(head[i + 7])
         else { return .failure(.invalidVersion) }
         // RFC 9110 §6.2: a higher minor version of a major version we implement is processed as
         // the highest minor we conform to, so HTTP/1.2 … 1.9 are read as HTTP/1.1.

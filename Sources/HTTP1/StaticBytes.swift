@@ -41,7 +41,9 @@ package struct StaticBytes: RandomAccessCollection, @unchecked Sendable {
 
     /// One `memcpy`: `Array.append(contentsOf:)` copies a sequence through this, and the default
     /// walks the iterator a byte at a time, paid per append of a field name (bench/cost-profile.sh).
-    package __consuming func _copyContents(initializing destination: UnsafeMutableBufferPointer<UInt8>) -> (Iterator, Int) {
+    package __consuming func _copyContents(initializing destination: UnsafeMutableBufferPointer<UInt8>) -> (
+        Iterator, Int
+    ) {
         let n = Swift.min(count, destination.count)
         if n > 0, let target = destination.baseAddress { target.initialize(from: start, count: n) }
         return (Iterator(bytes: self, position: n), n)

@@ -31,7 +31,9 @@ final class ByteBuffer {
     }
 
     @inline(__always)
-    private func withPool<Result>(_ body: (BufferPool) -> Result) -> Result? { poolView?._withUnsafeGuaranteedRef(body) }
+    private func withPool<Result>(_ body: (BufferPool) -> Result) -> Result? {
+        poolView?._withUnsafeGuaranteedRef(body)
+    }
 
     /// Gives a pool-sized block back to the pool; frees any other.
     private func release(_ block: UnsafeMutableRawPointer, capacity: Int) {
@@ -176,7 +178,9 @@ package struct ResponseHeadWriter: ByteSink {
 
     init(output: ByteBuffer) { self.output = Unmanaged.passUnretained(output) }
 
-    package mutating func write(_ bytes: UnsafeRawBufferPointer) { output._withUnsafeGuaranteedRef { $0.append(bytes) } }
+    package mutating func write(_ bytes: UnsafeRawBufferPointer) {
+        output._withUnsafeGuaranteedRef { $0.append(bytes) }
+    }
 
     package mutating func reserve(_ count: Int) { output._withUnsafeGuaranteedRef { $0.reserve(count) } }
 

@@ -1,4 +1,5 @@
 import EventLoop
+
 /// The lifecycle of one client connection as a value: one enum with payloads, events in, actions
 /// out. `HTTPConnection` performs the I/O the actions name and keeps no lifecycle of its own; what
 /// it reads next and whether it watches for input are derived from the state (`reading`,
@@ -163,7 +164,8 @@ package struct ConnectionStateMachine: Sendable {
 
     /// When the connection times out, if a timeout applies now.
     package var deadline: NanoTime? {
-        let stalledReader: NanoTime? = if case .blocked(let since) = output { since.adding(seconds: idleTimeout) } else { nil }
+        let stalledReader: NanoTime? =
+            if case .blocked(let since) = output { since.adding(seconds: idleTimeout) } else { nil }
         switch state {
         case .accepted(let deadline), .readingHead(let deadline, _):
             // A head in progress keeps its (shorter) header deadline.
@@ -201,7 +203,9 @@ package struct ConnectionStateMachine: Sendable {
         switch state {
         case .accepted, .idle, .readingHead: return .read
         case .exchange(let exchange):
-            if case .body(let flow, _, _) = exchange.request { return flow == .flowing || exchange.response.isComplete ? .read : .none }
+            if case .body(let flow, _, _) = exchange.request {
+                return flow == .flowing || exchange.response.isComplete ? .read : .none
+            }
             // Read on while the response is pending: a FIN (client gone) is noticed at once.
             return .readUnlessFull
         case .closing, .closed, .handedOver: return .none
@@ -225,14 +229,17 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// A whole head was parsed: a body's idle timeout starts.
-    package mutating func headReceived(now: NanoTime, keepAlive: Bool, hasBody: Bool, expectsContinue: Bool = false) -> Action {
+    package mutating func headReceived(now: NanoTime, keepAlive: Bool, hasBody: Bool, expectsContinue: Bool = false)
+        -> Action
+    {
         let persistence: Persistence
         switch state {
         case .accepted, .idle: persistence = .keepAlive
         case .readingHead(_, let p): persistence = p
         case .exchange, .closing, .closed, .handedOver: preconditionFailure("head in state \(state)")
         }
-        let request: RequestState = hasBody ? .body(.flowing, expectsContinue ? .owed : .notExpected, lastProgress: now) : .complete
+        let request: RequestState =
+            hasBody ? .body(.flowing, expectsContinue ? .owed : .notExpected, lastProgress: now) : .complete
         state = .exchange(Exchange(request: request, response: .pending, persistence: keepAlive ? persistence : .close))
         return hasBody ? .armTimer : .none
     }
@@ -241,7 +248,8 @@ package struct ConnectionStateMachine: Sendable {
     /// it was already answered.
     package mutating func handlerReturned() -> Action {
         guard case .exchange(var exchange) = state, case .body(let flow, .owed, let last) = exchange.request,
-              exchange.response.isPending else { return .none }
+            exchange.response.isPending
+        else { return .none }
         exchange.request = .body(flow, .sent, lastProgress: last)
         state = .exchange(exchange)
         return .sendContinue
@@ -250,7 +258,9 @@ package struct ConnectionStateMachine: Sendable {
     /// Body bytes were decoded: the idle timeout restarts, and they go to the handler unless its
     /// response ended (then they are only drained).
     package mutating func bodyReceived(now: NanoTime) -> Action {
-        guard case .exchange(var exchange) = state, case .body(let flow, let expect, _) = exchange.request else { return .none }
+        guard case .exchange(var exchange) = state, case .body(let flow, let expect, _) = exchange.request else {
+            return .none
+        }
         exchange.request = .body(flow, expect, lastProgress: now)
         state = .exchange(exchange)
         return exchange.response.isComplete ? .none : .deliverBody
@@ -259,7 +269,8 @@ package struct ConnectionStateMachine: Sendable {
     /// The handler holds (`.paused`) or wants (`.flowing`) the body.
     package mutating func setBodyFlow(_ flow: BodyFlow) -> Action {
         guard case .exchange(var exchange) = state, case .body(let old, let expect, let last) = exchange.request,
-              old != flow else { return .none }
+            old != flow
+        else { return .none }
         exchange.request = .body(flow, expect, lastProgress: last)
         state = .exchange(exchange)
         return flow == .flowing ? .resumeBody : .none

@@ -1,5 +1,5 @@
-import EventLoop
 import CLinux
+import EventLoop
 import Glibc
 import HTTP1
 
@@ -57,8 +57,10 @@ final class HTTPConnection: Selectable {
         self.loop = loop
         self.owner = Unretained(owner)
         let limits = owner.configuration
-        machine = ConnectionStateMachine(now: loop.now, headerTimeout: limits.headerTimeout, idleTimeout: limits.idleTimeout)
-        parser = HTTPRequestHeadParser(limits: HTTPHeadLimits(maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount))
+        machine = ConnectionStateMachine(
+            now: loop.now, headerTimeout: limits.headerTimeout, idleTimeout: limits.idleTimeout)
+        parser = HTTPRequestHeadParser(
+            limits: HTTPHeadLimits(maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount))
         inputLimit = max(limits.maxHeadBytes + 4096, 65536)
         input = ByteBuffer(pool: owner.inputBuffers)
         output = ByteBuffer(pool: owner.outputBuffers)
@@ -157,9 +159,11 @@ final class HTTPConnection: Selectable {
     private func startExchange(_ head: consuming HTTPRequestHead) {
         let now = loop.now
         let framing = head.framing
-        let action = machine.headReceived(now: now, keepAlive: head.keepAlive, hasBody: framing != .none,
-                                          expectsContinue: head.expectsContinue)
-        let exchange = HTTPExchange(head: head, peer: peer, listener: listener, startedAt: now, loop: loop, connection: self)
+        let action = machine.headReceived(
+            now: now, keepAlive: head.keepAlive, hasBody: framing != .none,
+            expectsContinue: head.expectsContinue)
+        let exchange = HTTPExchange(
+            head: head, peer: peer, listener: listener, startedAt: now, loop: loop, connection: self)
         self.exchange = exchange
         decoder = HTTPBodyDecoder(framing: framing)
         perform(action)
@@ -217,9 +221,13 @@ final class HTTPConnection: Selectable {
         perform(action)
     }
 
-    func respond(_ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], body: UnsafeRawBufferPointer) {
-        writeHead(exchange, status: status, framing: exchange.isHeadRequest ? .bodiless : .length(body.count),
-                  field: .contentLength(body.count)) { head in
+    func respond(
+        _ exchange: HTTPExchange, status: Int, headers: [(name: String, value: String)], body: UnsafeRawBufferPointer
+    ) {
+        writeHead(
+            exchange, status: status, framing: exchange.isHeadRequest ? .bodiless : .length(body.count),
+            field: .contentLength(body.count)
+        ) { head in
             for (name, value) in headers { head.writeField(name, value) }
         }
         if !exchange.isHeadRequest { output.append(body) }
@@ -227,20 +235,25 @@ final class HTTPConnection: Selectable {
         endResponse(exchange)
     }
 
-    func startResponse(_ exchange: HTTPExchange, status: Int, framing: HTTPExchange.ResponseFraming,
-                       writeFields: (inout ResponseHeadWriter) -> Void) {
+    func startResponse(
+        _ exchange: HTTPExchange, status: Int, framing: HTTPExchange.ResponseFraming,
+        writeFields: (inout ResponseHeadWriter) -> Void
+    ) {
         let isHead = exchange.isHeadRequest
         switch framing {
         case .length(let length):
-            writeHead(exchange, status: status, framing: isHead ? .bodiless : .length(length),
-                      field: .contentLength(length), writeFields)
+            writeHead(
+                exchange, status: status, framing: isHead ? .bodiless : .length(length),
+                field: .contentLength(length), writeFields)
         case .bodiless:
             writeHead(exchange, status: status, framing: .bodiless, field: .none, writeFields)
         case .streamed where exchange.head.version == .http11:
-            writeHead(exchange, status: status, framing: isHead ? .bodiless : .chunked,
-                      field: isHead ? .none : .chunked, writeFields)
+            writeHead(
+                exchange, status: status, framing: isHead ? .bodiless : .chunked,
+                field: isHead ? .none : .chunked, writeFields)
         case .streamed:
-            writeHead(exchange, status: status, framing: isHead ? .bodiless : .closeDelimited, field: .none, writeFields)
+            writeHead(
+                exchange, status: status, framing: isHead ? .bodiless : .closeDelimited, field: .none, writeFields)
         }
         if case .started(.bodiless) = exchange.progress { return writeCompletedResponse() }
         if case .started(.length(0)) = exchange.progress { return writeCompletedResponse() }
@@ -297,8 +310,10 @@ final class HTTPConnection: Selectable {
 
     /// Serialises a response head straight into the output buffer (no array to build it in and
     /// copy from: `ByteSink`).
-    private func writeHead(_ exchange: HTTPExchange, status: Int, framing: HTTPExchange.BodyFraming, field: FramingField,
-                           _ writeFields: (inout ResponseHeadWriter) -> Void) {
+    private func writeHead(
+        _ exchange: HTTPExchange, status: Int, framing: HTTPExchange.BodyFraming, field: FramingField,
+        _ writeFields: (inout ResponseHeadWriter) -> Void
+    ) {
         exchange.progress = .started(framing)
         exchange.status = status
         let persistence = machine.responseStarted(closeDelimited: framing == .closeDelimited)
@@ -412,7 +427,9 @@ final class HTTPConnection: Selectable {
             let readable = output.readable
             let result: IOResult<Int>
             do {
-                result = try syscall(blocking: false, where: "write") { Glibc.write(fd, readable.baseAddress, readable.count) }
+                result = try syscall(blocking: false, where: "write") {
+                    Glibc.write(fd, readable.baseAddress, readable.count)
+                }
             } catch {
                 return close(reason: "write_error")
             }
@@ -470,7 +487,8 @@ final class HTTPConnection: Selectable {
     /// with an error instead; false once any byte left (the response can then only be cut short).
     func retract(_ exchange: HTTPExchange) -> Bool {
         guard exchange === self.exchange, case .started = exchange.progress, writtenTotal <= responseStart,
-              case .dropResponse = machine.responseRetracted() else { return false }
+            case .dropResponse = machine.responseRetracted()
+        else { return false }
         perform(.dropResponse)
         exchange.progress = .pending
         exchange.status = 0
@@ -535,7 +553,9 @@ final class HTTPConnection: Selectable {
             if !exchange.isFinished {
                 exchange.progress = .aborted
                 let reason = reason ?? "closed"
-                exchange.finish(reason.hasPrefix("client_closed") ? .clientClosed(reason) : .aborted(reason), handler: owner.object.handler)
+                exchange.finish(
+                    reason.hasPrefix("client_closed") ? .clientClosed(reason) : .aborted(reason),
+                    handler: owner.object.handler)
             }
         }
         owner.object.connectionClosed(self)

@@ -59,7 +59,10 @@ package final class HTTPExchange {
     /// Request body bytes received.
     package internal(set) var bytesReceived = 0
 
-    init(head: consuming HTTPRequestHead, peer: String, listener: Int, startedAt: NanoTime, loop: EventLoop, connection: HTTPConnection) {
+    init(
+        head: consuming HTTPRequestHead, peer: String, listener: Int, startedAt: NanoTime, loop: EventLoop,
+        connection: HTTPConnection
+    ) {
         self.head = head
         self.peer = peer
         self.listener = listener

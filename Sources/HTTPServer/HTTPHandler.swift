@@ -65,11 +65,13 @@ package struct HTTPRefusal: Sendable, Equatable {
     }
 
     /// The declared or received body exceeds `maxBodyBytes`.
-    package static let bodyTooLarge = HTTPRefusal(status: 413, code: "body_too_large",
-                                                 message: "The request body is larger than the proxy accepts.")
+    package static let bodyTooLarge = HTTPRefusal(
+        status: 413, code: "body_too_large",
+        message: "The request body is larger than the proxy accepts.")
     /// The connection limit is reached; the connection is closed after this answer.
-    package static let tooManyConnections = HTTPRefusal(status: 503, code: "too_many_connections",
-                                                       message: "The proxy has too many open connections.")
+    package static let tooManyConnections = HTTPRefusal(
+        status: 503, code: "too_many_connections",
+        message: "The proxy has too many open connections.")
     /// Whether this is the connection-limit refusal.
     package var isConnectionLimit: Bool { code == "too_many_connections" }
 }

@@ -1,5 +1,5 @@
-import EventLoop
 import CLinux
+import EventLoop
 import Glibc
 import Synchronization
 
@@ -42,30 +42,36 @@ package final class HTTPServer: @unchecked Sendable {
                 try Socket.clearStaleUnixSocket(path)
                 let fd = try listening(address, reusePort: false)
                 sharedListeners.append(fd)
-                for index in 0..<count { perLoop[index].append(.init(fd: fd, ownsDescriptor: false, address: addressIndex)) }
+                for index in 0..<count {
+                    perLoop[index].append(.init(fd: fd, ownsDescriptor: false, address: addressIndex))
+                }
                 bound.append(address)
             }
         }
         for index in 0..<count {
             let loop = try EventLoop(name: "loop-\(index)")
-            let server = LoopServer(loop: loop, configuration: configuration, shared: shared,
-                                    listeners: perLoop[index], handler: try makeHandler(loop, index))
+            let server = LoopServer(
+                loop: loop, configuration: configuration, shared: shared,
+                listeners: perLoop[index], handler: try makeHandler(loop, index))
             try server.start()
             loops.append((loop, server))
         }
         let shared = shared
         for (loop, _) in loops {
-            threads.append(try Threads.spawn {
-                loop.run()
-                shared.finishedLoops.add(1, ordering: .releasing)
-            })
+            threads.append(
+                try Threads.spawn {
+                    loop.run()
+                    shared.finishedLoops.add(1, ordering: .releasing)
+                })
         }
         return bound
     }
 
     /// A listening socket, or a `ListenError` naming the address.
     private func listening(_ address: BindAddress, reusePort: Bool) throws(ListenError) -> CInt {
-        do { return try Socket.listen(address, reusePort: reusePort) } catch { throw ListenError.cannotBind(address, error) }
+        do { return try Socket.listen(address, reusePort: reusePort) } catch {
+            throw ListenError.cannotBind(address, error)
+        }
     }
 
     /// The event loops, in worker order.

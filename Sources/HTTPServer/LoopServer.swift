@@ -1,5 +1,5 @@
-import EventLoop
 import CLinux
+import EventLoop
 import Glibc
 import Synchronization
 
@@ -44,8 +44,10 @@ final class LoopServer: Selectable {
     /// Connections' peak since the allocator was last asked to return free memory.
     private var peakConnections = 0
     private var trimScheduled = false
-    init(loop: EventLoop, configuration: ServerConfiguration, shared: ServerShared,
-         listeners: [Listener], handler: any HTTPHandler) {
+    init(
+        loop: EventLoop, configuration: ServerConfiguration, shared: ServerShared,
+        listeners: [Listener], handler: any HTTPHandler
+    ) {
         self.loop = loop
         self.configuration = configuration
         self.shared = shared

@@ -1,4 +1,5 @@
 import EventLoop
+
 /// Request IDs unique across the process: a random per-process prefix, the loop's index and a
 /// per-loop counter, e.g. `k3F9xZ-0-1a`, each part in base 62 (`0-9a-zA-Z`).
 ///
@@ -40,7 +41,9 @@ package struct RequestIDGenerator {
     }
 
     /// Writes `value` as `digits` base-62 digits into `buffer` from `start`.
-    private static func write(_ value: UInt64, digits: Int, into buffer: UnsafeMutableBufferPointer<UInt8>, at start: Int) {
+    private static func write(
+        _ value: UInt64, digits: Int, into buffer: UnsafeMutableBufferPointer<UInt8>, at start: Int
+    ) {
         var rest = value
         for i in (start..<(start + digits)).reversed() {
             buffer[i] = digit(rest % 62)

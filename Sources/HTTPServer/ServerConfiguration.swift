@@ -1,4 +1,6 @@
 import EventLoop
+import Glibc
+
 /// What the HTTP server needs to know; built from the proxy config by the caller.
 package struct ServerConfiguration: Sendable {
     /// Addresses to listen on. Default `127.0.0.1:8080`.
@@ -27,5 +29,3 @@ package struct ServerConfiguration: Sendable {
         return CPUBudget.available()
     }
 }
-
-import Glibc

@@ -94,15 +94,21 @@ extension JSONParser {
         var next = i + 6
         switch unit {
         case 0xD800...0xDBFF:
-            let pairs = next + 1 < bytes.count && bytes[next] == UInt8(ascii: "\\") && bytes[next + 1] == UInt8(ascii: "u")
+            let pairs =
+                next + 1 < bytes.count && bytes[next] == UInt8(ascii: "\\") && bytes[next + 1] == UInt8(ascii: "u")
             let low = pairs ? try hex4(at: next + 2, escapeAt: next) : 0
             guard (0xDC00...0xDFFF).contains(low) else {
-                throw error(.invalidUnicode, "lone surrogate \\u\(JSONParser.hex4String(unit)): a high surrogate must be followed by a low one", at: i)
+                throw error(
+                    .invalidUnicode,
+                    "lone surrogate \\u\(JSONParser.hex4String(unit)): a high surrogate must be followed by a low one",
+                    at: i)
             }
             scalarValue = 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(low) - 0xDC00)
             next += 6
         case 0xDC00...0xDFFF:
-            throw error(.invalidUnicode, "lone surrogate \\u\(JSONParser.hex4String(unit)): a low surrogate must follow a high one", at: i)
+            throw error(
+                .invalidUnicode,
+                "lone surrogate \\u\(JSONParser.hex4String(unit)): a low surrogate must follow a high one", at: i)
         default:
             break
         }

@@ -142,7 +142,8 @@ struct JSONParser {
 
     private mutating func expectLiteral(_ word: StaticString) throws(JSONParseError) {
         let count = word.utf8CodeUnitCount
-        let matches = pos + count <= bytes.count
+        let matches =
+            pos + count <= bytes.count
             && (0..<count).allSatisfy { bytes[pos + $0] == word.utf8Start[$0] }
         guard matches else {
             throw error(.invalidLiteral, "invalid literal; expected true, false or null", at: pos)

@@ -17,7 +17,8 @@ extension JSONValue {
 /// The string's contents escaped for a JSON string literal, without the surrounding quotes.
 package func jsonEscaped(_ s: String) -> String {
     // Most strings (codes, paths, ids) need no escaping: return them untouched.
-    let plain = s.utf8.withContiguousStorageIfAvailable { !JSONSerializer.anyNeedsEscape($0) }
+    let plain =
+        s.utf8.withContiguousStorageIfAvailable { !JSONSerializer.anyNeedsEscape($0) }
         ?? !s.utf8.contains(where: JSONSerializer.needsEscape)
     guard !plain else { return s }
     var out: [UInt8] = []
@@ -92,7 +93,10 @@ enum JSONSerializer {
             while i + 8 <= bytes.count {
                 let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
                 if (word &- ones &* 0x20) & ~word & 0x8080_8080_8080_8080 != 0 || hasZeroByte(word ^ (ones &* 0x22))
-                    || hasZeroByte(word ^ (ones &* 0x5C)) { return true }
+                    || hasZeroByte(word ^ (ones &* 0x5C))
+                {
+                    return true
+                }
                 i += 8
             }
         }

@@ -21,8 +21,10 @@ package enum BlockingHTTP {
 
     /// Sends `method path` (a POST with `json` as its body, if given) and returns status and body;
     /// `onData` may stream the body instead (return false to stop). Fails with libcurl's message.
-    package static func request(_ method: String, _ path: String, to target: Target, timeout: Double, json: String? = nil,
-                               onData: ((UnsafeRawBufferPointer) -> Bool)? = nil) -> Result<(status: Int, body: [UInt8]), BlockingHTTPError> {
+    package static func request(
+        _ method: String, _ path: String, to target: Target, timeout: Double, json: String? = nil,
+        onData: ((UnsafeRawBufferPointer) -> Bool)? = nil
+    ) -> Result<(status: Int, body: [UInt8]), BlockingHTTPError> {
         UpstreamClient.globalInit()
         guard let easy = curl_easy_init() else { return .failure(BlockingHTTPError(message: "curl_easy_init failed")) }
         defer { curl_easy_cleanup(easy) }
@@ -47,13 +49,15 @@ package enum BlockingHTTP {
         defer { curl_slist_free_all(list) }
         cc_easy_slist(easy, CURLOPT_HTTPHEADER, list)
         cc_easy_ptr(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(sink).toOpaque())
-        cc_easy_write_function(easy, { data, size, count, user in
-            let sink = Unmanaged<Sink>.fromOpaque(user!).takeUnretainedValue()
-            let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
-            if let onData = sink.onData { return onData(bytes) ? size * count : 0 }
-            sink.body.append(contentsOf: bytes)
-            return size * count
-        })
+        cc_easy_write_function(
+            easy,
+            { data, size, count, user in
+                let sink = Unmanaged<Sink>.fromOpaque(user!).takeUnretainedValue()
+                let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
+                if let onData = sink.onData { return onData(bytes) ? size * count : 0 }
+                sink.body.append(contentsOf: bytes)
+                return size * count
+            })
         let code = curl_easy_perform(easy)
         var status = 0
         _ = cc_info_long(easy, CURLINFO_RESPONSE_CODE, &status)

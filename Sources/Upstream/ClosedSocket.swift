@@ -16,7 +16,9 @@ enum ClosedSocket {
     /// One end of a socket pair whose other end was closed; shared by every replaced descriptor.
     static let descriptor: CInt = {
         var pair: [CInt] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else { return -1 }
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            return -1
+        }
         close(pair[1])
         return pair[0]
     }()

@@ -1,7 +1,7 @@
 import CCurl
-import HTTP1
 import EventLoop
 import Glibc
+import HTTP1
 
 /// A reusable easy handle and its error buffer. Options every request shares are set once
 /// here; per-request options are set by `UpstreamTransfer` and remembered to avoid repeats.
@@ -72,7 +72,9 @@ final class EasyHandle {
         cc_easy_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         if let tlsSessions { cc_easy_ptr(easy, CURLOPT_SHARE, tlsSessions) }
         let me = Unmanaged.passUnretained(self).toOpaque()
-        for option in [CURLOPT_PRIVATE, CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_READDATA] { cc_easy_ptr(easy, option, me) }
+        for option in [CURLOPT_PRIVATE, CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_READDATA] {
+            cc_easy_ptr(easy, option, me)
+        }
         if !Self.environmentNamesProxy {
             // No proxy variable at start-up: say so once, rather than have libcurl read five
             // environment variables for every transfer (bench/cost-profile.sh).
@@ -85,39 +87,51 @@ final class EasyHandle {
             let owner = Unmanaged.passUnretained(client).toOpaque()
             cc_easy_ptr(easy, CURLOPT_OPENSOCKETDATA, owner)
             cc_easy_ptr(easy, CURLOPT_CLOSESOCKETDATA, owner)
-            cc_easy_open_socket_function(easy, { clientp, _, address in
-                Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.openSocket(address!) }
-            })
-            cc_easy_close_socket_function(easy, { clientp, fd in
-                Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.closeSocket(fd) }
-            })
+            cc_easy_open_socket_function(
+                easy,
+                { clientp, _, address in
+                    Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.openSocket(address!) }
+                })
+            cc_easy_close_socket_function(
+                easy,
+                { clientp, fd in
+                    Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.closeSocket(fd) }
+                })
         }
         // A callback with no transfer (none can come: see `running`) aborts.
-        cc_easy_write_function(easy, { data, size, count, user in
-            Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
-                handle.running?._withUnsafeGuaranteedRef { $0.received(data!, size * count) } ?? 0
-            }
-        })
-        cc_easy_header_function(easy, { data, size, count, user in
-            Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
-                handle.running?._withUnsafeGuaranteedRef { $0.receivedHeader(data!, size * count) } ?? 0
-            }
-        })
+        cc_easy_write_function(
+            easy,
+            { data, size, count, user in
+                Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
+                    handle.running?._withUnsafeGuaranteedRef { $0.received(data!, size * count) } ?? 0
+                }
+            })
+        cc_easy_header_function(
+            easy,
+            { data, size, count, user in
+                Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
+                    handle.running?._withUnsafeGuaranteedRef { $0.receivedHeader(data!, size * count) } ?? 0
+                }
+            })
         // Before each send of a request (a second comes when libcurl retries on a new connection).
         cc_easy_ptr(easy, CURLOPT_PREREQDATA, me)
-        cc_easy_prereq_function(easy, { user, primaryIP, localIP, primaryPort, localPort in
-            Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
-                handle.running?._withUnsafeGuaranteedRef {
-                    $0.sending(to: primaryIP, port: Int(primaryPort), from: localIP, localPort: Int(localPort))
+        cc_easy_prereq_function(
+            easy,
+            { user, primaryIP, localIP, primaryPort, localPort in
+                Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
+                    handle.running?._withUnsafeGuaranteedRef {
+                        $0.sending(to: primaryIP, port: Int(primaryPort), from: localIP, localPort: Int(localPort))
+                    }
+                        ?? false
+                } ? CC_PREREQFUNC_OK : CC_PREREQFUNC_ABORT
+            })
+        cc_easy_read_function(
+            easy,
+            { data, size, count, user in
+                Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
+                    handle.running?._withUnsafeGuaranteedRef { $0.send(data!, size * count) } ?? CC_READFUNC_ABORT
                 }
-                    ?? false
-            } ? CC_PREREQFUNC_OK : CC_PREREQFUNC_ABORT
-        })
-        cc_easy_read_function(easy, { data, size, count, user in
-            Unmanaged<EasyHandle>.fromOpaque(user!)._withUnsafeGuaranteedRef { handle in
-                handle.running?._withUnsafeGuaranteedRef { $0.send(data!, size * count) } ?? CC_READFUNC_ABORT
-            }
-        })
+            })
     }
 
     /// Replaces the libcurl handle, after a transfer, by a copy of it that carries every option
@@ -157,12 +171,16 @@ final class EasyHandle {
 
     /// Whether the environment names a proxy for libcurl (docs/forwarding.md, "Upstream TLS and HTTP/2"): then
     /// libcurl reads the variables itself for each transfer, as it always has.
-    static let environmentNamesProxy = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
-                                        "ALL_PROXY", "no_proxy", "NO_PROXY"].contains { (name: String) in getenv(name) != nil }
+    static let environmentNamesProxy = [
+        "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
+        "ALL_PROXY", "no_proxy", "NO_PROXY",
+    ].contains { (name: String) in getenv(name) != nil }
 
     /// `CURL_CA_BUNDLE` (curl's own name for it): a PEM file of CAs to trust instead of the
     /// system's, for upstreams and identity providers behind a private CA. Verification stays on.
-    static let caBundle: String? = getenv("CURL_CA_BUNDLE").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+    static let caBundle: String? = getenv("CURL_CA_BUNDLE").map { String(cString: $0) }.flatMap {
+        $0.isEmpty ? nil : $0
+    }
 
     // NUL-terminated lines, as HeaderLines holds them; literals, so no array is retained per request.
     private static let expect = StaticBytes("Expect:\0")
@@ -176,8 +194,11 @@ final class EasyHandle {
     /// `Content-Type` and `Expect` (curl would otherwise add its own), and while decoding,
     /// `Accept-Encoding: identity`. The list stays valid until the next call: curl reads it while
     /// the transfer runs.
-    func setHeaders(_ lines: HeaderLines, _ extra: HeaderLines, blankAccept: Bool, blankContentType: Bool, blankExpect: Bool) {
-        let byteCount = lines.bytes.count + extra.bytes.count + (blankExpect ? Self.expect.count : 0)
+    func setHeaders(
+        _ lines: HeaderLines, _ extra: HeaderLines, blankAccept: Bool, blankContentType: Bool, blankExpect: Bool
+    ) {
+        let byteCount =
+            lines.bytes.count + extra.bytes.count + (blankExpect ? Self.expect.count : 0)
             + (blankAccept ? Self.blankAccept.count : 0) + (blankContentType ? Self.blankContentType.count : 0)
             + (decodes ? Self.identityEncoding.count : 0)
         if byteCount > lineCapacity {
@@ -194,7 +215,8 @@ final class EasyHandle {
             // given): this runs over every header byte of every request.
             var lineStart = 0
             while lineStart < bytes.count,
-                  let nul = memchr(base + lineStart, 0, bytes.count - lineStart) {
+                let nul = memchr(base + lineStart, 0, bytes.count - lineStart)
+            {
                 if node == nodeCapacity { growNodes() }
                 nodes[node] = curl_slist(data: lineBytes + offset + lineStart, next: nil)
                 node += 1
@@ -243,13 +265,14 @@ final class EasyHandle {
     /// the URL from the handle's parts again.)
     func setURL(_ target: RequestURL) {
         if !target.path.isEmpty, originParsed(target.origin),
-           RequestURL.partIsVerbatim(target.path, query: false),
-           target.query.map({ RequestURL.partIsVerbatim($0, query: true) }) ?? true,
-           // A part libcurl refuses (over 8,000,000 bytes) leaves the last request's in place:
-           // the string then, which libcurl refuses as before.
-           target.path.withCString({ curl_url_set(urlParts, CURLUPART_PATH, $0, 0) }) == CURLUE_OK,
-           (target.query.map { query in query.withCString { curl_url_set(urlParts, CURLUPART_QUERY, $0, 0) } }
-               ?? curl_url_set(urlParts, CURLUPART_QUERY, nil, 0)) == CURLUE_OK {
+            RequestURL.partIsVerbatim(target.path, query: false),
+            target.query.map({ RequestURL.partIsVerbatim($0, query: true) }) ?? true,
+            // A part libcurl refuses (over 8,000,000 bytes) leaves the last request's in place:
+            // the string then, which libcurl refuses as before.
+            target.path.withCString({ curl_url_set(urlParts, CURLUPART_PATH, $0, 0) }) == CURLUE_OK,
+            (target.query.map { query in query.withCString { curl_url_set(urlParts, CURLUPART_QUERY, $0, 0) } }
+                ?? curl_url_set(urlParts, CURLUPART_QUERY, nil, 0)) == CURLUE_OK
+        {
             if !readsURLParts {
                 readsURLParts = true
                 cc_easy_curlu(easy, urlParts)
@@ -268,7 +291,9 @@ final class EasyHandle {
         if parsedOrigin == origin { return true }
         parsedOrigin = nil
         let flags = UInt32(CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME | CURLU_PATH_AS_IS)
-        guard (origin + "/").withCString({ curl_url_set(urlParts, CURLUPART_URL, $0, flags) }) == CURLUE_OK else { return false }
+        guard (origin + "/").withCString({ curl_url_set(urlParts, CURLUPART_URL, $0, flags) }) == CURLUE_OK else {
+            return false
+        }
         parsedOrigin = origin
         return true
     }

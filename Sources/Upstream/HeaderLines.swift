@@ -67,7 +67,9 @@ package struct HeaderLines: Sendable, Equatable {
 
     /// The lines as strings (tests, logs of rare paths).
     package var lines: [String] {
-        bytes.split(separator: 0, omittingEmptySubsequences: false).dropLast().map { String(decoding: $0, as: UTF8.self) }
+        bytes.split(separator: 0, omittingEmptySubsequences: false).dropLast().map {
+            String(decoding: $0, as: UTF8.self)
+        }
     }
 
     /// Whether a line's field name equals `lowercased` ignoring ASCII case (`Name:` or `Name;`).

@@ -30,7 +30,8 @@ package final class OwnListeners: Sendable {
                 list.append(Endpoint(address: Self.address("127.0.0.1"), port: Int(port)))
                 list.append(Endpoint(address: Self.address("::1"), port: Int(port)))
             } else if let address = Self.address(host) {
-                list.append(Endpoint(address: address == Self.anyV4 || address == Self.anyV6 ? nil : address, port: Int(port)))
+                list.append(
+                    Endpoint(address: address == Self.anyV4 || address == Self.anyV6 ? nil : address, port: Int(port)))
             }
         }
         endpoints.withLock { $0 = list }
@@ -45,7 +46,9 @@ package final class OwnListeners: Sendable {
             guard list.contains(where: { $0.port == port }), let target = Self.address(primary) else { return false }
             return list.contains { endpoint in
                 guard endpoint.port == port else { return false }
-                guard let address = endpoint.address else { return Self.isLoopback(target) || Self.address(local) == target }
+                guard let address = endpoint.address else {
+                    return Self.isLoopback(target) || Self.address(local) == target
+                }
                 return address == target
             }
         }

@@ -20,7 +20,9 @@ struct ParkedSockets {
         for i in waiting.indices {
             let entry = waiting[i]
             if entry.iteration < dispatched {
-                if entry.socket.parkings == entry.parking, case .parked = entry.socket.state { entry.socket.becameQuiet() }
+                if entry.socket.parkings == entry.parking, case .parked = entry.socket.state {
+                    entry.socket.becameQuiet()
+                }
             } else {
                 waiting[kept] = entry
                 kept += 1

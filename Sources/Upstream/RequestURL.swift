@@ -50,9 +50,14 @@ package struct RequestURL: Sendable, Equatable, CustomStringConvertible {
             var i = 0
             while i < bytes.count {
                 let byte = bytes[i]
-                if byte <= 0x20 || byte == 0x7F || byte == UInt8(ascii: "#") || (byte == UInt8(ascii: "?") && !query) { return false }
+                if byte <= 0x20 || byte == 0x7F || byte == UInt8(ascii: "#") || (byte == UInt8(ascii: "?") && !query) {
+                    return false
+                }
                 if byte == UInt8(ascii: "%"), i + 2 < bytes.count, isHexDigit(bytes[i + 1]), isHexDigit(bytes[i + 2]),
-                   isUpperHex(bytes[i + 1]) || isUpperHex(bytes[i + 2]) { return false }
+                    isUpperHex(bytes[i + 1]) || isUpperHex(bytes[i + 2])
+                {
+                    return false
+                }
                 i += 1
             }
             return true

@@ -1,7 +1,7 @@
 import CCurl
-import HTTP1
 import EventLoop
 import Glibc
+import HTTP1
 
 /// One libcurl multi handle driven by one event loop, exactly as curl's `ephiperfifo.c`:
 /// the socket callback maps `CURL_POLL_*` to epoll interest, the timer callback only arms a
@@ -67,15 +67,21 @@ package final class UpstreamClient {
         if let tlsSessions { _ = cc_share_tls_sessions(tlsSessions) }
         kick.client = Unretained(self)
         let me = Unmanaged.passUnretained(self).toOpaque()
-        cc_multi_socket_function(multi, { easy, fd, what, userp, _ in
-            Unmanaged<UpstreamClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef { $0.socketChanged(fd, what, by: easy) }
-            return 0
-        })
+        cc_multi_socket_function(
+            multi,
+            { easy, fd, what, userp, _ in
+                Unmanaged<UpstreamClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef {
+                    $0.socketChanged(fd, what, by: easy)
+                }
+                return 0
+            })
         cc_multi_ptr(multi, CURLMOPT_SOCKETDATA, me)
-        cc_multi_timer_function(multi, { _, timeout, userp in
-            Unmanaged<UpstreamClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef { $0.timerChanged(timeout) }
-            return 0
-        })
+        cc_multi_timer_function(
+            multi,
+            { _, timeout, userp in
+                Unmanaged<UpstreamClient>.fromOpaque(userp!)._withUnsafeGuaranteedRef { $0.timerChanged(timeout) }
+                return 0
+            })
         cc_multi_ptr(multi, CURLMOPT_TIMERDATA, me)
         cc_multi_long(multi, CURLMOPT_PIPELINING, CC_PIPE_MULTIPLEX)
         cc_multi_long(multi, CURLMOPT_MAXCONNECTS, 512)
@@ -125,7 +131,10 @@ package final class UpstreamClient {
     /// connection itself, after `keepEarlyAnswer` read what it holds).
     func connectionSpoiled(_ socket: CurlSocket) {
         if let user = socket.user,
-           active.contains(where: { $0.handle.easy == user && ($0.isPaused || $0.headAwaited) }) { return }
+            active.contains(where: { $0.handle.easy == user && ($0.isPaused || $0.headAwaited) })
+        {
+            return
+        }
         _ = ClosedSocket.replace(socket.fd)
     }
 
@@ -143,7 +152,9 @@ package final class UpstreamClient {
     }
 
     /// Starts `request`; events go to `delegate` on this loop. `body` streams the request body.
-    package func start(_ request: borrowing UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
+    package func start(_ request: borrowing UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate)
+        -> UpstreamTransfer
+    {
         let handle = idleHandles.popLast() ?? EasyHandle(client: self)
         let transfer = UpstreamTransfer(client: self, handle: handle, request: request, body: body, delegate: delegate)
         if request.hasBody { bodiesStarting += 1 }
@@ -260,7 +271,8 @@ package final class UpstreamClient {
     /// socket, so whatever was known of an earlier one with that number (closed behind our back)
     /// is forgotten. The closing callback below then reports its end.
     func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
-        let fd = Glibc.socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+        let fd = Glibc.socket(
+            address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
         guard fd >= 0 else { return CC_SOCKET_BAD }
         tuning?.opened(fd)
         let socket = CurlSocket(fd: fd, client: self, opened: true)
@@ -304,21 +316,27 @@ package final class UpstreamClient {
         let named = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        guard named == 0, address.ss_family == sa_family_t(AF_INET) || address.ss_family == sa_family_t(AF_INET6) else { return }
+        guard named == 0, address.ss_family == sa_family_t(AF_INET) || address.ss_family == sa_family_t(AF_INET6) else {
+            return
+        }
         // The port is at the same place in `sockaddr_in` and `sockaddr_in6`, in network order.
         let port = withUnsafeBytes(of: &address) { Int($0[2]) << 8 | Int($0[3]) }
         // The local port alone can name two connections (to different upstreams): the transfer must
         // also be the one curl last watched this socket for.
         let user = sockets[fd]?.user
-        guard let transfer = active.first(where: {
-            $0.localPort == port && $0.awaitsEarlyAnswer && (user == nil || $0.handle.easy == user)
-        }) else { return }
+        guard
+            let transfer = active.first(where: {
+                $0.localPort == port && $0.awaitsEarlyAnswer && (user == nil || $0.handle.easy == user)
+            })
+        else { return }
         var answer = [UInt8](repeating: 0, count: UpstreamTransfer.earlyAnswerLimit)
         var count = 0
         // Whether a read found the connection's end (an EOF or a reset), not just no more bytes yet.
         var reachesEnd = false
         while count < answer.count {
-            let got = answer.withUnsafeMutableBytes { recvfrom(fd, $0.baseAddress! + count, $0.count - count, CInt(MSG_DONTWAIT), nil, nil) }
+            let got = answer.withUnsafeMutableBytes {
+                recvfrom(fd, $0.baseAddress! + count, $0.count - count, CInt(MSG_DONTWAIT), nil, nil)
+            }
             guard got > 0 else {
                 reachesEnd = got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
                 break
@@ -504,8 +522,9 @@ package final class UpstreamClient {
             if reaper?.finished(easy) == true { continue }
             var handlePointer: UnsafeMutableRawPointer?
             guard cc_info_ptr(easy, CURLINFO_PRIVATE, &handlePointer) == CURLE_OK, let handlePointer,
-                  let transfer = Unmanaged<EasyHandle>.fromOpaque(handlePointer).takeUnretainedValue().transfer,
-                  transfer.activeIndex >= 0 else { continue }
+                let transfer = Unmanaged<EasyHandle>.fromOpaque(handlePointer).takeUnretainedValue().transfer,
+                transfer.activeIndex >= 0
+            else { continue }
             transfer.completed(code: cc_msg_result(message))
         }
     }

@@ -1,6 +1,8 @@
 /// Why a transfer failed; a struct over a private enum, so cases can be added without breaking callers.
 package struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
-    private enum Code: Sendable, Equatable { case unreachable, staleConnection, timeout, cancelled, failedMidResponse, loop }
+    private enum Code: Sendable, Equatable {
+        case unreachable, staleConnection, timeout, cancelled, failedMidResponse, loop
+    }
     private let code: Code
     /// What libcurl said, for the log (never contains request headers).
     package let detail: String

@@ -17,7 +17,10 @@ extension UpstreamClient {
 
     /// Sends `request` with an optional small body and calls `completion` on this loop with the
     /// whole response. Redirects are not followed (IdP endpoints answer directly).
-    package func fetch(_ request: UpstreamRequest, body: [UInt8]?, completion: @escaping (Result<FetchedResponse, UpstreamError>) -> Void) {
+    package func fetch(
+        _ request: UpstreamRequest, body: [UInt8]?,
+        completion: @escaping (Result<FetchedResponse, UpstreamError>) -> Void
+    ) {
         var request = request
         var requestBody: RequestBody?
         if let body {
@@ -45,14 +48,21 @@ private final class FetchCollector: UpstreamTransferDelegate {
     func transfer(_ transfer: UpstreamTransfer, receivedHead head: UpstreamResponseHead) { self.head = head }
 
     func transfer(_ transfer: UpstreamTransfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
-        if body.count + bytes.count > UpstreamClient.maxFetchBytes { tooLarge = true } else { body.append(contentsOf: bytes) }
+        if body.count + bytes.count > UpstreamClient.maxFetchBytes {
+            tooLarge = true
+        } else {
+            body.append(contentsOf: bytes)
+        }
         return true
     }
 
     func transfer(_ transfer: UpstreamTransfer, completedWith error: UpstreamError?) {
         if let error { return completion(.failure(error)) }
         guard let head, !tooLarge else {
-            return completion(.failure(.unreachable(tooLarge ? "response larger than \(UpstreamClient.maxFetchBytes) bytes" : "no response")))
+            return completion(
+                .failure(
+                    .unreachable(
+                        tooLarge ? "response larger than \(UpstreamClient.maxFetchBytes) bytes" : "no response")))
         }
         completion(.success(FetchedResponse(status: head.status, headers: head.headers, body: body)))
     }

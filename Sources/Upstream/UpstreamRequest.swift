@@ -50,15 +50,18 @@ package struct UpstreamRequest: Sendable {
 
     /// Creates a request.
     package init(method: String, url: String, headers: HeaderLines, hasBody: Bool, bodyLength: Int?, timeout: Double) {
-        self.init(method: method, target: RequestURL(url), headers: headers, hasBody: hasBody, bodyLength: bodyLength,
-                  timeout: timeout)
+        self.init(
+            method: method, target: RequestURL(url), headers: headers, hasBody: hasBody, bodyLength: bodyLength,
+            timeout: timeout)
     }
 
     /// Creates a request for a URL given as its parts; `supplies`, `extraHeaders`,
     /// `extraSupplies`, `sendsOnce` and `refusesOwnListeners` as the properties of those names.
-    package init(method: String, target: RequestURL, headers: HeaderLines, supplies: SuppliedFields? = nil,
-                extraHeaders: HeaderLines = HeaderLines(), extraSupplies: SuppliedFields? = nil, hasBody: Bool,
-                bodyLength: Int?, timeout: Double, sendsOnce: Bool = false, refusesOwnListeners: Bool = false) {
+    package init(
+        method: String, target: RequestURL, headers: HeaderLines, supplies: SuppliedFields? = nil,
+        extraHeaders: HeaderLines = HeaderLines(), extraSupplies: SuppliedFields? = nil, hasBody: Bool,
+        bodyLength: Int?, timeout: Double, sendsOnce: Bool = false, refusesOwnListeners: Bool = false
+    ) {
         self.method = method
         self.target = target
         self.headers = headers
@@ -74,7 +77,9 @@ package struct UpstreamRequest: Sendable {
 
     /// Creates a request from header lines given as strings.
     package init(method: String, url: String, headers: [String], hasBody: Bool, bodyLength: Int?, timeout: Double) {
-        self.init(method: method, url: url, headers: HeaderLines(headers), hasBody: hasBody, bodyLength: bodyLength, timeout: timeout)
+        self.init(
+            method: method, url: url, headers: HeaderLines(headers), hasBody: hasBody, bodyLength: bodyLength,
+            timeout: timeout)
     }
 }
 

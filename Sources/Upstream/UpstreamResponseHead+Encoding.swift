@@ -8,7 +8,8 @@ extension UpstreamResponseHead {
         storage.withUnsafeBufferPointer { bytes in
             fields.contains { field in
                 field.name.count == Self.contentEncodingName.count
-                    && asciiEqualsLowercased(UnsafeBufferPointer(rebasing: bytes[field.name]), Self.contentEncodingName.buffer)
+                    && asciiEqualsLowercased(
+                        UnsafeBufferPointer(rebasing: bytes[field.name]), Self.contentEncodingName.buffer)
                     && !asciiEqualsLowercased(UnsafeBufferPointer(rebasing: bytes[field.value]), Self.identity.buffer)
             }
         }

@@ -78,7 +78,8 @@ package struct UpstreamResponseHead: Sendable {
             storage.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<valueEnd]))
             storage.append(contentsOf: HTTPFieldSyntax.crlf.buffer)
         }
-        let canonical = valueStart == nameEnd + 2 && bytes[nameEnd] == UInt8(ascii: ":") && bytes[nameEnd + 1] == UInt8(ascii: " ")
+        let canonical =
+            valueStart == nameEnd + 2 && bytes[nameEnd] == UInt8(ascii: ":") && bytes[nameEnd + 1] == UInt8(ascii: " ")
         added(name: start..<start + nameEnd, value: start + valueStart..<start + valueEnd, canonical: canonical)
     }
 
@@ -109,7 +110,9 @@ package struct UpstreamResponseHead: Sendable {
             if element.isEmpty || element.count > 18 { contentLengthMalformed = true }
             for i in element where bytes[i] &- 0x30 >= 10 { contentLengthMalformed = true }
             guard let first = firstLengthElement else { firstLengthElement = element; return }
-            if first.count != element.count || !bytes[first].elementsEqual(bytes[element]) { contentLengthsDiffer = true }
+            if first.count != element.count || !bytes[first].elementsEqual(bytes[element]) {
+                contentLengthsDiffer = true
+            }
         }
         if elements == 0 { contentLengthMalformed = true }  // an empty value
     }
@@ -164,13 +167,17 @@ package struct UpstreamResponseHead: Sendable {
     package func nameEquals(_ index: Int, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool {
         let range = fields[index].name
         guard range.count == lowercased.count else { return false }
-        return storage.withUnsafeBufferPointer { asciiEqualsLowercased(UnsafeBufferPointer(rebasing: $0[range]), lowercased) }
+        return storage.withUnsafeBufferPointer {
+            asciiEqualsLowercased(UnsafeBufferPointer(rebasing: $0[range]), lowercased)
+        }
     }
 
     /// The first value of `name` (ASCII case-insensitive).
     package func first(_ name: String) -> String? {
         let wanted = Array(name.utf8).map(asciiLower)
-        return wanted.withUnsafeBufferPointer { wanted in fields.indices.first { nameEquals($0, wanted) } }.map { string(fields[$0].value) }
+        return wanted.withUnsafeBufferPointer { wanted in fields.indices.first { nameEquals($0, wanted) } }.map {
+            string(fields[$0].value)
+        }
     }
 
     /// The first `Content-Length` as a number, when it is one and no `Transfer-Encoding` overrides
@@ -197,7 +204,9 @@ package struct UpstreamResponseHead: Sendable {
     /// `close` (nginx sends one of those on every response, read here without a pass over elements).
     private static func namesFields(_ bytes: UnsafeBufferPointer<UInt8>, connection value: Range<Int>) -> Bool {
         let whole = UnsafeBufferPointer(rebasing: bytes[value])
-        if asciiEqualsLowercased(whole, Names.keepAlive.buffer) || asciiEqualsLowercased(whole, Names.close.buffer) { return false }
+        if asciiEqualsLowercased(whole, Names.keepAlive.buffer) || asciiEqualsLowercased(whole, Names.close.buffer) {
+            return false
+        }
         var names = false
         forEachNamedField(bytes, connection: value) { _ in names = true }
         return names
@@ -217,12 +226,17 @@ package struct UpstreamResponseHead: Sendable {
     }
 
     /// Calls `body` with each element of a `Connection` value that names a field.
-    private static func forEachNamedField(_ bytes: UnsafeBufferPointer<UInt8>, connection value: Range<Int>,
-                                          _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+    private static func forEachNamedField(
+        _ bytes: UnsafeBufferPointer<UInt8>, connection value: Range<Int>,
+        _ body: (UnsafeBufferPointer<UInt8>) -> Void
+    ) {
         FieldList.forEachElement(bytes, value) { range in
             let element = UnsafeBufferPointer(rebasing: bytes[range])
             if !element.isEmpty && !asciiEqualsLowercased(element, Names.keepAlive.buffer)
-                && !asciiEqualsLowercased(element, Names.close.buffer) { body(element) }
+                && !asciiEqualsLowercased(element, Names.close.buffer)
+            {
+                body(element)
+            }
         }
     }
 

@@ -20,8 +20,10 @@ package final class UpstreamTLS: Sendable {
     package let serverNameHost: String?
 
     /// TLS settings; nil fields keep libcurl's defaults.
-    package init(caFile: String?, clientCertificate: String?, clientKey: [UInt8]?, serverName: String?,
-                 serverNameHost: String? = nil) {
+    package init(
+        caFile: String?, clientCertificate: String?, clientKey: [UInt8]?, serverName: String?,
+        serverNameHost: String? = nil
+    ) {
         self.caFile = caFile
         self.clientCertificate = clientCertificate
         self.clientKey = clientKey
@@ -44,7 +46,11 @@ extension EasyHandle {
         } else {
             cc_easy_ptr(easy, CURLOPT_CAINFO, nil)
         }
-        if let certificate = tls?.clientCertificate { cc_easy_str(easy, CURLOPT_SSLCERT, certificate) } else { cc_easy_ptr(easy, CURLOPT_SSLCERT, nil) }
+        if let certificate = tls?.clientCertificate {
+            cc_easy_str(easy, CURLOPT_SSLCERT, certificate)
+        } else {
+            cc_easy_ptr(easy, CURLOPT_SSLCERT, nil)
+        }
         if let key = tls?.clientKey {
             _ = key.withUnsafeBytes { cc_easy_sslkey_blob(easy, $0.baseAddress, $0.count) }
         } else {
@@ -67,7 +73,8 @@ extension UpstreamTLS {
         func text(_ range: Range<Int>) -> String { String(decoding: bytes[range], as: UTF8.self) }
         // "scheme://" (no _StringProcessing: the bytes are searched by hand).
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon + 2 < bytes.count,
-              bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/") else { return nil }
+            bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
+        else { return nil }
         let scheme = text(0..<colon).lowercased()
         let start = colon + 3
         let end = bytes[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? bytes.count

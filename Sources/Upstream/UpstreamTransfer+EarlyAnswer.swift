@@ -30,7 +30,8 @@ extension UpstreamTransfer {
     func relayEarlyAnswer(_ bytes: [UInt8]) -> Bool {
         earlyAnswer = nil
         guard awaitsEarlyAnswer,
-              let framing = Self.frame(bytes, decodes: decodesContentCoding, reachesEnd: earlyAnswerReachesEnd) else { return false }
+            let framing = Self.frame(bytes, decodes: decodesContentCoding, reachesEnd: earlyAnswerReachesEnd)
+        else { return false }
         var copy = bytes
         return copy.withUnsafeMutableBytes { raw in
             let base = raw.baseAddress!.assumingMemoryBound(to: CChar.self)
@@ -71,7 +72,7 @@ extension UpstreamTransfer {
                 var end = start
                 while end < raw.count && raw[end] != 0x0A { end += 1 }
                 guard end < raw.count else { return }
-                let line = head.read(line: UnsafeRawBufferPointer(rebasing: raw[start ... end]))
+                let line = head.read(line: UnsafeRawBufferPointer(rebasing: raw[start...end]))
                 start = end + 1
                 if line == .end && head.status >= 200 {
                     headEnd = start
@@ -80,16 +81,17 @@ extension UpstreamTransfer {
             }
         }
         guard let headEnd, head.status >= 200, !head.hasTransferEncoding, head.contentLengthsAgree,
-              head.contentLengthReadable, !(decodes && head.isContentEncoded) else { return nil }
+            head.contentLengthReadable, !(decodes && head.isContentEncoded)
+        else { return nil }
         let rest = bytes.count - headEnd
-        if head.status == 204 || head.status == 304 { return (headEnd, headEnd ..< headEnd) }
+        if head.status == 204 || head.status == 304 { return (headEnd, headEnd..<headEnd) }
         if let length = head.contentLength {
             guard length <= rest else { return nil }
-            return (headEnd, headEnd ..< headEnd + length)
+            return (headEnd, headEnd..<headEnd + length)
         }
         // Framed by the connection's end: whole only if the bytes reach it (more than the kept
         // bytes would be relayed cut short, as if complete).
         guard reachesEnd else { return nil }
-        return (headEnd, headEnd ..< bytes.count)
+        return (headEnd, headEnd..<bytes.count)
     }
 }

@@ -94,7 +94,10 @@ package final class UpstreamTransfer {
 
     /// The request is read, not kept: libcurl copies the URL and the handle the header lines
     /// (`configure`), so no copy of its strings is retained per transfer.
-    init(client: UpstreamClient, handle: EasyHandle, request: borrowing UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate) {
+    init(
+        client: UpstreamClient, handle: EasyHandle, request: borrowing UpstreamRequest, body: RequestBody?,
+        delegate: any UpstreamTransferDelegate
+    ) {
         owner = Unretained(client)
         self.handle = handle
         timeout = request.timeout
@@ -118,7 +121,11 @@ package final class UpstreamTransfer {
         body?.onData = { [unowned self] in self.bodyDataArrived() }
         // The wait for the response head starts once the request is sent: a long upload is not
         // a slow upstream. While body bytes go up, the stall deadline runs instead.
-        if body == nil || !request.hasBody { startHeadTimer() } else { client.deadlineAwaited(lastProgress.adding(seconds: timeout)) }
+        if body == nil || !request.hasBody {
+            startHeadTimer()
+        } else {
+            client.deadlineAwaited(lastProgress.adding(seconds: timeout))
+        }
     }
 
     private func startHeadTimer() {
@@ -199,7 +206,9 @@ package final class UpstreamTransfer {
         }
     }
 
-    private var pauseMask: Int32 { (downloadPaused ? Int32(CURLPAUSE_RECV) : 0) | (uploadPaused ? Int32(CURLPAUSE_SEND) : 0) }
+    private var pauseMask: Int32 {
+        (downloadPaused ? Int32(CURLPAUSE_RECV) : 0) | (uploadPaused ? Int32(CURLPAUSE_SEND) : 0)
+    }
 
     private func bodyDataArrived() {
         guard uploadPaused, phase != .finished else { return }
@@ -245,11 +254,15 @@ package final class UpstreamTransfer {
         // the client did not ask for. The last two come only with POST semantics (a body, or
         // POST/PUT/PATCH sent with an empty one).
         let postLike = request.hasBody || method == "POST" || method == "PUT" || method == "PATCH"
-        let own = request.supplies.map { ($0.accept, $0.contentType) } ?? request.headers.containsNames("accept", "content-type")
-        let extra = request.extraSupplies.map { ($0.accept, $0.contentType) }
+        let own =
+            request.supplies.map { ($0.accept, $0.contentType) }
+            ?? request.headers.containsNames("accept", "content-type")
+        let extra =
+            request.extraSupplies.map { ($0.accept, $0.contentType) }
             ?? request.extraHeaders.containsNames("accept", "content-type")
-        handle.setHeaders(request.headers, request.extraHeaders, blankAccept: !own.0 && !extra.0,
-                          blankContentType: postLike && !own.1 && !extra.1, blankExpect: postLike)
+        handle.setHeaders(
+            request.headers, request.extraHeaders, blankAccept: !own.0 && !extra.0,
+            blankContentType: postLike && !own.1 && !extra.1, blankExpect: postLike)
     }
 
     // MARK: libcurl callbacks
@@ -270,7 +283,8 @@ package final class UpstreamTransfer {
             return 0
         }
         if line == .unreadableFraming, phase == .awaitingHead {
-            refusedHead = "the response has a Content-Length or Transfer-Encoding field with a CR, LF or NUL in its value"
+            refusedHead =
+                "the response has a Content-Length or Transfer-Encoding field with a CR, LF or NUL in its value"
             return 0
         }
         if line == .end, head.status == 101, phase == .awaitingHead {
@@ -322,7 +336,7 @@ package final class UpstreamTransfer {
         var version = 0
         var length: curl_off_t = -1
         guard cc_info_long(handle.easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK, version < CC_HTTP_VERSION_2_0,
-              cc_info_off(handle.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK, length >= 0
+            cc_info_off(handle.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK, length >= 0
         else { return }
         tlsBodyLeft = Int(length)
         if length == 0 { endOfTLSBody() }
@@ -381,18 +395,22 @@ package final class UpstreamTransfer {
 
     /// libcurl is about to send the request to `primaryIP`:`port` (`CURLOPT_PREREQFUNCTION`), on
     /// a new or a reused connection; false stops the transfer before a byte of it goes out.
-    func sending(to primaryIP: UnsafeMutablePointer<CChar>?, port: Int, from localIP: UnsafeMutablePointer<CChar>?,
-                 localPort: Int) -> Bool {
+    func sending(
+        to primaryIP: UnsafeMutablePointer<CChar>?, port: Int, from localIP: UnsafeMutablePointer<CChar>?,
+        localPort: Int
+    ) -> Bool {
         guard !aborting else { return false }
         sends += 1
         self.localPort = localPort
         earlyAnswer = nil
         if sends > 1 && sendsOnce {
-            refusedSend = .staleConnection("the reused connection closed before any response, and this request is not sent twice")
+            refusedSend = .staleConnection(
+                "the reused connection closed before any response, and this request is not sent twice")
             return false
         }
         if refusesOwnListeners, let listeners = client.ownListeners, let primaryIP, let localIP,
-           listeners.contains(primary: primaryIP, port: port, local: localIP) {
+            listeners.contains(primary: primaryIP, port: port, local: localIP)
+        {
             refusedSend = .loop("the hop would connect to this proxy's own listener")
             return false
         }
@@ -456,19 +474,26 @@ package final class UpstreamTransfer {
         if let refusedHead { return finish(.unreachable(refusedHead)) }
         if code == CURLE_OK { return finish(nil) }
         if code == CURLE_SEND_ERROR, let answer = earlyAnswer, relayEarlyAnswer(answer) { return }
-        let message = handle.errorBuffer[0] != 0
-            ? String(decoding: UnsafeRawBufferPointer(start: handle.errorBuffer, count: strlen(handle.errorBuffer)), as: UTF8.self)
+        let message =
+            handle.errorBuffer[0] != 0
+            ? String(
+                decoding: UnsafeRawBufferPointer(start: handle.errorBuffer, count: strlen(handle.errorBuffer)),
+                as: UTF8.self)
             : String(cString: curl_easy_strerror(code))
         if code == CURLE_OPERATION_TIMEDOUT { return finish(.timeout(message)) }
         if code == CURLE_BAD_FUNCTION_ARGUMENT, phase == .awaitingHead {
             // libcurl 7.88 stores each response field for `curl_easy_header` before our callback
             // sees it, and fails so on a first field line that begins with a space or tab: a
             // fold with no field before it to continue (`EasyHandle.renew`).
-            return finish(.unreachable("the response head's first field line begins with a space or tab (obsolete line folding)"))
+            return finish(
+                .unreachable("the response head's first field line begins with a space or tab (obsolete line folding)"))
         }
         if code == CURLE_OUT_OF_MEMORY, phase == .awaitingHead {
             // libcurl 7.88 refuses a header line over 100 KiB as "Out of memory", which misleads.
-            return finish(.unreachable("the response head is larger than libcurl accepts (a line over 100 KiB), or libcurl ran out of memory"))
+            return finish(
+                .unreachable(
+                    "the response head is larger than libcurl accepts (a line over 100 KiB), or libcurl ran out of memory"
+                ))
         }
         finish(failedOnReusedConnection(code) ? .staleConnection(message) : .unreachable(message))
     }
@@ -480,12 +505,15 @@ package final class UpstreamTransfer {
     /// was not closed cleanly before end of the underlying stream" with `CURLE_PARTIAL_FILE`;
     /// later versions `CURLE_HTTP2_STREAM`), or it read nothing.
     private func failedOnReusedConnection(_ code: CURLcode) -> Bool {
-        guard code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING
+        guard
+            code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING
                 || code == CURLE_PARTIAL_FILE || code == CURLE_HTTP2 || code == CURLE_HTTP2_STREAM,
-              phase == .awaitingHead, head.status == 0 else { return false }
+            phase == .awaitingHead, head.status == 0
+        else { return false }
         var connects = 0, headerBytes = 0
         guard cc_info_long(handle.easy, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK,
-              cc_info_long(handle.easy, CURLINFO_HEADER_SIZE, &headerBytes) == CURLE_OK else { return false }
+            cc_info_long(handle.easy, CURLINFO_HEADER_SIZE, &headerBytes) == CURLE_OK
+        else { return false }
         return connects == 0 && headerBytes == 0
     }
 
@@ -501,11 +529,13 @@ package final class UpstreamTransfer {
         // A head is delivered only by its blank line: libcurl 7.88 completes a transfer whose
         // upstream closed inside the head (`HTTP/1.1 200 OK` and nothing after) without an
         // error, and relaying that head would turn a dead upstream into an empty 200.
-        let incomplete = headDelivered ? nil : UpstreamError.unreachable(
-            head.status == 0 ? "no response" : "the upstream closed the connection inside its response head")
+        let incomplete =
+            headDelivered
+            ? nil
+            : UpstreamError.unreachable(
+                head.status == 0 ? "no response" : "the upstream closed the connection inside its response head")
         head.emptied()
         swap(&head, &handle.spareHead)
         delegate?.transfer(self, completedWith: error ?? incomplete)
     }
 }
-

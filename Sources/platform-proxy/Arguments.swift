@@ -71,7 +71,9 @@ struct Arguments {
                     guard commands.contains(argument) else { throw UsageError("unknown command '\(argument)'") }
                     parsed.command = argument
                 } else if parsed.command == "help", parsed.helpTopic == nil {
-                    guard commands.contains(argument) else { throw UsageError("no help for '\(argument)': not a command") }
+                    guard commands.contains(argument) else {
+                        throw UsageError("no help for '\(argument)': not a command")
+                    }
                     parsed.helpTopic = argument
                 } else {
                     throw UsageError("unexpected argument '\(argument)'")
@@ -81,10 +83,17 @@ struct Arguments {
         if parsed.command == "help" { parsed.help = true }
         if parsed.help, parsed.helpTopic == nil, parsed.command != "help" { parsed.helpTopic = parsed.command }
         if parsed.device, parsed.command != "login", !parsed.help { throw UsageError("--device belongs to 'login'") }
-        let journeyOption = parsed.journey ? "--journey" : parsed.resume != nil ? "--resume" : parsed.answers != nil ? "--answers" : nil
-        if let journeyOption, parsed.command != "login", !parsed.help { throw UsageError("\(journeyOption) belongs to 'login'") }
-        if parsed.answers != nil, !parsed.journey, parsed.resume == nil { throw UsageError("--answers goes with --journey or --resume") }
-        if parsed.device, parsed.journey || parsed.resume != nil { throw UsageError("--device and --journey/--resume are different logins") }
+        let journeyOption =
+            parsed.journey ? "--journey" : parsed.resume != nil ? "--resume" : parsed.answers != nil ? "--answers" : nil
+        if let journeyOption, parsed.command != "login", !parsed.help {
+            throw UsageError("\(journeyOption) belongs to 'login'")
+        }
+        if parsed.answers != nil, !parsed.journey, parsed.resume == nil {
+            throw UsageError("--answers goes with --journey or --resume")
+        }
+        if parsed.device, parsed.journey || parsed.resume != nil {
+            throw UsageError("--device and --journey/--resume are different logins")
+        }
         if parsed.provider != nil, parsed.command != "login", parsed.command != "logout", !parsed.help {
             throw UsageError("--provider belongs to 'login' and 'logout'")
         }

@@ -12,8 +12,10 @@ package enum JourneyCommand {
 
     /// Runs the journey; exit 0 signed in, 1 refused or failed, 2 proxy unreachable or bad usage.
     /// `provider` names one of several journey providers (`?provider=` on every call).
-    package static func login(config location: ConfigLocation, journey: String?, answersFile: String?, resume: String?,
-                             provider: String? = nil) -> Int32 {
+    package static func login(
+        config location: ConfigLocation, journey: String?, answersFile: String?, resume: String?,
+        provider: String? = nil
+    ) -> Int32 {
         guard let (target, config) = LoginCommands.target(location) else { return 2 }
         var file: JSONObject?
         if let answersFile {
@@ -38,12 +40,14 @@ package enum JourneyCommand {
             switch node["node"]?.stringValue {
             case "success":
                 if node["tokens"]?.boolValue == false {
-                    LoginCommands.say("The journey succeeded, but AM issued no session (noSession): nothing was stored.")
+                    LoginCommands.say(
+                        "The journey succeeded, but AM issued no session (noSession): nothing was stored.")
                     return 0
                 }
                 LoginCommands.say("Signed in\(node["user"]?.stringValue.map { " as \($0)" } ?? "").")
                 if case .success(let response) = BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5),
-                   let auth = try? JSONValue.parse(response.body) {
+                    let auth = try? JSONValue.parse(response.body)
+                {
                     LoginCommands.describe(auth, grant: config.provider?.grant)
                 }
                 return 0
@@ -57,14 +61,18 @@ package enum JourneyCommand {
             case "continue":
                 if node["suspended"]?.boolValue == true {
                     _ = try? prompter.answers(for: node)
-                    LoginCommands.say("The journey is suspended. Open the link you were sent, or run:\n  platform-proxy login --resume URL")
+                    LoginCommands.say(
+                        "The journey is suspended. Open the link you were sent, or run:\n  platform-proxy login --resume URL"
+                    )
                     return 1
                 }
                 if file != nil, hasPolicyFailures(node) {
                     LoginCommands.say("The server refused the answers from \(answersFile ?? "the file"):")
                     for callback in node["callbacks"]?.arrayValue ?? [] {
                         for policy in callback["inputs"]?.arrayValue?.first?["failedPolicies"]?.arrayValue ?? [] {
-                            LoginCommands.say("  \(callback["prompt"]?.stringValue ?? "?"): \(JourneyPrompter.describePolicy(policy))")
+                            LoginCommands.say(
+                                "  \(callback["prompt"]?.stringValue ?? "?"): \(JourneyPrompter.describePolicy(policy))"
+                            )
                         }
                     }
                     return 1
@@ -81,14 +89,18 @@ package enum JourneyCommand {
                 LoginCommands.say(error.message)
                 return 1
             }
-            reply = post(target, "/_platform/login/journey/\(step)" + query, .object(JSONObject(uniqueKeysWithValues: [("answers", .object(answers))])))
+            reply = post(
+                target, "/_platform/login/journey/\(step)" + query,
+                .object(JSONObject(uniqueKeysWithValues: [("answers", .object(answers))])))
         }
         LoginCommands.say("The journey did not end after \(maxTurns) steps.")
         return 1
     }
 
     /// POSTs `body`; a node on success, else the exit code after saying why.
-    private static func post(_ target: BlockingHTTP.Target, _ path: String, _ body: JSONValue) -> Result<JSONValue, ExitCode> {
+    private static func post(_ target: BlockingHTTP.Target, _ path: String, _ body: JSONValue) -> Result<
+        JSONValue, ExitCode
+    > {
         switch BlockingHTTP.request("POST", path, to: target, timeout: 120, json: body.serialized()) {
         case .failure(let error):
             LoginCommands.say("platform-proxy is not reachable: \(error)")
@@ -99,7 +111,8 @@ package enum JourneyCommand {
                 return .failure(ExitCode(1))
             }
             if json["node"] == nil {
-                LoginCommands.say("The proxy refused (HTTP \(response.status)): \(json["message"]?.stringValue ?? json.serialized())")
+                LoginCommands.say(
+                    "The proxy refused (HTTP \(response.status)): \(json["message"]?.stringValue ?? json.serialized())")
                 return .failure(ExitCode(1))
             }
             return .success(json)

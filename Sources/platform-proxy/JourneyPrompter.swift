@@ -32,7 +32,8 @@ struct JourneyPrompter {
         case "TextOutputCallback":
             // messageType 4 is a script for browsers: nothing for a terminal.
             guard callback["messageType"]?.stringValue != "4" else { return }
-            let kind = ["0": "info", "1": "warning", "2": "error"][callback["messageType"]?.stringValue ?? "0"] ?? "info"
+            let kind =
+                ["0": "info", "1": "warning", "2": "error"][callback["messageType"]?.stringValue ?? "0"] ?? "info"
             LoginCommands.say("[\(kind)] \(callback["message"]?.stringValue ?? "")")
             return
         case "PollingWaitCallback":
@@ -50,8 +51,12 @@ struct JourneyPrompter {
         for policy in callback["inputs"]?.arrayValue?.first?["failedPolicies"]?.arrayValue ?? [] {
             LoginCommands.say("  ! \(Self.describePolicy(policy))")
         }
-        if let terms = callback["terms"]?.stringValue { LoginCommands.say("Terms (version \(callback["version"]?.stringValue ?? "?")):\n\(terms)") }
-        if let message = callback["message"]?.stringValue, type == "ConsentMappingCallback" { LoginCommands.say(message) }
+        if let terms = callback["terms"]?.stringValue {
+            LoginCommands.say("Terms (version \(callback["version"]?.stringValue ?? "?")):\n\(terms)")
+        }
+        if let message = callback["message"]?.stringValue, type == "ConsentMappingCallback" {
+            LoginCommands.say(message)
+        }
         for (index, name) in inputs.enumerated() where !name.hasSuffix("validateOnly") {
             let label = label(type: type, prompt: prompt, callback: callback, input: name, index: index)
             answers[name] = try value(type: type, label: label, name: name, prompt: prompt, callback: callback)
@@ -68,14 +73,22 @@ struct JourneyPrompter {
         }
     }
 
-    private func value(type: String, label: String, name: String, prompt: String, callback: JSONValue) throws(Unanswerable) -> JSONValue {
+    private func value(type: String, label: String, name: String, prompt: String, callback: JSONValue)
+        throws(Unanswerable) -> JSONValue
+    {
         let choices = (callback["choices"] ?? callback["options"])?.arrayValue?.compactMap(\.stringValue)
-        let boolean = ["BooleanAttributeInputCallback", "TermsAndConditionsCallback", "ConsentMappingCallback"].contains(type)
+        let boolean = ["BooleanAttributeInputCallback", "TermsAndConditionsCallback", "ConsentMappingCallback"]
+            .contains(type)
         if let file {
             guard let given = file[name] ?? file[label] ?? (prompt.isEmpty ? nil : file[prompt]) else {
-                throw Unanswerable(message: "\(filePath ?? "the answers file") has no answer for the prompt \"\(label)\" (input \(name), \(type)).")
+                throw Unanswerable(
+                    message:
+                        "\(filePath ?? "the answers file") has no answer for the prompt \"\(label)\" (input \(name), \(type))."
+                )
             }
-            if let choices, case .string(let text) = given, let index = choices.firstIndex(of: text) { return .number(JSONNumber(index)) }
+            if let choices, case .string(let text) = given, let index = choices.firstIndex(of: text) {
+                return .number(JSONNumber(index))
+            }
             return given
         }
         if let choices {
@@ -99,7 +112,8 @@ struct JourneyPrompter {
 
     private func ask(_ prompt: String, secret: Bool) throws(Unanswerable) -> String {
         guard let line = TerminalInput.readLine(prompt: prompt, secret: secret) else {
-            throw Unanswerable(message: "the input ended before the prompt \"\(prompt.trimmingCharacters(in: ": "))\" was answered.")
+            throw Unanswerable(
+                message: "the input ended before the prompt \"\(prompt.trimmingCharacters(in: ": "))\" was answered.")
         }
         return line
     }
@@ -107,7 +121,8 @@ struct JourneyPrompter {
     /// `LENGTH_BASED (min-password-length: 8)`.
     static func describePolicy(_ policy: JSONValue) -> String {
         let requirement = policy["policyRequirement"]?.stringValue ?? policy.serialized()
-        let params = policy["params"]?.objectValue.map { object in object.map { "\($0.key): \($0.value.serialized())" } } ?? []
+        let params =
+            policy["params"]?.objectValue.map { object in object.map { "\($0.key): \($0.value.serialized())" } } ?? []
         return params.isEmpty ? requirement : "\(requirement) (\(params.joined(separator: ", ")))"
     }
 }

@@ -19,7 +19,8 @@ extension LoginCommands {
         static func escape(_ text: String) -> String {
             var out = ""
             for byte in text.utf8 {
-                let plain = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                let plain =
+                    (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                     || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
                 out += plain ? String(UnicodeScalar(byte)) : "%" + String(byte, radix: 16, uppercase: true).leftPadded()
             }
@@ -33,8 +34,10 @@ extension LoginCommands {
         var rows = [["PROVIDER", "GRANT", "STATE", "SUBJECT", "EXPIRES", "LAST ERROR"]]
         for (name, fields) in providers(auth) {
             let expires = fields["expiresAt"]?.doubleValue.map { TimeText.relative($0 - now) } ?? "-"
-            rows.append([name, fields["grant"]?.stringValue ?? "?", fields["state"]?.stringValue ?? "?",
-                         fields["subject"]?.stringValue ?? "-", expires, fields["lastError"]?.stringValue ?? "-"])
+            rows.append([
+                name, fields["grant"]?.stringValue ?? "?", fields["state"]?.stringValue ?? "?",
+                fields["subject"]?.stringValue ?? "-", expires, fields["lastError"]?.stringValue ?? "-",
+            ])
         }
         var widths = [Int](repeating: 0, count: rows[0].count)
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
@@ -52,7 +55,9 @@ extension LoginCommands {
 
     /// `login` with several providers: the browser ones through one phased login (or, with
     /// `device`, a device login each), then each journey one in the terminal, in turn.
-    static func loginAll(_ target: BlockingHTTP.Target, auth: JSONValue, device: Bool, location: ConfigLocation) -> Int32 {
+    static func loginAll(_ target: BlockingHTTP.Target, auth: JSONValue, device: Bool, location: ConfigLocation)
+        -> Int32
+    {
         let waiting = providers(auth).filter { $0.fields["loggedIn"]?.boolValue != true }
         guard !waiting.isEmpty else {
             say(table(auth))
@@ -68,7 +73,9 @@ extension LoginCommands {
                     if code == 2 { return 2 }
                 }
             } else {
-                say("Open this URL in a browser to sign in to \(browser.joined(separator: ", ")):\n  \(target.baseURL)/_platform/login")
+                say(
+                    "Open this URL in a browser to sign in to \(browser.joined(separator: ", ")):\n  \(target.baseURL)/_platform/login"
+                )
                 say("Waiting for the login to complete …")
                 if let outcome = waitForProviders(target, browser) { reportOutcome(outcome) }
             }
@@ -78,7 +85,8 @@ extension LoginCommands {
             _ = JourneyCommand.login(config: location, journey: nil, answersFile: nil, resume: nil, provider: name)
         }
         guard case .success(let response) = BlockingHTTP.request("GET", "/_platform/auth", to: target, timeout: 5),
-              let after = try? JSONValue.parse(response.body) else {
+            let after = try? JSONValue.parse(response.body)
+        else {
             say("platform-proxy is not reachable at \(target.baseURL)")
             return 2
         }
@@ -94,7 +102,9 @@ extension LoginCommands {
             say("Provider \(named.name) has no browser login (grant \(named.configuration.grant.rawValue)).")
             return 1
         }
-        say("Open this URL in a browser to sign in to \(named.name):\n  \(target.baseURL)/_platform/login?provider=\(name)")
+        say(
+            "Open this URL in a browser to sign in to \(named.name):\n  \(target.baseURL)/_platform/login?provider=\(name)"
+        )
         say("Waiting for the login to complete …")
         guard waitForProviders(target, [named.name]) != nil else { return 1 }
         say("Signed in: \(named.name).")
@@ -103,10 +113,14 @@ extension LoginCommands {
 
     /// Starts a device login of `provider` and waits until it is logged in.
     private static func deviceLogin(_ target: BlockingHTTP.Target, provider: String) -> Int32 {
-        switch BlockingHTTP.request("POST", "/_platform/login/device?provider=\(FormEncodingText.escape(provider))", to: target, timeout: 30) {
+        switch BlockingHTTP.request(
+            "POST", "/_platform/login/device?provider=\(FormEncodingText.escape(provider))", to: target, timeout: 30)
+        {
         case .success(let response) where response.status == 200:
             guard let body = try? JSONValue.parse(response.body) else { return 1 }
-            say("Go to \(body["verification_uri"]?.stringValue ?? "?") and enter the code \(body["user_code"]?.stringValue ?? "?")")
+            say(
+                "Go to \(body["verification_uri"]?.stringValue ?? "?") and enter the code \(body["user_code"]?.stringValue ?? "?")"
+            )
             if let complete = body["verification_uri_complete"]?.stringValue { say("(or open \(complete))") }
         case .success(let response):
             say("The device login of \(provider) could not start (HTTP \(response.status)): \(message(response.body))")
@@ -161,7 +175,7 @@ extension LoginCommands {
     }
 }
 
-private extension String {
+extension String {
     /// Two hex digits.
-    func leftPadded() -> String { count < 2 ? "0" + self : self }
+    fileprivate func leftPadded() -> String { count < 2 ? "0" + self : self }
 }

@@ -11,7 +11,8 @@ package enum LoginCommands {
     package static func status(config location: ConfigLocation) -> Int32 {
         guard let (target, config) = target(location), let auth = fetchAuth(target) else { return 2 }
         if case .success(let health) = BlockingHTTP.request("GET", "/_platform/health", to: target, timeout: 5),
-           let profile = (try? JSONValue.parse(health.body))?["profile"]?.stringValue {
+            let profile = (try? JSONValue.parse(health.body))?["profile"]?.stringValue
+        {
             say("profile: \(profile)")
         }
         if config.providers.count > 1 {
@@ -47,7 +48,9 @@ package enum LoginCommands {
         guard let (target, config) = target(location) else { return 2 }
         if let provider {
             guard let named = config.provider(named: provider) else {
-                say("No provider is named \(provider) (configured: \(config.providers.map(\.name).joined(separator: ", "))).")
+                say(
+                    "No provider is named \(provider) (configured: \(config.providers.map(\.name).joined(separator: ", ")))."
+                )
                 return 2
             }
             return loginOne(target, named, device: device)
@@ -62,7 +65,9 @@ package enum LoginCommands {
             switch BlockingHTTP.request("POST", "/_platform/login/device", to: target, timeout: 30) {
             case .success(let response) where response.status == 200:
                 guard let body = try? JSONValue.parse(response.body) else { return 1 }
-                say("Go to \(body["verification_uri"]?.stringValue ?? "?") and enter the code \(body["user_code"]?.stringValue ?? "?")")
+                say(
+                    "Go to \(body["verification_uri"]?.stringValue ?? "?") and enter the code \(body["user_code"]?.stringValue ?? "?")"
+                )
                 if let complete = body["verification_uri_complete"]?.stringValue { say("(or open \(complete))") }
             case .success(let response):
                 say("The device login could not start (HTTP \(response.status)): \(message(response.body))")
@@ -128,7 +133,9 @@ package enum LoginCommands {
             let body = try? JSONValue.parse(response.body)
             if let each = body?["providers"]?.objectValue {
                 for (name, result) in each {
-                    say("Logged out of \(name) (refresh token revoked: \(result["revoked"]?.boolValue == true ? "yes" : "no")).")
+                    say(
+                        "Logged out of \(name) (refresh token revoked: \(result["revoked"]?.boolValue == true ? "yes" : "no"))."
+                    )
                 }
                 return 0
             }

@@ -10,7 +10,8 @@ let arguments: Arguments
 do {
     arguments = try Arguments.parse(Array(CommandLine.arguments.dropFirst()))
 } catch {
-    Log.writeStandardError("platform-proxy: \(error.message)\nRun 'platform-proxy help' for the commands and options.\n")
+    Log.writeStandardError(
+        "platform-proxy: \(error.message)\nRun 'platform-proxy help' for the commands and options.\n")
     exit(2)
 }
 if arguments.version {
@@ -29,7 +30,8 @@ if let name = arguments.logLevel ?? getenv("PLATFORM_PROXY_LOG_LEVEL").map({ Str
     Log.setMinimumLevel(level)
 }
 guard let command = arguments.command else {
-    Log.writeStandardError("platform-proxy: no command given\nRun 'platform-proxy help' for the commands and options.\n")
+    Log.writeStandardError(
+        "platform-proxy: no command given\nRun 'platform-proxy help' for the commands and options.\n")
     exit(2)
 }
 if command == "serve" { GnuTLSRestart.restartIfInitialised() }
@@ -40,12 +42,14 @@ case .failure(let error):
     Log.writeStandardError("platform-proxy: \(error.message)\n")
     exit(2)
 }
-location.profile = arguments.profile
+location.profile =
+    arguments.profile
     ?? getenv(ConfigProfiles.environmentVariable).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
 switch command {
 case "serve":
     if case .invalidSwitch(let value) = LibcurlTuning.start() {
-        Log.writeStandardError("platform-proxy: \(LibcurlTuning.environmentVariable) must be on or off, not '\(value)'\n")
+        Log.writeStandardError(
+            "platform-proxy: \(LibcurlTuning.environmentVariable) must be on or off, not '\(value)'\n")
         exit(2)
     }
     exit(ProxyService.serve(config: location))
@@ -53,8 +57,10 @@ case "check-config":
     exit(ProxyService.checkConfig(config: location, schemaOnly: arguments.schemaOnly))
 case "login":
     if arguments.journey || arguments.resume != nil {
-        exit(JourneyCommand.login(config: location, journey: arguments.journeyName, answersFile: arguments.answers,
-                                  resume: arguments.resume, provider: arguments.provider))
+        exit(
+            JourneyCommand.login(
+                config: location, journey: arguments.journeyName, answersFile: arguments.answers,
+                resume: arguments.resume, provider: arguments.provider))
     }
     exit(LoginCommands.login(config: location, device: arguments.device, provider: arguments.provider))
 case "status":

@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+
 @testable import Analytics
 
 @Suite("Analytics store bounds")
@@ -45,7 +46,9 @@ struct AnalyticsStoreBoundsTests {
         let store = try AnalyticsStore(path: dir.database)
         /// The stored values' bytes, counted row by row.
         func stored() throws -> Int {
-            try store.oldestBatch(limit: 100_000).reduce(0) { $0 + $1.subject.utf8.count + $1.key.utf8.count + $1.value.utf8.count }
+            try store.oldestBatch(limit: 100_000).reduce(0) {
+                $0 + $1.subject.utf8.count + $1.key.utf8.count + $1.value.utf8.count
+            }
         }
         try store.append((0..<100).map { event($0, valueBytes: 98) })
         _ = try store.enforceByteCap(5_000)
@@ -66,8 +69,9 @@ struct AnalyticsStoreBoundsTests {
         #expect(try store.count() == 0)
     }
 
-    @Test("an upload batch stops at maxBytes but always holds one value",
-          arguments: [(Int.max, 20), (1_000, 8), (50, 1), (1, 1)])
+    @Test(
+        "an upload batch stops at maxBytes but always holds one value",
+        arguments: [(Int.max, 20), (1_000, 8), (50, 1), (1, 1)])
     func batchBytes(maxBytes: Int, expected: Int) throws {
         let dir = AnalyticsTestDirectory()
         let store = try AnalyticsStore(path: dir.database)

@@ -1,6 +1,7 @@
 import CSQLite
 import Glibc
 import Testing
+
 @testable import Analytics
 
 /// Writes `bytes` to `path`, replacing what is there.
@@ -12,20 +13,21 @@ private func writeFile(_ path: String, _ bytes: [UInt8]) {
 
 @Suite("Analytics store damage")
 struct AnalyticsStoreDamageTests {
-    @Test("which failures mean the file is no store, and which a full disk",
-          arguments: [
-              (AnalyticsStoreError.sqlite("c", SQLITE_NOTADB, db: nil), true, false),
-              (.sqlite("c", SQLITE_CORRUPT, db: nil), true, false),
-              (.sqlite("c", SQLITE_ERROR, db: nil), false, false),
-              (.damaged("quick_check", "page 3"), true, false),
-              (.sqlite("c", SQLITE_BUSY, db: nil), false, false),
-              (.sqlite("c", SQLITE_CANTOPEN, db: nil), false, false),
-              (.sqlite("c", SQLITE_READONLY, db: nil), false, false),
-              (.sqlite("c", SQLITE_FULL, db: nil), false, true),
-              (.system("mkdir", errnoCode: EACCES), false, false),
-              (.system("write", errnoCode: ENOSPC), false, true),
-              (.system("write", errnoCode: EDQUOT), false, true),
-          ])
+    @Test(
+        "which failures mean the file is no store, and which a full disk",
+        arguments: [
+            (AnalyticsStoreError.sqlite("c", SQLITE_NOTADB, db: nil), true, false),
+            (.sqlite("c", SQLITE_CORRUPT, db: nil), true, false),
+            (.sqlite("c", SQLITE_ERROR, db: nil), false, false),
+            (.damaged("quick_check", "page 3"), true, false),
+            (.sqlite("c", SQLITE_BUSY, db: nil), false, false),
+            (.sqlite("c", SQLITE_CANTOPEN, db: nil), false, false),
+            (.sqlite("c", SQLITE_READONLY, db: nil), false, false),
+            (.sqlite("c", SQLITE_FULL, db: nil), false, true),
+            (.system("mkdir", errnoCode: EACCES), false, false),
+            (.system("write", errnoCode: ENOSPC), false, true),
+            (.system("write", errnoCode: EDQUOT), false, true),
+        ])
     func classification(error: AnalyticsStoreError, damaged: Bool, full: Bool) {
         #expect(error.isDamagedStore == damaged)
         #expect(error.isStorageFull == full)
@@ -56,8 +58,11 @@ struct AnalyticsStoreDamageTests {
         let dir = AnalyticsTestDirectory()
         var db: OpaquePointer?
         #expect(sqlite3_open(dir.database, &db) == SQLITE_OK)
-        #expect(sqlite3_exec(db, "CREATE TABLE events(id INTEGER PRIMARY KEY, payload BLOB); INSERT INTO events(payload) VALUES (x'00')",
-                             nil, nil, nil) == SQLITE_OK)
+        #expect(
+            sqlite3_exec(
+                db,
+                "CREATE TABLE events(id INTEGER PRIMARY KEY, payload BLOB); INSERT INTO events(payload) VALUES (x'00')",
+                nil, nil, nil) == SQLITE_OK)
         sqlite3_close(db)
         var before = stat()
         stat(dir.database, &before)
@@ -68,8 +73,12 @@ struct AnalyticsStoreDamageTests {
             #expect(error.isDamagedStore, "\(error)")
             var after = stat()
             stat(dir.database, &after)
-            #expect(after.st_size == before.st_size && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec, "the file was changed")
-            #expect(AnalyticsStore.setAside(path: dir.database, error: error).unsentValues == nil, "its rows are no store values")
+            #expect(
+                after.st_size == before.st_size && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec,
+                "the file was changed")
+            #expect(
+                AnalyticsStore.setAside(path: dir.database, error: error).unsentValues == nil,
+                "its rows are no store values")
         }
     }
 

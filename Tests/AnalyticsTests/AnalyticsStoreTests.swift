@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+
 @testable import Analytics
 
 /// A fresh directory under /tmp, removed (with everything in it) when the test ends.
@@ -108,7 +109,9 @@ struct AnalyticsStoreTests {
     func prune() throws {
         let dir = AnalyticsTestDirectory()
         let store = try AnalyticsStore(path: dir.database)
-        try store.append([sampleEvent("a", 30, "x"), sampleEvent("a", 10, "y"), sampleEvent("b", 20, "z"), sampleEvent("b", 19, "w")])
+        try store.append([
+            sampleEvent("a", 30, "x"), sampleEvent("a", 10, "y"), sampleEvent("b", 20, "z"), sampleEvent("b", 19, "w"),
+        ])
         #expect(try store.prune(olderThan: 20) == 2)
         #expect(try store.prune(olderThan: 20) == 0)
         #expect(try store.count() == 2)

@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 import Testing
+
 @testable import Analytics
 
 /// A counting semaphore for tests: a gate to hold the writer thread, or a wait for a completion.
@@ -26,10 +27,12 @@ func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     for index in 0..<count {
         let box = Unmanaged.passRetained(Start { body(index) }).toOpaque()
         var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { arg in
-            Unmanaged<Start>.fromOpaque(arg!).takeRetainedValue().run()
-            return nil
-        }, box)
+        let result = pthread_create(
+            &thread, nil,
+            { arg in
+                Unmanaged<Start>.fromOpaque(arg!).takeRetainedValue().run()
+                return nil
+            }, box)
         precondition(result == 0, "pthread_create failed")
         threads.append(thread)
     }
@@ -46,8 +49,10 @@ func monotonicNanoseconds() -> Int64 {
 /// Parks the writer thread in a job until the returned gate is posted, and returns only once it
 /// is parked: whatever is appended meanwhile waits in the queue as one group. `then` runs on
 /// release, still inside the job.
-func holdWriter(_ writer: AnalyticsWriter,
-          then: @escaping @Sendable (AnalyticsStore) -> Void = { _ in }) -> WriterTestSemaphore {
+func holdWriter(
+    _ writer: AnalyticsWriter,
+    then: @escaping @Sendable (AnalyticsStore) -> Void = { _ in }
+) -> WriterTestSemaphore {
     let gate = WriterTestSemaphore()
     let parked = WriterTestSemaphore()
     writer.perform { store in
@@ -75,7 +80,9 @@ struct AnalyticsWriterTests {
             callerThreads.withLock { _ = $0.insert(UInt(pthread_self())) }
             for i in 0..<25 {
                 let id = thread * 25 + i
-                writer.append([sampleEvent("s\(thread)", Int64(i), "\(id)"), sampleEvent("s\(thread)", Int64(i), "\(id)b")]) { result in
+                writer.append([
+                    sampleEvent("s\(thread)", Int64(i), "\(id)"), sampleEvent("s\(thread)", Int64(i), "\(id)b"),
+                ]) { result in
                     if case .failure = result { failures.withLock { $0 += 1 } }
                     calls.withLock { $0[id, default: 0] += 1 }
                     writerThread.withLock { $0 = pthread_self() }
@@ -138,9 +145,10 @@ struct AnalyticsWriterTests {
         }
         writer.perform { store in log.withLock { $0.append("after delete \((try? store.count()) ?? -1)") } }
         writer.shutdown()
-        #expect(log.withLock { $0 } == [
-            "append 1", "job sees 2", "append 2", "job sees 4", "append 3", "job sees 6", "after delete 0",
-        ])
+        #expect(
+            log.withLock { $0 } == [
+                "append 1", "job sees 2", "append 2", "job sees 4", "append 3", "job sees 6", "after delete 0",
+            ])
         #expect(writer.commits == 3)
     }
 
@@ -227,8 +235,11 @@ struct AnalyticsWriterTests {
         // Baseline: the store alone, the same 100k rows in transactions the size of a full group.
         let dir = AnalyticsTestDirectory()
         let store = try AnalyticsStore(path: dir.database)
-        let group = (0..<640).map { NewEvent(subject: "user", key: "pennmobile.bench.event.e\($0 % 10)",
-                                             value: "\($0)", timestamp: 1_700_000_000) }
+        let group = (0..<640).map {
+            NewEvent(
+                subject: "user", key: "pennmobile.bench.event.e\($0 % 10)",
+                value: "\($0)", timestamp: 1_700_000_000)
+        }
         let start = monotonicNanoseconds()
         for _ in 0..<(100_000 / 640 + 1) { try store.append(group) }
         let elapsed = Double(monotonicNanoseconds() - start) / 1e9
@@ -250,8 +261,9 @@ private func measureWriter(path: String, subjects: Int) throws -> String {
         var mine: [Int64] = []
         while case let n = next.add(1, ordering: .relaxed).oldValue, n < appends {
             let events = (0..<10).map {
-                NewEvent(subject: "user\(client % subjects)", key: "pennmobile.bench.event.e\($0)", value: "\(n)",
-                         timestamp: 1_700_000_000 + Int64(n / 1000))
+                NewEvent(
+                    subject: "user\(client % subjects)", key: "pennmobile.bench.event.e\($0)", value: "\(n)",
+                    timestamp: 1_700_000_000 + Int64(n / 1000))
             }
             let sent = monotonicNanoseconds()
             writer.append(events) { result in

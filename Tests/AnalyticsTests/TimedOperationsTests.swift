@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Analytics
 
 /// A manual monotonic clock in nanoseconds.
@@ -18,12 +19,16 @@ struct TimedOperationsTests {
     @Test("finish from a child path finds the parent's operation and reports whole milliseconds")
     func childFindsParent() throws {
         var operations = TimedOperations()
-        operations.begin(key: try key("testing.operationview", "testing"), cancelOn: [.background, .inactive], now: 5 * ms)
-        let finished = operations.finish(searchingFrom: try search("testing.operationview.subview", "testing"), now: 1_239 * ms + 999_999)
+        operations.begin(
+            key: try key("testing.operationview", "testing"), cancelOn: [.background, .inactive], now: 5 * ms)
+        let finished = operations.finish(
+            searchingFrom: try search("testing.operationview.subview", "testing"), now: 1_239 * ms + 999_999)
         #expect(finished?.key == "pennmobile.testing.operationview.operation.testing")
         #expect(finished?.milliseconds == 1_234)
         #expect(operations.count == 0)
-        #expect(operations.finish(searchingFrom: try search("testing.operationview.subview", "testing"), now: 2_000 * ms) == nil)
+        #expect(
+            operations.finish(searchingFrom: try search("testing.operationview.subview", "testing"), now: 2_000 * ms)
+                == nil)
     }
 
     @Test("the most specific running key wins over a parent's")
@@ -31,8 +36,12 @@ struct TimedOperationsTests {
         var operations = TimedOperations()
         operations.begin(key: try key("a", "op"), cancelOn: [], now: 0)
         operations.begin(key: try key("a.b", "op"), cancelOn: [], now: 10 * ms)
-        #expect(operations.finish(searchingFrom: try search("a.b.c", "op"), now: 30 * ms)?.key == "pennmobile.a.b.operation.op")
-        #expect(operations.finish(searchingFrom: try search("a.b.c", "op"), now: 30 * ms)?.key == "pennmobile.a.operation.op")
+        #expect(
+            operations.finish(searchingFrom: try search("a.b.c", "op"), now: 30 * ms)?.key
+                == "pennmobile.a.b.operation.op")
+        #expect(
+            operations.finish(searchingFrom: try search("a.b.c", "op"), now: 30 * ms)?.key
+                == "pennmobile.a.operation.op")
     }
 
     @Test("operations begun with no path are global and found from any path")
@@ -92,13 +101,15 @@ struct TimedOperationsTests {
         #expect(operations.finish(searchingFrom: try search("d", "op"), now: 7 * ms)?.milliseconds == 7)
     }
 
-    @Test("durations are floored to whole milliseconds and never negative", arguments: [
-        (0, 999_999, 0),
-        (0, 1_000_000, 1),
-        (1_500_000, 3_499_999, 1),
-        (10 * ms, 5 * ms, 0),
-        (Int64.min, Int64.max, 0),
-    ] as [(Int64, Int64, Int64)])
+    @Test(
+        "durations are floored to whole milliseconds and never negative",
+        arguments: [
+            (0, 999_999, 0),
+            (0, 1_000_000, 1),
+            (1_500_000, 3_499_999, 1),
+            (10 * ms, 5 * ms, 0),
+            (Int64.min, Int64.max, 0),
+        ] as [(Int64, Int64, Int64)])
     func durations(start: Int64, end: Int64, expected: Int64) {
         var operations = TimedOperations()
         operations.begin(key: "k", cancelOn: [], now: start)
@@ -125,29 +136,48 @@ struct OperationRequestTests {
 
     @Test("begin, finish and cancel bodies")
     func accepted() {
-        #expect(parse(#"{"path":"testing.operationview","operation":"testing","cancelOn":["background","inactive"]}"#)
-            == .success(OperationRequest(path: "testing.operationview", operation: "testing", cancelOn: [.background, .inactive])))
-        #expect(parse(#"{"operation":"x","cancelOn":["active","active"]}"#)
-            == .success(OperationRequest(path: nil, operation: "x", cancelOn: [.active])))
-        #expect(parse(#"{"path":null,"operation":"x","cancelOn":null}"#)
-            == .success(OperationRequest(path: nil, operation: "x", cancelOn: [])))
-        #expect(parse(#"{"path":"a.b","operation":"x"}"#, begin: false)
-            == .success(OperationRequest(path: "a.b", operation: "x", cancelOn: [])))
+        #expect(
+            parse(#"{"path":"testing.operationview","operation":"testing","cancelOn":["background","inactive"]}"#)
+                == .success(
+                    OperationRequest(
+                        path: "testing.operationview", operation: "testing", cancelOn: [.background, .inactive])))
+        #expect(
+            parse(#"{"operation":"x","cancelOn":["active","active"]}"#)
+                == .success(OperationRequest(path: nil, operation: "x", cancelOn: [.active])))
+        #expect(
+            parse(#"{"path":null,"operation":"x","cancelOn":null}"#)
+                == .success(OperationRequest(path: nil, operation: "x", cancelOn: [])))
+        #expect(
+            parse(#"{"path":"a.b","operation":"x"}"#, begin: false)
+                == .success(OperationRequest(path: "a.b", operation: "x", cancelOn: [])))
     }
 
-    @Test("bad bodies name the field", arguments: [
-        (#"{"path":"a"}"#, true, "operation: missing"),
-        (#"{"operation":""}"#, true, "operation: is empty"),
-        (#"{"operation":3}"#, true, "operation: must be a string, got a number"),
-        (#"{"operation":"x","path":false}"#, true, "path: must be a string, got a boolean"),
-        (#"{"operation":"x","cancelOn":"background"}"#, true, "cancelOn: must be an array of phases, got a string"),
-        (#"{"operation":"x","cancelOn":["sleeping"]}"#, true,
-         #"cancelOn: must be one of background, inactive, active, got "sleeping""#),
-        (#"{"operation":"x","cancelOn":[1]}"#, true, "cancelOn: must be one of background, inactive, active, got a number"),
-        (#"{"operation":"x","cancelOn":[]}"#, false, #""cancelOn": unknown field; expected one of path, operation"#),
-        (#"{"operation":"x","name":"y"}"#, true, #""name": unknown field; expected one of path, operation, cancelOn"#),
-        ("[]", true, "body: must be a JSON object, got an array"),
-    ])
+    @Test(
+        "bad bodies name the field",
+        arguments: [
+            (#"{"path":"a"}"#, true, "operation: missing"),
+            (#"{"operation":""}"#, true, "operation: is empty"),
+            (#"{"operation":3}"#, true, "operation: must be a string, got a number"),
+            (#"{"operation":"x","path":false}"#, true, "path: must be a string, got a boolean"),
+            (#"{"operation":"x","cancelOn":"background"}"#, true, "cancelOn: must be an array of phases, got a string"),
+            (
+                #"{"operation":"x","cancelOn":["sleeping"]}"#, true,
+                #"cancelOn: must be one of background, inactive, active, got "sleeping""#
+            ),
+            (
+                #"{"operation":"x","cancelOn":[1]}"#, true,
+                "cancelOn: must be one of background, inactive, active, got a number"
+            ),
+            (
+                #"{"operation":"x","cancelOn":[]}"#, false,
+                #""cancelOn": unknown field; expected one of path, operation"#
+            ),
+            (
+                #"{"operation":"x","name":"y"}"#, true,
+                #""name": unknown field; expected one of path, operation, cancelOn"#
+            ),
+            ("[]", true, "body: must be a JSON object, got an array"),
+        ])
     func rejected(body: String, begin: Bool, message: String) {
         #expect(parse(body, begin: begin) == .failure(EventsRequestError(index: nil, message: message)))
     }
@@ -157,9 +187,13 @@ struct OperationRequestTests {
         for phase in AppPhase.allCases {
             #expect(PhaseRequest.parse(Array(#"{"phase":"\#(phase.rawValue)"}"#.utf8)) == .success(phase))
         }
-        #expect(PhaseRequest.parse(Array("{}".utf8)) == .failure(EventsRequestError(index: nil, message: "phase: missing")))
-        #expect(PhaseRequest.parse(Array(#"{"phase":"Background"}"#.utf8)) == .failure(EventsRequestError(
-            index: nil, message: #"phase: must be one of background, inactive, active, got "Background""#)))
+        #expect(
+            PhaseRequest.parse(Array("{}".utf8)) == .failure(EventsRequestError(index: nil, message: "phase: missing")))
+        #expect(
+            PhaseRequest.parse(Array(#"{"phase":"Background"}"#.utf8))
+                == .failure(
+                    EventsRequestError(
+                        index: nil, message: #"phase: must be one of background, inactive, active, got "Background""#)))
         if case .success = PhaseRequest.parse(Array("not json".utf8)) { Issue.record("accepted a non-JSON body") }
     }
 }
@@ -174,7 +208,8 @@ struct DedupBufferTests {
     func window() {
         var buffer = DedupBuffer(intervalSeconds: 5)
         // "a" at 105 is measured from the last accepted value (100), not the last dropped one (104).
-        let admitted = admit(&buffer, [("a", 100), ("a", 100), ("a", 104), ("b", 104), ("a", 105), ("a", 109), ("a", 111)])
+        let admitted = admit(
+            &buffer, [("a", 100), ("a", 100), ("a", 104), ("b", 104), ("a", 105), ("a", 109), ("a", 111)])
         #expect(admitted == [true, false, false, true, true, false, true])
     }
 
@@ -184,12 +219,14 @@ struct DedupBufferTests {
         #expect(admit(&buffer, [("a", 100), ("a", 97), ("a", 50), ("a", 102)]) == [true, false, true, false])
     }
 
-    @Test("fractional, zero and negative intervals", arguments: [
-        (0.0, [true, true, true, true]),
-        (-1.0, [true, true, true, true]),
-        (0.5, [true, false, true, true]),
-        (1.5, [true, false, false, true]),
-    ])
+    @Test(
+        "fractional, zero and negative intervals",
+        arguments: [
+            (0.0, [true, true, true, true]),
+            (-1.0, [true, true, true, true]),
+            (0.5, [true, false, true, true]),
+            (1.5, [true, false, false, true]),
+        ])
     func intervals(interval: Double, expected: [Bool]) {
         var buffer = DedupBuffer(intervalSeconds: interval)
         #expect(admit(&buffer, [("k", 10), ("k", 10), ("k", 11), ("k", 12)]) == expected)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Config
 
 @Suite("Credential-boundary settings")
@@ -7,10 +8,12 @@ struct BoundaryConfigTests {
 
     @Test("defaults: reject encoded slashes, mask echoes, 30 s between 401 refreshes, analytics bounds")
     func defaults() throws {
-        let config = try #require(validConfig("""
-            {\(staticProvider), \(Self.analytics)},
-             "routes": [{"name": "a", "path": "/a/", "upstream": "http://x/", "credential": "access_token"}]}
-            """))
+        let config = try #require(
+            validConfig(
+                """
+                {\(staticProvider), \(Self.analytics)},
+                 "routes": [{"name": "a", "path": "/a/", "upstream": "http://x/", "credential": "access_token"}]}
+                """))
         #expect(config.routes[0].encodedSlashes == .reject)
         #expect(config.routes[0].redirects.crossHostMethods == .safe)
         #expect(config.maskEchoedCredentials)
@@ -25,14 +28,16 @@ struct BoundaryConfigTests {
 
     @Test("given values are taken")
     func given() throws {
-        let config = try #require(validConfig("""
-            {"maskEchoedCredentials": false,
-             "provider": {"grant": "static", "accessToken": "t", "minRefreshIntervalSeconds": 5},
-             \(Self.analytics), "maxValueBytes": 10, "maxEventsPerRequest": 5, "maxStoredBytes": 2097152,
-               "maxUploadBytes": 4096, "maxKeyBytes": 300},
-             "routes": [{"name": "a", "path": "/a/", "upstream": "http://x/", "encodedSlashes": "forward",
-                         "redirects": {"crossHostMethods": "all"}}]}
-            """))
+        let config = try #require(
+            validConfig(
+                """
+                {"maskEchoedCredentials": false,
+                 "provider": {"grant": "static", "accessToken": "t", "minRefreshIntervalSeconds": 5},
+                 \(Self.analytics), "maxValueBytes": 10, "maxEventsPerRequest": 5, "maxStoredBytes": 2097152,
+                   "maxUploadBytes": 4096, "maxKeyBytes": 300},
+                 "routes": [{"name": "a", "path": "/a/", "upstream": "http://x/", "encodedSlashes": "forward",
+                             "redirects": {"crossHostMethods": "all"}}]}
+                """))
         #expect(config.routes[0].encodedSlashes == .forward)
         #expect(config.routes[0].redirects.crossHostMethods == .all)
         #expect(!config.maskEchoedCredentials)
@@ -46,13 +51,16 @@ struct BoundaryConfigTests {
 
     @Test("bad values are reported with their JSON paths")
     func bad() {
-        let errors = configErrors("""
+        let errors = configErrors(
+            """
             {"maskEchoedCredentials": "yes",
              \(Self.analytics), "maxStoredBytes": 10, "maxUploadBytes": 0, "maxValueBytes": 0, "maxKeyBytes": 10},
              "routes": [{"name": "a", "path": "/a/", "upstream": "http://x/", "encodedSlashes": "decode"}]}
             """)
-        for path in ["maskEchoedCredentials", "analytics.maxStoredBytes", "analytics.maxUploadBytes",
-                     "analytics.maxValueBytes", "analytics.maxKeyBytes", "routes[0].encodedSlashes"] {
+        for path in [
+            "maskEchoedCredentials", "analytics.maxStoredBytes", "analytics.maxUploadBytes",
+            "analytics.maxValueBytes", "analytics.maxKeyBytes", "routes[0].encodedSlashes",
+        ] {
             #expect(errors.contains { $0.hasPrefix(path + ":") }, "\(path) in \(errors)")
         }
     }

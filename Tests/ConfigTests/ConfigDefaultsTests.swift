@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Config
 
 struct ConfigDefaultsTests {
@@ -13,9 +14,11 @@ struct ConfigDefaultsTests {
         #expect(config.mock == false)
         #expect(config.provider == nil)
         #expect(config.gate == GateConfiguration(mode: .reject, waitSeconds: 10))
-        #expect(config.limits == LimitsConfiguration(
-            maxHeaderBytes: 32768, maxBodyBytes: 104_857_600, retryBodyBytes: 1_048_576,
-            maxConnections: 10000, headerTimeoutSeconds: 10, idleTimeoutSeconds: 60))
+        #expect(
+            config.limits
+                == LimitsConfiguration(
+                    maxHeaderBytes: 32768, maxBodyBytes: 104_857_600, retryBodyBytes: 1_048_576,
+                    maxConnections: 10000, headerTimeoutSeconds: 10, idleTimeoutSeconds: 60))
         #expect(config.routes.isEmpty)
         #expect(config.analytics == nil)
         #expect(config.configDirectory == "/etc/platform-proxy")
@@ -24,29 +27,35 @@ struct ConfigDefaultsTests {
 
     @Test("null for an optional key means the key is absent")
     func nullMeansAbsent() throws {
-        let config = try #require(validConfig("""
-            {"listen": null, "workers": null, "apiKey": null, "provider": null, "analytics": null,
-             "gate": {"mode": null, "waitSeconds": null}, "limits": null, "routes": null, "mock": null}
-            """))
+        let config = try #require(
+            validConfig(
+                """
+                {"listen": null, "workers": null, "apiKey": null, "provider": null, "analytics": null,
+                 "gate": {"mode": null, "waitSeconds": null}, "limits": null, "routes": null, "mock": null}
+                """))
         #expect(config == ProxyConfiguration(configDirectory: testDirectory))
     }
 
     @Test("route, redirect, mock, provider and analytics fields take their defaults when left out")
     func nestedDefaults() throws {
-        let config = try #require(validConfig("""
-            {"provider": {"discoveryURL": "https://idp.example/.well-known/openid-configuration",
-                          "clientID": "abc", "redirectURI": "http://127.0.0.1:8080/_platform/callback"},
-             "routes": [{"name": "a", "path": "/a/", "upstream": "https://api.example.com/a/",
-                         "mock": {"directory": "mocks/a"}}],
-             "analytics": {"root": "app", "endpoint": "https://analytics.example.com/"}}
-            """))
+        let config = try #require(
+            validConfig(
+                """
+                {"provider": {"discoveryURL": "https://idp.example/.well-known/openid-configuration",
+                              "clientID": "abc", "redirectURI": "http://127.0.0.1:8080/_platform/callback"},
+                 "routes": [{"name": "a", "path": "/a/", "upstream": "https://api.example.com/a/",
+                             "mock": {"directory": "mocks/a"}}],
+                 "analytics": {"root": "app", "endpoint": "https://analytics.example.com/"}}
+                """))
         let route = try #require(config.routes.first)
         #expect(route.credential == .none)
         #expect(route.headers == ["Authorization", "X-Authorization"])
-        #expect(route.redirects == RedirectConfiguration(follow: true, max: 5, credentialHosts: ["api.example.com:443"]))
+        #expect(
+            route.redirects == RedirectConfiguration(follow: true, max: 5, credentialHosts: ["api.example.com:443"]))
         #expect(route.retryOn401 == false)
         #expect(route.timeoutSeconds == 30)
-        #expect(route.mock == MockConfiguration(directory: "/etc/platform-proxy/mocks/a", mode: .replay, overwrite: false))
+        #expect(
+            route.mock == MockConfiguration(directory: "/etc/platform-proxy/mocks/a", mode: .replay, overwrite: false))
         let provider = try #require(config.provider)
         #expect(provider.grant == .authorizationCode)
         #expect(provider.scopes == ["openid"])
@@ -54,10 +63,13 @@ struct ConfigDefaultsTests {
         #expect(provider.tokenType == "Bearer")
         #expect(provider.demo == nil)
         let analytics = try #require(config.analytics)
-        #expect(analytics == AnalyticsConfiguration(
-            root: "app", endpoint: UpstreamURL(scheme: "https", host: "analytics.example.com"),
-            credential: .accessToken, product: 1, pushIntervalSeconds: 30, expireIntervalSeconds: 604_800,
-            bufferIntervalSeconds: 5, maxBatch: 500, maxStoredEvents: 100_000).withProvider("default"))
+        #expect(
+            analytics
+                == AnalyticsConfiguration(
+                    root: "app", endpoint: UpstreamURL(scheme: "https", host: "analytics.example.com"),
+                    credential: .accessToken, product: 1, pushIntervalSeconds: 30, expireIntervalSeconds: 604_800,
+                    bufferIntervalSeconds: 5, maxBatch: 500, maxStoredEvents: 100_000
+                ).withProvider("default"))
     }
 
     @Test("the full example config loads")
@@ -74,10 +86,12 @@ struct ConfigDefaultsTests {
 
     @Test("relative paths resolve against the config directory, with . and .. removed")
     func relativePaths() throws {
-        let config = try #require(validConfig("""
-            {"stateDirectory": "../var/./state/", "listen": ["unix:run/proxy.sock"],
-             "routes": [{"name": "m", "path": "/m/", "mock": {"directory": "/abs/mocks"}}]}
-            """))
+        let config = try #require(
+            validConfig(
+                """
+                {"stateDirectory": "../var/./state/", "listen": ["unix:run/proxy.sock"],
+                 "routes": [{"name": "m", "path": "/m/", "mock": {"directory": "/abs/mocks"}}]}
+                """))
         #expect(config.stateDirectory == "/etc/var/state")
         #expect(config.listen == [.unix(path: "/etc/platform-proxy/run/proxy.sock")])
         #expect(config.routes[0].mock?.directory == "/abs/mocks")

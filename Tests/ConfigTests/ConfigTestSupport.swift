@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import Config
 
 /// The directory every in-memory test config pretends to live in.
@@ -12,7 +13,8 @@ func parseConfig(
 }
 
 /// The valid config, or nil (the test then fails on its expectations).
-func validConfig(_ json: String, env: [String: String] = [:], directory: String = testDirectory) -> ProxyConfiguration? {
+func validConfig(_ json: String, env: [String: String] = [:], directory: String = testDirectory) -> ProxyConfiguration?
+{
     try? parseConfig(json, env: env, directory: directory).get()
 }
 
@@ -40,7 +42,8 @@ let staticProvider = #""provider": {"grant": "static", "accessToken": "t", "idTo
 
 /// The repository root, found from this file's path.
 func repositoryRoot(file: String = #filePath) -> URL {
-    URL(fileURLWithPath: file).resolvingSymlinksInPath().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    URL(fileURLWithPath: file).resolvingSymlinksInPath().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 }
 
 extension AnalyticsConfiguration {

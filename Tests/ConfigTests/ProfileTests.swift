@@ -1,5 +1,6 @@
 import JSON
 import Testing
+
 @testable import Config
 
 /// JSON Merge Patch (RFC 7396) and the `profiles` rules.
@@ -25,7 +26,8 @@ struct ProfileTests {
 
     @Test("merge patch follows RFC 7396 appendix A", arguments: rfcExamples)
     func mergePatch(target: String, patch: String, result: String) throws {
-        let merged = MergePatch.apply(try JSONValue.parse(Array(patch.utf8)), to: try JSONValue.parse(Array(target.utf8)))
+        let merged = MergePatch.apply(
+            try JSONValue.parse(Array(patch.utf8)), to: try JSONValue.parse(Array(target.utf8)))
         #expect(merged == (try JSONValue.parse(Array(result.utf8))))
     }
 
@@ -39,7 +41,8 @@ struct ProfileTests {
         """
 
     func load(_ profile: String?, _ json: String = document) -> Result<ProxyConfiguration, ConfigErrors> {
-        ConfigLoader.parse(Array(json.utf8), configDirectory: testDirectory, environment: { _ in nil }, profile: profile)
+        ConfigLoader.parse(
+            Array(json.utf8), configDirectory: testDirectory, environment: { _ in nil }, profile: profile)
     }
 
     @Test("the base ignores profiles; a profile patches it and is recorded")
@@ -56,8 +59,12 @@ struct ProfileTests {
         let test = try load("test").get()
         #expect(test.mock == true)
         #expect(test.analytics?.uploads == false)
-        let explicit = try load("test", Self.document.replacingOccurrences(of: #""test": {}"#,
-                                                                           with: #""test": {"mock": false, "analytics": {"uploads": true}}"#)).get()
+        let explicit = try load(
+            "test",
+            Self.document.replacingOccurrences(
+                of: #""test": {}"#,
+                with: #""test": {"mock": false, "analytics": {"uploads": true}}"#)
+        ).get()
         #expect(explicit.mock == false && explicit.analytics?.uploads == true)
         #expect(try load("test2").get().analytics?.uploads == true, "the conventions belong to the name test only")
     }
@@ -69,14 +76,19 @@ struct ProfileTests {
         guard case .failure(let errors) = load("release", replay) else { Issue.record("replay passed release"); return }
         #expect(errors.errors.map(\.path) == ["routes[0].mock"])
         let leaky = Self.document.replacingOccurrences(of: #""release": {}"#, with: #""release": {"mock": true}"#)
-        guard case .failure(let mockErrors) = load("release", leaky) else { Issue.record("mock passed release"); return }
+        guard case .failure(let mockErrors) = load("release", leaky) else {
+            Issue.record("mock passed release"); return
+        }
         #expect(mockErrors.errors.map(\.path) == ["mock"])
     }
 
     @Test("an unknown profile, a bad name or a non-object patch is reported with its path")
     func badProfiles() {
         guard case .failure(let unknown) = load("nope") else { Issue.record("unknown profile passed"); return }
-        #expect(unknown.errors.map(\.description) == [#"profiles: no profile named "nope" (have test, quiet, release, leaky, test2)"#])
+        #expect(
+            unknown.errors.map(\.description) == [
+                #"profiles: no profile named "nope" (have test, quiet, release, leaky, test2)"#
+            ])
         guard case .failure(let shape) = load(nil, #"{"profiles": {"ok": [], "bad name": {}}}"#) else {
             Issue.record("bad profiles passed")
             return

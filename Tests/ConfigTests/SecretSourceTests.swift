@@ -1,9 +1,12 @@
 import Foundation
 import Testing
+
 @testable import Config
 
 struct SecretSourceTests {
-    @Test("a file secret resolves relative to the config directory with trailing whitespace trimmed, and is re-read each time")
+    @Test(
+        "a file secret resolves relative to the config directory with trailing whitespace trimmed, and is re-read each time"
+    )
     func fileSecret() throws {
         let dir = try makeTemporaryDirectory()
         defer { removeTemporaryDirectory(dir) }
@@ -21,8 +24,9 @@ struct SecretSourceTests {
         let dir = try makeTemporaryDirectory()
         defer { removeTemporaryDirectory(dir) }
         try "\n \n".write(toFile: dir + "/empty.txt", atomically: true, encoding: .utf8)
-        #expect(configErrors(#"{"apiKey": {"file": "empty.txt"}}"#, directory: dir)
-            == ["apiKey: the file \(dir)/empty.txt is empty"])
+        #expect(
+            configErrors(#"{"apiKey": {"file": "empty.txt"}}"#, directory: dir)
+                == ["apiKey: the file \(dir)/empty.txt is empty"])
     }
 
     @Test("an env secret keeps the variable's name, not its value")
@@ -41,9 +45,12 @@ struct SecretSourceTests {
         #expect(try SecretSource.literal("x").resolve() == "x")
     }
 
-    @Test("a token is resolved only when every byte can go in a header; the error gives the offset, not the token",
-          arguments: [("tok-A.b_c~d+e/f=", nil), ("tok en", 3), ("tok\r\nX-Injected: 1", 3), ("tok\u{0}", 3),
-                      ("\ttok", 0), ("tok\u{7F}", 3), ("tok\u{E9}", 3), ("t\u{FF0E}k", 1)] as [(String, Int?)])
+    @Test(
+        "a token is resolved only when every byte can go in a header; the error gives the offset, not the token",
+        arguments: [
+            ("tok-A.b_c~d+e/f=", nil), ("tok en", 3), ("tok\r\nX-Injected: 1", 3), ("tok\u{0}", 3),
+            ("\ttok", 0), ("tok\u{7F}", 3), ("tok\u{E9}", 3), ("t\u{FF0E}k", 1),
+        ] as [(String, Int?)])
     func tokenBytes(value: String, offset: Int?) {
         let source = SecretSource.literal(value)
         do {
@@ -58,10 +65,14 @@ struct SecretSourceTests {
 
     @Test("a static provider's tokens and demo tokens must be header-safe at load; other secrets need not be")
     func tokenKeysAtLoad() {
-        #expect(configErrors(#"{"provider": {"grant": "static", "accessToken": "a b"}}"#).first?
-            .hasPrefix("provider.accessToken: the token (<literal>) has a space, control or non-ASCII byte at offset 1") == true)
-        #expect(configErrors(#"{"provider": {"grant": "static", "accessToken": "ok", "idToken": "x\u0000"}}"#).first?
-            .hasPrefix("provider.idToken:") == true)
+        #expect(
+            configErrors(#"{"provider": {"grant": "static", "accessToken": "a b"}}"#).first?
+                .hasPrefix(
+                    "provider.accessToken: the token (<literal>) has a space, control or non-ASCII byte at offset 1")
+                == true)
+        #expect(
+            configErrors(#"{"provider": {"grant": "static", "accessToken": "ok", "idToken": "x\u0000"}}"#).first?
+                .hasPrefix("provider.idToken:") == true)
         #expect(validConfig(#"{"apiKey": "with space"}"#) != nil)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Config
 
 struct ShippedConfigTests {
@@ -8,25 +9,31 @@ struct ShippedConfigTests {
     static var shippedFiles: [String] {
         let fm = FileManager.default
         let top = (try? fm.contentsOfDirectory(atPath: configDirectory.path)) ?? []
-        let examples = (try? fm.contentsOfDirectory(atPath: configDirectory.appendingPathComponent("examples").path)) ?? []
+        let examples =
+            (try? fm.contentsOfDirectory(atPath: configDirectory.appendingPathComponent("examples").path)) ?? []
         return (top.map { "Config/" + $0 } + examples.map { "Config/examples/" + $0 })
             .filter { $0.hasSuffix(".json") }.sorted()
     }
 
     @Test("Config/ holds the default config and the five examples")
     func filesPresent() {
-        #expect(ShippedConfigTests.shippedFiles == [
-            "Config/examples/client-credentials.json", "Config/examples/forgerock-journey.json", "Config/examples/generic-oidc.json",
-            "Config/examples/pennlabs-platform.json", "Config/examples/several-providers.json", "Config/platform-proxy.json",
-        ])
+        #expect(
+            ShippedConfigTests.shippedFiles == [
+                "Config/examples/client-credentials.json", "Config/examples/forgerock-journey.json",
+                "Config/examples/generic-oidc.json",
+                "Config/examples/pennlabs-platform.json", "Config/examples/several-providers.json",
+                "Config/platform-proxy.json",
+            ])
     }
 
     @Test("every config file shipped in Config/ and Config/examples/ passes the loader", arguments: shippedFiles)
     func shippedConfigLoads(file: String) {
         let path = repositoryRoot().appendingPathComponent(file).path
-        let result = ConfigLoader.load(path: path, environment: { name in
-            name == "PLATFORM_PROXY_CLIENT_SECRET" ? "example-secret" : nil
-        })
+        let result = ConfigLoader.load(
+            path: path,
+            environment: { name in
+                name == "PLATFORM_PROXY_CLIENT_SECRET" ? "example-secret" : nil
+            })
         if case .failure(let errors) = result { Issue.record("\(file):\n\(errors)") }
     }
 
@@ -58,8 +65,10 @@ struct ShippedConfigTests {
 
     @Test("the dev id token is an unsigned JWT for dev-user/devuser that does not expire this century")
     func devIDToken() throws {
-        let token = try String(contentsOf: ShippedConfigTests.configDirectory.appendingPathComponent("dev-id-token.txt"), encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try String(
+            contentsOf: ShippedConfigTests.configDirectory.appendingPathComponent("dev-id-token.txt"), encoding: .utf8
+        )
+        .trimmingCharacters(in: .whitespacesAndNewlines)
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         #expect(parts.count == 3)
         func decode(_ part: Substring) throws -> [String: Any] {
@@ -79,7 +88,8 @@ struct ShippedConfigTests {
     @Test("every mock file shipped in Config/MockJSON is valid JSON")
     func mockFilesAreJSON() throws {
         let root = ShippedConfigTests.configDirectory.appendingPathComponent("MockJSON")
-        let files = FileManager.default.enumerator(atPath: root.path)?.compactMap { $0 as? String }
+        let files =
+            FileManager.default.enumerator(atPath: root.path)?.compactMap { $0 as? String }
             .filter { $0.hasSuffix(".json") } ?? []
         #expect(Set(files) == ["Users/me.json", "Users/list/01.json", "Users/list/02.json", "Dining/venues.json"])
         for file in files {

@@ -1,10 +1,12 @@
 import Testing
+
 @testable import Config
 
 @Suite("TextSearch")
 struct TextSearchTests {
-    @Test("finds a needle at the start, in the middle and at the end, and slices back to it",
-          arguments: [("://example", "://"), ("https://example", "://"), ("host..name", ".."), ("a..", "..")])
+    @Test(
+        "finds a needle at the start, in the middle and at the end, and slices back to it",
+        arguments: [("://example", "://"), ("https://example", "://"), ("host..name", ".."), ("a..", "..")])
     func findsNeedle(haystack: String, needle: String) throws {
         let range = try #require(haystack.firstRange(ofText: needle))
         #expect(haystack[range] == needle)
@@ -19,8 +21,9 @@ struct TextSearchTests {
         #expect(haystack[range] == "aab")
     }
 
-    @Test("no match, a needle longer than the text, and a match cut off by the end give nil",
-          arguments: [("https:/x", "://"), ("ab", "abc"), ("host.", ".."), ("", "a")])
+    @Test(
+        "no match, a needle longer than the text, and a match cut off by the end give nil",
+        arguments: [("https:/x", "://"), ("ab", "abc"), ("host.", ".."), ("", "a")])
     func absent(haystack: String, needle: String) {
         #expect(haystack.firstRange(ofText: needle) == nil)
         #expect(!haystack.contains(text: needle))

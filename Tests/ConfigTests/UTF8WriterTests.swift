@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Config
 
 @Suite("UTF8Writer")
@@ -16,7 +17,9 @@ struct UTF8WriterTests {
 
     @Test("a capacity larger than what is written leaves no trailing bytes")
     func spareCapacity() {
-        let built = String.build(capacity: 64) { $0.put("abc"); $0.put(Substring("def")) }
+        let built = String.build(capacity: 64) {
+            $0.put("abc"); $0.put(Substring("def"))
+        }
         #expect(built == "abcdef")
         #expect(built.utf8.count == 6)
     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Config
 
 struct UpstreamURLTests {
@@ -10,8 +11,10 @@ struct UpstreamURLTests {
         ("http://[::1]:8080/a%20b", "http", "[::1]", 8080, "/a%20b", nil),
         ("https://[2001:DB8::1]/", "https", "[2001:db8::1]", 443, "/", nil),
         ("http://my_service:80/x/y?a=b&c", "http", "my_service", 80, "/x/y", "a=b&c"),
-        ("https://idp.example/.well-known/openid-configuration", "https", "idp.example", 443,
-         "/.well-known/openid-configuration", nil),
+        (
+            "https://idp.example/.well-known/openid-configuration", "https", "idp.example", 443,
+            "/.well-known/openid-configuration", nil
+        ),
     ]
 
     @Test("valid URLs split into scheme, lowercased host, port, path and query", arguments: valid)
@@ -33,7 +36,9 @@ struct UpstreamURLTests {
         "http://exa%41mple.com/", "http://example.com\n/", "javascript:alert(1)",
     ]
 
-    @Test("URLs that are not absolute http(s), or have user info, fragments or bad ports, are refused", arguments: invalid)
+    @Test(
+        "URLs that are not absolute http(s), or have user info, fragments or bad ports, are refused", arguments: invalid
+    )
     func refusesInvalid(text: String) {
         #expect(UpstreamURL.parse(text) == nil)
     }
@@ -64,12 +69,15 @@ struct UpstreamURLTests {
         #expect(copy != base)
         #expect(UpstreamURL(scheme: "http", host: "h", port: 80) == UpstreamURL(scheme: "http", host: "h"))
         #expect(UpstreamURL(scheme: "http", host: "h", port: 81) != UpstreamURL(scheme: "http", host: "h"))
-        #expect(Set([copy, UpstreamURL(scheme: "http", host: "127.0.0.1", port: 8081, path: "/api/me", query: "x=1")]).count == 1)
+        #expect(
+            Set([copy, UpstreamURL(scheme: "http", host: "127.0.0.1", port: 8081, path: "/api/me", query: "x=1")]).count
+                == 1)
     }
 
     @Test("a private copy is the same URL with storage of its own")
     func privateCopy() throws {
-        let base = try #require(UpstreamURL.parse("https://a-long-upstream-host-name.example:8443/a/long/base/path?q=1"))
+        let base = try #require(
+            UpstreamURL.parse("https://a-long-upstream-host-name.example:8443/a/long/base/path?q=1"))
         let copy = base.privateCopy()
         #expect(copy == base)
         #expect(copy.description == base.description)
@@ -108,7 +116,9 @@ struct ListenAddressTests {
         "unix:/" + String(repeating: "a", count: 120),
     ]
 
-    @Test("listen entries without a port, with a DNS name, or with an overlong socket path are refused", arguments: invalid)
+    @Test(
+        "listen entries without a port, with a DNS name, or with an overlong socket path are refused",
+        arguments: invalid)
     func refusesInvalid(text: String) {
         #expect((try? ListenAddress.validate(text, relativeTo: testDirectory).get()) == nil)
     }

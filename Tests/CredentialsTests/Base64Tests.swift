@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Credentials
 
 @Suite("Base64 and base64url (RFC 4648)")
@@ -42,9 +43,12 @@ struct Base64Tests {
         }
     }
 
-    @Test("invalid input is refused, not guessed at", arguments: [
-        "Zm9v+", "Zm9/", "Zm 9v", "Zm9v\n", "Z", "Zm9vY", "Zg=", "Zg===", "====", "Z===", "Zm=v", "=Zm9", "Zm9v====", "Zé",
-    ])
+    @Test(
+        "invalid input is refused, not guessed at",
+        arguments: [
+            "Zm9v+", "Zm9/", "Zm 9v", "Zm9v\n", "Z", "Zm9vY", "Zg=", "Zg===", "====", "Z===", "Zm=v", "=Zm9",
+            "Zm9v====", "Zé",
+        ])
     func rejects(text: String) {
         #expect(Base64URL.decode(text) == nil)
     }

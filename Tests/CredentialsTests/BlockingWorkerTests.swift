@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 import Testing
+
 @testable import Credentials
 
 @Suite("Blocking worker")
@@ -62,7 +63,11 @@ struct BlockingWorkerTests {
         let ran = Mutex(0)
         do {
             let worker = BlockingWorker(name: "dropped")
-            for _ in 0..<3 { worker.submit { usleep(5_000); ran.withLock { $0 += 1 } } }
+            for _ in 0..<3 {
+                worker.submit {
+                    usleep(5_000); ran.withLock { $0 += 1 }
+                }
+            }
         }
         #expect(ran.withLock { $0 } == 3)
     }

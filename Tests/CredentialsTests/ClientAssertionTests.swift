@@ -1,8 +1,9 @@
 import Foundation
+import JSON
 import Testing
+
 @testable import Config
 @testable import Credentials
-import JSON
 
 /// A throwaway key made by the openssl command (`genpkey`), as PEM.
 func generatedKeyPEM(_ arguments: [String]) throws -> String {
@@ -26,8 +27,10 @@ let rsaArguments = ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
     func checkSigned(_ arguments: [String], algorithm: PrivateKeyPEM.Algorithm) throws {
         let key = try #require(PrivateKeyPEM(pem: try generatedKeyPEM(arguments)))
         #expect(try key.algorithm.get() == algorithm)
-        let jwt = try #require(ClientAssertion.sign(clientID: "workload", audience: "https://idp.test/token", key: key,
-                                                    algorithm: algorithm, keyID: "k1", now: 1_000_000.5, jti: "j-1"))
+        let jwt = try #require(
+            ClientAssertion.sign(
+                clientID: "workload", audience: "https://idp.test/token", key: key,
+                algorithm: algorithm, keyID: "k1", now: 1_000_000.5, jti: "j-1"))
         let parts = jwt.split(separator: ".").map(String.init)
         try #require(parts.count == 3)
         let header = try JSONValue.parse(try #require(Base64URL.decode(parts[0])))
@@ -50,7 +53,8 @@ let rsaArguments = ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
     @Test func eachAssertionHasItsOwnJTI() throws {
         let key = try #require(PrivateKeyPEM(pem: try generatedKeyPEM(p256Arguments)))
         let jtis = try (0..<5).map { _ in
-            let jwt = try #require(ClientAssertion.sign(clientID: "c", audience: "a", key: key, algorithm: .es256, keyID: nil, now: 0))
+            let jwt = try #require(
+                ClientAssertion.sign(clientID: "c", audience: "a", key: key, algorithm: .es256, keyID: nil, now: 0))
             let claims = try JSONValue.parse(try #require(Base64URL.decode(jwt.split(separator: ".")[1])))
             return try #require(claims["jti"]?.stringValue)
         }
@@ -58,7 +62,8 @@ let rsaArguments = ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
     }
 
     @Test func keysThatCannotSignAssertionsSayWhy() throws {
-        let p384 = try #require(PrivateKeyPEM(pem: try generatedKeyPEM(["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"])))
+        let p384 = try #require(
+            PrivateKeyPEM(pem: try generatedKeyPEM(["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"])))
         #expect(throws: PrivateKeyProblem.self) { try p384.algorithm.get() }
         let ed25519 = try #require(PrivateKeyPEM(pem: try generatedKeyPEM(["-algorithm", "ED25519"])))
         #expect(throws: PrivateKeyProblem.self) { try ed25519.algorithm.get() }
@@ -77,7 +82,8 @@ let rsaArguments = ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
         (obtained: 0.0, expires: 10.0, now: 11.0, stale: true),
     ])
     func staleness(obtained: Double, expires: Double, now: Double, stale: Bool) {
-        let token = ExchangedToken(value: "t", tokenType: "Bearer", expiresAt: expires, obtainedAt: obtained, generation: 1)
+        let token = ExchangedToken(
+            value: "t", tokenType: "Bearer", expiresAt: expires, obtainedAt: obtained, generation: 1)
         #expect(token.isStale(now: now) == stale)
     }
 
@@ -92,7 +98,8 @@ let rsaArguments = ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
     static let billing = TokenExchangeConfiguration(audience: "billing")
 
     static func token(_ generation: UInt64, expires: Double? = 100) -> ExchangedToken {
-        ExchangedToken(value: "t\(generation)", tokenType: "Bearer", expiresAt: expires, obtainedAt: 0, generation: generation)
+        ExchangedToken(
+            value: "t\(generation)", tokenType: "Bearer", expiresAt: expires, obtainedAt: 0, generation: generation)
     }
 
     /// One step: a request (`ask`) or an answer, and the action a request gets.
@@ -103,48 +110,69 @@ let rsaArguments = ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
     }
 
     static let tables: [(String, [Step])] = [
-        ("the first request starts the exchange, the others wait, then all get the token", [
-            .ask(orders, generation: 1, now: 0, expect: .start),
-            .ask(orders, generation: 1, now: 0, expect: .wait),
-            .answer(orders, generation: 1, token: token(1)),
-            .ask(orders, generation: 1, now: 10, expect: .reply(token(1))),
-        ]),
-        ("each target is exchanged on its own", [
-            .ask(orders, generation: 1, now: 0, expect: .start),
-            .ask(billing, generation: 1, now: 0, expect: .start),
-            .answer(orders, generation: 1, token: token(1)),
-            .ask(billing, generation: 1, now: 0, expect: .wait),
-        ]),
-        ("a stale token is exchanged again", [
-            .ask(orders, generation: 1, now: 0, expect: .start),
-            .answer(orders, generation: 1, token: token(1)),
-            .ask(orders, generation: 1, now: 69, expect: .reply(token(1))),
-            .ask(orders, generation: 1, now: 70, expect: .start),
-        ]),
-        ("a failed exchange leaves nothing: the next request tries again", [
-            .ask(orders, generation: 1, now: 0, expect: .start),
-            .answer(orders, generation: 1, token: nil),
-            .ask(orders, generation: 1, now: 0, expect: .start),
-        ]),
-        ("a new subject token drops the tokens of the old one", [
-            .ask(orders, generation: 1, now: 0, expect: .start),
-            .answer(orders, generation: 1, token: token(1)),
-            .ask(orders, generation: 2, now: 0, expect: .start),
-        ]),
-        ("an answer for an old subject token is not kept", [
-            .ask(orders, generation: 1, now: 0, expect: .start),
-            .ask(orders, generation: 2, now: 0, expect: .start),
-            .answer(orders, generation: 1, token: token(1)),
-            .ask(orders, generation: 2, now: 0, expect: .wait),
-            .answer(orders, generation: 2, token: token(2)),
-            .ask(orders, generation: 2, now: 0, expect: .reply(token(2))),
-        ]),
-        ("a logout drops every token", [
-            .ask(orders, generation: 1, now: 0, expect: .start),
-            .answer(orders, generation: 1, token: token(1)),
-            .logout(generation: 2),
-            .ask(orders, generation: 3, now: 0, expect: .start),
-        ]),
+        (
+            "the first request starts the exchange, the others wait, then all get the token",
+            [
+                .ask(orders, generation: 1, now: 0, expect: .start),
+                .ask(orders, generation: 1, now: 0, expect: .wait),
+                .answer(orders, generation: 1, token: token(1)),
+                .ask(orders, generation: 1, now: 10, expect: .reply(token(1))),
+            ]
+        ),
+        (
+            "each target is exchanged on its own",
+            [
+                .ask(orders, generation: 1, now: 0, expect: .start),
+                .ask(billing, generation: 1, now: 0, expect: .start),
+                .answer(orders, generation: 1, token: token(1)),
+                .ask(billing, generation: 1, now: 0, expect: .wait),
+            ]
+        ),
+        (
+            "a stale token is exchanged again",
+            [
+                .ask(orders, generation: 1, now: 0, expect: .start),
+                .answer(orders, generation: 1, token: token(1)),
+                .ask(orders, generation: 1, now: 69, expect: .reply(token(1))),
+                .ask(orders, generation: 1, now: 70, expect: .start),
+            ]
+        ),
+        (
+            "a failed exchange leaves nothing: the next request tries again",
+            [
+                .ask(orders, generation: 1, now: 0, expect: .start),
+                .answer(orders, generation: 1, token: nil),
+                .ask(orders, generation: 1, now: 0, expect: .start),
+            ]
+        ),
+        (
+            "a new subject token drops the tokens of the old one",
+            [
+                .ask(orders, generation: 1, now: 0, expect: .start),
+                .answer(orders, generation: 1, token: token(1)),
+                .ask(orders, generation: 2, now: 0, expect: .start),
+            ]
+        ),
+        (
+            "an answer for an old subject token is not kept",
+            [
+                .ask(orders, generation: 1, now: 0, expect: .start),
+                .ask(orders, generation: 2, now: 0, expect: .start),
+                .answer(orders, generation: 1, token: token(1)),
+                .ask(orders, generation: 2, now: 0, expect: .wait),
+                .answer(orders, generation: 2, token: token(2)),
+                .ask(orders, generation: 2, now: 0, expect: .reply(token(2))),
+            ]
+        ),
+        (
+            "a logout drops every token",
+            [
+                .ask(orders, generation: 1, now: 0, expect: .start),
+                .answer(orders, generation: 1, token: token(1)),
+                .logout(generation: 2),
+                .ask(orders, generation: 3, now: 0, expect: .start),
+            ]
+        ),
     ]
 
     @Test(arguments: tables) func steps(name: String, steps: [Step]) {
@@ -173,26 +201,38 @@ let rsaArguments = ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
     }
 
     static let tables: [(String, [Step])] = [
-        ("an answer goes to every request of its target and generation, in order", [
-            .add(1, orders, generation: 1), .add(2, orders, generation: 1),
-            .take(orders, generation: 1, expect: [1, 2]),
-            .take(orders, generation: 1, expect: []),
-        ]),
-        ("an answer of the previous subject token leaves the requests of the new one waiting", [
-            .add(1, orders, generation: 1), .add(2, orders, generation: 2), .add(3, orders, generation: 2),
-            .take(orders, generation: 1, expect: [1]),
-            .take(orders, generation: 2, expect: [2, 3]),
-        ]),
-        ("the new subject token's answer first: the old requests still get theirs", [
-            .add(1, orders, generation: 1), .add(2, orders, generation: 2),
-            .take(orders, generation: 2, expect: [2]),
-            .take(orders, generation: 1, expect: [1]),
-        ]),
-        ("another target's answer takes none", [
-            .add(1, orders, generation: 1), .add(2, billing, generation: 1),
-            .take(billing, generation: 1, expect: [2]),
-            .take(orders, generation: 1, expect: [1]),
-        ]),
+        (
+            "an answer goes to every request of its target and generation, in order",
+            [
+                .add(1, orders, generation: 1), .add(2, orders, generation: 1),
+                .take(orders, generation: 1, expect: [1, 2]),
+                .take(orders, generation: 1, expect: []),
+            ]
+        ),
+        (
+            "an answer of the previous subject token leaves the requests of the new one waiting",
+            [
+                .add(1, orders, generation: 1), .add(2, orders, generation: 2), .add(3, orders, generation: 2),
+                .take(orders, generation: 1, expect: [1]),
+                .take(orders, generation: 2, expect: [2, 3]),
+            ]
+        ),
+        (
+            "the new subject token's answer first: the old requests still get theirs",
+            [
+                .add(1, orders, generation: 1), .add(2, orders, generation: 2),
+                .take(orders, generation: 2, expect: [2]),
+                .take(orders, generation: 1, expect: [1]),
+            ]
+        ),
+        (
+            "another target's answer takes none",
+            [
+                .add(1, orders, generation: 1), .add(2, billing, generation: 1),
+                .take(billing, generation: 1, expect: [2]),
+                .take(orders, generation: 1, expect: [1]),
+            ]
+        ),
     ]
 
     @Test(arguments: tables) func steps(name: String, steps: [Step]) {

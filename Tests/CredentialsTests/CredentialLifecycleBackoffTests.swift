@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Credentials
 
 @Suite("Credential lifecycle: backoff, tokens without refresh, client_credentials, stray events")
@@ -21,8 +22,9 @@ struct CredentialLifecycleBackoffTests {
         var life = loggedInLifecycle()
         _ = life.refreshWanted(waiter: 1, now: now)
         _ = life.refreshWanted(waiter: 2, now: now)
-        #expect(life.refreshUnavailable("down", now: now, jitter: 0.2)
-            == [.publish, .scheduleRetry(at: now + 0.7), .resolve([1, 2], .unavailable("down"))])
+        #expect(
+            life.refreshUnavailable("down", now: now, jitter: 0.2)
+                == [.publish, .scheduleRetry(at: now + 0.7), .resolve([1, 2], .unavailable("down"))])
         #expect(life.tokens == lifecycleLogin)
         #expect(life.generation == 1)
         #expect(life.status.state == .loggedIn)
@@ -34,7 +36,10 @@ struct CredentialLifecycleBackoffTests {
         for (jitter, delay) in [(0.0, 0.5), (0.5, 1.0), (0.999, 1.499)] {
             var life = loggedInLifecycle()
             _ = life.refreshWanted(waiter: nil, now: now)
-            #expect(life.refreshUnavailable("down", now: now, jitter: jitter) == [.publish, .scheduleRetry(at: now + delay)])
+            #expect(
+                life.refreshUnavailable("down", now: now, jitter: jitter) == [
+                    .publish, .scheduleRetry(at: now + delay),
+                ])
         }
     }
 
@@ -76,8 +81,9 @@ struct CredentialLifecycleBackoffTests {
         #expect(life.status.state == .refreshing)
         // The retry timer that fires later does not start a second refresh.
         #expect(life.retryDue(now: now + 1.01) == [])
-        #expect(life.refreshUnavailable("still down", now: now + 2, jitter: 0.5)
-            == [.publish, .scheduleRetry(at: now + 4), .resolve([3], .unavailable("still down"))])
+        #expect(
+            life.refreshUnavailable("still down", now: now + 2, jitter: 0.5)
+                == [.publish, .scheduleRetry(at: now + 4), .resolve([3], .unavailable("still down"))])
     }
 
     @Test("retryDue starts a refresh; its success clears lastError and resets the delay to 1 s")
@@ -93,8 +99,9 @@ struct CredentialLifecycleBackoffTests {
         #expect(life.generation == 2)
 
         _ = life.refreshWanted(waiter: nil, now: now + 7140)
-        #expect(life.refreshUnavailable("down again", now: now + 7140, jitter: 0.5)
-            == [.publish, .scheduleRetry(at: now + 7141)])
+        #expect(
+            life.refreshUnavailable("down again", now: now + 7140, jitter: 0.5)
+                == [.publish, .scheduleRetry(at: now + 7141)])
     }
 
     @Test("a login during backoff resets the delay and ignores the stale retry timer")
@@ -107,7 +114,8 @@ struct CredentialLifecycleBackoffTests {
         #expect(life.status == AuthStatus(state: .loggedIn, expiresAt: now + 3600))
         #expect(life.retryDue(now: now + 3) == [])
         _ = life.refreshWanted(waiter: nil, now: now + 10)
-        #expect(life.refreshUnavailable("down", now: now + 10, jitter: 0.5) == [.publish, .scheduleRetry(at: now + 11)])
+        #expect(
+            life.refreshUnavailable("down", now: now + 10, jitter: 0.5) == [.publish, .scheduleRetry(at: now + 11)])
     }
 
     @Test("logout during backoff: revoke, clear, and the retry timer then does nothing")
@@ -122,7 +130,10 @@ struct CredentialLifecycleBackoffTests {
     func refusedAfterBackoff() {
         var life = inBackoff()
         _ = life.retryDue(now: now + 1)
-        #expect(life.refreshRefused("invalid_grant", now: now, jitter: 0.5) == [.clearStore, .publish, .scheduleRefresh(at: nil)])
+        #expect(
+            life.refreshRefused("invalid_grant", now: now, jitter: 0.5) == [
+                .clearStore, .publish, .scheduleRefresh(at: nil),
+            ])
         #expect(life.status == AuthStatus(state: .awaitingAuthorization, lastError: "invalid_grant"))
         #expect(life.retryDue(now: now + 5) == [])
     }
@@ -154,8 +165,9 @@ struct CredentialLifecycleBackoffTests {
         #expect(life.refreshWanted(waiter: 1, now: now + 299.9) == [.resolve([1], .ready)])
         #expect(life.refreshWanted(waiter: nil, now: now + 299.9) == [])
         #expect(life.status.state == .loggedIn)
-        #expect(life.refreshWanted(waiter: 2, now: now + 300)
-            == [.clearStore, .publish, .scheduleRefresh(at: nil), .resolve([2], .notLoggedIn)])
+        #expect(
+            life.refreshWanted(waiter: 2, now: now + 300)
+                == [.clearStore, .publish, .scheduleRefresh(at: nil), .resolve([2], .notLoggedIn)])
         #expect(life.status.state == .awaitingAuthorization)
         #expect(life.status.lastError != nil)
         #expect(life.tokens == nil)
@@ -203,7 +215,10 @@ struct CredentialLifecycleBackoffTests {
         var life = CredentialLifecycle(selfService: true, refreshBefore: lifecycleRefreshBefore)
         _ = life.started(with: TokenSet(accessToken: "cc-1", expiresAt: now + 300), now: now)
         _ = life.refreshWanted(waiter: nil, now: now + 240)
-        #expect(life.refreshRefused("invalid_client", now: now + 240, jitter: 0.5) == [.publish, .scheduleRetry(at: now + 241)])
+        #expect(
+            life.refreshRefused("invalid_client", now: now + 240, jitter: 0.5) == [
+                .publish, .scheduleRetry(at: now + 241),
+            ])
         #expect(life.status.state == .loggedIn)
         #expect(life.status.lastError == "invalid_client")
         #expect(life.retryDue(now: now + 241) == [.startRefresh(refreshToken: nil), .publish])

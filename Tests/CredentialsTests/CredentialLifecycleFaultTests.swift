@@ -1,6 +1,7 @@
 import Config
 import JSON
 import Testing
+
 @testable import Credentials
 
 @Suite("Credential lifecycle: a misbehaving IdP (expires_in 0, rotated then unusable, lost answers)")
@@ -15,8 +16,9 @@ struct CredentialLifecycleFaultTests {
         return life
     }
 
-    @Test("a token that expires on arrival: requests in the next second use it as is, then one refresh",
-          arguments: [(0.0, false), (0.5, false), (0.999, false), (1.0, true), (5, true)])
+    @Test(
+        "a token that expires on arrival: requests in the next second use it as is, then one refresh",
+        arguments: [(0.0, false), (0.5, false), (0.999, false), (1.0, true), (5, true)])
     func expiredOnArrivalBound(age: Double, refreshes: Bool) {
         var life = expiredOnArrival()
         let actions = life.refreshWanted(waiter: 7, now: now + age)
@@ -31,8 +33,9 @@ struct CredentialLifecycleFaultTests {
     @Test("the proactive timer firing inside the second reschedules itself for when the second is over")
     func timerInsideTheSecond() {
         var life = expiredOnArrival()
-        #expect(life.refreshWanted(waiter: nil, now: now + 0.2)
-            == [.scheduleRefresh(at: now + CredentialLifecycle.minimumRefreshDelay)])
+        #expect(
+            life.refreshWanted(waiter: nil, now: now + 0.2)
+                == [.scheduleRefresh(at: now + CredentialLifecycle.minimumRefreshDelay)])
     }
 
     @Test("steady traffic against tokens that always expire on arrival: at most one refresh a second")
@@ -62,8 +65,12 @@ struct CredentialLifecycleFaultTests {
         _ = life.refreshWanted(waiter: 1, now: now)
         var kept = lifecycleLogin
         kept.refreshToken = "rt-2"
-        #expect(life.refreshUnavailable("no access_token", now: now, jitter: 0.5, rotatedRefreshToken: "rt-2")
-            == [.persist(kept), .publish, .scheduleRetry(at: now + 1), .resolve([1], .unavailable("no access_token"))])
+        #expect(
+            life.refreshUnavailable("no access_token", now: now, jitter: 0.5, rotatedRefreshToken: "rt-2")
+                == [
+                    .persist(kept), .publish, .scheduleRetry(at: now + 1),
+                    .resolve([1], .unavailable("no access_token")),
+                ])
         #expect(life.tokens == kept)
         #expect(life.status.state == .loggedIn)
         #expect(life.retryDue(now: now + 1) == [.startRefresh(refreshToken: "rt-2"), .publish])
@@ -73,16 +80,19 @@ struct CredentialLifecycleFaultTests {
     func rotatedNoChange() {
         var life = loggedInLifecycle()
         _ = life.refreshWanted(waiter: nil, now: now)
-        #expect(life.refreshUnavailable("x", now: now, jitter: 0.5, rotatedRefreshToken: "rt-1")
-            == [.publish, .scheduleRetry(at: now + 1)])
+        #expect(
+            life.refreshUnavailable("x", now: now, jitter: 0.5, rotatedRefreshToken: "rt-1")
+                == [.publish, .scheduleRetry(at: now + 1)])
         var service = loggedInLifecycle(selfService: true)
         _ = service.refreshWanted(waiter: nil, now: now)
-        #expect(service.refreshUnavailable("x", now: now, jitter: 0.5, rotatedRefreshToken: "rt-9")
-            == [.publish, .scheduleRetry(at: now + 1)])
+        #expect(
+            service.refreshUnavailable("x", now: now, jitter: 0.5, rotatedRefreshToken: "rt-9")
+                == [.publish, .scheduleRetry(at: now + 1)])
     }
 
-    @Test("invalid_grant after a refresh whose answer was lost: tokens kept, retried, reason published",
-          arguments: [true, false])
+    @Test(
+        "invalid_grant after a refresh whose answer was lost: tokens kept, retried, reason published",
+        arguments: [true, false])
     func refusalAfterLostAnswer(lost: Bool) {
         var life = loggedInLifecycle()
         _ = life.refreshWanted(waiter: nil, now: now)
@@ -131,26 +141,39 @@ struct CredentialLifecycleFaultTests {
 
 @Suite("Refresh failures: only invalid_grant ends a login; tokens must fit in a header")
 struct RefreshFailureClassificationTests {
-    @Test("grantIsDead", arguments: [
-        (OAuthFailure.refused("invalid_grant"), true),
-        (.refused("invalid_grant: refresh token revoked"), true),
-        (.refused("invalid_grantee"), false),
-        (.refused("invalid_client: bad secret"), false),
-        (.refused("unauthorized_client"), false),
-        (.unavailable("HTTP 404 without an OAuth error body"), false),
-        (.unavailable("invalid_grant"), false),
-    ])
+    @Test(
+        "grantIsDead",
+        arguments: [
+            (OAuthFailure.refused("invalid_grant"), true),
+            (.refused("invalid_grant: refresh token revoked"), true),
+            (.refused("invalid_grantee"), false),
+            (.refused("invalid_client: bad secret"), false),
+            (.refused("unauthorized_client"), false),
+            (.unavailable("HTTP 404 without an OAuth error body"), false),
+            (.unavailable("invalid_grant"), false),
+        ])
     func grantIsDead(failure: OAuthFailure, dead: Bool) {
         #expect(failure.grantIsDead == dead)
     }
 
-    @Test("token responses whose tokens cannot go in a header are refused without naming them", arguments: [
-        (["access_token": "secret at", "token_type": "Bearer"], "access_token that cannot be sent in a header"),
-        (["access_token": "secret\u{e9}", "token_type": "Bearer"], "access_token that cannot be sent in a header"),
-        (["access_token": "secret\r\nX: 1", "token_type": "Bearer"], "access_token that cannot be sent in a header"),
-        (["access_token": "ok", "token_type": "Bearer", "id_token": "secret id"], "id_token that cannot be sent in a header"),
-        (["access_token": "ok", "token_type": "Bearer", "id_token": ""], "id_token that cannot be sent in a header"),
-    ] as [(JSONValue, String)])
+    @Test(
+        "token responses whose tokens cannot go in a header are refused without naming them",
+        arguments: [
+            (["access_token": "secret at", "token_type": "Bearer"], "access_token that cannot be sent in a header"),
+            (["access_token": "secret\u{e9}", "token_type": "Bearer"], "access_token that cannot be sent in a header"),
+            (
+                ["access_token": "secret\r\nX: 1", "token_type": "Bearer"],
+                "access_token that cannot be sent in a header"
+            ),
+            (
+                ["access_token": "ok", "token_type": "Bearer", "id_token": "secret id"],
+                "id_token that cannot be sent in a header"
+            ),
+            (
+                ["access_token": "ok", "token_type": "Bearer", "id_token": ""],
+                "id_token that cannot be sent in a header"
+            ),
+        ] as [(JSONValue, String)])
     func unsendable(body: JSONValue, reason: String) {
         guard case .failure(let error) = TokenSet.fromTokenResponse(body, now: 0) else {
             Issue.record("accepted \(body.serialized())")
@@ -160,11 +183,13 @@ struct RefreshFailureClassificationTests {
         #expect(!error.description.contains("secret"))
     }
 
-    @Test("a stored token that cannot go in a header is named in lastError, never shown", arguments: [
-        (TokenSet(accessToken: "secret at"), "access token"),
-        (TokenSet(accessToken: "ok", idToken: "secret\u{e9}"), "id_token"),
-        (TokenSet(accessToken: "ok", tokenType: "Bear er"), "token type"),
-    ])
+    @Test(
+        "a stored token that cannot go in a header is named in lastError, never shown",
+        arguments: [
+            (TokenSet(accessToken: "secret at"), "access token"),
+            (TokenSet(accessToken: "ok", idToken: "secret\u{e9}"), "id_token"),
+            (TokenSet(accessToken: "ok", tokenType: "Bear er"), "token type"),
+        ])
     func storedUnsendable(tokens: TokenSet, named: String) {
         let problem = CredentialManager.unsendable(tokens)
         #expect(problem?.contains(named) == true)

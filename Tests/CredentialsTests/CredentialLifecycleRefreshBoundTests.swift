@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Credentials
 
 @Suite("Credential lifecycle: 401 refreshes bounded by minRefreshInterval")
@@ -8,14 +9,16 @@ struct CredentialLifecycleRefreshBoundTests {
 
     /// A lifecycle logged in at `lifecycleT0` (so its tokens' age is known).
     private func freshLogin() -> CredentialLifecycle {
-        var life = CredentialLifecycle(selfService: false, refreshBefore: lifecycleRefreshBefore, minRefreshInterval: interval)
+        var life = CredentialLifecycle(
+            selfService: false, refreshBefore: lifecycleRefreshBefore, minRefreshInterval: interval)
         _ = life.started(with: nil, now: now)
         _ = life.loggedIn(lifecycleLogin, now: now)
         return life
     }
 
-    @Test("a 401 refreshes only once the tokens are minRefreshInterval old",
-          arguments: [(0.0, false), (1, false), (29.9, false), (30, true), (600, true)])
+    @Test(
+        "a 401 refreshes only once the tokens are minRefreshInterval old",
+        arguments: [(0.0, false), (1, false), (29.9, false), (30, true), (600, true)])
     func byAge(age: Double, refreshes: Bool) {
         var life = freshLogin()
         let actions = life.rejected(waiter: 1, now: now + age)
@@ -61,13 +64,16 @@ struct CredentialLifecycleRefreshBoundTests {
 
     @Test("tokens of unknown age (stored at start) may be refreshed by the first 401")
     func unknownAge() {
-        var life = CredentialLifecycle(selfService: false, refreshBefore: lifecycleRefreshBefore, minRefreshInterval: interval)
+        var life = CredentialLifecycle(
+            selfService: false, refreshBefore: lifecycleRefreshBefore, minRefreshInterval: interval)
         _ = life.started(with: lifecycleLogin, now: now)
         #expect(life.obtainedAt == nil)
         #expect(life.rejected(waiter: 1, now: now) == [.startRefresh(refreshToken: "rt-1"), .publish])
     }
 
-    @Test("tooYoung", arguments: [(nil, 0.0, false), (100.0, 110.0, true), (100.0, 130.0, false)] as [(Double?, Double, Bool)])
+    @Test(
+        "tooYoung",
+        arguments: [(nil, 0.0, false), (100.0, 110.0, true), (100.0, 130.0, false)] as [(Double?, Double, Bool)])
     func tooYoung(obtainedAt: Double?, at: Double, expected: Bool) {
         #expect(CredentialLifecycle.tooYoung(obtainedAt: obtainedAt, now: at, minRefreshInterval: 30) == expected)
     }
@@ -78,21 +84,26 @@ struct CredentialLifecycleRefreshTimeTests {
     /// (lifetime in seconds at receipt, minRefreshInterval, expected delay from receipt to the refresh)
     /// with refreshBefore 60: a long token is refreshed 60 s ahead; a shorter one at half its life;
     /// one that arrives expired or nearly so no sooner than 1 s (or minRefreshInterval) later.
-    @Test("refresh delay after a token arrives, by its lifetime (refreshBefore 60)",
-          arguments: [(3600.0, 0.0, 3540.0), (121, 0, 61), (120, 0, 60), (30, 0, 15), (10, 0, 5), (3, 0, 1.5),
-                      (1.5, 0, 1), (1, 0, 1), (0, 0, 1), (-30, 0, 1), (30, 20, 20), (3600, 20, 3540)]
-              as [(Double, Double, Double)])
+    @Test(
+        "refresh delay after a token arrives, by its lifetime (refreshBefore 60)",
+        arguments: [
+            (3600.0, 0.0, 3540.0), (121, 0, 61), (120, 0, 60), (30, 0, 15), (10, 0, 5), (3, 0, 1.5),
+            (1.5, 0, 1), (1, 0, 1), (0, 0, 1), (-30, 0, 1), (30, 20, 20), (3600, 20, 3540),
+        ]
+            as [(Double, Double, Double)])
     func delayByLifetime(lifetime: Double, minInterval: Double, delay: Double) {
         let now = lifecycleT0
         let tokens = TokenSet(accessToken: "at", refreshToken: "rt", expiresAt: now + lifetime)
         let expected: [CredentialLifecycle.Action] = [.publish, .scheduleRefresh(at: now + delay)]
         for selfService in [false, true] {
-            var life = CredentialLifecycle(selfService: selfService, refreshBefore: lifecycleRefreshBefore,
-                                           minRefreshInterval: minInterval)
+            var life = CredentialLifecycle(
+                selfService: selfService, refreshBefore: lifecycleRefreshBefore,
+                minRefreshInterval: minInterval)
             #expect(life.started(with: tokens, now: now) == expected, "started, selfService \(selfService)")
             _ = life.refreshWanted(waiter: nil, now: now)
-            #expect(life.refreshSucceeded(tokens, now: now).contains(.scheduleRefresh(at: now + delay)),
-                    "refreshed, selfService \(selfService)")
+            #expect(
+                life.refreshSucceeded(tokens, now: now).contains(.scheduleRefresh(at: now + delay)),
+                "refreshed, selfService \(selfService)")
         }
     }
 
@@ -139,7 +150,10 @@ struct CredentialLifecycleLoginAttemptTests {
     func logoutOfAServiceIdentity() {
         let service = TokenSet(accessToken: "svc-1", expiresAt: lifecycleT0 + 3600)
         var selfService = loggedInLifecycle(service, selfService: true)
-        #expect(selfService.loggedOut() == [.clearStore, .publish, .scheduleRefresh(at: nil), .startRefresh(refreshToken: nil)])
+        #expect(
+            selfService.loggedOut() == [
+                .clearStore, .publish, .scheduleRefresh(at: nil), .startRefresh(refreshToken: nil),
+            ])
         #expect(selfService.tokens == nil && selfService.status.state == .loggedOut)
         let fresh = TokenSet(accessToken: "svc-2", expiresAt: lifecycleT0 + 3600)
         #expect(selfService.refreshSucceeded(fresh, now: lifecycleT0).first == .persist(fresh))

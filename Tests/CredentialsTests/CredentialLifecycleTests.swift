@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Credentials
 
 /// A manual clock: every `now` is a plain number of Unix seconds passed in by the test.
@@ -65,8 +66,9 @@ struct CredentialLifecycleTests {
         // Fetching with no tokens yet is still "no login" to apps.
         #expect(life.status.state == .loggedOut)
         let first = TokenSet(accessToken: "cc-1", expiresAt: now + 300)
-        #expect(life.refreshSucceeded(first)
-            == [.persist(first), .publish, .scheduleRefresh(at: now + 300 - 60)])
+        #expect(
+            life.refreshSucceeded(first)
+                == [.persist(first), .publish, .scheduleRefresh(at: now + 300 - 60)])
         #expect(life.tokens == first)
         #expect(life.status.state == .loggedIn)
     }
@@ -107,8 +109,9 @@ struct CredentialLifecycleTests {
         #expect(life.refreshWanted(waiter: nil, now: now + 3540) == [.startRefresh(refreshToken: "rt-1"), .publish])
         let response = TokenSet(accessToken: "at-2", expiresAt: now + 7200)
         let merged = lifecycleLogin.merging(refresh: response)
-        #expect(life.refreshSucceeded(response)
-            == [.persist(merged), .publish, .scheduleRefresh(at: now + 7200 - 60)])
+        #expect(
+            life.refreshSucceeded(response)
+                == [.persist(merged), .publish, .scheduleRefresh(at: now + 7200 - 60)])
     }
 
     // MARK: success
@@ -121,8 +124,9 @@ struct CredentialLifecycleTests {
         let expected = TokenSet(
             accessToken: "at-2", idToken: lifecycleLogin.idToken, refreshToken: "rt-1",
             expiresAt: now + 7200, scope: "openid profile")
-        #expect(life.refreshSucceeded(response)
-            == [.persist(expected), .publish, .scheduleRefresh(at: now + 7200 - 60), .resolve([1], .ready)])
+        #expect(
+            life.refreshSucceeded(response)
+                == [.persist(expected), .publish, .scheduleRefresh(at: now + 7200 - 60), .resolve([1], .ready)])
         #expect(life.tokens == expected)
         #expect(life.generation == 2)
         #expect(life.status == AuthStatus(state: .loggedIn, expiresAt: now + 7200, subject: "u1"))
@@ -159,8 +163,9 @@ struct CredentialLifecycleTests {
         var life = loggedInLifecycle()
         _ = life.refreshWanted(waiter: 1, now: now)
         _ = life.refreshWanted(waiter: 2, now: now)
-        #expect(life.refreshRefused("invalid_grant", now: now, jitter: 0.5)
-            == [.clearStore, .publish, .scheduleRefresh(at: nil), .resolve([1, 2], .notLoggedIn)])
+        #expect(
+            life.refreshRefused("invalid_grant", now: now, jitter: 0.5)
+                == [.clearStore, .publish, .scheduleRefresh(at: nil), .resolve([1, 2], .notLoggedIn)])
         #expect(life.tokens == nil)
         #expect(life.generation == 2)
         #expect(life.status == AuthStatus(state: .awaitingAuthorization, lastError: "invalid_grant"))
@@ -190,8 +195,9 @@ struct CredentialLifecycleTests {
         _ = life.refreshWanted(waiter: 4, now: now)
         _ = life.refreshWanted(waiter: 5, now: now)
         let fresh = TokenSet(accessToken: "at-new", refreshToken: "rt-new", expiresAt: now + 900)
-        #expect(life.loggedIn(fresh)
-            == [.persist(fresh), .publish, .scheduleRefresh(at: now + 900 - 60), .resolve([4, 5], .ready)])
+        #expect(
+            life.loggedIn(fresh)
+                == [.persist(fresh), .publish, .scheduleRefresh(at: now + 900 - 60), .resolve([4, 5], .ready)])
         #expect(life.tokens == fresh)
         #expect(life.refreshSucceeded(TokenSet(accessToken: "stale")) == [])
         #expect(life.refreshRefused("late", now: now, jitter: 0.5) == [])
@@ -213,8 +219,9 @@ struct CredentialLifecycleTests {
         var life = loggedInLifecycle()
         _ = life.refreshWanted(waiter: 8, now: now)
         _ = life.refreshWanted(waiter: 9, now: now)
-        #expect(life.loggedOut()
-            == [.revoke("rt-1"), .clearStore, .publish, .scheduleRefresh(at: nil), .resolve([8, 9], .notLoggedIn)])
+        #expect(
+            life.loggedOut()
+                == [.revoke("rt-1"), .clearStore, .publish, .scheduleRefresh(at: nil), .resolve([8, 9], .notLoggedIn)])
         #expect(life.refreshSucceeded(TokenSet(accessToken: "late", refreshToken: "rt-late")) == [])
         #expect(life.tokens == nil)
         #expect(life.status.state == .loggedOut)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Credentials
 
 @Suite("Form encoding and query decoding")
@@ -17,8 +18,9 @@ struct FormEncodingTests {
             ("grant_type", "authorization_code"), ("code", "a&b=c"),
             ("redirect_uri", "http://127.0.0.1:8080/_platform/callback"), ("scope", "openid profile"),
         ])
-        #expect(body == "grant_type=authorization_code&code=a%26b%3Dc"
-            + "&redirect_uri=http%3A%2F%2F127.0.0.1%3A8080%2F_platform%2Fcallback&scope=openid%20profile")
+        #expect(
+            body == "grant_type=authorization_code&code=a%26b%3Dc"
+                + "&redirect_uri=http%3A%2F%2F127.0.0.1%3A8080%2F_platform%2Fcallback&scope=openid%20profile")
         #expect(FormEncoding.encode([]) == "")
     }
 

@@ -1,18 +1,23 @@
 import JSON
 import Testing
+
 @testable import Credentials
 
 /// An unsigned-looking JWT with `payload` as its claims segment.
 func makeJWT(_ payload: String, signature: String = "c2ln") -> String {
-    Base64URL.encode(Array(#"{"alg":"RS256","typ":"JWT"}"#.utf8)) + "." + Base64URL.encode(Array(payload.utf8)) + "." + signature
+    Base64URL.encode(Array(#"{"alg":"RS256","typ":"JWT"}"#.utf8)) + "." + Base64URL.encode(Array(payload.utf8)) + "."
+        + signature
 }
 
 @Suite("JWT claims")
 struct JWTClaimsTests {
     @Test("standard claims are read; pennkey wins over sub for analytics")
     func standardClaims() throws {
-        let claims = try #require(JWTClaims.decode(makeJWT(
-            #"{"sub":"12345","pennkey":"jdoe","exp":1700003600,"iat":1700000000.5,"aud":"client-a","name":"J. Doe"}"#)))
+        let claims = try #require(
+            JWTClaims.decode(
+                makeJWT(
+                    #"{"sub":"12345","pennkey":"jdoe","exp":1700003600,"iat":1700000000.5,"aud":"client-a","name":"J. Doe"}"#
+                )))
         #expect(claims.subject == "12345")
         #expect(claims.pennkey == "jdoe")
         #expect(claims.expiresAt == 1_700_003_600)
@@ -46,12 +51,14 @@ struct JWTClaimsTests {
         #expect(claims.analyticsSubject == nil)
     }
 
-    @Test("not a JWT: wrong segment count, bad base64, non-object or invalid JSON payload", arguments: [
-        "", "abc", "a.b", "a.b.c.d.e", ".\(Base64URL.encode(Array("{}".utf8))).",
-        "eyJ9.***.sig",
-        "eyJ9.\(Base64URL.encode(Array("[1]".utf8))).sig",
-        "eyJ9.\(Base64URL.encode(Array("{\"sub\":".utf8))).sig",
-    ])
+    @Test(
+        "not a JWT: wrong segment count, bad base64, non-object or invalid JSON payload",
+        arguments: [
+            "", "abc", "a.b", "a.b.c.d.e", ".\(Base64URL.encode(Array("{}".utf8))).",
+            "eyJ9.***.sig",
+            "eyJ9.\(Base64URL.encode(Array("[1]".utf8))).sig",
+            "eyJ9.\(Base64URL.encode(Array("{\"sub\":".utf8))).sig",
+        ])
     func rejects(token: String) {
         #expect(JWTClaims.decode(token) == nil)
     }

@@ -1,6 +1,7 @@
 import Config
 import JSON
 import Testing
+
 @testable import Credentials
 
 struct JourneyClientTests {
@@ -8,7 +9,10 @@ struct JourneyClientTests {
     func authenticate() {
         let request = journeyTestClient.authenticate(journey: "Login", body: json("{}"))
         #expect(request.method == "POST")
-        #expect(request.url == "https://am.test/am/json/realms/root/realms/alpha/authenticate?authIndexType=service&authIndexValue=Login")
+        #expect(
+            request.url
+                == "https://am.test/am/json/realms/root/realms/alpha/authenticate?authIndexType=service&authIndexValue=Login"
+        )
         #expect(request.headers.contains("Accept-API-Version: resource=2.1, protocol=1.0"))
         #expect(request.headers.contains("Content-Type: application/json"))
         #expect(!request.headers.contains { $0.hasPrefix("Cookie") })
@@ -20,18 +24,25 @@ struct JourneyClientTests {
         var config = journeyTestClient.config
         config.forceAuth = true
         config.noSession = true
-        let client = JourneyClient(config: config, clientID: "app", redirectURI: journeyTestClient.redirectURI, scopes: ["openid"],
-                                   authorizeURL: journeyTestClient.authorizeURL)
+        let client = JourneyClient(
+            config: config, clientID: "app", redirectURI: journeyTestClient.redirectURI, scopes: ["openid"],
+            authorizeURL: journeyTestClient.authorizeURL)
         let request = client.authenticate(journey: nil, body: json("{}"), suspendedId: "s 1", session: "tok")
-        #expect(request.url == "https://am.test/am/json/realms/root/realms/alpha/authenticate?suspendedId=s%201&ForceAuth=true&noSession=true")
+        #expect(
+            request.url
+                == "https://am.test/am/json/realms/root/realms/alpha/authenticate?suspendedId=s%201&ForceAuth=true&noSession=true"
+        )
         #expect(request.headers.contains("Cookie: tenantCookie=tok"))
     }
 
     @Test("the root realm has no nested realms segment")
     func rootRealm() {
-        let client = JourneyClient(config: JourneyConfiguration(serverURL: UpstreamURL.parse("https://am.test/am")!), clientID: "c",
-                                   redirectURI: "http://x/cb", scopes: [], authorizeURL: UpstreamURL.parse("https://am.test/a")!)
-        #expect(client.authenticate(journey: "L", body: json("{}")).url.hasPrefix("https://am.test/am/json/realms/root/authenticate?"))
+        let client = JourneyClient(
+            config: JourneyConfiguration(serverURL: UpstreamURL.parse("https://am.test/am")!), clientID: "c",
+            redirectURI: "http://x/cb", scopes: [], authorizeURL: UpstreamURL.parse("https://am.test/a")!)
+        #expect(
+            client.authenticate(journey: "L", body: json("{}")).url.hasPrefix(
+                "https://am.test/am/json/realms/root/authenticate?"))
         #expect(client.logout(session: "t").url == "https://am.test/am/json/realms/root/sessions?_action=logout")
     }
 
@@ -40,8 +51,12 @@ struct JourneyClientTests {
         let pkce = PKCE(verifier: "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")
         let request = journeyTestClient.authorize(session: "tok", pkce: pkce, state: "st", nonce: "no")
         #expect(request.method == "GET")
-        #expect(request.url.hasPrefix("https://am.test/am/oauth2/realms/root/realms/alpha/authorize?client_id=app&response_type=code&"))
-        #expect(request.url.contains("code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256"))
+        #expect(
+            request.url.hasPrefix(
+                "https://am.test/am/oauth2/realms/root/realms/alpha/authorize?client_id=app&response_type=code&"))
+        #expect(
+            request.url.contains(
+                "code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256"))
         #expect(request.url.contains("state=st&nonce=no"))
         #expect(request.url.contains("scope=openid%20profile") || request.url.contains("scope=openid+profile"))
         #expect(request.headers.contains("Cookie: tenantCookie=tok"))
@@ -60,11 +75,25 @@ struct JourneyClientTests {
     static let redirects: [(status: Int, location: String?, expected: JourneyClient.Redirect)] = [
         (302, "http://127.0.0.1:8080/_platform/callback?code=c1&state=st", .code("c1")),
         (302, "http://127.0.0.1:8080/_platform/callback?code=c1&state=st&iss=x#frag", .code("c1")),
-        (302, "http://127.0.0.1:8080/_platform/callback?error=access_denied&error_description=no&state=st", .refused("access_denied: no")),
-        (302, "http://127.0.0.1:8080/_platform/callback?code=c1&state=other", .invalid("the authorize redirect's state does not match")),
+        (
+            302, "http://127.0.0.1:8080/_platform/callback?error=access_denied&error_description=no&state=st",
+            .refused("access_denied: no")
+        ),
+        (
+            302, "http://127.0.0.1:8080/_platform/callback?code=c1&state=other",
+            .invalid("the authorize redirect's state does not match")
+        ),
         (302, "http://127.0.0.1:8080/_platform/callback?state=st", .invalid("the authorize redirect carries no code")),
-        (302, "https://am.test/am/XUI/?goto=x", .invalid("AM redirected somewhere else than the redirect URI (no valid session?)")),
-        (200, nil, .invalid("AM answered the authorize request with HTTP 200, not a redirect (no valid session, or consent is required)")),
+        (
+            302, "https://am.test/am/XUI/?goto=x",
+            .invalid("AM redirected somewhere else than the redirect URI (no valid session?)")
+        ),
+        (
+            200, nil,
+            .invalid(
+                "AM answered the authorize request with HTTP 200, not a redirect (no valid session, or consent is required)"
+            )
+        ),
     ]
 
     @Test("the authorize answer is read from the 302's Location", arguments: redirects)

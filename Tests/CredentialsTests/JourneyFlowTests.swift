@@ -1,5 +1,6 @@
 import JSON
 import Testing
+
 @testable import Credentials
 
 /// One event fed to a flow under test.
@@ -29,7 +30,8 @@ enum JourneyEvent: Sendable, CustomStringConvertible {
     }
 }
 
-let flowTokens = TokenSet(accessToken: "at", idToken: nil, refreshToken: "rt", expiresAt: 1_700_003_600, scope: "openid")
+let flowTokens = TokenSet(
+    accessToken: "at", idToken: nil, refreshToken: "rt", expiresAt: 1_700_003_600, scope: "openid")
 let callbackURL = "http://127.0.0.1:8080/_platform/callback"
 
 /// The actions as short words, so a table can state them.
@@ -56,11 +58,21 @@ func summary(_ actions: [JourneyFlow.Action]) -> [String] {
 }
 
 let loginStep = stepJSON(namePasswordCallbacks)
-let otpStep = stepJSON(#"[{"type":"PasswordCallback","output":[{"name":"prompt","value":"One Time Password"}],"input":[{"name":"IDToken1","value":""}]}]"#, authId: "auth-2")
-let pollStep = stepJSON(#"[{"type":"PollingWaitCallback","output":[{"name":"waitTime","value":"1000"},{"name":"message","value":"Waiting"}]}]"#, authId: "auth-p")
-let hugePollStep = stepJSON(#"[{"type":"PollingWaitCallback","output":[{"name":"waitTime","value":"10000000000000"},{"name":"message","value":"Waiting"}]}]"#, authId: "auth-p")
-let longPollStep = stepJSON(#"[{"type":"PollingWaitCallback","output":[{"name":"waitTime","value":"20000"},{"name":"message","value":"Waiting"}]}]"#, authId: "auth-p")
-let suspendedStep = stepJSON(#"[{"type":"SuspendedTextOutputCallback","output":[{"name":"message","value":"Check your email"},{"name":"messageType","value":"0"}]}]"#, authId: "auth-s")
+let otpStep = stepJSON(
+    #"[{"type":"PasswordCallback","output":[{"name":"prompt","value":"One Time Password"}],"input":[{"name":"IDToken1","value":""}]}]"#,
+    authId: "auth-2")
+let pollStep = stepJSON(
+    #"[{"type":"PollingWaitCallback","output":[{"name":"waitTime","value":"1000"},{"name":"message","value":"Waiting"}]}]"#,
+    authId: "auth-p")
+let hugePollStep = stepJSON(
+    #"[{"type":"PollingWaitCallback","output":[{"name":"waitTime","value":"10000000000000"},{"name":"message","value":"Waiting"}]}]"#,
+    authId: "auth-p")
+let longPollStep = stepJSON(
+    #"[{"type":"PollingWaitCallback","output":[{"name":"waitTime","value":"20000"},{"name":"message","value":"Waiting"}]}]"#,
+    authId: "auth-p")
+let suspendedStep = stepJSON(
+    #"[{"type":"SuspendedTextOutputCallback","output":[{"name":"message","value":"Check your email"},{"name":"messageType","value":"0"}]}]"#,
+    authId: "auth-s")
 let successBody = #"{"tokenId":"tok","successUrl":"/console","realm":"/alpha"}"#
 let refusedBody = #"{"code":401,"reason":"Unauthorized","message":"Login failure"}"#
 let answers = #"{"IDToken1":"demo","IDToken2":"pw"}"#
@@ -68,119 +80,177 @@ let answers = #"{"IDToken1":"demo","IDToken2":"pw"}"#
 struct JourneyFlowTests {
     /// (name, events with the actions each must return)
     static let cases: [(name: String, steps: [(JourneyEvent, [String])])] = [
-        ("name + password, then authorize and exchange", [
-            (.start, ["POST authenticate"]),
-            (.am(200, loginStep), ["reply continue NameCallback,PasswordCallback"]),
-            (.answer(answers), ["POST authenticate"]),
-            (.am(200, successBody), ["GET authorize +cookie"]),
-            (.redirect("\(callbackURL)?code=c1&state=st"), ["exchange c1"]),
-            (.tokens, ["loggedIn tok", "reply success tokens=true"]),
-        ]),
-        ("name + password + one-time code", [
-            (.start, ["POST authenticate"]),
-            (.am(200, loginStep), ["reply continue NameCallback,PasswordCallback"]),
-            (.answer(answers), ["POST authenticate"]),
-            (.am(200, otpStep), ["reply continue PasswordCallback"]),
-            (.answer(#"{"IDToken1":"123456"}"#), ["POST authenticate"]),
-            (.am(200, successBody), ["GET authorize +cookie"]),
-        ]),
-        ("wrong password: error node with the restarted tree, then a retry succeeds", [
-            (.start, ["POST authenticate"]),
-            (.am(200, loginStep), ["reply continue NameCallback,PasswordCallback"]),
-            (.answer(answers), ["POST authenticate"]),
-            (.am(401, refusedBody), ["POST authenticate"]),
-            (.am(200, loginStep), ["reply error Login failure +retry"]),
-            (.answer(answers), ["POST authenticate"]),
-            (.am(200, successBody), ["GET authorize +cookie"]),
-        ]),
-        ("wrong password and the restart fails: error node without a retry", [
-            (.start, ["POST authenticate"]),
-            (.am(200, loginStep), ["reply continue NameCallback,PasswordCallback"]),
-            (.answer(answers), ["POST authenticate"]),
-            (.am(401, refusedBody), ["POST authenticate"]),
-            (.down, ["reply error Login failure"]),
-            (.answer(answers), []),
-        ]),
-        ("AM down at start: failure node", [
-            (.start, ["POST authenticate"]),
-            (.down, ["reply failure connection refused"]),
-            (.pollDue, []),
-        ]),
-        ("AM answers 500: failure node", [
-            (.start, ["POST authenticate"]),
-            (.am(500, "{}"), ["reply failure AM answered HTTP 500"]),
-        ]),
-        ("two polling waits are sent back by the proxy itself", [
-            (.start, ["POST authenticate"]),
-            (.am(200, loginStep), ["reply continue NameCallback,PasswordCallback"]),
-            (.answer(answers), ["POST authenticate"]),
-            (.am(200, pollStep), ["wait 1.0"]),
-            (.pollDue, ["POST authenticate"]),
-            (.am(200, pollStep), ["wait 1.0"]),
-            (.pollDue, ["POST authenticate"]),
-            (.am(200, successBody), ["GET authorize +cookie"]),
-        ]),
-        ("polling beyond the turn's budget is handed to the app, which sends the step back", [
-            (.start, ["POST authenticate"]),
-            (.am(200, longPollStep), ["wait 20.0"]),
-            (.pollDue, ["POST authenticate"]),
-            (.am(200, longPollStep), ["wait 20.0"]),
-            (.pollDue, ["POST authenticate"]),
-            (.am(200, longPollStep), ["reply continue PollingWaitCallback"]),
-            (.answer("{}"), ["POST authenticate"]),
-            (.am(200, longPollStep), ["wait 20.0"]),
-        ]),
-        ("a huge polling wait from the server is bounded by the budget (it once overflowed a deadline)", [
-            (.start, ["POST authenticate"]),
-            (.am(200, hugePollStep), ["wait 30.0"]),
-        ]),
-        ("a suspended journey is shown, then resumed by its suspendedId", [
-            (.start, ["POST authenticate"]),
-            (.am(200, suspendedStep), ["reply continue SuspendedTextOutputCallback"]),
-        ]),
-        ("resume starts at the suspendedId without a tree name", [
-            (.resume("sus-1"), ["POST authenticate resume"]),
-            (.am(200, successBody), ["GET authorize +cookie"]),
-        ]),
-        ("noSession: success without tokens", [
-            (.start, ["POST authenticate"]),
-            (.am(200, #"{"successUrl":"/console","realm":"/alpha"}"#), ["reply success tokens=false"]),
-        ]),
-        ("authorize without a valid session: failure node", [
-            (.start, ["POST authenticate"]),
-            (.am(200, successBody), ["GET authorize +cookie"]),
-            (.am(200, "<html>login</html>"), ["reply failure AM answered the authorize request with HTTP 200, not a redirect (no valid session, or consent is required)"]),
-        ]),
-        ("authorize refused by AM", [
-            (.start, ["POST authenticate"]),
-            (.am(200, successBody), ["GET authorize +cookie"]),
-            (.redirect("\(callbackURL)?error=access_denied&state=st"), ["reply failure AM refused the authorization: access_denied"]),
-        ]),
-        ("the token endpoint refuses the code", [
-            (.start, ["POST authenticate"]),
-            (.am(200, successBody), ["GET authorize +cookie"]),
-            (.redirect("\(callbackURL)?code=c1&state=st"), ["exchange c1"]),
-            (.tokensRefused, ["reply failure the code exchange failed: invalid_grant"]),
-            (.tokens, []),
-        ]),
-        ("answers before any step, and a second start, do nothing", [
-            (.answer(answers), []),
-            (.start, ["POST authenticate"]),
-            (.start, []),
-        ]),
+        (
+            "name + password, then authorize and exchange",
+            [
+                (.start, ["POST authenticate"]),
+                (.am(200, loginStep), ["reply continue NameCallback,PasswordCallback"]),
+                (.answer(answers), ["POST authenticate"]),
+                (.am(200, successBody), ["GET authorize +cookie"]),
+                (.redirect("\(callbackURL)?code=c1&state=st"), ["exchange c1"]),
+                (.tokens, ["loggedIn tok", "reply success tokens=true"]),
+            ]
+        ),
+        (
+            "name + password + one-time code",
+            [
+                (.start, ["POST authenticate"]),
+                (.am(200, loginStep), ["reply continue NameCallback,PasswordCallback"]),
+                (.answer(answers), ["POST authenticate"]),
+                (.am(200, otpStep), ["reply continue PasswordCallback"]),
+                (.answer(#"{"IDToken1":"123456"}"#), ["POST authenticate"]),
+                (.am(200, successBody), ["GET authorize +cookie"]),
+            ]
+        ),
+        (
+            "wrong password: error node with the restarted tree, then a retry succeeds",
+            [
+                (.start, ["POST authenticate"]),
+                (.am(200, loginStep), ["reply continue NameCallback,PasswordCallback"]),
+                (.answer(answers), ["POST authenticate"]),
+                (.am(401, refusedBody), ["POST authenticate"]),
+                (.am(200, loginStep), ["reply error Login failure +retry"]),
+                (.answer(answers), ["POST authenticate"]),
+                (.am(200, successBody), ["GET authorize +cookie"]),
+            ]
+        ),
+        (
+            "wrong password and the restart fails: error node without a retry",
+            [
+                (.start, ["POST authenticate"]),
+                (.am(200, loginStep), ["reply continue NameCallback,PasswordCallback"]),
+                (.answer(answers), ["POST authenticate"]),
+                (.am(401, refusedBody), ["POST authenticate"]),
+                (.down, ["reply error Login failure"]),
+                (.answer(answers), []),
+            ]
+        ),
+        (
+            "AM down at start: failure node",
+            [
+                (.start, ["POST authenticate"]),
+                (.down, ["reply failure connection refused"]),
+                (.pollDue, []),
+            ]
+        ),
+        (
+            "AM answers 500: failure node",
+            [
+                (.start, ["POST authenticate"]),
+                (.am(500, "{}"), ["reply failure AM answered HTTP 500"]),
+            ]
+        ),
+        (
+            "two polling waits are sent back by the proxy itself",
+            [
+                (.start, ["POST authenticate"]),
+                (.am(200, loginStep), ["reply continue NameCallback,PasswordCallback"]),
+                (.answer(answers), ["POST authenticate"]),
+                (.am(200, pollStep), ["wait 1.0"]),
+                (.pollDue, ["POST authenticate"]),
+                (.am(200, pollStep), ["wait 1.0"]),
+                (.pollDue, ["POST authenticate"]),
+                (.am(200, successBody), ["GET authorize +cookie"]),
+            ]
+        ),
+        (
+            "polling beyond the turn's budget is handed to the app, which sends the step back",
+            [
+                (.start, ["POST authenticate"]),
+                (.am(200, longPollStep), ["wait 20.0"]),
+                (.pollDue, ["POST authenticate"]),
+                (.am(200, longPollStep), ["wait 20.0"]),
+                (.pollDue, ["POST authenticate"]),
+                (.am(200, longPollStep), ["reply continue PollingWaitCallback"]),
+                (.answer("{}"), ["POST authenticate"]),
+                (.am(200, longPollStep), ["wait 20.0"]),
+            ]
+        ),
+        (
+            "a huge polling wait from the server is bounded by the budget (it once overflowed a deadline)",
+            [
+                (.start, ["POST authenticate"]),
+                (.am(200, hugePollStep), ["wait 30.0"]),
+            ]
+        ),
+        (
+            "a suspended journey is shown, then resumed by its suspendedId",
+            [
+                (.start, ["POST authenticate"]),
+                (.am(200, suspendedStep), ["reply continue SuspendedTextOutputCallback"]),
+            ]
+        ),
+        (
+            "resume starts at the suspendedId without a tree name",
+            [
+                (.resume("sus-1"), ["POST authenticate resume"]),
+                (.am(200, successBody), ["GET authorize +cookie"]),
+            ]
+        ),
+        (
+            "noSession: success without tokens",
+            [
+                (.start, ["POST authenticate"]),
+                (.am(200, #"{"successUrl":"/console","realm":"/alpha"}"#), ["reply success tokens=false"]),
+            ]
+        ),
+        (
+            "authorize without a valid session: failure node",
+            [
+                (.start, ["POST authenticate"]),
+                (.am(200, successBody), ["GET authorize +cookie"]),
+                (
+                    .am(200, "<html>login</html>"),
+                    [
+                        "reply failure AM answered the authorize request with HTTP 200, not a redirect (no valid session, or consent is required)"
+                    ]
+                ),
+            ]
+        ),
+        (
+            "authorize refused by AM",
+            [
+                (.start, ["POST authenticate"]),
+                (.am(200, successBody), ["GET authorize +cookie"]),
+                (
+                    .redirect("\(callbackURL)?error=access_denied&state=st"),
+                    ["reply failure AM refused the authorization: access_denied"]
+                ),
+            ]
+        ),
+        (
+            "the token endpoint refuses the code",
+            [
+                (.start, ["POST authenticate"]),
+                (.am(200, successBody), ["GET authorize +cookie"]),
+                (.redirect("\(callbackURL)?code=c1&state=st"), ["exchange c1"]),
+                (.tokensRefused, ["reply failure the code exchange failed: invalid_grant"]),
+                (.tokens, []),
+            ]
+        ),
+        (
+            "answers before any step, and a second start, do nothing",
+            [
+                (.answer(answers), []),
+                (.start, ["POST authenticate"]),
+                (.start, []),
+            ]
+        ),
     ]
 
     @Test("each journey walks through its actions", arguments: cases.map(\.name))
     func walk(name: String) {
         let steps = Self.cases.first { $0.name == name }!.steps
-        var flow = JourneyFlow(client: journeyTestClient, journey: "Login", pkce: PKCE(verifier: "v"), state: "st", nonce: "n")
+        var flow = JourneyFlow(
+            client: journeyTestClient, journey: "Login", pkce: PKCE(verifier: "v"), state: "st", nonce: "n")
         for (index, (event, expected)) in steps.enumerated() {
             let actions: [JourneyFlow.Action]
             switch event {
             case .start: actions = flow.start()
             case .resume(let id): actions = flow.start(suspendedId: id)
             case .answer(let text): actions = (try? flow.answer(json(text).objectValue!).get()) ?? []
-            case .am(let status, let body): actions = flow.answered(.success(.init(status: status, body: Array(body.utf8))))
+            case .am(let status, let body):
+                actions = flow.answered(.success(.init(status: status, body: Array(body.utf8))))
             case .redirect(let location): actions = flow.answered(.success(.init(status: 302, location: location)))
             case .down: actions = flow.answered(.failure(JourneyTransportError("connection refused")))
             case .pollDue: actions = flow.pollDue()
@@ -193,7 +263,8 @@ struct JourneyFlowTests {
 
     @Test("an answer with an unknown input name is refused and the step stays answerable")
     func badAnswer() {
-        var flow = JourneyFlow(client: journeyTestClient, journey: "Login", pkce: PKCE(verifier: "v"), state: "st", nonce: "n")
+        var flow = JourneyFlow(
+            client: journeyTestClient, journey: "Login", pkce: PKCE(verifier: "v"), state: "st", nonce: "n")
         _ = flow.start()
         _ = flow.answered(.success(.init(status: 200, body: Array(loginStep.utf8))))
         #expect(throws: JourneyAnswerError.self) { try flow.answer(json(#"{"password":"x"}"#).objectValue!).get() }
@@ -203,7 +274,8 @@ struct JourneyFlowTests {
 
     @Test("the polling step is sent back unchanged, with its authId")
     func pollBody() throws {
-        var flow = JourneyFlow(client: journeyTestClient, journey: "Login", pkce: PKCE(verifier: "v"), state: "st", nonce: "n")
+        var flow = JourneyFlow(
+            client: journeyTestClient, journey: "Login", pkce: PKCE(verifier: "v"), state: "st", nonce: "n")
         _ = flow.start()
         _ = flow.answered(.success(.init(status: 200, body: Array(pollStep.utf8))))
         guard case .send(let request)? = flow.pollDue().first else { Issue.record("no request"); return }

@@ -1,5 +1,6 @@
 import JSON
 import Testing
+
 @testable import Credentials
 
 struct JourneyStepTests {
@@ -18,7 +19,9 @@ struct JourneyStepTests {
         (302, #"{}"#, "failed:AM answered HTTP 302"),
     ]
 
-    @Test("AM's answers are classified into step, success, refused (error node) and failed (failure node)", arguments: replies)
+    @Test(
+        "AM's answers are classified into step, success, refused (error node) and failed (failure node)",
+        arguments: replies)
     func classify(status: Int, body: String, expected: String) {
         let reply = JourneyReply.parse(status: status, body: Array(body.utf8))
         let kind: String
@@ -33,7 +36,8 @@ struct JourneyStepTests {
 
     @Test("answering fills the named inputs and keeps authId and everything else")
     func answering() throws {
-        let step = try #require(JourneyStep(json(stepJSON(namePasswordCallbacks, stage: "UsernamePassword")).objectValue!))
+        let step = try #require(
+            JourneyStep(json(stepJSON(namePasswordCallbacks, stage: "UsernamePassword")).objectValue!))
         #expect(step.stage == "UsernamePassword")
         let body = try step.answered(json(#"{"IDToken1":"demo","IDToken2":"pw"}"#).objectValue!).get()
         #expect(body["authId"] == "auth-1")
@@ -46,12 +50,18 @@ struct JourneyStepTests {
     func unknownAnswer() throws {
         let step = try #require(JourneyStep(json(stepJSON(namePasswordCallbacks)).objectValue!))
         let result = step.answered(json(#"{"IDToken3":"x"}"#).objectValue!)
-        #expect(result == .failure(JourneyAnswerError(message: #"No input of this step is named "IDToken3"; its inputs are "IDToken1", "IDToken2"."#)))
+        #expect(
+            result
+                == .failure(
+                    JourneyAnswerError(
+                        message: #"No input of this step is named "IDToken3"; its inputs are "IDToken1", "IDToken2"."#))
+        )
     }
 
     @Test("the offered step never carries the authId")
     func noAuthId() throws {
-        let step = try #require(JourneyStep(json(stepJSON(namePasswordCallbacks, authId: "SECRET-AUTH-ID")).objectValue!))
+        let step = try #require(
+            JourneyStep(json(stepJSON(namePasswordCallbacks, authId: "SECRET-AUTH-ID")).objectValue!))
         let node = JourneyNode.next(step).json(journey: "Login", step: "s1", user: nil)
         #expect(!node.serialized().contains("SECRET-AUTH-ID"))
         #expect(node["node"] == "continue")
@@ -61,10 +71,22 @@ struct JourneyStepTests {
 
     @Test("a step with only a polling wait is polled by the proxy; one with a question is not")
     func polling() throws {
-        let poll = try #require(JourneyStep(json(stepJSON(#"[{"type":"PollingWaitCallback","output":[{"name":"waitTime","value":"1500"},{"name":"message","value":"Waiting"}]}]"#)).objectValue!))
+        let poll = try #require(
+            JourneyStep(
+                json(
+                    stepJSON(
+                        #"[{"type":"PollingWaitCallback","output":[{"name":"waitTime","value":"1500"},{"name":"message","value":"Waiting"}]}]"#
+                    )
+                ).objectValue!))
         #expect(poll.isPollingOnly)
         #expect(poll.pollingWaitMs == 1500)
-        let mixed = try #require(JourneyStep(json(stepJSON(#"[{"type":"PollingWaitCallback","output":[{"name":"waitTime","value":"1500"}]},{"type":"ConfirmationCallback","output":[],"input":[{"name":"IDToken2","value":0}]}]"#)).objectValue!))
+        let mixed = try #require(
+            JourneyStep(
+                json(
+                    stepJSON(
+                        #"[{"type":"PollingWaitCallback","output":[{"name":"waitTime","value":"1500"}]},{"type":"ConfirmationCallback","output":[],"input":[{"name":"IDToken2","value":0}]}]"#
+                    )
+                ).objectValue!))
         #expect(!mixed.isPollingOnly)
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Credentials
 
 struct JourneyStepsTests {
@@ -6,11 +7,11 @@ struct JourneyStepsTests {
     func rules() {
         var steps = JourneySteps(lifetime: 300, capacity: 4)
         _ = steps.issue("a", flow: 1, client: "c1", now: 0)
-        #expect(steps.take("a", client: "c2", now: 1) == nil)   // another client: refused, id kept for its owner
+        #expect(steps.take("a", client: "c2", now: 1) == nil)  // another client: refused, id kept for its owner
         #expect(steps.take("a", client: "c1", now: 2) == 1)
-        #expect(steps.take("a", client: "c1", now: 3) == nil)   // spent
+        #expect(steps.take("a", client: "c1", now: 3) == nil)  // spent
         _ = steps.issue("b", flow: 2, client: "c1", now: 10)
-        #expect(steps.take("b", client: "c1", now: 310) == nil) // expired
+        #expect(steps.take("b", client: "c1", now: 310) == nil)  // expired
         _ = steps.issue("c", flow: 3, client: "c1", now: 400)
         #expect(steps.expire(now: 699) == [])
         #expect(steps.expire(now: 700) == [3])

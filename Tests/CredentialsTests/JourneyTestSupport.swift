@@ -1,10 +1,12 @@
 import Config
 import JSON
+
 @testable import Credentials
 
 /// The journey client every journey test uses: realm alpha on a test AM.
 let journeyTestClient = JourneyClient(
-    config: JourneyConfiguration(serverURL: UpstreamURL.parse("https://am.test/am")!, realm: "alpha", cookieName: "tenantCookie"),
+    config: JourneyConfiguration(
+        serverURL: UpstreamURL.parse("https://am.test/am")!, realm: "alpha", cookieName: "tenantCookie"),
     clientID: "app", redirectURI: "http://127.0.0.1:8080/_platform/callback", scopes: ["openid", "profile"],
     authorizeURL: UpstreamURL.parse("https://am.test/am/oauth2/realms/root/realms/alpha/authorize")!)
 

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Credentials
 
 @Suite("PKCE (RFC 7636)")
@@ -14,9 +15,11 @@ struct PKCETests {
     func generated() {
         let a = PKCE.generate(), b = PKCE.generate()
         #expect(a.verifier.utf8.count == 43)
-        #expect(a.verifier.utf8.allSatisfy { b in
-            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x5F
-        })
+        #expect(
+            a.verifier.utf8.allSatisfy { b in
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D
+                    || b == 0x5F
+            })
         #expect(a != b)
         #expect(a.challenge == PKCE(verifier: a.verifier).challenge)
         #expect(a.challenge.utf8.count == 43)

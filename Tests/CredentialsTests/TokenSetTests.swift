@@ -1,5 +1,6 @@
 import JSON
 import Testing
+
 @testable import Credentials
 
 @Suite("Token sets")
@@ -18,8 +19,10 @@ struct TokenSetTests {
 
     @Test("parse refuses what is not a token file")
     func parseRejects() {
-        for text in ["", "{}", "[]", "null", #"{"access_token":1}"#, #"{"access_token":"a","expires_at":"x"}"#,
-                     #"{"access_token":"a","refresh_token":[]}"#, #"{"access_token":"a""#] {
+        for text in [
+            "", "{}", "[]", "null", #"{"access_token":1}"#, #"{"access_token":"a","expires_at":"x"}"#,
+            #"{"access_token":"a","refresh_token":[]}"#, #"{"access_token":"a""#,
+        ] {
             #expect(TokenSet.parse(Array(text.utf8)) == nil, "\(text)")
         }
         #expect(TokenSet.parse(Array(#"{"access_token":"a","id_token":null}"#.utf8)) == TokenSet(accessToken: "a"))
@@ -32,8 +35,11 @@ struct TokenSetTests {
             "refresh_token": "rt", "id_token": "idt", "scope": "openid",
         ]
         let tokens = try TokenSet.fromTokenResponse(body, now: 1_000).get()
-        #expect(tokens == TokenSet(accessToken: "at", idToken: "idt", refreshToken: "rt",
-                                   tokenType: "Bearer", expiresAt: 4_600, scope: "openid"))
+        #expect(
+            tokens
+                == TokenSet(
+                    accessToken: "at", idToken: "idt", refreshToken: "rt",
+                    tokenType: "Bearer", expiresAt: 4_600, scope: "openid"))
     }
 
     @Test("token_type is case-insensitive; expires_in is optional and may be a numeric string")
@@ -43,21 +49,24 @@ struct TokenSetTests {
         #expect(noExpiry.expiresAt == nil)
         #expect(noExpiry.refreshToken == nil)
         let stringExpiry = try TokenSet.fromTokenResponse(
-            ["access_token": "at", "token_type": "Bearer", "expires_in": "60", "refresh_token": nil], now: 5).get()
+            ["access_token": "at", "token_type": "Bearer", "expires_in": "60", "refresh_token": nil], now: 5
+        ).get()
         #expect(stringExpiry.expiresAt == 65)
     }
 
-    @Test("unusable token responses are refused with a message that names no secret", arguments: [
-        (JSONValue.array([]), "not an object"),
-        (["token_type": "Bearer"], "no access_token"),
-        (["access_token": "", "token_type": "Bearer"], "no access_token"),
-        (["access_token": 5, "token_type": "Bearer"], "no access_token"),
-        (["access_token": "secret-at"], "no token_type"),
-        (["access_token": "secret-at", "token_type": "mac"], "unsupported token_type"),
-        (["access_token": "secret-at", "token_type": "Bearer", "expires_in": -1], "expires_in"),
-        (["access_token": "secret-at", "token_type": "Bearer", "expires_in": "soon"], "expires_in"),
-        (["access_token": "secret-at", "token_type": "Bearer", "refresh_token": 7], "refresh_token"),
-    ] as [(JSONValue, String)])
+    @Test(
+        "unusable token responses are refused with a message that names no secret",
+        arguments: [
+            (JSONValue.array([]), "not an object"),
+            (["token_type": "Bearer"], "no access_token"),
+            (["access_token": "", "token_type": "Bearer"], "no access_token"),
+            (["access_token": 5, "token_type": "Bearer"], "no access_token"),
+            (["access_token": "secret-at"], "no token_type"),
+            (["access_token": "secret-at", "token_type": "mac"], "unsupported token_type"),
+            (["access_token": "secret-at", "token_type": "Bearer", "expires_in": -1], "expires_in"),
+            (["access_token": "secret-at", "token_type": "Bearer", "expires_in": "soon"], "expires_in"),
+            (["access_token": "secret-at", "token_type": "Bearer", "refresh_token": 7], "refresh_token"),
+        ] as [(JSONValue, String)])
     func responseRejects(body: JSONValue, reason: String) {
         guard case .failure(let error) = TokenSet.fromTokenResponse(body, now: 0) else {
             Issue.record("accepted \(body.serialized())")
@@ -70,13 +79,17 @@ struct TokenSetTests {
     @Test("a refresh without refresh_token, id_token or scope keeps the old ones (docs/login.md)")
     func mergeKeeps() {
         let refreshed = Self.full.merging(refresh: TokenSet(accessToken: "at-2", expiresAt: 9))
-        #expect(refreshed == TokenSet(accessToken: "at-2", idToken: Self.full.idToken, refreshToken: "rt-1",
-                                      expiresAt: 9, scope: "openid profile"))
+        #expect(
+            refreshed
+                == TokenSet(
+                    accessToken: "at-2", idToken: Self.full.idToken, refreshToken: "rt-1",
+                    expiresAt: 9, scope: "openid profile"))
     }
 
     @Test("a refresh with new tokens replaces them")
     func mergeReplaces() {
-        let response = TokenSet(accessToken: "at-2", idToken: "id-2", refreshToken: "rt-2", expiresAt: nil, scope: "openid")
+        let response = TokenSet(
+            accessToken: "at-2", idToken: "id-2", refreshToken: "rt-2", expiresAt: nil, scope: "openid")
         #expect(Self.full.merging(refresh: response) == response)
     }
 

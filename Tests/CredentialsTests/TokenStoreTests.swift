@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+
 @testable import Credentials
 
 /// A fresh directory under /tmp, removed (with its files) when the test ends.
@@ -19,7 +20,9 @@ private final class TemporaryDirectory {
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            }
             if name != ".", name != ".." { names.append(name) }
         }
         return names.sorted()
@@ -59,7 +62,8 @@ private func readFile(_ path: String) -> String? {
 // Serialized: the umask test changes process-wide state.
 @Suite("Token store", .serialized)
 struct TokenStoreTests {
-    static let tokens = TokenSet(accessToken: "at", idToken: "idt", refreshToken: "rt", expiresAt: 1_700_000_000, scope: "openid")
+    static let tokens = TokenSet(
+        accessToken: "at", idToken: "idt", refreshToken: "rt", expiresAt: 1_700_000_000, scope: "openid")
 
     @Test("saved tokens load back")
     func roundTrip() throws {

@@ -3,9 +3,10 @@
 // importing CCurl. Every file of this target that uses socket names imports both.
 import CCurl
 import CCurlTuning
+import EventLoop
 import Glibc
 import Testing
-import EventLoop
+
 @testable import CurlTuning
 @testable import Upstream
 

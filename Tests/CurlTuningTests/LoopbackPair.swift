@@ -26,7 +26,8 @@ func loopbackTCPPair(noDelay: Bool = false) -> (CInt, CInt) {
     }
     if noDelay {
         var one: CInt = 1
-        precondition(setsockopt(connecting, CInt(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<CInt>.size)) == 0)
+        precondition(
+            setsockopt(connecting, CInt(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<CInt>.size)) == 0)
     }
     let accepted = accept(listener, nil, nil)
     precondition(accepted >= 0)

@@ -1,7 +1,8 @@
 import CCurlTuning
+import EventLoop
 import Glibc
 import Testing
-import EventLoop
+
 @testable import CurlTuning
 @testable import Upstream
 
@@ -108,8 +109,9 @@ struct PassClockTests {
         #expect(elsewhere.values.count == 2 && elsewhere.values[1] - elsewhere.values[0] >= 1_000_000)
     }
 
-    @Test("a nanosecond after the last of a second carries into the next second",
-          arguments: [(5, 999_999_998, 5, 999_999_999), (5, 999_999_999, 6, 0), (0, 0, 0, 1)])
+    @Test(
+        "a nanosecond after the last of a second carries into the next second",
+        arguments: [(5, 999_999_998, 5, 999_999_999), (5, 999_999_999, 6, 0), (0, 0, 0, 1)])
     func nanosecondCarry(sec: Int, nsec: Int, nextSec: Int, nextNsec: Int) {
         let next = CurlPass.nanosecond(after: timespec(tv_sec: sec, tv_nsec: nsec))
         #expect(next.tv_sec == nextSec && next.tv_nsec == nextNsec)

@@ -2,10 +2,11 @@
 // build found SOCK_STREAM through Glibc alone missing in files compiled in one batch with another
 // importing CCurl. Every file of this target that uses socket names imports both.
 import CCurl
-import EventLoop
 import CCurlTuning
+import EventLoop
 import Glibc
 import Testing
+
 @testable import CurlTuning
 @testable import Upstream
 
@@ -52,7 +53,8 @@ struct QuietSocketsTests {
         #expect(strict == (0, [0]))
     }
 
-    @Test("strict checks are the asking thread's own: another thread's check of a quiet socket is answered from its mark")
+    @Test(
+        "strict checks are the asking thread's own: another thread's check of a quiet socket is answered from its mark")
     func strictChecksArePerThread() throws {
         let (fd, peer) = readablePair()
         defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer) }
@@ -73,8 +75,9 @@ struct QuietSocketsTests {
         #expect(here.result == 1 && here.revents[0] & Int16(POLLIN) != 0)
     }
 
-    @Test("a parked socket's check is the kernel's: nothing ready makes it quiet, anything to read spoils it",
-          arguments: [(0, QuietSockets.Mark.quiet), (1, .spoiled)])
+    @Test(
+        "a parked socket's check is the kernel's: nothing ready makes it quiet, anything to read spoils it",
+        arguments: [(0, QuietSockets.Mark.quiet), (1, .spoiled)])
     func parkedSocketAsksTheKernelOnce(pending: Int, becomes: QuietSockets.Mark) {
         let (fd, peer) = readablePair(pending: pending)
         defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer) }
@@ -99,15 +102,16 @@ struct QuietSocketsTests {
         #expect(QuietSockets.mark(of: fd) == .spoiled)
     }
 
-    @Test("every other call is the kernel's",
-          arguments: [
+    @Test(
+        "every other call is the kernel's",
+        arguments: [
             // (the first socket's mark, include a second socket, timeout)
             (QuietSockets.Mark.unknown, false, CInt(0)),
-            (.quiet, true, CInt(0)),       // two sockets: no check libcurl makes for reading
-            (.quiet, false, CInt(1)),      // a timeout: a wait, not a check
-            (.quiet, false, CInt(-1)),     // waits until ready
+            (.quiet, true, CInt(0)),  // two sockets: no check libcurl makes for reading
+            (.quiet, false, CInt(1)),  // a timeout: a wait, not a check
+            (.quiet, false, CInt(-1)),  // waits until ready
             (.parked, false, CInt(1)),
-          ])
+        ])
     func otherCallsGoToTheKernel(mark: QuietSockets.Mark, withSecond: Bool, timeout: CInt) {
         let (fd, peer) = readablePair()
         let (other, otherPeer) = readablePair()
@@ -145,22 +149,25 @@ struct QuietSocketsTests {
         #expect(QuietSockets.mark(of: CInt(QuietSockets.capacity)) == .unknown)
     }
 
-    @Test("a connected socket parked for reading is marked parked, and quiet once through a wait; watched for reading, watched",
-          arguments: [
+    @Test(
+        "a connected socket parked for reading is marked parked, and quiet once through a wait; watched for reading, watched",
+        arguments: [
             // (descriptor offset, established, state, quiet, mark)
             (0, false, CurlSocket.State.unregistered, false, QuietSockets.Mark.unknown),
-            (1, false, .watched(.write), false, .unknown),    // connecting: "connected yet?" must reach the kernel
+            (1, false, .watched(.write), false, .unknown),  // connecting: "connected yet?" must reach the kernel
             (2, false, .parked(.read, .unknown), true, .unknown),
-            (3, true, .watched(.read), false, .watched),      // registered for reading: found empty, empty till the turn ends
+            (3, true, .watched(.read), false, .watched),  // registered for reading: empty till the turn ends
             (4, true, .watched([.read, .write]), true, .watched),
-            (10, true, .watched(.write), false, .unknown),    // not registered for reading: nothing would report bytes
-            (5, true, .parked(.read, .unknown), false, .parked),        // no wait seen through yet: the kernel answers
-            (6, true, .parked(.read, .unknown), true, .quiet),          // idle through a wait: an EOF would have been reported
+            (10, true, .watched(.write), false, .unknown),  // not registered for reading: nothing would report bytes
+            (5, true, .parked(.read, .unknown), false, .parked),  // no wait seen through yet: the kernel answers
+            (6, true, .parked(.read, .unknown), true, .quiet),  // idle through a wait: an EOF would have been reported
             (7, true, .parked([.read, .write], .unknown), true, .quiet),
-            (8, true, .parked(.write, .unknown), true, .unknown),       // parked unable to see an EOF
-            (9, true, .unregistered, true, .unknown),         // closed, or dropped
-          ])
-    func socketStates(offset: Int, established: Bool, state: CurlSocket.State, quiet: Bool, mark: QuietSockets.Mark) throws {
+            (8, true, .parked(.write, .unknown), true, .unknown),  // parked unable to see an EOF
+            (9, true, .unregistered, true, .unknown),  // closed, or dropped
+        ])
+    func socketStates(offset: Int, established: Bool, state: CurlSocket.State, quiet: Bool, mark: QuietSockets.Mark)
+        throws
+    {
         let loop = try EventLoop(name: "quiet")
         let client = UpstreamClient(loop: loop, tuning: CurlPass.self)
         // A number no real descriptor has (each case its own): only the mark is looked at.
@@ -179,7 +186,8 @@ struct QuietSocketsTests {
 }
 
 /// One `recv` of `length` bytes with `flags` at `fd`, as libcurl makes it: the result and errno.
-private func receiveOnce(_ fd: CInt, length: Int = 1, flags: CInt = QuietSockets.peekFlag) -> (result: Int, errno: CInt) {
+private func receiveOnce(_ fd: CInt, length: Int = 1, flags: CInt = QuietSockets.peekFlag) -> (result: Int, errno: CInt)
+{
     var buffer = [UInt8](repeating: 0, count: max(length, 1))
     errno = 0
     tuningOn()
@@ -196,20 +204,23 @@ private func nonBlockingPair(pending: Int) -> (CInt, CInt) {
 
 @Suite("QuietSockets: libcurl's one-byte peeks at pooled TLS connections")
 struct QuietPeekTests {
-    @Test("a one-byte peek is answered from the mark as a check for reading is",
-          arguments: [
+    @Test(
+        "a one-byte peek is answered from the mark as a check for reading is",
+        arguments: [
             // (mark, bytes pending, strict, result, errno, mark after)
             (QuietSockets.Mark.quiet, 1, false, -1, EAGAIN, QuietSockets.Mark.quiet),  // the kernel would say 1
-            (.quiet, 1, true, 1, 0, .quiet),          // a request with a body may take it: the kernel's
+            (.quiet, 1, true, 1, 0, .quiet),  // a request with a body may take it: the kernel's
             (.parked, 0, false, -1, EAGAIN, .quiet),  // the kernel's "would block" makes it quiet
-            (.parked, 1, false, 0, 0, .spoiled),      // bytes no request asked for: dead, not alive
+            (.parked, 1, false, 0, 0, .spoiled),  // bytes no request asked for: dead, not alive
             (.spoiled, 0, false, 0, 0, .spoiled),
             (.spoiled, 1, true, 0, 0, .spoiled),
             (.unknown, 1, false, 1, 0, .unknown),
             (.unknown, 0, false, -1, EAGAIN, .unknown),
-          ])
-    func peekTable(mark: QuietSockets.Mark, pending: Int, strict: Bool, result: Int, error: CInt,
-                   after: QuietSockets.Mark) {
+        ])
+    func peekTable(
+        mark: QuietSockets.Mark, pending: Int, strict: Bool, result: Int, error: CInt,
+        after: QuietSockets.Mark
+    ) {
         let (fd, peer) = nonBlockingPair(pending: pending)
         defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer) }
         QuietSockets.mark(fd, mark)
@@ -220,13 +231,14 @@ struct QuietPeekTests {
         #expect(QuietSockets.mark(of: fd) == after)
     }
 
-    @Test("every other receive is the kernel's, whatever the mark",
-          arguments: [QuietSockets.Mark.quiet, .parked, .spoiled])
+    @Test(
+        "every other receive is the kernel's, whatever the mark",
+        arguments: [QuietSockets.Mark.quiet, .parked, .spoiled])
     func otherReceivesGoToTheKernel(mark: QuietSockets.Mark) {
         let (fd, peer) = nonBlockingPair(pending: 4)
         defer { QuietSockets.mark(fd, .unknown); close(fd); close(peer) }
         QuietSockets.mark(fd, mark)
-        #expect(receiveOnce(fd, length: 2).result == 2)             // a peek of more than a byte
+        #expect(receiveOnce(fd, length: 2).result == 2)  // a peek of more than a byte
         var bytes = [UInt8](repeating: 0, count: 4)
         tuningOn()
         #expect(receiveAnsweringKnownSockets(fd, &bytes, 4, 0) == 4)  // a read
@@ -265,17 +277,18 @@ struct SpoiledSocketTests {
 struct ParkedSocketsTests {
     enum Then { case nothing, watchedAgain, parkedAgain, closed }
 
-    @Test("a parking becomes quiet when a batch after its iteration was dispatched, if the socket is parked still",
-          arguments: [
+    @Test(
+        "a parking becomes quiet when a batch after its iteration was dispatched, if the socket is parked still",
+        arguments: [
             // (descriptor offset, parked in iteration, batches dispatched, then, quiet)
-            (20, 5, 4, Then.nothing, false),     // parked before this iteration's batch was dispatched
-            (21, 5, 5, .nothing, false),         // parked while iteration 5 ran: its wait came before
-            (22, 5, 6, .nothing, true),          // iteration 6's wait came after the parking
+            (20, 5, 4, Then.nothing, false),  // parked before this iteration's batch was dispatched
+            (21, 5, 5, .nothing, false),  // parked while iteration 5 ran: its wait came before
+            (22, 5, 6, .nothing, true),  // iteration 6's wait came after the parking
             (23, 5, 9, .nothing, true),
-            (24, 5, 6, .watchedAgain, false),    // a transfer took it meanwhile
-            (25, 5, 6, .parkedAgain, false),     // parked again in iteration 6: that parking waits on
+            (24, 5, 6, .watchedAgain, false),  // a transfer took it meanwhile
+            (25, 5, 6, .parkedAgain, false),  // parked again in iteration 6: that parking waits on
             (26, 5, 6, .closed, false),
-          ])
+        ])
     func promotion(offset: Int, parkedIn: Int, dispatched: Int, then: Then, quiet: Bool) throws {
         let loop = try EventLoop(name: "parked")
         let client = UpstreamClient(loop: loop, tuning: CurlPass.self)
@@ -297,12 +310,13 @@ struct ParkedSocketsTests {
         }
         parked.promote(dispatched: dispatched)
         #expect((socket.state == .parked(.read, .quiet)) == quiet)
-        let mark: QuietSockets.Mark = switch then {
-        case .nothing: quiet ? .quiet : .parked
-        case .parkedAgain: .parked
-        case .watchedAgain: .watched
-        case .closed: .unknown
-        }
+        let mark: QuietSockets.Mark =
+            switch then {
+            case .nothing: quiet ? .quiet : .parked
+            case .parkedAgain: .parked
+            case .watchedAgain: .watched
+            case .closed: .unknown
+            }
         #expect(QuietSockets.mark(of: fd) == mark)
         // Promoted entries leave the list; later parkings stay.
         #expect(parked.count == (parkedIn < dispatched ? (then == .parkedAgain ? 1 : 0) : 1))
@@ -364,8 +378,9 @@ final class WatchedSocketTests {
         pass.run { #expect(receiveOnce(fd, length: 64, flags: 0) == (1, 0)) }
     }
 
-    @Test("outside a pass, for a socket with bytes, or once curl closed it, the kernel answers",
-          arguments: ["no pass", "bytes", "closed"])
+    @Test(
+        "outside a pass, for a socket with bytes, or once curl closed it, the kernel answers",
+        arguments: ["no pass", "bytes", "closed"])
     func otherwiseTheKernel(case name: String) {
         switch name {
         case "no pass":

@@ -2,10 +2,11 @@
 // build found SOCK_STREAM through Glibc alone missing in files compiled in one batch with another
 // importing CCurl. Every file of this target that uses socket names imports both.
 import CCurl
-import EventLoop
 import CCurlTuning
+import EventLoop
 import Glibc
 import Testing
+
 @testable import CurlTuning
 @testable import Upstream
 
@@ -27,8 +28,10 @@ private func receive(_ fd: CInt, _ length: Int, flags: CInt = 0) -> (bytes: [UIn
     return got < 0 ? (nil, errno) : (Array(buffer[..<got]), 0)
 }
 
-private func check(_ fd: CInt, events: Int16 = Int16(POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND),
-                   alsoWriting: Bool = false) -> (result: CInt, revents: Int16) {
+private func check(
+    _ fd: CInt, events: Int16 = Int16(POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND),
+    alsoWriting: Bool = false
+) -> (result: CInt, revents: Int16) {
     var fds = [pollfd(fd: fd, events: events, revents: 0)]
     if alsoWriting { fds.append(pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)) }
     tuningOn()
@@ -36,7 +39,7 @@ private func check(_ fd: CInt, events: Int16 = Int16(POLLIN | POLLPRI | POLLRDNO
     return (result, fds[0].revents)
 }
 
-private let bytes = (0 ..< 100).map { UInt8($0) }
+private let bytes = (0..<100).map { UInt8($0) }
 
 @Suite("ReadAhead: a TLS record header's read takes what the socket holds")
 final class ReadAheadTests {
@@ -62,12 +65,12 @@ final class ReadAheadTests {
     @Test("a short read of a watched socket takes what it holds; the next reads are answered from that, in order")
     func laterReadsComeFromTheBlock() {
         pass.run {
-            #expect(receive(fd, 5).bytes == Array(bytes[0 ..< 5]))
+            #expect(receive(fd, 5).bytes == Array(bytes[0..<5]))
             #expect(ReadAhead.count(fd) == 95)
             // The kernel has nothing left: these come from the block.
-            #expect(receive(fd, 50).bytes == Array(bytes[5 ..< 55]))
+            #expect(receive(fd, 50).bytes == Array(bytes[5..<55]))
             #expect(write(peer, [UInt8]([200, 201]), 2) == 2)  // after what was read ahead
-            #expect(receive(fd, 64).bytes == Array(bytes[55 ..< 100]))
+            #expect(receive(fd, 64).bytes == Array(bytes[55..<100]))
             #expect(ReadAhead.count(fd) == 0 && ReadAhead.block(of: fd) == nil)
             #expect(receive(fd, 64).bytes == [200, 201])
             #expect(receive(fd, 5) == (nil, EAGAIN))
@@ -75,21 +78,25 @@ final class ReadAheadTests {
         #expect(pass.holding.isEmpty && !pass.stalled)
     }
 
-    @Test("a long read, a read outside a pass, and a read of a socket curl does not watch for reading go to the kernel",
-          arguments: ["long", "no pass", "unwatched"])
+    @Test(
+        "a long read, a read outside a pass, and a read of a socket curl does not watch for reading go to the kernel",
+        arguments: ["long", "no pass", "unwatched"])
     func otherReadsAreTheKernels(case name: String) {
         switch name {
-        case "long": pass.run { #expect(receive(fd, ReadAhead.shortRead + 1).bytes == Array(bytes[0 ... ReadAhead.shortRead])) }
-        case "no pass": #expect(receive(fd, 5).bytes == Array(bytes[0 ..< 5]))
+        case "long":
+            pass.run { #expect(receive(fd, ReadAhead.shortRead + 1).bytes == Array(bytes[0...ReadAhead.shortRead])) }
+        case "no pass": #expect(receive(fd, 5).bytes == Array(bytes[0..<5]))
         default:
             QuietSockets.mark(fd, .unknown)
-            pass.run { #expect(receive(fd, 5).bytes == Array(bytes[0 ..< 5])) }
+            pass.run { #expect(receive(fd, 5).bytes == Array(bytes[0..<5])) }
         }
         #expect(ReadAhead.block(of: fd) == nil)
         #expect(receive(fd, 100).bytes?.count == (name == "long" ? 100 - ReadAhead.shortRead - 1 : 95))
     }
 
-    @Test("a socket holding bytes is readable to a check, alone or with another socket, and a peek sees them without taking them")
+    @Test(
+        "a socket holding bytes is readable to a check, alone or with another socket, and a peek sees them without taking them"
+    )
     func heldBytesAreReadable() {
         pass.run {
             _ = receive(fd, 5)
@@ -100,19 +107,20 @@ final class ReadAheadTests {
             #expect(check(fd) == (1, Int16(POLLIN | POLLRDNORM)))
             let both = check(fd, alsoWriting: true)
             #expect(both.result == 2 && both.revents == Int16(POLLIN | POLLRDNORM))
-            #expect(receive(fd, 3, flags: CInt(MSG_PEEK)).bytes == Array(bytes[5 ..< 8]))
+            #expect(receive(fd, 3, flags: CInt(MSG_PEEK)).bytes == Array(bytes[5..<8]))
             #expect(receive(fd, 1, flags: QuietSockets.peekFlag).bytes == [5])
             #expect(ReadAhead.count(fd) == 95)
         }
         #expect(QuietSockets.mark(of: fd) == .watched)
         // Outside a pass too, and a read with other flags takes them.
         #expect(check(fd).result == 1)
-        #expect(receive(fd, 10, flags: CInt(MSG_DONTWAIT)).bytes == Array(bytes[5 ..< 15]))
+        #expect(receive(fd, 10, flags: CInt(MSG_DONTWAIT)).bytes == Array(bytes[5..<15]))
         #expect(ReadAhead.count(fd) == 85)
     }
 
-    @Test("a parked socket holding bytes is spoiled by its check, as one the kernel found readable is",
-          arguments: [QuietSockets.Mark.parked, .quiet, .spoiled])
+    @Test(
+        "a parked socket holding bytes is spoiled by its check, as one the kernel found readable is",
+        arguments: [QuietSockets.Mark.parked, .quiet, .spoiled])
     func parkedWithHeldBytesIsSpoiled(mark: QuietSockets.Mark) {
         pass.run { _ = receive(fd, 5) }
         QuietSockets.mark(fd, mark)
@@ -145,14 +153,15 @@ final class ReadAheadTests {
             _ = receive(socket, 15)
             return true
         }
-        pass.run { #expect(receive(fd, 5).bytes == Array(bytes[0 ..< 5])) }
+        pass.run { #expect(receive(fd, 5).bytes == Array(bytes[0..<5])) }
         // 95 bytes held: 20 a run, and the fifth run empties the block.
         #expect(runs == 5 && ReadAhead.count(fd) == 0 && !pass.stalled)
         #expect(pass.holding.isEmpty)
     }
 
-    @Test("a run that reads nothing leaves the pass stalled, for the loop's next turn to run again; a socket curl does not watch is left",
-          arguments: [true, false])
+    @Test(
+        "a run that reads nothing leaves the pass stalled, for the loop's next turn to run again; a socket curl does not watch is left",
+        arguments: [true, false])
     func aRunThatReadsNothingStalls(watched: Bool) {
         var runs = 0
         pass.rerun = { _ in
@@ -169,7 +178,7 @@ final class ReadAheadTests {
 
     @Test("a pass keeps blocks for a bounded number of sockets; a short read of another goes to the kernel")
     func boundedSockets() {
-        let others = (0 ..< ReadAhead.socketsPerPass).map { _ in pair(with: bytes) }
+        let others = (0..<ReadAhead.socketsPerPass).map { _ in pair(with: bytes) }
         defer {
             for (other, otherPeer) in others {
                 pass.forget(other)
@@ -184,7 +193,7 @@ final class ReadAheadTests {
                 QuietSockets.mark(other, .watched)
                 _ = receive(other, 5)
             }
-            #expect(receive(fd, 5).bytes == Array(bytes[0 ..< 5]))
+            #expect(receive(fd, 5).bytes == Array(bytes[0..<5]))
         }
         #expect(pass.holding.count == ReadAhead.socketsPerPass && ReadAhead.block(of: fd) == nil)
         #expect(receive(fd, 100).bytes?.count == 95)
@@ -233,7 +242,9 @@ final class ClientReadAheadTests {
         close(peer)
     }
 
-    @Test("bytes a run left unread are run again at each loop turn until read, as a level-triggered wait would report them")
+    @Test(
+        "bytes a run left unread are run again at each loop turn until read, as a level-triggered wait would report them"
+    )
     func stalledSocketsAreRunAtTheNextTurn() {
         #expect(QuietSockets.mark(of: fd) == .watched && ReadAhead.count(fd) == 95)
         // curl knows no such socket: the client's own call reads nothing, as curl's transfers
@@ -265,8 +276,9 @@ final class ClientReadAheadTests {
         #expect(runs == 0)
     }
 
-    @Test("a paused transfer's socket, parked and then reported readable, is run when curl watches it again",
-          arguments: [false, true])
+    @Test(
+        "a paused transfer's socket, parked and then reported readable, is run when curl watches it again",
+        arguments: [false, true])
     func resumedSocketIsRun(reported: Bool) {
         reading = true
         client.socketChanged(fd, CC_POLL_REMOVE)

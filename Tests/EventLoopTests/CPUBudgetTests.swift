@@ -1,11 +1,15 @@
 import Testing
+
 @testable import EventLoop
 
 @Suite("CPUBudget")
 struct CPUBudgetTests {
-    @Test("a cgroup v2 cpu.max quota is rounded up to whole CPUs; max means unlimited",
-          arguments: [("max 100000", nil), ("100000 100000", 1), ("150000 100000", 2), ("50000 100000", 1),
-                      ("400000 100000", 4), ("", nil), ("garbage", nil), ("0 100000", nil)] as [(String, Int?)])
+    @Test(
+        "a cgroup v2 cpu.max quota is rounded up to whole CPUs; max means unlimited",
+        arguments: [
+            ("max 100000", nil), ("100000 100000", 1), ("150000 100000", 2), ("50000 100000", 1),
+            ("400000 100000", 4), ("", nil), ("garbage", nil), ("0 100000", nil),
+        ] as [(String, Int?)])
     func cpuMax(text: String, expected: Int?) {
         #expect(CPUBudget.quota(fromCPUMax: text) == expected)
     }
@@ -22,7 +26,10 @@ struct CPUBudgetTests {
 
     @Test("a cgroup's quota is looked up on it and every ancestor up to the mount")
     func ancestors() {
-        #expect(CPUBudget.ancestors("/sys/fs/cgroup", "/a/b") == ["/sys/fs/cgroup/a/b", "/sys/fs/cgroup/a", "/sys/fs/cgroup"])
+        #expect(
+            CPUBudget.ancestors("/sys/fs/cgroup", "/a/b") == [
+                "/sys/fs/cgroup/a/b", "/sys/fs/cgroup/a", "/sys/fs/cgroup",
+            ])
         #expect(CPUBudget.ancestors("/sys/fs/cgroup", "/") == ["/sys/fs/cgroup"])
     }
 

@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 import Testing
+
 @testable import EventLoop
 
 /// SIGUSR1s delivered to a loop thread (`timerFiresThroughInterruptions`).
@@ -44,7 +45,9 @@ struct EventLoopTimerTests {
         #expect(elapsed < 0.5)
     }
 
-    @Test("a task due now runs before the timers of its turn, and one queued while tasks run comes next turn without a wait")
+    @Test(
+        "a task due now runs before the timers of its turn, and one queued while tasks run comes next turn without a wait"
+    )
     func dueTasksRunBeforeTimersAndNeverWait() throws {
         let loop = try EventLoop(name: "test")
         var order: [String] = []
@@ -66,8 +69,9 @@ struct EventLoopTimerTests {
         #expect(NanoTime.now().nanoseconds - started.nanoseconds < 1_000_000_000)
     }
 
-    @Test("timers fire at their deadline and the loop sleeps until then, with epoll_pwait2 and with the millisecond fallback",
-          .serialized, arguments: [true, false])
+    @Test(
+        "timers fire at their deadline and the loop sleeps until then, with epoll_pwait2 and with the millisecond fallback",
+        .serialized, arguments: [true, false])
     func timersFireOnTimeWithEitherWait(precise: Bool) throws {
         // The fallback is what a kernel before 5.11, or a seccomp profile without epoll_pwait2, gets.
         let restore = useWait(precise: precise)
@@ -107,8 +111,9 @@ struct EventLoopTimerTests {
         #expect(loop.iterations < 40, "the loop spun \(loop.iterations) times waiting for 4 timers")
     }
 
-    @Test("a timer fires on time while signals keep interrupting the wait, with epoll_pwait2 and with the millisecond fallback",
-          .serialized, arguments: [true, false])
+    @Test(
+        "a timer fires on time while signals keep interrupting the wait, with epoll_pwait2 and with the millisecond fallback",
+        .serialized, arguments: [true, false])
     func timerFiresThroughInterruptions(precise: Bool) throws {
         let restore = useWait(precise: precise)
         defer { restore() }

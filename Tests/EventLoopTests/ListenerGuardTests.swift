@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+
 @testable import EventLoop
 
 @Suite("Listener guards")
@@ -12,10 +13,14 @@ struct ListenerGuardTests {
 
     @Test("errors name the address")
     func messages() {
-        #expect(ListenError.inUse(.tcp(host: "127.0.0.1", port: 8080)).description == "address 127.0.0.1:8080 already in use")
-        #expect(ListenError.cannotBind(.unix(path: "/x/p.sock"), IOError(errnoCode: ENOENT, call: "bind")).description
-            .hasPrefix("cannot listen on unix:/x/p.sock: bind failed"))
-        #expect(ListenError.cannotBind(.tcp(host: "::1", port: 80), IOError(errnoCode: EADDRINUSE, call: "bind")).isInUse)
+        #expect(
+            ListenError.inUse(.tcp(host: "127.0.0.1", port: 8080)).description
+                == "address 127.0.0.1:8080 already in use")
+        #expect(
+            ListenError.cannotBind(.unix(path: "/x/p.sock"), IOError(errnoCode: ENOENT, call: "bind")).description
+                .hasPrefix("cannot listen on unix:/x/p.sock: bind failed"))
+        #expect(
+            ListenError.cannotBind(.tcp(host: "::1", port: 80), IOError(errnoCode: EADDRINUSE, call: "bind")).isInUse)
     }
 
     @Test("a regular file at a unix: path is never removed")
@@ -24,7 +29,9 @@ struct ListenerGuardTests {
         let path = dir + "/file"
         let fd = open(path, O_CREAT | O_WRONLY, 0o600)
         close(fd)
-        #expect(throws: ListenError.notASocket(.unix(path: path), kind: "a regular file")) { try Socket.clearStaleUnixSocket(path) }
+        #expect(throws: ListenError.notASocket(.unix(path: path), kind: "a regular file")) {
+            try Socket.clearStaleUnixSocket(path)
+        }
         #expect(access(path, F_OK) == 0)
         unlink(path)
         rmdir(dir)

@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 import Testing
+
 @testable import EventLoop
 
 @Suite("Log line format")
@@ -13,19 +14,24 @@ struct LogFormatTests {
 
     @Test("a line is the time, level, event and each field in order, values typed, ending in a newline")
     func fieldsInOrder() {
-        let text = line([("requestID", .string("k3F9xZ-0-1a")), ("status", .int(200)), ("bytesIn", .int(0)),
-                         ("durationMs", .double(0.125)), ("cached", .bool(false)), ("delta", .int(-42)),
-                         ("largest", .int(.max)), ("smallest", .int(.min))])
+        let text = line([
+            ("requestID", .string("k3F9xZ-0-1a")), ("status", .int(200)), ("bytesIn", .int(0)),
+            ("durationMs", .double(0.125)), ("cached", .bool(false)), ("delta", .int(-42)),
+            ("largest", .int(.max)), ("smallest", .int(.min)),
+        ])
         #expect(text.hasPrefix("{\"time\":\""))
-        #expect(text.hasSuffix("\",\"level\":\"info\",\"event\":\"request\",\"requestID\":\"k3F9xZ-0-1a\",\"status\":200,"
-                               + "\"bytesIn\":0,\"durationMs\":0.125,\"cached\":false,\"delta\":-42,"
-                               + "\"largest\":9223372036854775807,\"smallest\":-9223372036854775808}\n"))
+        #expect(
+            text.hasSuffix(
+                "\",\"level\":\"info\",\"event\":\"request\",\"requestID\":\"k3F9xZ-0-1a\",\"status\":200,"
+                    + "\"bytesIn\":0,\"durationMs\":0.125,\"cached\":false,\"delta\":-42,"
+                    + "\"largest\":9223372036854775807,\"smallest\":-9223372036854775808}\n"))
     }
 
     @Test("strings that need it are escaped, keys and the event too; a non-finite number is null")
     func escaping() {
         let text = line([("pa\"th", .string("/a\\b\"c\n\t\u{1}é")), ("ratio", .double(.nan))], event: "odd\"event")
-        #expect(text.contains("\"event\":\"odd\\\"event\",\"pa\\\"th\":\"/a\\\\b\\\"c\\n\\t\\u0001é\",\"ratio\":null}\n"))
+        #expect(
+            text.contains("\"event\":\"odd\\\"event\",\"pa\\\"th\":\"/a\\\\b\\\"c\\n\\t\\u0001é\",\"ratio\":null}\n"))
     }
 
     @Test("the time is RFC 3339 UTC with milliseconds")
@@ -41,8 +47,9 @@ struct LogFormatTests {
     func worstCaseFits() {
         let controls = String(repeating: "\u{1}", count: 5_000)
         let long = String(repeating: "p", count: 20_000)
-        let text = line([(controls, .string(controls)), ("path", .string(long)), ("n", .int(.min)), ("d", .double(-1e-300))],
-                        event: controls)
+        let text = line(
+            [(controls, .string(controls)), ("path", .string(long)), ("n", .int(.min)), ("d", .double(-1e-300))],
+            event: controls)
         #expect(text.utf8.count > 6 * 15_000 + 20_000)
         #expect(text.contains("\"path\":\"\(long)\""))
         #expect(text.contains("\"\(String(repeating: "\\u0001", count: 5_000))\":\""))
@@ -61,8 +68,12 @@ struct LogLineFieldTests {
         return text.withBytes { String(decoding: $0, as: UTF8.self) }
     }
 
-    @Test("thousandths are written as Swift writes that Double", arguments: [0, 1, 7, 10, 12, 100, 120, 125, 999, 1000, 1001, 1010,
-                                                                            1100, 12345, 999_999, 1_000_000, 86_400_000, 123_456_789_012])
+    @Test(
+        "thousandths are written as Swift writes that Double",
+        arguments: [
+            0, 1, 7, 10, 12, 100, 120, 125, 999, 1000, 1001, 1010,
+            1100, 12345, 999_999, 1_000_000, 86_400_000, 123_456_789_012,
+        ])
     func thousandths(value: Int) {
         #expect(line { $0.field("d", thousandths: value) }.hasSuffix(",\"d\":\(String(Double(value) / 1000))}\n"))
         #expect(line { $0.field("d", thousandths: -value) }.hasSuffix(",\"d\":\(String(Double(-value) / 1000))}\n"))
@@ -91,9 +102,13 @@ struct LogLineFieldTests {
             line.field("upstream", joining: "http://127.0.0.1:8081", "/x\"y")
         }
         var array: [UInt8] = []
-        Log.format(.info, "request", [("requestID", .string("k3F9xZ-0-1a")), ("method", .string("GET")), ("path", .string(String(path))),
-                                      ("status", .int(200)), ("durationMs", .double(1.25)),
-                                      ("upstream", .string("http://127.0.0.1:8081/x\"y"))], into: &array)
+        Log.format(
+            .info, "request",
+            [
+                ("requestID", .string("k3F9xZ-0-1a")), ("method", .string("GET")), ("path", .string(String(path))),
+                ("status", .int(200)), ("durationMs", .double(1.25)),
+                ("upstream", .string("http://127.0.0.1:8081/x\"y")),
+            ], into: &array)
         let fromArray = String(decoding: array, as: UTF8.self)
         // The time differs (and may cross a millisecond): compare from the level on.
         #expect(byFields.drop { $0 != "," } == fromArray.drop { $0 != "," })
@@ -132,7 +147,9 @@ struct LogLineMemoryTests {
 
 @Suite("Log writes from several threads")
 struct LogWriteInterleavingTests {
-    @Test("a 64 KiB flush and lines written at once from other threads never splice into each other (a pipe takes 4 KiB whole)")
+    @Test(
+        "a 64 KiB flush and lines written at once from other threads never splice into each other (a pipe takes 4 KiB whole)"
+    )
     func linesStayWhole() throws {
         var fds: [CInt] = [0, 0]
         #expect(pipe(&fds) == 0)
@@ -156,17 +173,19 @@ struct LogWriteInterleavingTests {
         }
         var writers: [pthread_t] = []
         for index in 0..<4 {
-            writers.append(try Threads.spawn {
-                for _ in 0..<(index < 2 ? 10 : 4_000) {
-                    (index < 2 ? block : single).withUnsafeBytes { Log.write($0, to: writeEnd) }
-                }
-            })
+            writers.append(
+                try Threads.spawn {
+                    for _ in 0..<(index < 2 ? 10 : 4_000) {
+                        (index < 2 ? block : single).withUnsafeBytes { Log.write($0, to: writeEnd) }
+                    }
+                })
         }
         for writer in writers { pthread_join(writer, nil) }
         close(writeEnd)
         pthread_join(reader, nil)
         close(readEnd)
-        let lines = received.withLock { $0 }.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast()
+        let lines = received.withLock { $0 }.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            .dropLast()
         let whole = lines.allSatisfy { line in
             (line.count == 99 && line.allSatisfy { $0 == UInt8(ascii: "a") })
                 || (line.count == 39 && line.allSatisfy { $0 == UInt8(ascii: "b") })

@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import Testing
+
 @testable import EventLoop
 
 /// The start lock is an abstract socket name per port: taken by binding it, waited for with a
@@ -14,7 +15,9 @@ struct StartLockTests {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(StartLock.name(port: port).utf8)
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in raw.baseAddress!.advanced(by: 1).copyMemory(from: bytes, byteCount: bytes.count) }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            raw.baseAddress!.advanced(by: 1).copyMemory(from: bytes, byteCount: bytes.count)
+        }
         let length = socklen_t(MemoryLayout<sa_family_t>.size + 1 + bytes.count)
         let result = withUnsafePointer(to: &addr) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import EventLoop
 
 private func ns(_ n: Int64) -> NanoTime { NanoTime(nanoseconds: n) }

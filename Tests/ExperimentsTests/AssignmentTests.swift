@@ -1,15 +1,22 @@
-import Testing
 import Config
+import Testing
+
 @testable import Experiments
 
-private func plan(_ weights: [(String, Double)], salt: String = "2026-11", enabled: Bool = true,
-                  start: Double? = nil, end: Double? = nil) -> ExperimentPlan {
-    ExperimentPlan(ExperimentConfiguration(name: "onboarding-v2", variants: weights.map { .init(name: $0.0, weight: $0.1) },
-                                           salt: salt, enabled: enabled, start: start, end: end))
+private func plan(
+    _ weights: [(String, Double)], salt: String = "2026-11", enabled: Bool = true,
+    start: Double? = nil, end: Double? = nil
+) -> ExperimentPlan {
+    ExperimentPlan(
+        ExperimentConfiguration(
+            name: "onboarding-v2", variants: weights.map { .init(name: $0.0, weight: $0.1) },
+            salt: salt, enabled: enabled, start: start, end: end))
 }
 
 /// Synthetic subjects shaped like the real ones: pennkeys and installation ids.
-private let subjects: [String] = (0..<100_000).map { $0 % 2 == 0 ? "pennkey\($0)" : "install-\($0 &* 2_654_435_761 % 1_000_003)-\($0)" }
+private let subjects: [String] = (0..<100_000).map {
+    $0 % 2 == 0 ? "pennkey\($0)" : "install-\($0 &* 2_654_435_761 % 1_000_003)-\($0)"
+}
 
 struct AssignmentTests {
     static let splits: [[(String, Double)]] = [
@@ -39,7 +46,8 @@ struct AssignmentTests {
         let p = plan([("control", 50), ("new", 50)])
         for s in subjects.prefix(1000) { #expect(p.variant(for: s, at: 0) == p.variant(for: s, at: 1e9)) }
         let other = plan([("control", 50), ("new", 50)], salt: "2026-12")
-        let differing = subjects.prefix(10_000).filter { p.variant(for: $0, at: 0) != other.variant(for: $0, at: 0) }.count
+        let differing = subjects.prefix(10_000).filter { p.variant(for: $0, at: 0) != other.variant(for: $0, at: 0) }
+            .count
         #expect(abs(Double(differing) / 10_000 - 0.5) < 0.03)
     }
 
@@ -90,12 +98,21 @@ struct AssignmentTests {
 
     @Test("an override wins (also while inactive); one naming a variant that no longer exists is ignored")
     func overrides() {
-        let set = ExperimentSet([ExperimentConfiguration(name: "e", variants: [.init(name: "a", weight: 0), .init(name: "b", weight: 1)],
-                                                         enabled: false)])
+        let set = ExperimentSet([
+            ExperimentConfiguration(
+                name: "e", variants: [.init(name: "a", weight: 0), .init(name: "b", weight: 1)],
+                enabled: false)
+        ])
         var overrides = ExperimentOverrides()
-        #expect(set.assignments(subject: "s", now: 0, overrides: overrides) == [.init(experiment: "e", variant: "a", reason: .inactive)])
+        #expect(
+            set.assignments(subject: "s", now: 0, overrides: overrides) == [
+                .init(experiment: "e", variant: "a", reason: .inactive)
+            ])
         overrides.set("b", for: "e")
-        #expect(set.assignments(subject: "s", now: 0, overrides: overrides) == [.init(experiment: "e", variant: "b", reason: .override)])
+        #expect(
+            set.assignments(subject: "s", now: 0, overrides: overrides) == [
+                .init(experiment: "e", variant: "b", reason: .override)
+            ])
         overrides.set("gone", for: "e")
         #expect(set.assignment(set.plans[0], subject: "s", now: 0, overrides: overrides).reason == .inactive)
         #expect(ExperimentOverrides(json: overrides.json) == overrides)
@@ -108,7 +125,8 @@ struct AssignmentTests {
     func header() {
         let set = ExperimentSet([
             ExperimentConfiguration(name: "one", variants: [.init(name: "x", weight: 1)]),
-            ExperimentConfiguration(name: "two", variants: [.init(name: "y", weight: 0), .init(name: "z", weight: 1)], start: 50),
+            ExperimentConfiguration(
+                name: "two", variants: [.init(name: "y", weight: 0), .init(name: "z", weight: 1)], start: 50),
         ])
         #expect(set.headerValue(subject: "s", now: 0, overrides: .init()) == "one=x; two=y")
         #expect(set.headerValue(subject: "s", now: 50, overrides: .init()) == "one=x; two=z")

@@ -2,6 +2,7 @@ import Credentials
 import Glibc
 import Synchronization
 import Testing
+
 @testable import Experiments
 
 private func temporaryDirectory() -> String {
@@ -12,7 +13,9 @@ private func temporaryDirectory() -> String {
 private func removeDirectory(_ path: String) {
     guard let dir = opendir(path) else { return }
     while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        let name = withUnsafeBytes(of: entry.pointee.d_name) {
+            String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+        }
         if name != ".", name != ".." { unlink(path + "/" + name) }
     }
     closedir(dir)

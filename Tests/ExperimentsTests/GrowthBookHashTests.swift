@@ -1,5 +1,6 @@
-import Testing
 import Config
+import Testing
+
 @testable import Experiments
 
 /// Vectors from GrowthBook's shared SDK test cases, `packages/sdk-js/test/cases.json`
@@ -42,11 +43,14 @@ struct GrowthBookHashTests {
         ([0.2, 0.3, 0.5], [(0, 0.2), (0.2, 0.5), (0.5, 1)]),
     ]
 
-    @Test("bucket ranges are GrowthBook's getBucketRanges with coverage 1 (weights normalised first)", arguments: ranges)
+    @Test(
+        "bucket ranges are GrowthBook's getBucketRanges with coverage 1 (weights normalised first)", arguments: ranges)
     func bucketRanges(weights: [Double], expected: [(Double, Double)]) {
         for scale in [1.0, 100.0] {
-            let plan = ExperimentPlan(ExperimentConfiguration(
-                name: "e", variants: weights.enumerated().map { .init(name: "v\($0.offset)", weight: $0.element * scale) }))
+            let plan = ExperimentPlan(
+                ExperimentConfiguration(
+                    name: "e",
+                    variants: weights.enumerated().map { .init(name: "v\($0.offset)", weight: $0.element * scale) }))
             #expect(plan.ranges.count == expected.count)
             for (got, want) in zip(plan.ranges, expected) {
                 #expect(abs(got.start - want.0) < 1e-12 && abs(got.end - want.1) < 1e-12)
@@ -57,7 +61,8 @@ struct GrowthBookHashTests {
     @Test("the seed is the experiment name, or salt:name with a salt")
     func seed() {
         #expect(ExperimentPlan(.init(name: "onboarding", variants: [.init(name: "a", weight: 1)])).seed == "onboarding")
-        #expect(ExperimentPlan(.init(name: "onboarding", variants: [.init(name: "a", weight: 1)], salt: "2026-11")).seed
+        #expect(
+            ExperimentPlan(.init(name: "onboarding", variants: [.init(name: "a", weight: 1)], salt: "2026-11")).seed
                 == "2026-11:onboarding")
     }
 }

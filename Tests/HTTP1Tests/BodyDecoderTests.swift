@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTP1
 
 /// Chunked, Content-Length and close-delimited bodies; chunked rows fed whole and one byte at a time.
@@ -8,18 +9,26 @@ struct BodyDecoderTests {
         BodyCase("one chunk", "5\r\nhello\r\n0\r\n\r\n", body("hello")),
         BodyCase("several chunks", "5\r\nhello\r\n1\r\n \r\n5\r\nworld\r\n0\r\n\r\n", body("hello world")),
         BodyCase("empty body", "0\r\n\r\n", body("")),
-        BodyCase("chunk data holding CRLFs and a fake last chunk", "8\r\n\r\n0\r\n\r\nX\r\n0\r\n\r\n", body("\r\n0\r\n\r\nX")),
-        BodyCase("extensions with token and quoted values", "5;a=b;c=\"q\\\"x\"\r\nhello\r\n0;last\r\n\r\n", body("hello")),
+        BodyCase(
+            "chunk data holding CRLFs and a fake last chunk", "8\r\n\r\n0\r\n\r\nX\r\n0\r\n\r\n", body("\r\n0\r\n\r\nX")
+        ),
+        BodyCase(
+            "extensions with token and quoted values", "5;a=b;c=\"q\\\"x\"\r\nhello\r\n0;last\r\n\r\n", body("hello")),
         BodyCase("extension name only, then several", "5;a;b=c;d\r\nhello\r\n0\r\n\r\n", body("hello")),
-        BodyCase("quoted extension with escaped backslash and ; inside", "5;n=\"a\\\\;b\"\r\nhello\r\n0\r\n\r\n", body("hello")),
+        BodyCase(
+            "quoted extension with escaped backslash and ; inside", "5;n=\"a\\\\;b\"\r\nhello\r\n0\r\n\r\n",
+            body("hello")),
         BodyCase("uppercase hex size", "A\r\n0123456789\r\n0\r\n\r\n", body("0123456789")),
         BodyCase("lowercase hex size", "b\r\nhello world\r\n0\r\n\r\n", body("hello world")),
         BodyCase("leading zero sizes", "0005\r\nhello\r\n000\r\n\r\n", body("hello")),
         BodyCase("trailers present", "5\r\nhello\r\n0\r\nX-Trailer: v\r\nChecksum:abc\r\n\r\n", body("hello")),
         BodyCase("trailer with empty value", "0\r\nX-Empty:\r\n\r\n", body("")),
-        BodyCase("chunk of 256 bytes", "100\r\n" + String(repeating: "z", count: 256) + "\r\n0\r\n\r\n",
-                 body(String(repeating: "z", count: 256))),
-        BodyCase("binary chunk data", bytes: Array("3\r\n".utf8) + [0x00, 0xFF, 0x0A] + Array("\r\n0\r\n\r\n".utf8), .body([0x00, 0xFF, 0x0A])),
+        BodyCase(
+            "chunk of 256 bytes", "100\r\n" + String(repeating: "z", count: 256) + "\r\n0\r\n\r\n",
+            body(String(repeating: "z", count: 256))),
+        BodyCase(
+            "binary chunk data", bytes: Array("3\r\n".utf8) + [0x00, 0xFF, 0x0A] + Array("\r\n0\r\n\r\n".utf8),
+            .body([0x00, 0xFF, 0x0A])),
         BodyCase("Content-Length body", "hello world", body("hello world"), framing: .length(11)),
         BodyCase("Content-Length body of one byte", "x", body("x"), framing: .length(1)),
         BodyCase("no body", "", body(""), framing: .none),
@@ -33,8 +42,11 @@ struct BodyDecoderTests {
         BodyCase("bare semicolon extension", "5;\r\nhello\r\n0\r\n\r\n", .invalid(.invalidChunkExtension)),
         BodyCase("extension with an empty value", "5;a=\r\nhello\r\n0\r\n\r\n", .invalid(.invalidChunkExtension)),
         BodyCase("extension with whitespace", "5; a=b\r\nhello\r\n0\r\n\r\n", .invalid(.invalidChunkExtension)),
-        BodyCase("extension with a control character", "5;a=\u{1}\r\nhello\r\n0\r\n\r\n", .invalid(.invalidChunkExtension)),
-        BodyCase("quoted extension with a control character", "5;a=\"x\u{1}\"\r\nhello\r\n0\r\n\r\n", .invalid(.invalidChunkExtension)),
+        BodyCase(
+            "extension with a control character", "5;a=\u{1}\r\nhello\r\n0\r\n\r\n", .invalid(.invalidChunkExtension)),
+        BodyCase(
+            "quoted extension with a control character", "5;a=\"x\u{1}\"\r\nhello\r\n0\r\n\r\n",
+            .invalid(.invalidChunkExtension)),
         BodyCase("unterminated quoted extension", "5;a=\"x\r\nhello\r\n0\r\n\r\n", .invalid(.invalidChunkExtension)),
         BodyCase("bare LF inside an extension", "5;a\nhello\r\n0\r\n\r\n", .invalid(.invalidChunkExtension)),
         BodyCase("bare CR inside an extension", "5;a\rX\r\nhello\r\n0\r\n\r\n", .invalid(.bareCR)),
@@ -47,8 +59,10 @@ struct BodyDecoderTests {
         BodyCase("plus-signed chunk size", "+5\r\nhello\r\n0\r\n\r\n", .invalid(.invalidChunkSize)),
         BodyCase("empty chunk size", "\r\nhello\r\n0\r\n\r\n", .invalid(.invalidChunkSize)),
         BodyCase("non-hex chunk size", "g\r\nhello\r\n0\r\n\r\n", .invalid(.invalidChunkSize)),
-        BodyCase("chunk size overflow, 17 hex digits", "10000000000000000\r\nx\r\n0\r\n\r\n", .invalid(.chunkSizeOverflow)),
-        BodyCase("chunk size overflow, 16 f digits", "ffffffffffffffff\r\nx\r\n0\r\n\r\n", .invalid(.chunkSizeOverflow)),
+        BodyCase(
+            "chunk size overflow, 17 hex digits", "10000000000000000\r\nx\r\n0\r\n\r\n", .invalid(.chunkSizeOverflow)),
+        BodyCase(
+            "chunk size overflow, 16 f digits", "ffffffffffffffff\r\nx\r\n0\r\n\r\n", .invalid(.chunkSizeOverflow)),
         BodyCase("chunk size wrapping to 5", "10000000000000005\r\nhello\r\n0\r\n\r\n", .invalid(.chunkSizeOverflow)),
         BodyCase("data longer than declared (spill)", "3\r\nhello\r\n0\r\n\r\n", .invalid(.missingChunkTerminator)),
         BodyCase("missing CRLF after data", "5\r\nhello0\r\n\r\n", .invalid(.missingChunkTerminator)),
@@ -76,7 +90,9 @@ struct BodyDecoderTests {
             case .body(let expected):
                 #expect(run.data == expected, "step \(step): \(run)", sourceLocation: sourceLocation)
                 #expect(run.ended && run.error == nil, "step \(step): \(run)", sourceLocation: sourceLocation)
-                #expect(run.consumed == c.bytes.count && run.unfed == 0, "step \(step): \(run)", sourceLocation: sourceLocation)
+                #expect(
+                    run.consumed == c.bytes.count && run.unfed == 0, "step \(step): \(run)",
+                    sourceLocation: sourceLocation)
             case .invalid(let error):
                 #expect(run.error == error, "step \(step): \(run)", sourceLocation: sourceLocation)
                 #expect(!run.ended, "step \(step): \(run)", sourceLocation: sourceLocation)
@@ -169,7 +185,9 @@ struct BodyDecoderTests {
         #expect(collected == Array("abcdefg".utf8))
     }
 
-    @Test("the peer closing in the middle of a chunked body is a truncation", arguments: ["", "5", "5\r\nhe", "5\r\nhello\r\n", "0\r\n", "0\r\nX: y\r\n"])
+    @Test(
+        "the peer closing in the middle of a chunked body is a truncation",
+        arguments: ["", "5", "5\r\nhe", "5\r\nhello\r\n", "0\r\n", "0\r\nX: y\r\n"])
     func peerClosedMidChunked(_ prefix: String) {
         var decoder = HTTPBodyDecoder(framing: .chunked)
         let bytes = Array(prefix.utf8)
@@ -192,10 +210,12 @@ struct BodyDecoderTests {
         let atLimit = Array(("5;" + String(repeating: "a", count: 7) + "\r\nhello\r\n0\r\n\r\n").utf8)
         #expect(decodeGrowing(atLimit, framing: .chunked, step: 1, maxExtensionBytes: 8).ended)
         let overLimit = Array(("5;" + String(repeating: "a", count: 8) + "\r\nhello\r\n0\r\n\r\n").utf8)
-        #expect(decodeGrowing(overLimit, framing: .chunked, step: 1, maxExtensionBytes: 8).error == .chunkExtensionTooLong)
+        #expect(
+            decodeGrowing(overLimit, framing: .chunked, step: 1, maxExtensionBytes: 8).error == .chunkExtensionTooLong)
         // maxTrailerBytes counts trailer field bytes, line endings excluded.
         let trailerAtLimit = Array("0\r\nX:12345678\r\nY:1234567890\r\n\r\n".utf8)
         #expect(decodeGrowing(trailerAtLimit, framing: .chunked, step: 1, maxTrailerBytes: 22).ended)
-        #expect(decodeGrowing(trailerAtLimit, framing: .chunked, step: 1, maxTrailerBytes: 21).error == .trailerTooLarge)
+        #expect(
+            decodeGrowing(trailerAtLimit, framing: .chunked, step: 1, maxTrailerBytes: 21).error == .trailerTooLarge)
     }
 }

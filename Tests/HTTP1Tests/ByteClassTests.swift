@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTP1
 
 /// The byte classes are bit masks; these are their definitions written out plainly.
@@ -27,7 +28,9 @@ struct ByteClassTests {
         }
     }
 
-    @Test("Host allows unreserved, pct-encoded, sub-delims without the comma, and the IP-literal marks, for every byte value")
+    @Test(
+        "Host allows unreserved, pct-encoded, sub-delims without the comma, and the IP-literal marks, for every byte value"
+    )
     func host() {
         let allowed = Self.alphaDigit.union("-._~%!$&'()*+;=:[]".utf8)
         for b in UInt8.min...UInt8.max { #expect(ByteClass.isHost(b) == allowed.contains(b), "byte \(b)") }

@@ -28,16 +28,22 @@ struct CaseFoldTests {
             for _ in 0..<50 {
                 let name = (0..<length).map { _ in alphabet.randomElement(using: &generator)! }
                 let lower = lowered(name)
-                let same = name.withUnsafeBufferPointer { a in lower.withUnsafeBufferPointer { asciiEqualsLowercased(a, $0) } }
+                let same = name.withUnsafeBufferPointer { a in
+                    lower.withUnsafeBufferPointer { asciiEqualsLowercased(a, $0) }
+                }
                 #expect(same, "\(String(decoding: name, as: UTF8.self))")
                 guard length > 0 else { continue }
                 var changed = name
                 let at = Int.random(in: 0..<length, using: &generator)
                 // Any byte that does not lower to the same letter: control bytes and bytes >= 0x80 included.
                 var other: UInt8
-                repeat { other = UInt8.random(in: .min ... .max, using: &generator) } while asciiLower(other) == lower[at]
+                repeat {
+                    other = UInt8.random(in: .min ... .max, using: &generator)
+                } while asciiLower(other) == lower[at]
                 changed[at] = other
-                let differs = changed.withUnsafeBufferPointer { a in lower.withUnsafeBufferPointer { !asciiEqualsLowercased(a, $0) } }
+                let differs = changed.withUnsafeBufferPointer { a in
+                    lower.withUnsafeBufferPointer { !asciiEqualsLowercased(a, $0) }
+                }
                 #expect(differs, "\(changed) against \(lower)")
             }
         }

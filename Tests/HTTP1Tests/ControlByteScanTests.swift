@@ -22,8 +22,9 @@ struct ControlByteScanTests {
                         if position < length { bytes[position] = control }
                         for from in 0...min(length, 9) {
                             let found = bytes.withUnsafeBufferPointer { ByteScan.nextControlByte($0, from: from) }
-                            #expect(found == reference(bytes, from: from),
-                                    "filler \(filler) length \(length) control \(control) at \(position) from \(from)")
+                            #expect(
+                                found == reference(bytes, from: from),
+                                "filler \(filler) length \(length) control \(control) at \(position) from \(from)")
                         }
                     }
                 }
@@ -31,7 +32,9 @@ struct ControlByteScanTests {
         }
     }
 
-    @Test("a control byte after one in the same word is not reported first, and bytes just above 0x0E never stop the scan")
+    @Test(
+        "a control byte after one in the same word is not reported first, and bytes just above 0x0E never stop the scan"
+    )
     func firstOfSeveralAndBorrowNeighbours() {
         // A borrow from a byte below 0x0E can mark the byte above it in the word test: the byte
         // loop after it must still return the first one.
@@ -42,7 +45,8 @@ struct ControlByteScanTests {
         #expect(above.withUnsafeBufferPointer { ByteScan.nextControlByte($0, from: 0) } == above.count)
     }
 
-    @Test("the word-at-a-time target scan stops where the byte loop over isTarget stops, for every byte at every offset")
+    @Test(
+        "the word-at-a-time target scan stops where the byte loop over isTarget stops, for every byte at every offset")
     func targetScanAgreesWithTheByteClass() {
         func reference(_ bytes: [UInt8], from: Int) -> Int {
             var i = from
@@ -59,8 +63,9 @@ struct ControlByteScanTests {
                         if position < length { bytes[position] = UInt8(stop) }
                         for from in [0, 1, min(length, 8)] where from <= length {
                             let found = bytes.withUnsafeBufferPointer { ByteScan.nextNonTargetByte($0, from: from) }
-                            #expect(found == reference(bytes, from: from),
-                                    "filler \(filler) length \(length) byte \(stop) at \(position) from \(from)")
+                            #expect(
+                                found == reference(bytes, from: from),
+                                "filler \(filler) length \(length) byte \(stop) at \(position) from \(from)")
                         }
                     }
                 }
@@ -75,7 +80,9 @@ struct ControlByteScanTests {
         return i
     }
 
-    @Test("the word-at-a-time value scan stops where the byte loop over isFieldValue stops, for every byte at every offset")
+    @Test(
+        "the word-at-a-time value scan stops where the byte loop over isFieldValue stops, for every byte at every offset"
+    )
     func fieldValueScanAgreesWithTheByteClass() {
         // Fillers: just above the controls, a tab (valid, but it stops the word test), just
         // below DEL, and obs-text.
@@ -87,8 +94,9 @@ struct ControlByteScanTests {
                         if position < length { bytes[position] = UInt8(byte) }
                         for from in [0, 1, min(length, 8)] where from <= length {
                             let found = bytes.withUnsafeBufferPointer { ByteScan.nextNonFieldValueByte($0, from: from) }
-                            #expect(found == firstIndex(bytes, from: from) { !ByteClass.isFieldValue($0) },
-                                    "filler \(filler) length \(length) byte \(byte) at \(position) from \(from)")
+                            #expect(
+                                found == firstIndex(bytes, from: from) { !ByteClass.isFieldValue($0) },
+                                "filler \(filler) length \(length) byte \(byte) at \(position) from \(from)")
                         }
                     }
                 }

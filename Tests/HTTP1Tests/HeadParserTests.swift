@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTP1
 
 /// Well-formed heads, and heads refused for their request line, version, target or size.
@@ -14,53 +15,87 @@ struct HeadParserTests {
         HeadCase("HTTP/1.1 defaults to keep-alive", "GET /a HTTP/1.1\r\n\(host)\r\n", ok("GET", "/a")),
         HeadCase("HTTP/1.2 is read as HTTP/1.1 (RFC 9110 §6.2)", "GET /a HTTP/1.2\r\n\(host)\r\n", ok("GET", "/a")),
         HeadCase("HTTP/1.9 is read as HTTP/1.1", "GET /a HTTP/1.9\r\n\(host)\r\n", ok("GET", "/a")),
-        HeadCase("HTTP/1.0 defaults to close, Host optional", "GET / HTTP/1.0\r\n\r\n", ok("GET", "/", .http10, keepAlive: false)),
-        HeadCase("Connection: close on 1.1", "GET / HTTP/1.1\r\n\(host)Connection: close\r\n\r\n", ok(keepAlive: false)),
-        HeadCase("Connection: close is case-insensitive and found in a list",
-                 "GET / HTTP/1.1\r\n\(host)Connection: Upgrade , CLOSE\r\n\r\n", ok(keepAlive: false)),
-        HeadCase("Connection: keep-alive on 1.1 changes nothing", "GET / HTTP/1.1\r\n\(host)Connection: keep-alive\r\n\r\n", ok()),
+        HeadCase(
+            "HTTP/1.0 defaults to close, Host optional", "GET / HTTP/1.0\r\n\r\n",
+            ok("GET", "/", .http10, keepAlive: false)),
+        HeadCase(
+            "Connection: close on 1.1", "GET / HTTP/1.1\r\n\(host)Connection: close\r\n\r\n", ok(keepAlive: false)),
+        HeadCase(
+            "Connection: close is case-insensitive and found in a list",
+            "GET / HTTP/1.1\r\n\(host)Connection: Upgrade , CLOSE\r\n\r\n", ok(keepAlive: false)),
+        HeadCase(
+            "Connection: keep-alive on 1.1 changes nothing", "GET / HTTP/1.1\r\n\(host)Connection: keep-alive\r\n\r\n",
+            ok()),
         HeadCase("HTTP/1.0 keep-alive", "GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", ok("GET", "/", .http10)),
-        HeadCase("HTTP/1.0 close wins over a later keep-alive in the same list",
-                 "GET / HTTP/1.0\r\nConnection: close, keep-alive\r\n\r\n", ok("GET", "/", .http10, keepAlive: false)),
-        HeadCase("HTTP/1.0 close wins over a later keep-alive header",
-                 "GET / HTTP/1.0\r\nConnection: close\r\nConnection: keep-alive\r\n\r\n", ok("GET", "/", .http10, keepAlive: false)),
-        HeadCase("leading CRLFs before the request line are ignored and consumed",
-                 "\r\n\r\nGET / HTTP/1.1\r\n\(host)\r\n", ok()),
-        HeadCase("absolute-form target", "GET http://example.com/p?q=1 HTTP/1.1\r\n\(host)\r\n", ok("GET", "http://example.com/p?q=1")),
-        HeadCase("absolute-form https, scheme case-insensitive", "GET HTTPS://example.com/ HTTP/1.1\r\n\(host)\r\n",
-                 ok("GET", "HTTPS://example.com/")),
+        HeadCase(
+            "HTTP/1.0 close wins over a later keep-alive in the same list",
+            "GET / HTTP/1.0\r\nConnection: close, keep-alive\r\n\r\n", ok("GET", "/", .http10, keepAlive: false)),
+        HeadCase(
+            "HTTP/1.0 close wins over a later keep-alive header",
+            "GET / HTTP/1.0\r\nConnection: close\r\nConnection: keep-alive\r\n\r\n",
+            ok("GET", "/", .http10, keepAlive: false)),
+        HeadCase(
+            "leading CRLFs before the request line are ignored and consumed",
+            "\r\n\r\nGET / HTTP/1.1\r\n\(host)\r\n", ok()),
+        HeadCase(
+            "absolute-form target", "GET http://example.com/p?q=1 HTTP/1.1\r\n\(host)\r\n",
+            ok("GET", "http://example.com/p?q=1")),
+        HeadCase(
+            "absolute-form https, scheme case-insensitive", "GET HTTPS://example.com/ HTTP/1.1\r\n\(host)\r\n",
+            ok("GET", "HTTPS://example.com/")),
         HeadCase("OPTIONS *", "OPTIONS * HTTP/1.1\r\n\(host)\r\n", ok("OPTIONS", "*")),
-        HeadCase("target with query and percent-encoding", "GET /a%20b/c?x=1&y=%2F;z HTTP/1.1\r\n\(host)\r\n",
-                 ok("GET", "/a%20b/c?x=1&y=%2F;z")),
+        HeadCase(
+            "target with query and percent-encoding", "GET /a%20b/c?x=1&y=%2F;z HTTP/1.1\r\n\(host)\r\n",
+            ok("GET", "/a%20b/c?x=1&y=%2F;z")),
         HeadCase("many headers", "GET / HTTP/1.1\r\n\(host)\(manyHeaders)\r\n", ok()),
-        HeadCase("exactly maxHeaderCount headers", "GET / HTTP/1.1\r\n\(host)A: 1\r\nB: 2\r\n\r\n", ok(),
-                 limits: HTTPHeadLimits(maxHeadBytes: 1024, maxHeaderCount: 3)),
-        HeadCase("head of exactly maxHeadBytes", "GET / HTTP/1.1\r\n\(host)\r\n", ok(),
-                 limits: HTTPHeadLimits(maxHeadBytes: 37, maxHeaderCount: 100)),
-        HeadCase("header value surrounded by spaces and tabs", "POST / HTTP/1.1\r\n\(host)Content-Length: \t 5 \t\r\n\r\n",
-                 ok("POST", framing: .length(5))),
+        HeadCase(
+            "exactly maxHeaderCount headers", "GET / HTTP/1.1\r\n\(host)A: 1\r\nB: 2\r\n\r\n", ok(),
+            limits: HTTPHeadLimits(maxHeadBytes: 1024, maxHeaderCount: 3)),
+        HeadCase(
+            "head of exactly maxHeadBytes", "GET / HTTP/1.1\r\n\(host)\r\n", ok(),
+            limits: HTTPHeadLimits(maxHeadBytes: 37, maxHeaderCount: 100)),
+        HeadCase(
+            "header value surrounded by spaces and tabs", "POST / HTTP/1.1\r\n\(host)Content-Length: \t 5 \t\r\n\r\n",
+            ok("POST", framing: .length(5))),
         HeadCase("header name made of every tchar", "GET / HTTP/1.1\r\n\(host)!#$%&'*+-.^_`|~09azAZ: x\r\n\r\n", ok()),
         HeadCase("empty header value", "GET / HTTP/1.1\r\n\(host)X-Empty:\r\nX-Blank: \t \r\n\r\n", ok()),
-        HeadCase("obs-text in a header value", bytes: Array("GET / HTTP/1.1\r\n\(host)X-Text: caf".utf8) + [0xE9, 0x80, 0xFF]
-                    + Array("\r\n\r\n".utf8), ok()),
-        HeadCase("Expect: 100-continue with Content-Length", "PUT /u HTTP/1.1\r\n\(host)Expect: 100-continue\r\nContent-Length: 3\r\n\r\n",
-                 ok("PUT", "/u", framing: .length(3), expectsContinue: true)),
-        HeadCase("Expect: 100-continue with chunked, case-insensitive",
-                 "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\nExpect: 100-Continue\r\n\r\n",
-                 ok("POST", framing: .chunked, expectsContinue: true)),
-        HeadCase("Expect: 100-continue without a body does not count", "GET / HTTP/1.1\r\n\(host)Expect: 100-continue\r\n\r\n", ok()),
-        HeadCase("Expect: 100-continue with Content-Length 0 does not count",
-                 "POST / HTTP/1.1\r\n\(host)Content-Length: 0\r\nExpect: 100-continue\r\n\r\n", ok("POST")),
-        HeadCase("Expect: 100-continue is ignored on HTTP/1.0",
-                 "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n",
-                 ok("POST", "/", .http10, framing: .length(3), keepAlive: false)),
-        HeadCase("chunked", "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n", ok("POST", framing: .chunked)),
-        HeadCase("chunked, case-insensitive", "POST / HTTP/1.1\r\n\(host)transfer-encoding:  Chunked \r\n\r\n", ok("POST", framing: .chunked)),
-        HeadCase("Content-Length with leading zeros", "POST / HTTP/1.1\r\n\(host)Content-Length: 0005\r\n\r\n", ok("POST", framing: .length(5))),
+        HeadCase(
+            "obs-text in a header value",
+            bytes: Array("GET / HTTP/1.1\r\n\(host)X-Text: caf".utf8) + [0xE9, 0x80, 0xFF]
+                + Array("\r\n\r\n".utf8), ok()),
+        HeadCase(
+            "Expect: 100-continue with Content-Length",
+            "PUT /u HTTP/1.1\r\n\(host)Expect: 100-continue\r\nContent-Length: 3\r\n\r\n",
+            ok("PUT", "/u", framing: .length(3), expectsContinue: true)),
+        HeadCase(
+            "Expect: 100-continue with chunked, case-insensitive",
+            "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\nExpect: 100-Continue\r\n\r\n",
+            ok("POST", framing: .chunked, expectsContinue: true)),
+        HeadCase(
+            "Expect: 100-continue without a body does not count",
+            "GET / HTTP/1.1\r\n\(host)Expect: 100-continue\r\n\r\n", ok()),
+        HeadCase(
+            "Expect: 100-continue with Content-Length 0 does not count",
+            "POST / HTTP/1.1\r\n\(host)Content-Length: 0\r\nExpect: 100-continue\r\n\r\n", ok("POST")),
+        HeadCase(
+            "Expect: 100-continue is ignored on HTTP/1.0",
+            "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n",
+            ok("POST", "/", .http10, framing: .length(3), keepAlive: false)),
+        HeadCase(
+            "chunked", "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n", ok("POST", framing: .chunked)),
+        HeadCase(
+            "chunked, case-insensitive", "POST / HTTP/1.1\r\n\(host)transfer-encoding:  Chunked \r\n\r\n",
+            ok("POST", framing: .chunked)),
+        HeadCase(
+            "Content-Length with leading zeros", "POST / HTTP/1.1\r\n\(host)Content-Length: 0005\r\n\r\n",
+            ok("POST", framing: .length(5))),
         HeadCase("Content-Length 000 is no body", "POST / HTTP/1.1\r\n\(host)Content-Length: 000\r\n\r\n", ok("POST")),
-        HeadCase("Content-Length of 18 digits", "POST / HTTP/1.1\r\n\(host)Content-Length: 999999999999999999\r\n\r\n",
-                 ok("POST", framing: .length(999_999_999_999_999_999))),
-        HeadCase("POST without Content-Length or Transfer-Encoding has no body", "POST / HTTP/1.1\r\n\(host)\r\n", ok("POST")),
+        HeadCase(
+            "Content-Length of 18 digits", "POST / HTTP/1.1\r\n\(host)Content-Length: 999999999999999999\r\n\r\n",
+            ok("POST", framing: .length(999_999_999_999_999_999))),
+        HeadCase(
+            "POST without Content-Length or Transfer-Encoding has no body", "POST / HTTP/1.1\r\n\(host)\r\n", ok("POST")
+        ),
         HeadCase("lowercase method is a valid token", "get / HTTP/1.1\r\n\(host)\r\n", ok("get")),
         HeadCase("extension method", "PURGE /x HTTP/1.1\r\n\(host)\r\n", ok("PURGE", "/x")),
         HeadCase("Host as IPv6 literal with port", "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n", ok()),
@@ -68,8 +103,10 @@ struct HeadParserTests {
     ]
 
     static let invalid: [HeadCase] = [
-        HeadCase("multiple spaces between method and target", "GET  / HTTP/1.1\r\n\(host)\r\n", fails(.invalidRequestLine)),
-        HeadCase("multiple spaces between target and version", "GET /  HTTP/1.1\r\n\(host)\r\n", fails(.invalidVersion)),
+        HeadCase(
+            "multiple spaces between method and target", "GET  / HTTP/1.1\r\n\(host)\r\n", fails(.invalidRequestLine)),
+        HeadCase(
+            "multiple spaces between target and version", "GET /  HTTP/1.1\r\n\(host)\r\n", fails(.invalidVersion)),
         HeadCase("tab after the method", "GET\t/ HTTP/1.1\r\n\(host)\r\n", fails(.invalidMethod)),
         HeadCase("tab after the target", "GET /\tHTTP/1.1\r\n\(host)\r\n", fails(.invalidTarget)),
         HeadCase("trailing space after the version", "GET / HTTP/1.1 \r\n\(host)\r\n", fails(.invalidVersion)),
@@ -86,26 +123,40 @@ struct HeadParserTests {
         HeadCase("version HTTP/2.0", "GET / HTTP/2.0\r\n\(host)\r\n", fails(.unsupportedVersion)),
         HeadCase("version HTTP/0.9 spelled out", "GET / HTTP/0.9\r\n\(host)\r\n", fails(.unsupportedVersion)),
         HeadCase("HTTP/2 connection preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", fails(.unsupportedVersion)),
-        HeadCase("non-ASCII byte in the target", bytes: Array("GET /caf".utf8) + [0xC3, 0xA9] + Array(" HTTP/1.1\r\n\(host)\r\n".utf8),
-                 fails(.invalidTarget)),
+        HeadCase(
+            "non-ASCII byte in the target",
+            bytes: Array("GET /caf".utf8) + [0xC3, 0xA9] + Array(" HTTP/1.1\r\n\(host)\r\n".utf8),
+            fails(.invalidTarget)),
         HeadCase("NUL in the target", "GET /a\u{0}b HTTP/1.1\r\n\(host)\r\n", fails(.invalidTarget)),
         HeadCase("DEL in the target", "GET /a\u{7F} HTTP/1.1\r\n\(host)\r\n", fails(.invalidTarget)),
         HeadCase("fragment in the target", "GET /a#frag HTTP/1.1\r\n\(host)\r\n", fails(.invalidTarget)),
         HeadCase("asterisk-form with GET", "GET * HTTP/1.1\r\n\(host)\r\n", fails(.invalidTarget)),
         HeadCase("authority-form with GET", "GET example.com:443 HTTP/1.1\r\n\(host)\r\n", fails(.invalidTarget)),
-        HeadCase("absolute-form with another scheme", "GET ftp://example.com/ HTTP/1.1\r\n\(host)\r\n", fails(.invalidTarget)),
-        HeadCase("absolute-form scheme without authority", "GET http:// HTTP/1.1\r\n\(host)\r\n", fails(.invalidTarget)),
+        HeadCase(
+            "absolute-form with another scheme", "GET ftp://example.com/ HTTP/1.1\r\n\(host)\r\n", fails(.invalidTarget)
+        ),
+        HeadCase(
+            "absolute-form scheme without authority", "GET http:// HTTP/1.1\r\n\(host)\r\n", fails(.invalidTarget)),
         HeadCase("CONNECT tunnel", "CONNECT example.com:443 HTTP/1.1\r\n\(host)\r\n", fails(.connectNotSupported)),
-        HeadCase("Expect other than 100-continue", "GET / HTTP/1.1\r\n\(host)Expect: 200-ok\r\n\r\n", fails(.unsupportedExpectation)),
-        HeadCase("Expect other than 100-continue on HTTP/1.0", "GET / HTTP/1.0\r\nExpect: 200-ok\r\n\r\n", fails(.unsupportedExpectation)),
-        HeadCase("head over maxHeadBytes, complete", "GET / HTTP/1.1\r\n\(host)\r\n", fails(.headTooLarge),
-                 limits: HTTPHeadLimits(maxHeadBytes: 36, maxHeaderCount: 100)),
-        HeadCase("head over maxHeadBytes, still incomplete", "GET /" + String(repeating: "a", count: 100), fails(.headTooLarge),
-                 limits: HTTPHeadLimits(maxHeadBytes: 64, maxHeaderCount: 100)),
-        HeadCase("endless CRLFs before the request line", String(repeating: "\r\n", count: 100), fails(.headTooLarge),
-                 limits: HTTPHeadLimits(maxHeadBytes: 64, maxHeaderCount: 100)),
-        HeadCase("too many headers", "GET / HTTP/1.1\r\n\(host)A: 1\r\nB: 2\r\nC: 3\r\n\r\n", fails(.tooManyHeaders),
-                 limits: HTTPHeadLimits(maxHeadBytes: 1024, maxHeaderCount: 3)),
+        HeadCase(
+            "Expect other than 100-continue", "GET / HTTP/1.1\r\n\(host)Expect: 200-ok\r\n\r\n",
+            fails(.unsupportedExpectation)),
+        HeadCase(
+            "Expect other than 100-continue on HTTP/1.0", "GET / HTTP/1.0\r\nExpect: 200-ok\r\n\r\n",
+            fails(.unsupportedExpectation)),
+        HeadCase(
+            "head over maxHeadBytes, complete", "GET / HTTP/1.1\r\n\(host)\r\n", fails(.headTooLarge),
+            limits: HTTPHeadLimits(maxHeadBytes: 36, maxHeaderCount: 100)),
+        HeadCase(
+            "head over maxHeadBytes, still incomplete", "GET /" + String(repeating: "a", count: 100),
+            fails(.headTooLarge),
+            limits: HTTPHeadLimits(maxHeadBytes: 64, maxHeaderCount: 100)),
+        HeadCase(
+            "endless CRLFs before the request line", String(repeating: "\r\n", count: 100), fails(.headTooLarge),
+            limits: HTTPHeadLimits(maxHeadBytes: 64, maxHeaderCount: 100)),
+        HeadCase(
+            "too many headers", "GET / HTTP/1.1\r\n\(host)A: 1\r\nB: 2\r\nC: 3\r\n\r\n", fails(.tooManyHeaders),
+            limits: HTTPHeadLimits(maxHeadBytes: 1024, maxHeaderCount: 3)),
     ]
 
     @Test("well-formed head is parsed, whole and byte at a time", arguments: valid)
@@ -118,13 +169,14 @@ struct HeadParserTests {
         checkHeadCase(c)
     }
 
-    @Test("the Host value is found while the head is checked: the same bytes as a search for it, nil without one",
-          arguments: [
-              ("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", "example.com"),
-              ("GET / HTTP/1.1\r\nhOsT:\t  [::1]:8080 \t\r\nAccept: */*\r\n\r\n", "[::1]:8080"),
-              ("GET / HTTP/1.1\r\nX-Host: a\r\nHosts: b\r\nHOST: c.example\r\n\r\n", "c.example"),
-              ("GET / HTTP/1.0\r\nAccept: */*\r\n\r\n", nil),
-          ] as [(String, String?)])
+    @Test(
+        "the Host value is found while the head is checked: the same bytes as a search for it, nil without one",
+        arguments: [
+            ("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", "example.com"),
+            ("GET / HTTP/1.1\r\nhOsT:\t  [::1]:8080 \t\r\nAccept: */*\r\n\r\n", "[::1]:8080"),
+            ("GET / HTTP/1.1\r\nX-Host: a\r\nHosts: b\r\nHOST: c.example\r\n\r\n", "c.example"),
+            ("GET / HTTP/1.0\r\nAccept: */*\r\n\r\n", nil),
+        ] as [(String, String?)])
     func hostValue(text: String, host: String?) throws {
         var parser = HTTPRequestHeadParser()
         let bytes = Array(text.utf8)
@@ -136,8 +188,12 @@ struct HeadParserTests {
         #expect(head.first("Host") == host)
     }
 
-    @Test("the method reads as sent, the usual ones and any other, case kept",
-          arguments: ["GET", "PUT", "POST", "HEAD", "PATCH", "DELETE", "OPTIONS", "get", "Post", "PROPFIND", "GETS", "PUTS", "M", "HEADER"])
+    @Test(
+        "the method reads as sent, the usual ones and any other, case kept",
+        arguments: [
+            "GET", "PUT", "POST", "HEAD", "PATCH", "DELETE", "OPTIONS", "get", "Post", "PROPFIND", "GETS", "PUTS", "M",
+            "HEADER",
+        ])
     func methodAsSent(method: String) {
         var parser = HTTPRequestHeadParser()
         let bytes = Array("\(method) /x HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
@@ -173,9 +229,12 @@ struct HeadParserTests {
         #expect(head.storage == Array(raw.utf8))
     }
 
-    @Test("idempotent methods are read from the bytes, case-sensitively (RFC 9110 §9.2.2)",
-          arguments: [("GET", true), ("HEAD", true), ("OPTIONS", true), ("PUT", true), ("DELETE", true), ("POST", false),
-                      ("PATCH", false), ("get", false), ("PURGE", false), ("LOCK", false), ("PROPFIND", false)])
+    @Test(
+        "idempotent methods are read from the bytes, case-sensitively (RFC 9110 §9.2.2)",
+        arguments: [
+            ("GET", true), ("HEAD", true), ("OPTIONS", true), ("PUT", true), ("DELETE", true), ("POST", false),
+            ("PATCH", false), ("get", false), ("PURGE", false), ("LOCK", false), ("PROPFIND", false),
+        ])
     func idempotentMethods(method: String, idempotent: Bool) throws {
         let head = try #require(parseHead("\(method) /x HTTP/1.1\r\nHost: h\r\n\r\n"))
         #expect(head.methodIsIdempotent == idempotent)

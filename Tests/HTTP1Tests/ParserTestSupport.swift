@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTP1
 
 /// The observable meaning of a parsed head, comparable with `==`.
@@ -11,12 +12,15 @@ struct HeadSummary: Equatable, CustomStringConvertible {
     var expectsContinue: Bool
 
     init(_ head: HTTPRequestHead) {
-        self.init(head.method, head.target, head.version, framing: head.framing,
-                  keepAlive: head.keepAlive, expectsContinue: head.expectsContinue)
+        self.init(
+            head.method, head.target, head.version, framing: head.framing,
+            keepAlive: head.keepAlive, expectsContinue: head.expectsContinue)
     }
 
-    init(_ method: String, _ target: String, _ version: HTTPVersion, framing: BodyFraming,
-         keepAlive: Bool, expectsContinue: Bool) {
+    init(
+        _ method: String, _ target: String, _ version: HTTPVersion, framing: BodyFraming,
+        keepAlive: Bool, expectsContinue: Bool
+    ) {
         self.method = method
         self.target = target
         self.version = version
@@ -56,7 +60,9 @@ enum HeadOutcome: Equatable, CustomStringConvertible {
 /// One row of a head table: raw bytes and the one outcome they must produce.
 struct HeadCase: Sendable, CustomTestStringConvertible {
     enum Expected: Sendable {
-        case complete(method: String, target: String, version: HTTPVersion, framing: BodyFraming, keepAlive: Bool, expectsContinue: Bool)
+        case complete(
+            method: String, target: String, version: HTTPVersion, framing: BodyFraming, keepAlive: Bool,
+            expectsContinue: Bool)
         case invalid(HTTPParseError)
     }
 
@@ -90,9 +96,13 @@ struct HeadCase: Sendable, CustomTestStringConvertible {
 }
 
 /// Shorthand for a complete outcome; defaults are a body-less keep-alive HTTP/1.1 request.
-func ok(_ method: String = "GET", _ target: String = "/", _ version: HTTPVersion = .http11,
-        framing: BodyFraming = .none, keepAlive: Bool = true, expectsContinue: Bool = false) -> HeadCase.Expected {
-    .complete(method: method, target: target, version: version, framing: framing, keepAlive: keepAlive, expectsContinue: expectsContinue)
+func ok(
+    _ method: String = "GET", _ target: String = "/", _ version: HTTPVersion = .http11,
+    framing: BodyFraming = .none, keepAlive: Bool = true, expectsContinue: Bool = false
+) -> HeadCase.Expected {
+    .complete(
+        method: method, target: target, version: version, framing: framing, keepAlive: keepAlive,
+        expectsContinue: expectsContinue)
 }
 
 /// Shorthand for an invalid outcome.
@@ -148,7 +158,10 @@ func checkHeadCase(_ c: HeadCase, sourceLocation: SourceLocation = #_sourceLocat
     switch expected {
     case .complete:
         // Only the last byte may complete the head.
-        #expect(outcomes.count == c.bytes.count, "byte at a time: completed after \(outcomes.count) of \(c.bytes.count) bytes", sourceLocation: sourceLocation)
+        #expect(
+            outcomes.count == c.bytes.count,
+            "byte at a time: completed after \(outcomes.count) of \(c.bytes.count) bytes",
+            sourceLocation: sourceLocation)
     case .invalid, .incomplete:
         // May be refused early, must never complete.
         #expect(!outcomes.contains { if case .complete = $0 { true } else { false } }, sourceLocation: sourceLocation)
@@ -204,9 +217,12 @@ struct BodyRun: Equatable, CustomStringConvertible {
 
 /// Feeds `bytes` to a decoder `step` bytes at a time, keeping unconsumed bytes buffered,
 /// decoding until the decoder needs more, ends, or refuses.
-func decodeGrowing(_ bytes: [UInt8], framing: BodyFraming, step: Int,
-                   maxExtensionBytes: Int = 4096, maxTrailerBytes: Int = 32768) -> BodyRun {
-    var decoder = HTTPBodyDecoder(framing: framing, maxExtensionBytes: maxExtensionBytes, maxTrailerBytes: maxTrailerBytes)
+func decodeGrowing(
+    _ bytes: [UInt8], framing: BodyFraming, step: Int,
+    maxExtensionBytes: Int = 4096, maxTrailerBytes: Int = 32768
+) -> BodyRun {
+    var decoder = HTTPBodyDecoder(
+        framing: framing, maxExtensionBytes: maxExtensionBytes, maxTrailerBytes: maxTrailerBytes)
     var run = BodyRun()
     var pending: [UInt8] = []
     var offset = 0

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTP1
 
 /// Response heads are written byte-exact: status line, fields in order, blank line.
@@ -12,14 +13,18 @@ struct ResponseHeadTests {
 
     @Test("status line, fields in order and the blank line")
     func serialisesExactly() {
-        let head = HTTPResponseHead(status: 200, headers: [
-            (name: "Content-Type", value: "application/json"),
-            (name: "Content-Length", value: "2"),
-            (name: "Set-Cookie", value: "a=1"),
-            (name: "Set-Cookie", value: "b=2"),
-        ])
-        #expect(Self.bytes(head) ==
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n")
+        let head = HTTPResponseHead(
+            status: 200,
+            headers: [
+                (name: "Content-Type", value: "application/json"),
+                (name: "Content-Length", value: "2"),
+                (name: "Set-Cookie", value: "a=1"),
+                (name: "Set-Cookie", value: "b=2"),
+            ])
+        #expect(
+            Self.bytes(head)
+                == "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n"
+        )
     }
 
     @Test("a head without fields is the status line and the blank line")
@@ -51,7 +56,9 @@ struct ResponseHeadTests {
 
     @Test("every parser refusal has a status line of its own")
     func refusalStatusLines() {
-        for error in [HTTPParseError.bareCR, .headTooLarge, .unsupportedVersion, .connectNotSupported, .unsupportedExpectation] {
+        for error in [
+            HTTPParseError.bareCR, .headTooLarge, .unsupportedVersion, .connectNotSupported, .unsupportedExpectation,
+        ] {
             #expect(HTTPResponseHead.reasonPhrase(error.status) != "Unknown", "\(error)")
         }
     }
@@ -59,8 +66,10 @@ struct ResponseHeadTests {
     @Test("every line ends in CRLF and the head in a blank line")
     func lineEndings() {
         var buffer: [UInt8] = []
-        HTTPResponseHead(status: 502, headers: [(name: "Content-Length", value: "0"), (name: "Connection", value: "close")])
-            .serialize(into: &buffer)
+        HTTPResponseHead(
+            status: 502, headers: [(name: "Content-Length", value: "0"), (name: "Connection", value: "close")]
+        )
+        .serialize(into: &buffer)
         let text = String(decoding: buffer, as: UTF8.self)
         #expect(text.hasSuffix("\r\n\r\n"))
         #expect(text.split(separator: "\r\n", omittingEmptySubsequences: false).count == 5)

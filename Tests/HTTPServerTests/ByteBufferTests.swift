@@ -1,8 +1,9 @@
 import Testing
+
 @testable import HTTPServer
 
-private extension ByteBuffer {
-    var bytes: [UInt8] { Array(readable) }
+extension ByteBuffer {
+    fileprivate var bytes: [UInt8] { Array(readable) }
 }
 
 @Suite("ByteBuffer")
@@ -59,7 +60,9 @@ struct ByteBufferTests {
         var counter: UInt8 = 0
         for _ in 0..<2_000 {
             let n = Int.random(in: 0...20, using: &rng)
-            let chunk = (0..<n).map { _ in counter &+= 1; return counter }
+            let chunk = (0..<n).map { _ in
+                counter &+= 1; return counter
+            }
             buffer.append(chunk)
             model += chunk
             let c = Int.random(in: 0...model.count, using: &rng)

@@ -1,6 +1,7 @@
 import EventLoop
 import Glibc
 import HTTP1
+
 @testable import HTTPServer
 
 /// An `HTTPConnection` served over a socketpair on a loop the test drives turn by turn, in the
@@ -20,9 +21,10 @@ final class ConnectionHarness {
     /// A served connection; `sendBuffer` shrinks the server's socket send buffer (backpressure tests).
     init(configuration: ServerConfiguration = ServerConfiguration(), sendBuffer: CInt? = nil) throws {
         loop = try EventLoop(name: "harness")
-        server = LoopServer(loop: loop, configuration: configuration,
-                            shared: ServerShared(maxConnections: configuration.maxConnections),
-                            listeners: [], handler: handler)
+        server = LoopServer(
+            loop: loop, configuration: configuration,
+            shared: ServerShared(maxConnections: configuration.maxConnections),
+            listeners: [], handler: handler)
         var fds: [CInt] = [-1, -1]
         let kind = CInt(SOCK_STREAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue)
         guard socketpair(AF_UNIX, kind, 0, &fds) == 0 else { throw HarnessError.socketpair(errno) }
@@ -118,7 +120,9 @@ final class RecordingHandler: HTTPHandler {
     func refusal(_ refusal: HTTPRefusal, exchange: HTTPExchange?, peer: String) -> [UInt8] {
         refusals.append((refusal, exchange != nil))
         let body = "refused \(refusal.code)"
-        return Array("HTTP/1.1 \(refusal.status) Refused\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
+        return Array(
+            "HTTP/1.1 \(refusal.status) Refused\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+                .utf8)
     }
 
     func shutdown() {}
@@ -133,7 +137,9 @@ final class RecordingDelegate: HTTPExchangeDelegate {
     var onBodyEnd: ((HTTPExchange) -> Void)?
     var onWritable: ((HTTPExchange) -> Void)?
 
-    func exchange(_ exchange: HTTPExchange, receivedBody bytes: UnsafeRawBufferPointer) { body.append(contentsOf: bytes) }
+    func exchange(_ exchange: HTTPExchange, receivedBody bytes: UnsafeRawBufferPointer) {
+        body.append(contentsOf: bytes)
+    }
     func exchangeBodyEnded(_ exchange: HTTPExchange) {
         bodyEnded += 1
         onBodyEnd?(exchange)

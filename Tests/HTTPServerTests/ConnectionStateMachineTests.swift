@@ -1,6 +1,7 @@
-import Testing
-@testable import HTTPServer
 import EventLoop
+import Testing
+
+@testable import HTTPServer
 
 /// Manual clock: seconds after an arbitrary non-zero origin, so no test depends on real time.
 private func t(_ seconds: Double) -> NanoTime {
@@ -17,8 +18,10 @@ private func newMachine(at seconds: Double = 0) -> Machine {
 }
 
 /// A machine that has just received a complete head at `seconds`.
-private func machineAfterHead(at seconds: Double = 1, keepAlive: Bool = true, hasBody: Bool,
-                              expectsContinue: Bool = false) -> Machine {
+private func machineAfterHead(
+    at seconds: Double = 1, keepAlive: Bool = true, hasBody: Bool,
+    expectsContinue: Bool = false
+) -> Machine {
     var m = newMachine()
     _ = m.headBytesReceived(now: t(seconds))
     _ = m.headReceived(now: t(seconds), keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue)
@@ -274,8 +277,9 @@ struct ConnectionStateMachineTests {
         #expect(m.reading == reading)
     }
 
-    @Test("an accepted upgrade hands the socket over only from a complete request with no response queued",
-          arguments: StartState.allCases)
+    @Test(
+        "an accepted upgrade hands the socket over only from a complete request with no response queued",
+        arguments: StartState.allCases)
     func upgradedTable(start: StartState) {
         var m = start.machine
         let action = m.upgraded()
@@ -300,8 +304,9 @@ struct ConnectionStateMachineTests {
         }
     }
 
-    @Test("a parsed head: the exchange's request side, its persistence, and a timer only for a body",
-          arguments: [StartState.accepted, .idle, .readingHead])
+    @Test(
+        "a parsed head: the exchange's request side, its persistence, and a timer only for a body",
+        arguments: [StartState.accepted, .idle, .readingHead])
     func headReceivedTable(start: StartState) {
         // (keepAlive, hasBody, expectsContinue) → state / action, and the persistence the response announces.
         let cases: [((Bool, Bool, Bool), String)] = [
@@ -313,13 +318,17 @@ struct ConnectionStateMachineTests {
         ]
         for ((keepAlive, hasBody, expectsContinue), want) in cases {
             var m = start.machine
-            let action = m.headReceived(now: t(5), keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue)
+            let action = m.headReceived(
+                now: t(5), keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue)
             let state = describe(m.state)
             let persistence = m.responseStarted() == .close ? "close" : "keep"
-            #expect("\(state) / \(describe(action)) / \(persistence)" == want, "\(start.rawValue) \(keepAlive) \(hasBody) \(expectsContinue)")
+            #expect(
+                "\(state) / \(describe(action)) / \(persistence)" == want,
+                "\(start.rawValue) \(keepAlive) \(hasBody) \(expectsContinue)")
             // Only a client told to wait for the invitation is sent `100 Continue`.
             var invited = start.machine
-            _ = invited.headReceived(now: t(5), keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue)
+            _ = invited.headReceived(
+                now: t(5), keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue)
             #expect(invited.handlerReturned() == (expectsContinue ? .sendContinue : .none))
         }
     }
@@ -406,7 +415,9 @@ struct ConnectionStateMachineTests {
         #expect(m.responseEnded(now: t(3)) == .readNextRequest)
     }
 
-    @Test("upstream closing after part of the body: what is queued is flushed, then the connection closes with the reason")
+    @Test(
+        "upstream closing after part of the body: what is queued is flushed, then the connection closes with the reason"
+    )
     func abortFlushesThenCloses() {
         var m = machineAfterHead(at: 1, hasBody: false)
         _ = m.responseStarted()
@@ -435,7 +446,9 @@ struct ConnectionStateMachineTests {
         #expect(m.deadline == t(4 + idleTimeout))
     }
 
-    @Test("100-continue: sent after the handler returns unless it already answered; an answered client that never sent its body is closed")
+    @Test(
+        "100-continue: sent after the handler returns unless it already answered; an answered client that never sent its body is closed"
+    )
     func expectContinue() {
         var invited = machineAfterHead(at: 1, hasBody: true, expectsContinue: true)
         #expect(invited.handlerReturned() == .sendContinue)

@@ -2,6 +2,7 @@ import EventLoop
 import Glibc
 import HTTP1
 import Testing
+
 @testable import HTTPServer
 
 /// The number of times `needle` occurs in `text`.
@@ -19,7 +20,8 @@ struct HTTPConnectionTests {
             served += 1
             exchange.respond(status: 200, headers: [("X-N", String(served))], body: Array(exchange.head.target.utf8))
         }
-        try h.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n")
+        try h.send(
+            "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n")
         let text = h.read()
         #expect(occurrences(of: "HTTP/1.1 200", in: text) == 3)
         let a = try #require(text.firstRange(of: "X-N: 1")), b = try #require(text.firstRange(of: "X-N: 2"))
@@ -31,7 +33,9 @@ struct HTTPConnectionTests {
         #expect(h.server.connectionCount == 1)
     }
 
-    @Test("a response whose last byte is queued from an upstream callback leaves at once, in one write; a partial or streamed one waits for the loop")
+    @Test(
+        "a response whose last byte is queued from an upstream callback leaves at once, in one write; a partial or streamed one waits for the loop"
+    )
     func completedResponseLeavesBeforeTheIterationEnds() throws {
         let h = try ConnectionHarness()
         h.handler.onHandle = { _ in }
@@ -370,16 +374,18 @@ struct HTTPConnectionTests {
 
 @Suite("writeDecimal and writeHexadecimal")
 struct AppendDecimalTests {
-    @Test("a Content-Length is written in decimal digits, as String(_:) would",
-          arguments: [0, 7, 9, 10, 99, 100, 65_536, 123_456_789, Int.max])
+    @Test(
+        "a Content-Length is written in decimal digits, as String(_:) would",
+        arguments: [0, 7, 9, 10, 99, 100, 65_536, 123_456_789, Int.max])
     func digits(value: Int) {
         var bytes = Array("x".utf8)
         bytes.writeDecimal(value)
         #expect(bytes == Array("x\(value)".utf8))
     }
 
-    @Test("a chunk size is written in lowercase hexadecimal, as String(_:radix: 16) would",
-          arguments: [0, 9, 10, 15, 16, 255, 4010, 65_536, 0xabcdef, Int.max])
+    @Test(
+        "a chunk size is written in lowercase hexadecimal, as String(_:radix: 16) would",
+        arguments: [0, 9, 10, 15, 16, 255, 4010, 65_536, 0xabcdef, Int.max])
     func hexadecimal(value: Int) {
         var bytes = Array("x".utf8)
         bytes.writeHexadecimal(value)

@@ -1,6 +1,7 @@
 import EventLoop
 import Glibc
 import Testing
+
 @testable import HTTPServer
 
 @Suite("HTTPServer.stop")

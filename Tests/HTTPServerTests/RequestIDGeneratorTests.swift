@@ -1,6 +1,7 @@
-import Testing
-@testable import HTTPServer
 import EventLoop
+import Testing
+
+@testable import HTTPServer
 
 @Suite("RequestIDGenerator")
 struct RequestIDGeneratorTests {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import JSON
 
 struct JSONNumberTests {
@@ -62,7 +63,7 @@ struct JSONNumberTests {
         #expect(try JSONValue.parse("0.30000000000000004").doubleValue == 0.30000000000000004)
         #expect(try JSONValue.parse("123456789012345678").doubleValue == 123456789012345678.0)
         #expect(try JSONValue.parse("1e-400").doubleValue == 0)
-        #expect(try JSONValue.parse("-123456789012345").doubleValue == -123456789012345)
+        #expect(try JSONValue.parse("-123456789012345").doubleValue == -123_456_789_012_345)
     }
 }
 

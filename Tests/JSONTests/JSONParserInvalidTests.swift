@@ -1,4 +1,5 @@
 import Testing
+
 @testable import JSON
 
 struct JSONParserInvalidTests {
@@ -119,7 +120,8 @@ struct JSONParserInvalidTests {
         #expect(parseError("[1 2]")?.message == "expected ',' or ']' but found '2'")
         #expect(parseError("01")?.message == "leading zeros are not allowed in numbers")
         #expect(parseError("[1,]")?.message == "trailing comma before ']'")
-        #expect(parseError("\"\\ud800\"")?.message
-            == "lone surrogate \\uD800: a high surrogate must be followed by a low one")
+        #expect(
+            parseError("\"\\ud800\"")?.message
+                == "lone surrogate \\uD800: a high surrogate must be followed by a low one")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import JSON
 
 struct JSONSerializerTests {
@@ -21,7 +22,9 @@ struct JSONSerializerTests {
         #expect(value.serialized() == "{\"k\\\"ey\":\"a/b\\u0001\\b\\f\\n\\r\\t\\\\é\"}")
     }
 
-    @Test("the word-at-a-time escape check agrees with the byte test for every byte at every offset, and jsonEscape with jsonEscaped")
+    @Test(
+        "the word-at-a-time escape check agrees with the byte test for every byte at every offset, and jsonEscape with jsonEscaped"
+    )
     func escapeScanAgrees() {
         for length in [1, 7, 8, 9, 15, 16, 17, 24] {
             for position in 0..<length {
@@ -29,13 +32,16 @@ struct JSONSerializerTests {
                     var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
                     bytes[position] = UInt8(byte)
                     let expected = bytes.contains(where: JSONSerializer.needsEscape)
-                    #expect(bytes.withUnsafeBufferPointer { JSONSerializer.anyNeedsEscape($0) } == expected,
-                            "byte \(byte) at \(position) of \(length)")
+                    #expect(
+                        bytes.withUnsafeBufferPointer { JSONSerializer.anyNeedsEscape($0) } == expected,
+                        "byte \(byte) at \(position) of \(length)")
                 }
             }
         }
-        for text in ["", "plain-ascii-path/with/slashes", "quote\"inside a long enough string", "tab\there", "back\\slash",
-                     "ünïcødé stays as UTF-8 bytes", "\u{7f} DEL is not escaped", "12345678\n"] {
+        for text in [
+            "", "plain-ascii-path/with/slashes", "quote\"inside a long enough string", "tab\there", "back\\slash",
+            "ünïcødé stays as UTF-8 bytes", "\u{7f} DEL is not escaped", "12345678\n",
+        ] {
             var out: [UInt8] = []
             Array(text.utf8).withUnsafeBufferPointer { bytes in jsonEscape(bytes) { out.append($0) } }
             #expect(String(decoding: out, as: UTF8.self) == jsonEscaped(text))

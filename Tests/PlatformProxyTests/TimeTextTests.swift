@@ -1,4 +1,5 @@
 import Testing
+
 @testable import platform_proxy
 
 struct TimeTextTests {

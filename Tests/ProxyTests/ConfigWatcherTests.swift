@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+
 @testable import Proxy
 
 @Suite("ConfigWatcher events")

@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+
 @testable import Proxy
 
 @Suite("EchoMasker")
@@ -21,10 +22,12 @@ struct EchoMaskerTests {
         return (String(decoding: out, as: UTF8.self), masker.masked)
     }
 
-    @Test("every occurrence is masked with as many bytes, whatever the chunk boundaries",
-          arguments: [1, 2, 3, 5, 7, 19, 20, 21, 64, 4096])
+    @Test(
+        "every occurrence is masked with as many bytes, whatever the chunk boundaries",
+        arguments: [1, 2, 3, 5, 7, 19, 20, 21, 64, 4096])
     func acrossBoundaries(size: Int) {
-        let body = #"{"headers":{"Authorization":"Bearer tok-0123456789abcdef"},"again":"tok-0123456789abcdeftok-0123456789abcdef","x":"tok-0123"}"#
+        let body =
+            #"{"headers":{"Authorization":"Bearer tok-0123456789abcdef"},"again":"tok-0123456789abcdeftok-0123456789abcdef","x":"tok-0123"}"#
         let expected = body.replacingOccurrences(of: "tok-0123456789abcdef", with: String(repeating: "*", count: 20))
         let (out, masked) = stream(body, pieces: size)
         #expect(out == expected)
@@ -51,12 +54,15 @@ struct EchoMaskerTests {
     func headerValues() {
         var masker = EchoMasker(token: token)!
         #expect(masker.masking(Array("no token here".utf8)[...]) == nil)
-        #expect(masker.masking(Array("Bearer tok-0123456789abcdef".utf8)[...]) == Array(("Bearer " + String(repeating: "*", count: 20)).utf8))
+        #expect(
+            masker.masking(Array("Bearer tok-0123456789abcdef".utf8)[...])
+                == Array(("Bearer " + String(repeating: "*", count: 20)).utf8))
         #expect(masker.masked == 1)
     }
 
-    @Test("a token holding `/` is masked where JSON escapes it as `\\/` too, whatever the chunk boundaries",
-          arguments: [1, 2, 3, 9, 23, 24, 25, 4096])
+    @Test(
+        "a token holding `/` is masked where JSON escapes it as `\\/` too, whatever the chunk boundaries",
+        arguments: [1, 2, 3, 9, 23, 24, 25, 4096])
     func jsonEscapedSlashes(size: Int) {
         let token = Array("ab/cd+ef/0123456789".utf8)
         let escaped = #"ab\/cd+ef\/0123456789"#
@@ -65,14 +71,18 @@ struct EchoMaskerTests {
         var out: [UInt8] = []
         let bytes = Array(body.utf8)
         for start in stride(from: 0, to: bytes.count, by: size) {
-            Array(bytes[start..<min(start + size, bytes.count)]).withUnsafeBytes { masker.process($0) { out.append(contentsOf: $0) } }
+            Array(bytes[start..<min(start + size, bytes.count)]).withUnsafeBytes {
+                masker.process($0) { out.append(contentsOf: $0) }
+            }
         }
         masker.finish { out.append(contentsOf: $0) }
-        let expected = #"{"a":"Bearer "# + String(repeating: "*", count: 21) + #"","b":""#
+        let expected =
+            #"{"a":"Bearer "# + String(repeating: "*", count: 21) + #"","b":""#
             + String(repeating: "*", count: 19) + #"","c":"ab\/cd+ef\/012345678"}"#
         #expect(String(decoding: out, as: UTF8.self) == expected)
         #expect(masker.masked == 2)
-        #expect(masker.masking(Array(("x " + escaped).utf8)[...]) == Array(("x " + String(repeating: "*", count: 21)).utf8))
+        #expect(
+            masker.masking(Array(("x " + escaped).utf8)[...]) == Array(("x " + String(repeating: "*", count: 21)).utf8))
     }
 
     @Test("tokens shorter than 8 bytes are not masked (they would match ordinary text)")
@@ -81,8 +91,9 @@ struct EchoMaskerTests {
         #expect(EchoMasker(token: Array("12345678".utf8)) != nil)
     }
 
-    @Test("the search agrees with a naive one wherever the anchor byte sits in the token",
-          arguments: ["Xabcdefghij", "abcdeXfghij", "abcdefghijX", "aaaaaaaaaaab", "abababababab"])
+    @Test(
+        "the search agrees with a naive one wherever the anchor byte sits in the token",
+        arguments: ["Xabcdefghij", "abcdeXfghij", "abcdefghijX", "aaaaaaaaaaab", "abababababab"])
     func searchAgreesWithNaive(token: String) {
         let needle = Array(token.utf8)
         let masker = EchoMasker(token: needle)!
@@ -95,9 +106,12 @@ struct EchoMaskerTests {
                 haystack.replaceSubrange(at..<(at + needle.count), with: needle)
             }
             let from = haystack.isEmpty ? 0 : Int.random(in: 0..<haystack.count, using: &generator)
-            let naive = haystack.count < needle.count ? nil : (from...max(from, haystack.count - needle.count)).first {
-                $0 + needle.count <= haystack.count && Array(haystack[$0..<($0 + needle.count)]) == needle
-            }
+            let naive =
+                haystack.count < needle.count
+                ? nil
+                : (from...max(from, haystack.count - needle.count)).first {
+                    $0 + needle.count <= haystack.count && Array(haystack[$0..<($0 + needle.count)]) == needle
+                }
             let found = haystack.withUnsafeBytes { masker.find(in: $0, from: from)?.at }
             #expect(found == naive, "\(String(decoding: haystack, as: UTF8.self)) from \(from)")
         }

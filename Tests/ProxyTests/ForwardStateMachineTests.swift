@@ -2,6 +2,7 @@ import Config
 import Credentials
 import Testing
 import Upstream
+
 @testable import Proxy
 
 private typealias Machine = ForwardStateMachine
@@ -17,7 +18,7 @@ private let noCredentials = ProxyError.credentialsUnavailable("access_token")
 /// The states a table row starts from, each reached through the machine's own events.
 private enum Start: CaseIterable {
     case idle, sendingBody, awaitingHead, discarding401, awaitingRefreshAfter401, redirectingFollow,
-         redirectingTooMany, relaying, relayingEarly, finishedRelayed, finishedClientGone
+        redirectingTooMany, relaying, relayingEarly, finishedRelayed, finishedClientGone
 
     var machine: Machine {
         var m = Machine(hasBody: true)
@@ -43,7 +44,8 @@ private enum Start: CaseIterable {
             _ = m.receivedHead(status: 401, retryAfter401: { true }, redirect: { _ in .relay })
             _ = m.transferCompleted(nil, carriesCredentials: { _ in true })
         case .redirectingFollow: _ = m.receivedHead(status: 302, retryAfter401: { true }, redirect: { _ in follow })
-        case .redirectingTooMany: _ = m.receivedHead(status: 302, retryAfter401: { true }, redirect: { _ in .tooManyRedirects })
+        case .redirectingTooMany:
+            _ = m.receivedHead(status: 302, retryAfter401: { true }, redirect: { _ in .tooManyRedirects })
         case .relaying: _ = m.receivedHead(status: 200, retryAfter401: { true }, redirect: { _ in .relay })
         case .finishedRelayed:
             _ = m.receivedHead(status: 200, retryAfter401: { true }, redirect: { _ in .relay })
@@ -58,7 +60,8 @@ private enum Start: CaseIterable {
 /// a 3xx is followed to a foreign host that does not get the credentials.
 private enum Event: CaseIterable {
     case start, requestSent, head200, head401, head302, completedOK, completedTimeout, completedUnreachable,
-         completedStale, completedCancelled, refreshReady, refreshSuppressed, refreshUnavailable, refreshNotLoggedIn, couldNotSend, clientGone
+        completedStale, completedCancelled, refreshReady, refreshSuppressed, refreshUnavailable, refreshNotLoggedIn,
+        couldNotSend, clientGone
 
     /// What an event returns: an action, a head verdict, or nothing.
     enum Output: Equatable {
@@ -80,7 +83,8 @@ private enum Event: CaseIterable {
         case .completedTimeout: return .action(m.transferCompleted(timeout, carriesCredentials: { _ in false }))
         case .completedUnreachable: return .action(m.transferCompleted(reset, carriesCredentials: { _ in false }))
         // Every start has a body: a stale connection is a failure like any other there.
-        case .completedStale: return .action(m.transferCompleted(stale, carriesCredentials: { _ in false }, idempotent: { true }))
+        case .completedStale:
+            return .action(m.transferCompleted(stale, carriesCredentials: { _ in false }, idempotent: { true }))
         case .completedCancelled: return .action(m.transferCompleted(.cancelled, carriesCredentials: { _ in false }))
         case .refreshReady: return .action(m.refreshAnswered(.ready))
         case .refreshSuppressed: return .action(m.refreshAnswered(.suppressed))
@@ -109,12 +113,16 @@ private let table: [Event: [Start: (State, Event.Output)]] = [
     .requestSent: [.sendingBody: (.awaitingHead, .nothing)],
     .head200: [.sendingBody: (.relaying, .head(.relay)), .awaitingHead: (.relaying, .head(.relay))],
     .head401: [.sendingBody: (.discarding401, .head(.discard)), .awaitingHead: (.discarding401, .head(.discard))],
-    .head302: [.sendingBody: (.redirecting(follow), .head(.discard)), .awaitingHead: (.redirecting(follow), .head(.discard))],
+    .head302: [
+        .sendingBody: (.redirecting(follow), .head(.discard)), .awaitingHead: (.redirecting(follow), .head(.discard)),
+    ],
     .completedOK: [
         .sendingBody: (.finished(.failed(.upstreamUnreachable)), .action(.fail(.upstreamUnreachable))),
         .awaitingHead: (.finished(.failed(.upstreamUnreachable)), .action(.fail(.upstreamUnreachable))),
         .discarding401: (.awaitingRefreshAfter401, .action(.refreshAfter401)),
-        .redirectingFollow: (.awaitingHead, .action(.follow(url: foreign, method: "GET", keepsBody: false, credentials: .stripped))),
+        .redirectingFollow: (
+            .awaitingHead, .action(.follow(url: foreign, method: "GET", keepsBody: false, credentials: .stripped))
+        ),
         .redirectingTooMany: (.finished(.failed(.tooManyRedirects)), .action(.fail(.tooManyRedirects))),
         .relaying: (.finished(.relayed), .action(.endResponse)),
         // The transfer ends once an early answer came whole, its upload cut short: the answer is relayed whole.
@@ -126,9 +134,15 @@ private let table: [Event: [Start: (State, Event.Output)]] = [
     .completedCancelled: [:],
     .refreshReady: [.awaitingRefreshAfter401: (.sendingBody, .action(.resend(refreshed: true)))],
     .refreshSuppressed: [.awaitingRefreshAfter401: (.sendingBody, .action(.resend(refreshed: false)))],
-    .refreshUnavailable: [.awaitingRefreshAfter401: (.finished(.failed(.authServerUnavailable("down"))),
-                                                     .action(.fail(.authServerUnavailable("down"))))],
-    .refreshNotLoggedIn: [.awaitingRefreshAfter401: (.finished(.failed(.awaitingAuthorization)), .action(.fail(.awaitingAuthorization)))],
+    .refreshUnavailable: [
+        .awaitingRefreshAfter401: (
+            .finished(.failed(.authServerUnavailable("down"))),
+            .action(.fail(.authServerUnavailable("down")))
+        )
+    ],
+    .refreshNotLoggedIn: [
+        .awaitingRefreshAfter401: (.finished(.failed(.awaitingAuthorization)), .action(.fail(.awaitingAuthorization)))
+    ],
     .couldNotSend: [
         .idle: (.finished(.failed(noCredentials)), .action(.fail(noCredentials))),
         .sendingBody: (.finished(.failed(noCredentials)), .action(.fail(noCredentials))),
@@ -179,10 +193,12 @@ struct ForwardStateMachineTests {
     func staleConnectionResend() {
         var m = Machine(hasBody: false)
         _ = m.start()
-        #expect(m.transferCompleted(stale, carriesCredentials: { _ in true }, idempotent: { true }) == .resendHop(stale))
+        #expect(
+            m.transferCompleted(stale, carriesCredentials: { _ in true }, idempotent: { true }) == .resendHop(stale))
         #expect(m.state == .awaitingHead)
         // The resent hop's connection fails the same way: the 502 it would have been.
-        #expect(m.transferCompleted(stale, carriesCredentials: { _ in true }, idempotent: { true })
+        #expect(
+            m.transferCompleted(stale, carriesCredentials: { _ in true }, idempotent: { true })
                 == .failUpstream(stale, answer: .upstreamUnreachable))
         #expect(m.state == .finished(.failed(.upstreamUnreachable)))
     }
@@ -190,21 +206,25 @@ struct ForwardStateMachineTests {
     @Test("a stale connection is not resent for a non-idempotent method, a body, or any other error")
     func staleConnectionNotResent() {
         // (hasBody, idempotent, error): only (false, true, stale) resends, checked above.
-        let cases: [(Bool, Bool, UpstreamError)] = [(false, false, stale), (true, true, stale), (true, false, stale),
-                                                    (false, true, reset), (false, true, timeout)]
+        let cases: [(Bool, Bool, UpstreamError)] = [
+            (false, false, stale), (true, true, stale), (true, false, stale),
+            (false, true, reset), (false, true, timeout),
+        ]
         for (hasBody, idempotent, error) in cases {
             var m = Machine(hasBody: hasBody)
             _ = m.start()
             m.requestSent()
             let answer: ProxyError = error.isTimeout ? .upstreamTimeout : .upstreamUnreachable
-            #expect(m.transferCompleted(error, carriesCredentials: { _ in true }, idempotent: { idempotent })
+            #expect(
+                m.transferCompleted(error, carriesCredentials: { _ in true }, idempotent: { idempotent })
                     == .failUpstream(error, answer: answer), "\(hasBody) \(idempotent) \(error)")
         }
         // After a head arrived nothing is resent: the relayed response is cut or replaced.
         var relaying = Machine(hasBody: false)
         _ = relaying.start()
         _ = relaying.receivedHead(status: 200, retryAfter401: { false }, redirect: { _ in .relay })
-        #expect(relaying.transferCompleted(stale, carriesCredentials: { _ in true }, idempotent: { true })
+        #expect(
+            relaying.transferCompleted(stale, carriesCredentials: { _ in true }, idempotent: { true })
                 == .retractOrCut(stale, answer: .upstreamUnreachable))
     }
 
@@ -213,9 +233,11 @@ struct ForwardStateMachineTests {
         var m = Machine(hasBody: false)
         _ = m.start()
         _ = m.receivedHead(status: 302, retryAfter401: { false }, redirect: { _ in follow })
-        #expect(m.transferCompleted(nil, carriesCredentials: { _ in false })
+        #expect(
+            m.transferCompleted(nil, carriesCredentials: { _ in false })
                 == .follow(url: foreign, method: "GET", keepsBody: false, credentials: .stripped))
-        #expect(m.transferCompleted(stale, carriesCredentials: { _ in false }, idempotent: { true }) == .resendHop(stale))
+        #expect(
+            m.transferCompleted(stale, carriesCredentials: { _ in false }, idempotent: { true }) == .resendHop(stale))
         #expect(m.credentials == .stripped && m.hops == 1)
     }
 
@@ -234,7 +256,9 @@ struct ForwardStateMachineTests {
         var m = Machine(hasBody: true)
         _ = m.start()
         #expect(m.state == .sendingBody)
-        #expect(m.transferCompleted(timeout, carriesCredentials: { _ in true }) == .failUpstream(timeout, answer: .upstreamTimeout))
+        #expect(
+            m.transferCompleted(timeout, carriesCredentials: { _ in true })
+                == .failUpstream(timeout, answer: .upstreamTimeout))
         #expect(m.state == .finished(.failed(.upstreamTimeout)))
     }
 
@@ -270,7 +294,9 @@ struct ForwardStateMachineTests {
     @Test("an upstream closing right after its head: the response is retracted for a 502, or cut short")
     func upstreamClosesAfterHead() {
         var m = Start.relaying.machine
-        #expect(m.transferCompleted(reset, carriesCredentials: { _ in true }) == .retractOrCut(reset, answer: .upstreamUnreachable))
+        #expect(
+            m.transferCompleted(reset, carriesCredentials: { _ in true })
+                == .retractOrCut(reset, answer: .upstreamUnreachable))
         #expect(m.state == .finished(.failed(.upstreamUnreachable)))
     }
 
@@ -280,7 +306,11 @@ struct ForwardStateMachineTests {
         #expect(m.refreshAnswered(.ready) == .resend(refreshed: true))
         m.requestSent()
         var asked = 0
-        let verdict = m.receivedHead(status: 401, retryAfter401: { asked += 1; return true }, redirect: { _ in .relay })
+        let verdict = m.receivedHead(
+            status: 401,
+            retryAfter401: {
+                asked += 1; return true
+            }, redirect: { _ in .relay })
         #expect(verdict == .relay)
         #expect(asked == 0)
         #expect(m.leg == .retriedAfter401)
@@ -299,7 +329,12 @@ struct ForwardStateMachineTests {
         _ = m.transferCompleted(nil, carriesCredentials: { _ in true })
         #expect(m.hops == 1)
         var asked = 0
-        #expect(m.receivedHead(status: 401, retryAfter401: { asked += 1; return true }, redirect: { _ in .relay }) == .relay)
+        #expect(
+            m.receivedHead(
+                status: 401,
+                retryAfter401: {
+                    asked += 1; return true
+                }, redirect: { _ in .relay }) == .relay)
         #expect(asked == 0)
     }
 
@@ -308,7 +343,11 @@ struct ForwardStateMachineTests {
         var m = Start.awaitingHead.machine
         var seen: [Int] = []
         for _ in 0..<3 {
-            _ = m.receivedHead(status: 302, retryAfter401: { true }, redirect: { seen.append($0); return follow })
+            _ = m.receivedHead(
+                status: 302, retryAfter401: { true },
+                redirect: {
+                    seen.append($0); return follow
+                })
             _ = m.transferCompleted(nil, carriesCredentials: { _ in true })
         }
         #expect(seen == [0, 1, 2])
@@ -320,11 +359,16 @@ struct ForwardStateMachineTests {
     @Test("once a hop leaves the credential hosts, the rest of the chain stays stripped")
     func strippingIsSticky() {
         var m = Start.redirectingFollow.machine
-        #expect(m.transferCompleted(nil, carriesCredentials: { _ in false })
+        #expect(
+            m.transferCompleted(nil, carriesCredentials: { _ in false })
                 == .follow(url: foreign, method: "GET", keepsBody: false, credentials: .stripped))
         _ = m.receivedHead(status: 302, retryAfter401: { true }, redirect: { _ in follow })
         var asked = 0
-        let back = m.transferCompleted(nil, carriesCredentials: { _ in asked += 1; return true })
+        let back = m.transferCompleted(
+            nil,
+            carriesCredentials: { _ in
+                asked += 1; return true
+            })
         #expect(back == .follow(url: foreign, method: "GET", keepsBody: false, credentials: .stripped))
         #expect(asked == 0)
     }
@@ -332,7 +376,8 @@ struct ForwardStateMachineTests {
     @Test("a trusted hop carries the credentials")
     func trustedHopCarries() {
         var m = Start.redirectingFollow.machine
-        #expect(m.transferCompleted(nil, carriesCredentials: { _ in true })
+        #expect(
+            m.transferCompleted(nil, carriesCredentials: { _ in true })
                 == .follow(url: foreign, method: "GET", keepsBody: false, credentials: .carried))
         #expect(m.credentials == .carried)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Proxy
 
 /// A fresh temporary mock folder, removed when the test ends.
@@ -7,7 +8,8 @@ private final class MockFolder {
     let path: String
 
     init() throws {
-        path = FileManager.default.temporaryDirectory
+        path =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("mockfiles-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
@@ -45,7 +47,9 @@ struct MockFilesTests {
         let folder = try MockFolder()
         try folder.write("index.json", "[]")
         let mocks = MockFiles()
-        #expect(mocks.lookup(directory: folder.path, rest: "") == .found(body: Array("[]".utf8), file: folder.path + "/index.json"))
+        #expect(
+            mocks.lookup(directory: folder.path, rest: "")
+                == .found(body: Array("[]".utf8), file: folder.path + "/index.json"))
         #expect(body(mocks.lookup(directory: folder.path, rest: "/")) == "[]")
     }
 
@@ -67,8 +71,9 @@ struct MockFilesTests {
         let mocks = MockFiles()
         let served = (0..<7).map { _ in body(mocks.lookup(directory: folder.path, rest: "/list")) }
         #expect(served == ["1", "2", "3", "1", "2", "3", "1"])
-        #expect(mocks.lookup(directory: folder.path, rest: "/list")
-            == .found(body: Array("2".utf8), file: folder.path + "/list/02.json"))
+        #expect(
+            mocks.lookup(directory: folder.path, rest: "/list")
+                == .found(body: Array("2".utf8), file: folder.path + "/list/02.json"))
     }
 
     @Test("the folder cursor is per folder")
@@ -116,14 +121,17 @@ struct MockFilesTests {
     func emptyFolderMissing() throws {
         let folder = try MockFolder()
         try folder.mkdir("empty")
-        #expect(MockFiles().lookup(directory: folder.path, rest: "/empty") == .missing(file: folder.path + "/empty.json"))
+        #expect(
+            MockFiles().lookup(directory: folder.path, rest: "/empty") == .missing(file: folder.path + "/empty.json"))
     }
 
-    @Test("paths that try to leave the folder are refused", arguments: [
-        "/../x", "/a/../../x", "/./x", "/%2e%2e/x", "/%2E%2E/x", "/.%2e/x", "/%2e/x",
-        "/a%2fb", "/a%2Fb", "/a%5cb", "/a%5Cb", "/%00", "/a%00.json",
-        "/%zz", "/%2", "/%", "/%c3%28",
-    ])
+    @Test(
+        "paths that try to leave the folder are refused",
+        arguments: [
+            "/../x", "/a/../../x", "/./x", "/%2e%2e/x", "/%2E%2E/x", "/.%2e/x", "/%2e/x",
+            "/a%2fb", "/a%2Fb", "/a%5cb", "/a%5Cb", "/%00", "/a%00.json",
+            "/%zz", "/%2", "/%", "/%c3%28",
+        ])
     func traversalRefused(rest: String) throws {
         let folder = try MockFolder()
         // A file the traversal could reach if it were allowed.

@@ -1,15 +1,17 @@
 import Foundation
 import Testing
+
 @testable import Proxy
 
 @Suite("MockTemporaries")
 struct MockTemporariesTests {
-    @Test("record mode's temporary names are recognised, fixtures are not",
-          arguments: [
-              ("a.json.tmp-3k9x0q", true), ("index.json.tmp-0", true), ("x.tmp-zz", true),
-              ("a.json", false), ("a.json.tmp-", false), (".tmp-abc", false), ("a.json.tmp-ABC", false),
-              ("a.tmp-b.json", false), ("tmp-abc", false), ("a.json.tmp-ab-c", false),
-          ])
+    @Test(
+        "record mode's temporary names are recognised, fixtures are not",
+        arguments: [
+            ("a.json.tmp-3k9x0q", true), ("index.json.tmp-0", true), ("x.tmp-zz", true),
+            ("a.json", false), ("a.json.tmp-", false), (".tmp-abc", false), ("a.json.tmp-ABC", false),
+            ("a.tmp-b.json", false), ("tmp-abc", false), ("a.json.tmp-ab-c", false),
+        ])
     func names(name: String, temporary: Bool) {
         #expect(MockTemporaries.isTemporary(name) == temporary)
     }
@@ -19,8 +21,10 @@ struct MockTemporariesTests {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("mocktemps-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: root) }
         try FileManager.default.createDirectory(atPath: root + "/users/list", withIntermediateDirectories: true)
-        for file in ["a.json", "a.json.tmp-1x", "users/list/1.json", "users/list/1.json.tmp-9z", "users/b.tmp-b.json",
-                     "users/notes.tmp-old"] {
+        for file in [
+            "a.json", "a.json.tmp-1x", "users/list/1.json", "users/list/1.json.tmp-9z", "users/b.tmp-b.json",
+            "users/notes.tmp-old",
+        ] {
             try Data("{}".utf8).write(to: URL(fileURLWithPath: root + "/" + file))
             // The recorder's temporaries are 0600; the user's own files (a checkout's 0644) are not its.
             let mode: mode_t = file.hasSuffix("tmp-1x") || file.hasSuffix("tmp-9z") ? 0o600 : 0o644

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Proxy
 
 /// One row: the providers, the outcomes fed in turn, and the actions they must give.
@@ -21,33 +22,50 @@ private func report(_ signedIn: [String], _ not: [(String, String)] = []) -> Rep
 @Suite("PhasedLogin")
 struct PhasedLoginTests {
     static let cases: [PhasedLoginCase] = [
-        PhasedLoginCase(name: "the first provider is asked, the second tried silently and signed in",
-                        providers: ["a", "b"], steps: [("a", .signedIn), ("b", .signedIn)],
-                        actions: [.authorize(provider: "a", silent: false), .authorize(provider: "b", silent: true),
-                                  .finish(report(["a", "b"]))]),
-        PhasedLoginCase(name: "login_required on the silent try asks again interactively",
-                        providers: ["a", "b"], steps: [("a", .signedIn), ("b", .interactionRequired), ("b", .signedIn)],
-                        actions: [.authorize(provider: "a", silent: false), .authorize(provider: "b", silent: true),
-                                  .authorize(provider: "b", silent: false), .finish(report(["a", "b"]))]),
-        PhasedLoginCase(name: "a refusal is reported and the chain goes on to the next provider",
-                        providers: ["a", "b", "c"], steps: [("a", .signedIn), ("b", .refused("access_denied")), ("c", .signedIn)],
-                        actions: [.authorize(provider: "a", silent: false), .authorize(provider: "b", silent: true),
-                                  .authorize(provider: "c", silent: true), .finish(report(["a", "c"], [("b", "access_denied")]))]),
-        PhasedLoginCase(name: "an interactive attempt that still needs a login is not retried",
-                        providers: ["a", "b"], steps: [("a", .signedIn), ("b", .interactionRequired), ("b", .interactionRequired)],
-                        actions: [.authorize(provider: "a", silent: false), .authorize(provider: "b", silent: true),
-                                  .authorize(provider: "b", silent: false),
-                                  .finish(report(["a"], [("b", "the authorization server still asked for a login")]))]),
-        PhasedLoginCase(name: "the first provider refusing still moves on, silently",
-                        providers: ["a", "b"], steps: [("a", .failed("code exchange failed")), ("b", .interactionRequired)],
-                        actions: [.authorize(provider: "a", silent: false), .authorize(provider: "b", silent: true),
-                                  .authorize(provider: "b", silent: false)]),
-        PhasedLoginCase(name: "a callback for another provider than the current step is ignored",
-                        providers: ["a", "b"], steps: [("b", .signedIn), ("a", .signedIn)],
-                        actions: [.authorize(provider: "a", silent: false), .ignore, .authorize(provider: "b", silent: true)]),
-        PhasedLoginCase(name: "a single provider chain finishes after its one login",
-                        providers: ["a"], steps: [("a", .signedIn)],
-                        actions: [.authorize(provider: "a", silent: false), .finish(report(["a"]))]),
+        PhasedLoginCase(
+            name: "the first provider is asked, the second tried silently and signed in",
+            providers: ["a", "b"], steps: [("a", .signedIn), ("b", .signedIn)],
+            actions: [
+                .authorize(provider: "a", silent: false), .authorize(provider: "b", silent: true),
+                .finish(report(["a", "b"])),
+            ]),
+        PhasedLoginCase(
+            name: "login_required on the silent try asks again interactively",
+            providers: ["a", "b"], steps: [("a", .signedIn), ("b", .interactionRequired), ("b", .signedIn)],
+            actions: [
+                .authorize(provider: "a", silent: false), .authorize(provider: "b", silent: true),
+                .authorize(provider: "b", silent: false), .finish(report(["a", "b"])),
+            ]),
+        PhasedLoginCase(
+            name: "a refusal is reported and the chain goes on to the next provider",
+            providers: ["a", "b", "c"], steps: [("a", .signedIn), ("b", .refused("access_denied")), ("c", .signedIn)],
+            actions: [
+                .authorize(provider: "a", silent: false), .authorize(provider: "b", silent: true),
+                .authorize(provider: "c", silent: true), .finish(report(["a", "c"], [("b", "access_denied")])),
+            ]),
+        PhasedLoginCase(
+            name: "an interactive attempt that still needs a login is not retried",
+            providers: ["a", "b"], steps: [("a", .signedIn), ("b", .interactionRequired), ("b", .interactionRequired)],
+            actions: [
+                .authorize(provider: "a", silent: false), .authorize(provider: "b", silent: true),
+                .authorize(provider: "b", silent: false),
+                .finish(report(["a"], [("b", "the authorization server still asked for a login")])),
+            ]),
+        PhasedLoginCase(
+            name: "the first provider refusing still moves on, silently",
+            providers: ["a", "b"], steps: [("a", .failed("code exchange failed")), ("b", .interactionRequired)],
+            actions: [
+                .authorize(provider: "a", silent: false), .authorize(provider: "b", silent: true),
+                .authorize(provider: "b", silent: false),
+            ]),
+        PhasedLoginCase(
+            name: "a callback for another provider than the current step is ignored",
+            providers: ["a", "b"], steps: [("b", .signedIn), ("a", .signedIn)],
+            actions: [.authorize(provider: "a", silent: false), .ignore, .authorize(provider: "b", silent: true)]),
+        PhasedLoginCase(
+            name: "a single provider chain finishes after its one login",
+            providers: ["a"], steps: [("a", .signedIn)],
+            actions: [.authorize(provider: "a", silent: false), .finish(report(["a"]))]),
     ]
 
     @Test("each row gives its actions in order", arguments: cases)

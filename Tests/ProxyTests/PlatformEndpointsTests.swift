@@ -1,5 +1,6 @@
 import HTTP1
 import Testing
+
 @testable import Proxy
 
 private func head(_ method: String) -> HTTPRequestHead {
@@ -11,24 +12,28 @@ private func head(_ method: String) -> HTTPRequestHead {
 
 @Suite("PlatformEndpoints")
 struct PlatformEndpointsTests {
-    @Test("every /_platform path answers 405 with its own Allow set",
-          arguments: [
-              ("/_platform/health", "GET"), ("/_platform/ready", "GET"), ("/_platform/metrics", "GET"),
-              ("/_platform/login/journey", "POST"), ("/_platform/login/journey/step-1", "POST"),
-              ("/_platform/auth", "GET"), ("/_platform/auth/events", "GET"), ("/_platform/login", "GET"),
-              ("/_platform/callback", "GET"), ("/_platform/userinfo", "GET"), ("/_platform/login/device", "POST"),
-              ("/_platform/login/demo", "POST"), ("/_platform/logout", "POST"), ("/_platform/analytics/events", "POST"),
-              ("/_platform/analytics/operations/begin", "POST"), ("/_platform/analytics/unknown", "POST"),
-              ("/_platform/experiments", "GET"), ("/_platform/experiments/checkout", "GET, PUT, DELETE"),
-              ("/_platform/mock", "POST"),
-          ])
+    @Test(
+        "every /_platform path answers 405 with its own Allow set",
+        arguments: [
+            ("/_platform/health", "GET"), ("/_platform/ready", "GET"), ("/_platform/metrics", "GET"),
+            ("/_platform/login/journey", "POST"), ("/_platform/login/journey/step-1", "POST"),
+            ("/_platform/auth", "GET"), ("/_platform/auth/events", "GET"), ("/_platform/login", "GET"),
+            ("/_platform/callback", "GET"), ("/_platform/userinfo", "GET"), ("/_platform/login/device", "POST"),
+            ("/_platform/login/demo", "POST"), ("/_platform/logout", "POST"), ("/_platform/analytics/events", "POST"),
+            ("/_platform/analytics/operations/begin", "POST"), ("/_platform/analytics/unknown", "POST"),
+            ("/_platform/experiments", "GET"), ("/_platform/experiments/checkout", "GET, PUT, DELETE"),
+            ("/_platform/mock", "POST"),
+        ])
     func allowSets(path: String, allow: String) {
         #expect(ProxyHandler.platformEndpoints.endpoint(for: Substring(path))?.allow == allow)
     }
 
-    @Test("paths beside the endpoints are no endpoint (404 no_route)",
-          arguments: ["/_platform", "/_platform/", "/_platform/login/journeyX", "/_platform/experimentsX", "/_platform/analytics",
-                      "/_platform/auth/", "/_platform/mock/x", "/_platform/metricsX", "/_platform/nothing"])
+    @Test(
+        "paths beside the endpoints are no endpoint (404 no_route)",
+        arguments: [
+            "/_platform", "/_platform/", "/_platform/login/journeyX", "/_platform/experimentsX", "/_platform/analytics",
+            "/_platform/auth/", "/_platform/mock/x", "/_platform/metricsX", "/_platform/nothing",
+        ])
     func unknownPaths(path: String) {
         #expect(ProxyHandler.platformEndpoints.endpoint(for: Substring(path)) == nil)
     }

@@ -1,21 +1,26 @@
 import JSON
 import Testing
+
 @testable import Proxy
 
 /// Parses an error body and returns its three members (nil for a missing or non-string one).
 private func members(_ body: [UInt8]) throws -> (error: String?, message: String?, requestID: String?, count: Int) {
     let value = try JSONValue.parse(body)
     let object = try #require(value.objectValue)
-    return (object["error"]?.stringValue, object["message"]?.stringValue, object["requestID"]?.stringValue, object.count)
+    return (
+        object["error"]?.stringValue, object["message"]?.stringValue, object["requestID"]?.stringValue, object.count
+    )
 }
 
 @Suite("ProxyError")
 struct ProxyErrorTests {
-    @Test("the body is a JSON object with error, message and requestID", arguments: [
-        ProxyError.noRoute("/x"), .hostNotAllowed, .originNotAllowed, .proxyKeyRequired, .mockNotFound("/m/x.json"),
-        .mockUnreadable("/m/x.json"), .invalidPath, .methodNotAllowed("GET"), .upstreamUnreachable,
-        .upstreamTimeout, .tooManyRedirects, .bodyTooLarge, .invalidRequest("nope"),
-    ])
+    @Test(
+        "the body is a JSON object with error, message and requestID",
+        arguments: [
+            ProxyError.noRoute("/x"), .hostNotAllowed, .originNotAllowed, .proxyKeyRequired, .mockNotFound("/m/x.json"),
+            .mockUnreadable("/m/x.json"), .invalidPath, .methodNotAllowed("GET"), .upstreamUnreachable,
+            .upstreamTimeout, .tooManyRedirects, .bodyTooLarge, .invalidRequest("nope"),
+        ])
     func bodyIsJSON(error: ProxyError) throws {
         let parsed = try members(error.body(requestID: "abc-0-1"))
         #expect(parsed.error == error.errorCode)
@@ -67,7 +72,8 @@ struct ProxyErrorTests {
         let single = try #require(JSONValue.parse(ProxyError.awaitingAuthorization.body(requestID: "r")).objectValue)
         #expect(single["login"]?.stringValue == "/_platform/login")
         #expect(single["provider"] == nil)
-        let named = try #require(JSONValue.parse(ProxyError.awaitingAuthorization(provider: "ping").body(requestID: "r")).objectValue)
+        let named = try #require(
+            JSONValue.parse(ProxyError.awaitingAuthorization(provider: "ping").body(requestID: "r")).objectValue)
         #expect(named["error"]?.stringValue == "awaiting_authorization")
         #expect(named["login"]?.stringValue == "/_platform/login?provider=ping")
         #expect(named["provider"]?.stringValue == "ping")

@@ -1,6 +1,7 @@
 import Config
 import Glibc
 import Testing
+
 @testable import Proxy
 
 private func write(_ text: String, to path: String) {
@@ -35,9 +36,11 @@ struct ProxyRuntimeForLoopTests {
 
     @Test("every loop shares the mock switches and mock folder state, and has its own routes")
     func sharesMockStateOnly() {
-        let configuration = ProxyConfiguration(configDirectory: "/tmp", routes: [
-            RouteConfiguration(name: "api", path: "/api", upstream: UpstreamURL.parse("https://api.example/")!),
-        ])
+        let configuration = ProxyConfiguration(
+            configDirectory: "/tmp",
+            routes: [
+                RouteConfiguration(name: "api", path: "/api", upstream: UpstreamURL.parse("https://api.example/")!)
+            ])
         let control = ProxyRuntime(configuration: configuration)
         let loop = control.forLoop()
         #expect(loop.mockModes === control.mockModes && loop.mocks === control.mocks)

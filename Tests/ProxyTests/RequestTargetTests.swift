@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Proxy
 
 @Suite("RequestTarget")
@@ -32,7 +33,9 @@ struct RequestTargetTests {
         #expect(target.query == "q")
     }
 
-    @Test("absolute-form without a path has path '/'", arguments: ["http://host", "http://host:8080", "https://h.example"])
+    @Test(
+        "absolute-form without a path has path '/'",
+        arguments: ["http://host", "http://host:8080", "https://h.example"])
     func absoluteFormNoPath(target: String) {
         let parsed = RequestTarget(target)
         #expect(parsed.path == "/")
@@ -63,10 +66,12 @@ struct RequestTargetTests {
         #expect(target.authority == nil)
     }
 
-    @Test("only a first colon followed by '//' starts an authority", arguments: [
-        ("foo:bar", "foo:bar", nil as String?, nil as String?), ("http:/x?q", "http:/x", nil, "q"),
-        ("http://", "/", "", nil), ("a:b://h/p", "a:b://h/p", nil, nil), ("http://h/p?a?b", "/p", "h", "a?b"),
-    ])
+    @Test(
+        "only a first colon followed by '//' starts an authority",
+        arguments: [
+            ("foo:bar", "foo:bar", nil as String?, nil as String?), ("http:/x?q", "http:/x", nil, "q"),
+            ("http://", "/", "", nil), ("a:b://h/p", "a:b://h/p", nil, nil), ("http://h/p?a?b", "/p", "h", "a?b"),
+        ])
     func colonForms(target: String, path: String, authority: String?, query: String?) {
         let parsed = RequestTarget(target)
         #expect(parsed.path == Substring(path))
@@ -85,10 +90,12 @@ struct RequestTargetTests {
 
 @Suite("HostName")
 struct HostNameTests {
-    @Test("hostPart drops the port", arguments: [
-        ("localhost:8080", "localhost"), ("localhost", "localhost"), ("127.0.0.1:80", "127.0.0.1"),
-        ("[::1]:8080", "[::1]"), ("[::1]", "[::1]"), ("[fe80::1%25eth0]:1", "[fe80::1%25eth0]"),
-    ])
+    @Test(
+        "hostPart drops the port",
+        arguments: [
+            ("localhost:8080", "localhost"), ("localhost", "localhost"), ("127.0.0.1:80", "127.0.0.1"),
+            ("[::1]:8080", "[::1]"), ("[::1]", "[::1]"), ("[fe80::1%25eth0]:1", "[fe80::1%25eth0]"),
+        ])
     func hostPart(value: String, expected: String) {
         #expect(HostName.hostPart(Substring(value)) == Substring(expected))
     }
@@ -98,8 +105,9 @@ struct HostNameTests {
         #expect(HostName.hostPart("Example.COM:8080") == "Example.COM")
     }
 
-    @Test("isAllowed compares the same host part that hostPart returns",
-          arguments: ["h:1", "H", "[::1]:8080", "[::1]", "[::1", "a:b:c", ":80", "", "[]:1", "x]:1"])
+    @Test(
+        "isAllowed compares the same host part that hostPart returns",
+        arguments: ["h:1", "H", "[::1]:8080", "[::1]", "[::1", "a:b:c", ":80", "", "[]:1", "x]:1"])
     func isAllowedUsesHostPart(value: String) {
         let part = String(HostName.hostPart(Substring(value))).lowercased()
         #expect(HostName.isAllowed(Substring(value), [part]))
@@ -109,7 +117,9 @@ struct HostNameTests {
     @Test("isAllowed ignores case and port")
     func isAllowedCaseAndPort() {
         let allowed = ["localhost", "127.0.0.1", "[::1]", "api.example.com"]
-        for host in ["localhost", "LOCALHOST", "LocalHost:8080", "127.0.0.1:1", "[::1]:8080", "[::1]", "API.Example.com:443"] {
+        for host in [
+            "localhost", "LOCALHOST", "LocalHost:8080", "127.0.0.1:1", "[::1]:8080", "[::1]", "API.Example.com:443",
+        ] {
             #expect(HostName.isAllowed(Substring(host), allowed), "\(host)")
         }
     }
@@ -117,7 +127,9 @@ struct HostNameTests {
     @Test("isAllowed refuses other hosts and look-alikes")
     func isAllowedRefuses() {
         let allowed = ["localhost", "[::1]"]
-        for host in ["evil.com", "localhost.evil.com", "evil.com:localhost", "[::2]:8080", "::1", "", "[::1", "localhos"] {
+        for host in [
+            "evil.com", "localhost.evil.com", "evil.com:localhost", "[::2]:8080", "::1", "", "[::1", "localhos",
+        ] {
             #expect(!HostName.isAllowed(Substring(host), allowed), "\(host)")
         }
     }

@@ -1,9 +1,11 @@
 import Config
 import Testing
+
 @testable import Proxy
 
 private func runtime() -> ProxyRuntime {
-    let text = #"{"listen": ["127.0.0.1:0"], "provider": {"grant": "static", "accessToken": "a", "idToken": "b"}, "routes": ["#
+    let text =
+        #"{"listen": ["127.0.0.1:0"], "provider": {"grant": "static", "accessToken": "a", "idToken": "b"}, "routes": ["#
         + #"{"name": "a", "path": "/a/", "upstream": "http://127.0.0.1:1/", "credential": "access_token"},"#
         + #"{"name": "b", "path": "/b/", "upstream": "http://127.0.0.1:1/"}]}"#
     guard case .success(let configuration) = ConfigLoader.parse(Array(text.utf8), configDirectory: "/tmp") else {
@@ -16,7 +18,8 @@ private func runtime() -> ProxyRuntime {
 struct RouteSlotTests {
     private func make(_ route: CompiledRoute, _ runtime: ProxyRuntime, _ made: inout Int) -> RouteSlot {
         made += 1
-        return RouteSlot(route: route, runtime: runtime, provider: ProviderSlot(name: "default"), counters: RouteCounters())
+        return RouteSlot(
+            route: route, runtime: runtime, provider: ProviderSlot(name: "default"), counters: RouteCounters())
     }
 
     @Test("a route's slot is made once per runtime, and again after a reload")
@@ -30,7 +33,9 @@ struct RouteSlotTests {
         #expect(table.slot(b, of: first) { make(b, first, &made) } !== slotA)
         #expect(made == 2)
         let reloaded = runtime()
-        let again = table.slot(reloaded.router.routes[0], of: reloaded) { make(reloaded.router.routes[0], reloaded, &made) }
+        let again = table.slot(reloaded.router.routes[0], of: reloaded) {
+            make(reloaded.router.routes[0], reloaded, &made)
+        }
         #expect(again !== slotA && again.route === reloaded.router.routes[0])
         #expect(made == 3)
     }
@@ -43,7 +48,8 @@ struct RouteSlotTests {
         _ = table.slot(current.router.routes[0], of: current) { make(current.router.routes[0], current, &made) }
         let foreign = table.slot(stale.router.routes[0], of: current) { make(stale.router.routes[0], stale, &made) }
         #expect(foreign.route === stale.router.routes[0])
-        #expect(table.slot(current.router.routes[0], of: current) { make(current.router.routes[0], current, &made) }.route
+        #expect(
+            table.slot(current.router.routes[0], of: current) { make(current.router.routes[0], current, &made) }.route
                 === current.router.routes[0])
         #expect(made == 2)
     }

@@ -1,11 +1,13 @@
 import Config
 import Testing
+
 @testable import Proxy
 
 private func router(_ paths: [String]) -> Router {
-    Router(routes: paths.enumerated().map { index, path in
-        RouteConfiguration(name: "r\(index)", path: path, upstream: nil, mock: MockConfiguration(directory: "/tmp"))
-    })
+    Router(
+        routes: paths.enumerated().map { index, path in
+            RouteConfiguration(name: "r\(index)", path: path, upstream: nil, mock: MockConfiguration(directory: "/tmp"))
+        })
 }
 
 /// The matched route's configured path and the rest, or nil.
@@ -26,15 +28,19 @@ struct RouterTests {
         }
     }
 
-    @Test("a prefix matches only on a segment boundary", arguments: [
-        ("/accounts", ""), ("/accounts/", "/"), ("/accounts/me", "/me"), ("/accounts/me/x", "/me/x"),
-    ])
+    @Test(
+        "a prefix matches only on a segment boundary",
+        arguments: [
+            ("/accounts", ""), ("/accounts/", "/"), ("/accounts/me", "/me"), ("/accounts/me/x", "/me/x"),
+        ])
     func segmentBoundary(path: String, rest: String) {
         #expect(match(["/accounts/"], path)! == ("/accounts/", rest))
         #expect(match(["/accounts"], path)! == ("/accounts", rest))
     }
 
-    @Test("a prefix does not match a longer segment", arguments: ["/accountsX", "/accounts-x/y", "/account", "/", "/x/accounts"])
+    @Test(
+        "a prefix does not match a longer segment",
+        arguments: ["/accountsX", "/accounts-x/y", "/account", "/", "/x/accounts"])
     func noPartialSegment(path: String) {
         #expect(match(["/accounts/"], path) == nil)
     }
@@ -58,7 +64,9 @@ struct RouterTests {
     @Test("the rest is always empty or begins with '/'")
     func restShape() {
         let paths = ["/", "/a", "/a/b/", "/ab", "/x/y/z"]
-        let probes = ["/", "/a", "/a/", "/ab", "/abc", "/a/b", "/a/bc", "/a/b/c", "/x/y", "/x/y/z", "/x/y/zz", "/x/y/z/"]
+        let probes = [
+            "/", "/a", "/a/", "/ab", "/abc", "/a/b", "/a/bc", "/a/b/c", "/x/y", "/x/y/z", "/x/y/zz", "/x/y/z/",
+        ]
         for probe in probes {
             guard let (_, rest) = match(paths, probe) else {
                 Issue.record("\(probe) unmatched")

@@ -1,6 +1,7 @@
 import CCurl
 import Glibc
 import Testing
+
 @testable import Upstream
 
 @Suite("ClosedSocket: a spoiled pooled connection reads as closed")

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Upstream
 
 private typealias State = ConnectionReaper.State
@@ -25,8 +26,13 @@ private let table: [(State, [(State, State.Action)])] = [
     (.scheduled, [(.scheduled, .none), (.running, .start), (.scheduled, .none), (.scheduled, .none)]),
     (.running, [(.runningAndScheduled, .schedule), (.running, .none), (.idle, .none), (.idle, .remove)]),
     // A prune asked for while the probe runs: when it is due the probe still runs, so it is not started twice.
-    (.runningAndScheduled, [(.runningAndScheduled, .none), (.running, .none), (.runningAndScheduled, .none),
-                            (.scheduled, .remove)]),
+    (
+        .runningAndScheduled,
+        [
+            (.runningAndScheduled, .none), (.running, .none), (.runningAndScheduled, .none),
+            (.scheduled, .remove),
+        ]
+    ),
 ]
 
 @Suite("ConnectionReaper: one prune scheduled and one probe running at a time")

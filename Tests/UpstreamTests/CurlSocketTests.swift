@@ -3,6 +3,7 @@ import CCurl
 import EventLoop
 import Glibc
 import Testing
+
 @testable import Upstream
 
 /// The states of the table, each reached through events from a socket just made.
@@ -133,8 +134,9 @@ private let table: [CurlSocketStart: [String]] = [
 
 @Suite("CurlSocket: registration and link as two enums")
 struct CurlSocketTests {
-    @Test("every start state and event gives the tabled registration, link and readiness mark",
-          arguments: CurlSocketStart.allCases)
+    @Test(
+        "every start state and event gives the tabled registration, link and readiness mark",
+        arguments: CurlSocketStart.allCases)
     func stateEventTable(start: CurlSocketStart) throws {
         let expected = try #require(table[start])
         #expect(expected.count == CurlSocketEvent.allCases.count)

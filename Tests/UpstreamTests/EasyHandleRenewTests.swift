@@ -1,5 +1,6 @@
 import CCurl
 import Testing
+
 @testable import Upstream
 
 @Suite("EasyHandle.renew: a new libcurl handle per transfer, with the same options")

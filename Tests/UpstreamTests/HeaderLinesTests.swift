@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Upstream
 
 @Suite("HeaderLines")
@@ -28,7 +29,9 @@ struct HeaderLinesTests {
 
     @Test("removing drops every line of the named fields and keeps the rest in order")
     func removing() {
-        let lines = HeaderLines(["Authorization: Bearer a", "Accept: */*", "cookie: c=1", "X-Authorization: Bearer a", "Cookie: d=2"])
+        let lines = HeaderLines([
+            "Authorization: Bearer a", "Accept: */*", "cookie: c=1", "X-Authorization: Bearer a", "Cookie: d=2",
+        ])
         let kept = lines.removing(["authorization", "cookie", "x-authorization"])
         #expect(kept.lines == ["Accept: */*"])
         #expect(kept.count == 1)
@@ -57,19 +60,26 @@ struct UpstreamResponseHeadTests {
 
     @Test("Content-Length means nothing next to a Transfer-Encoding (RFC 9112 §6.3)")
     func contentLengthWithTransferEncoding() {
-        let head = UpstreamResponseHead(status: 200, headers: [("Content-Length", "5"), ("Transfer-Encoding", "chunked")])
+        let head = UpstreamResponseHead(
+            status: 200, headers: [("Content-Length", "5"), ("Transfer-Encoding", "chunked")])
         #expect(head.contentLength == nil)
     }
 
-    @Test("Content-Length is read only when it is plain digits",
-          arguments: [("15", 15), ("0", 0), ("", nil), ("+5", nil), ("5 5", nil), ("-1", nil), ("99999999999999999999", nil)] as [(String, Int?)])
+    @Test(
+        "Content-Length is read only when it is plain digits",
+        arguments: [
+            ("15", 15), ("0", 0), ("", nil), ("+5", nil), ("5 5", nil), ("-1", nil), ("99999999999999999999", nil),
+        ] as [(String, Int?)])
     func contentLength(value: String, expected: Int?) {
         #expect(UpstreamResponseHead(status: 200, headers: [("content-length", value)]).contentLength == expected)
     }
 
-    @Test("Content-Length fields agree only when every field and list element says the same (RFC 9112 §6.3)",
-          arguments: [(["5"], true), ([], true), (["5", "5"], true), (["5, 5"], true), (["5 ,5", "5"], true),
-                      (["2", "5"], false), (["5, 6"], false), (["5", "5, 2"], false), (["5", "05"], false)] as [([String], Bool)])
+    @Test(
+        "Content-Length fields agree only when every field and list element says the same (RFC 9112 §6.3)",
+        arguments: [
+            (["5"], true), ([], true), (["5", "5"], true), (["5, 5"], true), (["5 ,5", "5"], true),
+            (["2", "5"], false), (["5, 6"], false), (["5", "5, 2"], false), (["5", "05"], false),
+        ] as [([String], Bool)])
     func contentLengthsAgree(values: [String], agree: Bool) {
         let head = UpstreamResponseHead(status: 200, headers: [("Server", "x")] + values.map { ("Content-Length", $0) })
         #expect(head.contentLengthsAgree == agree)
@@ -78,11 +88,14 @@ struct UpstreamResponseHeadTests {
 
 @Suite("UpstreamResponseHead Content-Length numbers")
 struct ResponseHeadContentLengthNumberTests {
-    @Test("a Content-Length is readable only when each element is plain digits, or a Transfer-Encoding frames the body",
-          arguments: [(["5"], false, true), (["5, 5"], false, true), (["0"], false, true), (["0x5"], false, false),
-                      (["+5"], false, false), (["5.0"], false, false), (["5 5"], false, false), ([""], false, false),
-                      (["-1"], false, false), (["99999999999999999999"], false, false), (["5", "+5"], false, false),
-                      (["+5"], true, true)] as [([String], Bool, Bool)])
+    @Test(
+        "a Content-Length is readable only when each element is plain digits, or a Transfer-Encoding frames the body",
+        arguments: [
+            (["5"], false, true), (["5, 5"], false, true), (["0"], false, true), (["0x5"], false, false),
+            (["+5"], false, false), (["5.0"], false, false), (["5 5"], false, false), ([""], false, false),
+            (["-1"], false, false), (["99999999999999999999"], false, false), (["5", "+5"], false, false),
+            (["+5"], true, true),
+        ] as [([String], Bool, Bool)])
     func readable(values: [String], chunked: Bool, readable: Bool) {
         let fields = values.map { ("Content-Length", $0) } + (chunked ? [("Transfer-Encoding", "chunked")] : [])
         #expect(UpstreamResponseHead(status: 200, headers: fields).contentLengthReadable == readable)
@@ -91,31 +104,43 @@ struct ResponseHeadContentLengthNumberTests {
 
 @Suite("UpstreamResponseHead field kinds")
 struct ResponseHeadKindTests {
-    @Test("framing and hop-by-hop names are told apart in any case; names that only look like them are end to end",
-          arguments: [("Content-Length", UpstreamResponseHead.Kind.contentLength), ("CONTENT-LENGTH", .contentLength),
-                      ("transfer-encoding", .transferEncoding), ("Connection", .connection), ("cOnNeCtIoN", .connection),
-                      ("Keep-Alive", .hopByHop), ("Proxy-Connection", .hopByHop), ("TE", .hopByHop), ("Trailer", .hopByHop),
-                      ("Upgrade", .hopByHop), ("Content-Lengtx", .endToEnd), ("Connectiox", .endToEnd), ("Keep-Alivf", .endToEnd),
-                      ("Proxy-Connectiox", .endToEnd), ("Transfer-Encodinx", .endToEnd), ("Tf", .endToEnd), ("Trailers", .endToEnd),
-                      ("Upgradx", .endToEnd), ("Content-Type", .endToEnd), ("X-Request-ID", .endToEnd), ("", .endToEnd),
-                      ("Content\u{0D}Length", .endToEnd), ("Connection\u{80}", .endToEnd)])
+    @Test(
+        "framing and hop-by-hop names are told apart in any case; names that only look like them are end to end",
+        arguments: [
+            ("Content-Length", UpstreamResponseHead.Kind.contentLength), ("CONTENT-LENGTH", .contentLength),
+            ("transfer-encoding", .transferEncoding), ("Connection", .connection), ("cOnNeCtIoN", .connection),
+            ("Keep-Alive", .hopByHop), ("Proxy-Connection", .hopByHop), ("TE", .hopByHop), ("Trailer", .hopByHop),
+            ("Upgrade", .hopByHop), ("Content-Lengtx", .endToEnd), ("Connectiox", .endToEnd), ("Keep-Alivf", .endToEnd),
+            ("Proxy-Connectiox", .endToEnd), ("Transfer-Encodinx", .endToEnd), ("Tf", .endToEnd),
+            ("Trailers", .endToEnd),
+            ("Upgradx", .endToEnd), ("Content-Type", .endToEnd), ("X-Request-ID", .endToEnd), ("", .endToEnd),
+            ("Content\u{0D}Length", .endToEnd), ("Connection\u{80}", .endToEnd),
+        ])
     func kinds(name: String, kind: UpstreamResponseHead.Kind) {
         #expect(UpstreamResponseHead(status: 200, headers: [(name, "v")]).fields.first?.kind == kind)
     }
 
-    @Test("a Connection field names fields unless it says only keep-alive or close",
-          arguments: [("keep-alive", false), ("Close", false), (" keep-alive , close,", false), ("", false),
-                      ("close, X-Hop", true), ("x-other", true), ("keep-alive,,Upgrade", true)])
+    @Test(
+        "a Connection field names fields unless it says only keep-alive or close",
+        arguments: [
+            ("keep-alive", false), ("Close", false), (" keep-alive , close,", false), ("", false),
+            ("close, X-Hop", true), ("x-other", true), ("keep-alive,,Upgrade", true),
+        ])
     func connectionNames(value: String, names: Bool) {
         #expect(UpstreamResponseHead(status: 200, headers: [("Connection", value)]).connectionNamesFields == names)
-        #expect(UpstreamResponseHead(status: 200, headers: [("Connection", "keep-alive"), ("connection", value)])
+        #expect(
+            UpstreamResponseHead(status: 200, headers: [("Connection", "keep-alive"), ("connection", value)])
                 .connectionNamesFields == names)
     }
 
     @Test("the names Connection fields list are lowercased, without keep-alive, close and empty elements")
     func connectionNameList() {
-        let head = UpstreamResponseHead(status: 200, headers: [("Connection", "keep-alive, X-Hop , x-other"),
-                                                               ("connection", "close,,Keep-Alive"), ("Connection", "Upgrade")])
+        let head = UpstreamResponseHead(
+            status: 200,
+            headers: [
+                ("Connection", "keep-alive, X-Hop , x-other"),
+                ("connection", "close,,Keep-Alive"), ("Connection", "Upgrade"),
+            ])
         #expect(head.connectionNames.map { String(decoding: $0, as: UTF8.self) } == ["x-hop", "x-other", "upgrade"])
         #expect(UpstreamResponseHead(status: 200, headers: [("Connection", "keep-alive")]).connectionNames.isEmpty)
     }
@@ -148,8 +173,9 @@ struct EasyHandleHeaderListTests {
     @Test("lines, injected lines and the blank suppressors reach curl in order, each its own node")
     func order() {
         let handle = EasyHandle(client: nil)
-        handle.setHeaders(HeaderLines(["X-A: 1", "X-Empty;"]), HeaderLines(["Authorization: Bearer t"]),
-                          blankAccept: true, blankContentType: false, blankExpect: true)
+        handle.setHeaders(
+            HeaderLines(["X-A: 1", "X-Empty;"]), HeaderLines(["Authorization: Bearer t"]),
+            blankAccept: true, blankContentType: false, blankExpect: true)
         #expect(listed(handle) == ["X-A: 1", "X-Empty;", "Authorization: Bearer t", "Expect:", "accept:"])
     }
 
@@ -157,10 +183,12 @@ struct EasyHandleHeaderListTests {
     func headerListGrows() {
         let handle = EasyHandle(client: nil)
         let many = (0..<40).map { "X-Field-\($0): value \($0)" }
-        handle.setHeaders(HeaderLines(many), HeaderLines(["Authorization: Bearer t"]),
-                          blankAccept: true, blankContentType: false, blankExpect: true)
+        handle.setHeaders(
+            HeaderLines(many), HeaderLines(["Authorization: Bearer t"]),
+            blankAccept: true, blankContentType: false, blankExpect: true)
         #expect(listed(handle) == many + ["Authorization: Bearer t", "Expect:", "accept:"])
-        handle.setHeaders(HeaderLines(["A: 1"]), HeaderLines(), blankAccept: false, blankContentType: true, blankExpect: false)
+        handle.setHeaders(
+            HeaderLines(["A: 1"]), HeaderLines(), blankAccept: false, blankContentType: true, blankExpect: false)
         #expect(listed(handle) == ["A: 1", "content-type:"])
     }
 
@@ -175,9 +203,11 @@ struct EasyHandleHeaderListTests {
     func growthAndReuse() {
         let handle = EasyHandle(client: nil)
         let many = (0..<300).map { "X-Field-\($0): " + String(repeating: "v", count: $0 % 50) }
-        handle.setHeaders(HeaderLines(many), HeaderLines(), blankAccept: false, blankContentType: false, blankExpect: false)
+        handle.setHeaders(
+            HeaderLines(many), HeaderLines(), blankAccept: false, blankContentType: false, blankExpect: false)
         #expect(listed(handle) == many)
-        handle.setHeaders(HeaderLines(["Only: one"]), HeaderLines(), blankAccept: false, blankContentType: true, blankExpect: false)
+        handle.setHeaders(
+            HeaderLines(["Only: one"]), HeaderLines(), blankAccept: false, blankContentType: true, blankExpect: false)
         #expect(listed(handle) == ["Only: one", "content-type:"])
     }
 

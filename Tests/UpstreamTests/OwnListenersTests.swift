@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Upstream
 
 @Suite("OwnListeners")
@@ -32,8 +33,9 @@ struct OwnListenersTests {
         let entry = Self.table[row]
         let listeners = OwnListeners()
         listeners.set(entry.listen.map { (host: $0.0, port: $0.1) })
-        #expect(listeners.contains(primary: entry.primary, port: entry.port, local: entry.local) == entry.own,
-                "row \(row): \(entry)")
+        #expect(
+            listeners.contains(primary: entry.primary, port: entry.port, local: entry.local) == entry.own,
+            "row \(row): \(entry)")
     }
 
     @Test("setting again replaces the listeners")

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Upstream
 
 /// Bytes for `append`.
@@ -69,8 +70,9 @@ private let table: [RequestBodyStart: [String]] = [
 
 @Suite("RequestBody: lifecycle and retention")
 struct RequestBodyTests {
-    @Test("every start state and event gives the tabled state, and a replay only of an ended whole body",
-          arguments: RequestBodyStart.allCases)
+    @Test(
+        "every start state and event gives the tabled state, and a replay only of an ended whole body",
+        arguments: RequestBodyStart.allCases)
     func stateEventTable(start: RequestBodyStart) throws {
         let expected = try #require(table[start])
         #expect(expected.count == RequestBodyEvent.allCases.count)
@@ -78,7 +80,9 @@ struct RequestBodyTests {
             let body = start.body
             event.apply(to: body)
             let replay = body.replay()
-            #expect("\(describe(body.state)) \(replay == nil ? "-" : "replay")" == want, "\(start.rawValue) + \(event.rawValue)")
+            #expect(
+                "\(describe(body.state)) \(replay == nil ? "-" : "replay")" == want,
+                "\(start.rawValue) + \(event.rawValue)")
             #expect(body.isReplayable == (replay != nil))
             #expect(body.ended == (body.state == .ended(body.state.retention)))
         }

@@ -1,5 +1,6 @@
 import HTTP1
 import Testing
+
 @testable import Upstream
 
 /// Feeds header lines as libcurl hands them over and returns the final heads in the order the
@@ -38,8 +39,10 @@ struct ResponseHeadLinesTests {
 
     @Test("1xx heads are skipped: their fields do not leak into the final head")
     func informationalSkipped() {
-        let got = heads(["HTTP/1.1 100 Continue\r\n", "\r\n", "HTTP/1.1 103 Early Hints\r\n", "Link: </a>; rel=preload\r\n", "\r\n",
-                         "HTTP/1.1 200 OK\r\n", "Content-Length: 3\r\n", "\r\n"])
+        let got = heads([
+            "HTTP/1.1 100 Continue\r\n", "\r\n", "HTTP/1.1 103 Early Hints\r\n", "Link: </a>; rel=preload\r\n", "\r\n",
+            "HTTP/1.1 200 OK\r\n", "Content-Length: 3\r\n", "\r\n",
+        ])
         #expect(got.count == 1)
         #expect(got.first?.status == 200)
         #expect(got.first?.headers.map(\.name) == ["Content-Length"])
@@ -53,9 +56,12 @@ struct ResponseHeadLinesTests {
         #expect(head.status == 204)
     }
 
-    @Test("a status that is not three digits from 100 to 599 gives no head (a 502; RFC 9110 §15)",
-          arguments: ["HTTP/1.1 99999999999999 Big\r\n", "HTTP/1.1 20 Short\r\n", "HTTP/1.1 099 Low\r\n", "HTTP/1.1 abc Word\r\n",
-                      "HTTP/1.1 2000 Long\r\n", "HTTP/1.1 600 Six\r\n", "HTTP/1.1 999 Unknown\r\n", "HTTP/2 700\r\n"])
+    @Test(
+        "a status that is not three digits from 100 to 599 gives no head (a 502; RFC 9110 §15)",
+        arguments: [
+            "HTTP/1.1 99999999999999 Big\r\n", "HTTP/1.1 20 Short\r\n", "HTTP/1.1 099 Low\r\n", "HTTP/1.1 abc Word\r\n",
+            "HTTP/1.1 2000 Long\r\n", "HTTP/1.1 600 Six\r\n", "HTTP/1.1 999 Unknown\r\n", "HTTP/2 700\r\n",
+        ])
     func badStatus(line: String) {
         #expect(heads([line, "X: y\r\n", "\r\n"]).isEmpty)
     }
@@ -72,33 +78,43 @@ struct ResponseHeadLinesTests {
         #expect(head.headers.map(\.value) == ["spaced", "x", "y", ""])
     }
 
-    @Test("a continuation line (obsolete folding) is told apart, so the transfer refuses the head (RFC 9112 §5.2)",
-          arguments: [" folded continuation\r\n", "\tfolded: too\r\n", " HttpOnly; Secure\r\n"])
+    @Test(
+        "a continuation line (obsolete folding) is told apart, so the transfer refuses the head (RFC 9112 §5.2)",
+        arguments: [" folded continuation\r\n", "\tfolded: too\r\n", " HttpOnly; Secure\r\n"])
     func foldedLines(line: String) {
         var head = headAfterStatus("Connection: keep-alive,\r\n")
         #expect(read(line, into: &head) == .folded)
         #expect(head.fields.count == 1)
     }
 
-    @Test("nameless and non-token lines are dropped, never relayed",
-          arguments: [": no name\r\n", "Bad Name: x\r\n", "Bad\"Name: x\r\n",
-                      "no colon at all\r\n", "X-Nul: a\u{0}b\r\n", "X-CR: a\rb\r\n", "Név: x\r\n",
-                      "Tokenonly\r\n", "X-LF: a\nb\r\n", "X-End-Nul: ab\u{0}\r\n", "X-\u{0}Name: x\r\n"])
+    @Test(
+        "nameless and non-token lines are dropped, never relayed",
+        arguments: [
+            ": no name\r\n", "Bad Name: x\r\n", "Bad\"Name: x\r\n",
+            "no colon at all\r\n", "X-Nul: a\u{0}b\r\n", "X-CR: a\rb\r\n", "Név: x\r\n",
+            "Tokenonly\r\n", "X-LF: a\nb\r\n", "X-End-Nul: ab\u{0}\r\n", "X-\u{0}Name: x\r\n",
+        ])
     func droppedLines(line: String) {
         var head = headAfterStatus()
         #expect(read(line, into: &head) == .dropped)
         #expect(head.fields.isEmpty)
     }
 
-    @Test("a Content-Length or Transfer-Encoding value with a CR, LF or NUL is told apart, so the transfer refuses the head: libcurl frames the body by it",
-          arguments: ["Content-Length: 58\rX\r\n", "content-length: 5\u{0}\r\n", "CONTENT-LENGTH:\t7\n8\r\n",
-                      "Transfer-Encoding: chunked\rX\r\n", "transfer-encoding: chun\u{0}ked\r\n"])
+    @Test(
+        "a Content-Length or Transfer-Encoding value with a CR, LF or NUL is told apart, so the transfer refuses the head: libcurl frames the body by it",
+        arguments: [
+            "Content-Length: 58\rX\r\n", "content-length: 5\u{0}\r\n", "CONTENT-LENGTH:\t7\n8\r\n",
+            "Transfer-Encoding: chunked\rX\r\n", "transfer-encoding: chun\u{0}ked\r\n",
+        ])
     func unreadableFraming(line: String) {
         var head = headAfterStatus("Content-Length: 41\r\n")
         #expect(read(line, into: &head) == .unreadableFraming)
         #expect(head.fields.count == 1)
         // Other fields with such values are dropped, as before; near-miss names too.
-        for bad in ["Content-Lengths: 5\rx\r\n", "X-Content-Length: 5\rx\r\n", "Content-Type: a\rb\r\n", "Transfer-Encodings: a\u{0}\r\n"] {
+        for bad in [
+            "Content-Lengths: 5\rx\r\n", "X-Content-Length: 5\rx\r\n", "Content-Type: a\rb\r\n",
+            "Transfer-Encodings: a\u{0}\r\n",
+        ] {
             #expect(read(bad, into: &head) == .dropped, "\(bad)")
         }
     }

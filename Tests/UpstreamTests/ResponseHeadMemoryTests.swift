@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Upstream
 
 /// A head of `count` short fields, read as libcurl hands them over.

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Upstream
 
 @Suite struct UpstreamTLSTests {
@@ -8,8 +9,10 @@ import Testing
         ("https://10.0.0.5", "https://orders.internal:443", "orders.internal:443:10.0.0.5:443"),
         ("http://upstream", "http://orders.internal:80", "orders.internal:80:upstream:80"),
         ("https://[::1]:9443", "https://orders.internal:9443", "orders.internal:9443:[::1]:9443"),
-        ("https://idp.test:8443/oauth/token?x=1", "https://orders.internal:8443/oauth/token?x=1",
-         "orders.internal:8443:idp.test:8443"),
+        (
+            "https://idp.test:8443/oauth/token?x=1", "https://orders.internal:8443/oauth/token?x=1",
+            "orders.internal:8443:idp.test:8443"
+        ),
     ])
     func serverNameReplacesTheHostAndConnectsToTheOriginalOne(origin: String, named: String, connectTo: String) throws {
         let tls = UpstreamTLS(caFile: nil, clientCertificate: nil, clientKey: nil, serverName: "orders.internal")
@@ -19,9 +22,11 @@ import Testing
     }
 
     @Test func aRoutesServerNameStandsForItsUpstreamHostOnly() throws {
-        let tls = UpstreamTLS(caFile: nil, clientCertificate: nil, clientKey: nil, serverName: "orders.internal",
-                              serverNameHost: "10.0.0.5")
-        #expect(try #require(tls.named(RequestURL(origin: "https://10.0.0.5:8443", path: "/", query: nil))).connectTo
+        let tls = UpstreamTLS(
+            caFile: nil, clientCertificate: nil, clientKey: nil, serverName: "orders.internal",
+            serverNameHost: "10.0.0.5")
+        #expect(
+            try #require(tls.named(RequestURL(origin: "https://10.0.0.5:8443", path: "/", query: nil))).connectTo
                 == "orders.internal:8443:10.0.0.5:8443")
         // A redirect to another host is verified under that host's own name.
         #expect(tls.named(RequestURL(origin: "https://elsewhere.test", path: "/", query: nil)) == nil)

@@ -3,7 +3,9 @@ import EventLoop
 import HTTPServer
 import JSON
 
-private let json: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+private let json: [(name: String, value: String)] = [
+    ("Content-Type", "application/json"), ("Cache-Control", "no-store"),
+]
 /// Largest analytics request body.
 private let maxAnalyticsBody = 1 << 20
 
@@ -17,7 +19,9 @@ extension EndpointContext {
             return true
         }
         let action = path.dropFirst("/_platform/analytics/".count)
-        guard ["events", "operations/begin", "operations/finish", "operations/cancel", "phase", "flush"].contains(action) else {
+        guard
+            ["events", "operations/begin", "operations/finish", "operations/cancel", "phase", "flush"].contains(action)
+        else {
             fail(context, .noRoute(String(path)))
             return true
         }
@@ -28,17 +32,22 @@ extension EndpointContext {
         return true
     }
 
-    private func analyticsRequest(_ context: ExchangeContext, action: Substring, body: [UInt8], service: AnalyticsService) {
+    private func analyticsRequest(
+        _ context: ExchangeContext, action: Substring, body: [UInt8], service: AnalyticsService
+    ) {
         let nowSeconds = Int64(UnixTime.now())
         switch action {
         case "events":
             guard let subject = analyticsCredentials.subject, analyticsCredentials.status.loggedIn else {
-                return fail(context, analyticsCredentials.status.loggedIn ? .noSubjectForAnalytics : .notLoggedInForAnalytics)
+                return fail(
+                    context, analyticsCredentials.status.loggedIn ? .noSubjectForAnalytics : .notLoggedInForAnalytics)
             }
-            let limits = EventsRequest.Limits(maxEvents: service.configuration.maxEventsPerRequest,
-                                              maxValueBytes: service.configuration.maxValueBytes)
+            let limits = EventsRequest.Limits(
+                maxEvents: service.configuration.maxEventsPerRequest,
+                maxValueBytes: service.configuration.maxValueBytes)
             switch EventsRequest.parse(body, keys: service.keys, now: nowSeconds, limits: limits) {
-            case .failure(let error) where error.tooLarge: fail(context, .analyticsTooLarge(error.message, index: error.index))
+            case .failure(let error) where error.tooLarge:
+                fail(context, .analyticsTooLarge(error.message, index: error.index))
             case .failure(let error): fail(context, .invalidAnalytics(error.message, index: error.index))
             case .success(let values): store(values, subject: subject, context: context, service: service, extra: [:])
             }
@@ -51,7 +60,8 @@ extension EndpointContext {
             }
         case "operations/finish":
             guard let subject = analyticsCredentials.subject, analyticsCredentials.status.loggedIn else {
-                return fail(context, analyticsCredentials.status.loggedIn ? .noSubjectForAnalytics : .notLoggedInForAnalytics)
+                return fail(
+                    context, analyticsCredentials.status.loggedIn ? .noSubjectForAnalytics : .notLoggedInForAnalytics)
             }
             withOperation(context, body, cancelOnAllowed: false) { request in
                 switch service.finish(request, now: NanoTime.now().nanoseconds) {
@@ -59,8 +69,9 @@ extension EndpointContext {
                 case .success(nil): self.fail(context, .unknownOperation(request.operation))
                 case .success(let found?):
                     let value = AnalyticsValue(key: found.key, value: String(found.milliseconds), timestamp: nowSeconds)
-                    self.store([value], subject: subject, context: context, service: service,
-                               extra: ["key": .string(found.key), "milliseconds": .number(JSONNumber(found.milliseconds))])
+                    self.store(
+                        [value], subject: subject, context: context, service: service,
+                        extra: ["key": .string(found.key), "milliseconds": .number(JSONNumber(found.milliseconds))])
                 }
             }
         case "operations/cancel":
@@ -74,21 +85,28 @@ extension EndpointContext {
         case "phase":
             switch PhaseRequest.parse(body) {
             case .failure(let error): fail(context, .invalidAnalytics(error.message, index: nil))
-            case .success(let phase): sendJSON(context, 200, ["cancelled": .array(service.phase(phase).map { .string($0) })])
+            case .success(let phase):
+                sendJSON(context, 200, ["cancelled": .array(service.phase(phase).map { .string($0) })])
             }
         default:  // flush
             service.flush(replyOn: loop) { [weak self, weak context] report in
                 guard let self, let context else { return }
-                self.sendJSON(context, 200, ["sent": .number(JSONNumber(report.sent)), "dropped": .number(JSONNumber(report.dropped)),
-                                              "remaining": .number(JSONNumber(report.remaining)),
-                                              "deferred": report.deferredReason.map { .string($0) } ?? .null])
+                self.sendJSON(
+                    context, 200,
+                    [
+                        "sent": .number(JSONNumber(report.sent)), "dropped": .number(JSONNumber(report.dropped)),
+                        "remaining": .number(JSONNumber(report.remaining)),
+                        "deferred": report.deferredReason.map { .string($0) } ?? .null,
+                    ])
             }
         }
     }
 
     /// Commits `values` and answers 202 only then (docs/analytics.md: durable before acknowledged).
-    private func store(_ values: [AnalyticsValue], subject: String, context: ExchangeContext, service: AnalyticsService,
-                       extra: [String: JSONValue]) {
+    private func store(
+        _ values: [AnalyticsValue], subject: String, context: ExchangeContext, service: AnalyticsService,
+        extra: [String: JSONValue]
+    ) {
         service.record(values, subject: subject, replyOn: loop) { [weak self, weak context] result in
             guard let self, let context else { return }
             switch result {
@@ -108,7 +126,9 @@ extension EndpointContext {
         }
     }
 
-    private func withOperation(_ context: ExchangeContext, _ body: [UInt8], cancelOnAllowed: Bool, _ then: (OperationRequest) -> Void) {
+    private func withOperation(
+        _ context: ExchangeContext, _ body: [UInt8], cancelOnAllowed: Bool, _ then: (OperationRequest) -> Void
+    ) {
         switch OperationRequest.parse(body, requireCancelOnAllowed: cancelOnAllowed) {
         case .failure(let error): fail(context, .invalidAnalytics(error.message, index: error.index))
         case .success(let request): then(request)

@@ -5,7 +5,9 @@ import HTTPServer
 import JSON
 
 extension ProxyHandler {
-    private static let json: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+    private static let json: [(name: String, value: String)] = [
+        ("Content-Type", "application/json"), ("Cache-Control", "no-store"),
+    ]
 
     /// The login-related `/_platform/` endpoints; false when `path` is not one of them.
     /// `?provider=<name>` picks one provider on login, device, demo, logout and userinfo.
@@ -15,7 +17,8 @@ extension ProxyHandler {
         // A `provider` parameter must name a configured provider; nil when absent.
         var named: String?
         switch path {
-        case "/_platform/login", "/_platform/login/device", "/_platform/login/demo", "/_platform/logout", "/_platform/userinfo":
+        case "/_platform/login", "/_platform/login/device", "/_platform/login/demo", "/_platform/logout",
+            "/_platform/userinfo":
             if let name = parameters.first(where: { $0.0 == "provider" })?.1 {
                 guard runtime.configuration.provider(named: name) != nil else {
                     fail(context, .unknownProvider(name, known: providerNames))
@@ -53,18 +56,21 @@ extension ProxyHandler {
                         var object = JSONObject()
                         object["user_code"] = .string(device.userCode)
                         object["verification_uri"] = .string(device.verificationURI)
-                        object["verification_uri_complete"] = device.verificationURIComplete.map { .string($0) } ?? .null
+                        object["verification_uri_complete"] =
+                            device.verificationURIComplete.map { .string($0) } ?? .null
                         object["expires_in"] = .number(JSONNumber(device.expiresIn))
                         object["interval"] = .number(JSONNumber(device.interval))
                         object["provider"] = .string(manager.name)
-                        self.send(context, status: 200, headers: Self.json, body: JSONValue.object(object).serializedBytes())
+                        self.send(
+                            context, status: 200, headers: Self.json, body: JSONValue.object(object).serializedBytes())
                     case .failure(.refused(let reason)): self.fail(context, .loginUnavailable(reason))
                     case .failure(.unavailable(let reason)): self.fail(context, .loginServerUnavailable(reason))
                     }
                 }
             }
         case "/_platform/login/demo":
-            let provider = named.flatMap { runtime.configuration.provider(named: $0) } ?? runtime.configuration.defaultProvider
+            let provider =
+                named.flatMap { runtime.configuration.provider(named: $0) } ?? runtime.configuration.defaultProvider
             guard let provider, provider.configuration.demo != nil, let manager = slot(provider.name).manager else {
                 fail(context, .loginUnavailable("No demo login is configured (provider.demo, with an OAuth grant)."))
                 return true
@@ -99,10 +105,13 @@ extension ProxyHandler {
                     object["revoked"] = .bool(revoked.contains { $0.1 })
                     if self.severalProviders {
                         var each = JSONObject()
-                        for (name, flag) in revoked { each[name] = .object(JSONObject(uniqueKeysWithValues: [("revoked", .bool(flag))])) }
+                        for (name, flag) in revoked {
+                            each[name] = .object(JSONObject(uniqueKeysWithValues: [("revoked", .bool(flag))]))
+                        }
                         object["providers"] = .object(each)
                     }
-                    self.send(context, status: 200, headers: Self.json, body: JSONValue.object(object).serializedBytes())
+                    self.send(
+                        context, status: 200, headers: Self.json, body: JSONValue.object(object).serializedBytes())
                 }
             }
         case "/_platform/userinfo":
@@ -137,7 +146,8 @@ extension ProxyHandler {
 
     /// The manager of provider `name` (nil: the default provider), or an answered error.
     private func managerOrFail(_ context: ExchangeContext, _ name: String?) -> CredentialManager? {
-        let provider = name.flatMap { runtime.configuration.provider(named: $0) } ?? runtime.configuration.defaultProvider
+        let provider =
+            name.flatMap { runtime.configuration.provider(named: $0) } ?? runtime.configuration.defaultProvider
         if let provider, let manager = slot(provider.name).manager { return manager }
         let message: String
         switch provider?.configuration.grant {
@@ -145,7 +155,8 @@ extension ProxyHandler {
         case .staticTokens?: message = "The static grant has no login: its tokens come from the config."
         case let grant?:
             // An OAuth provider with no manager came with a reload: its lifecycle starts at the next start.
-            message = "The provider \(provider!.name) (\(grant.rawValue)) was added or changed by a reload and "
+            message =
+                "The provider \(provider!.name) (\(grant.rawValue)) was added or changed by a reload and "
                 + "takes effect after a restart."
         }
         fail(context, .loginUnavailable(message))
@@ -154,10 +165,13 @@ extension ProxyHandler {
 
     /// A small HTML page for the browser that finished (or failed) a login.
     func page(_ context: ExchangeContext, status: Int, title: String, text: String) {
-        let html = "<!doctype html><meta charset=utf-8><title>\(Self.escapeHTML(title))</title>"
+        let html =
+            "<!doctype html><meta charset=utf-8><title>\(Self.escapeHTML(title))</title>"
             + "<h1>\(Self.escapeHTML(title))</h1><p>\(Self.escapeHTML(text))</p>"
-        send(context, status: status, headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],
-             body: Array(html.utf8))
+        send(
+            context, status: status,
+            headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],
+            body: Array(html.utf8))
     }
 
     static func escapeHTML(_ text: String) -> String {

@@ -10,7 +10,9 @@ struct ControlEndpoints {
     /// Largest switch request body.
     static let maxBody = 65536
 
-    private static let json: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+    private static let json: [(name: String, value: String)] = [
+        ("Content-Type", "application/json"), ("Cache-Control", "no-store"),
+    ]
 
     /// `POST /_platform/mock` (the method is checked by `PlatformEndpoints`).
     func switchMock(_ context: ExchangeContext, runtime: ProxyRuntime, reply: @escaping Reply, collect: Collect) {
@@ -25,15 +27,21 @@ struct ControlEndpoints {
     /// `{"route": "name", "mode": "replay" | "record" | "off"}`: the QA switch.
     private func switchMock(_ context: ExchangeContext, _ body: JSONValue, runtime: ProxyRuntime, reply: Reply) {
         guard let name = body["route"]?.stringValue, let modeName = body["mode"]?.stringValue,
-              let mode = MockSwitchboard.Mode(name: modeName) else {
-            return error(context, .invalidRequest("Expected {\"route\": name, \"mode\": \"replay\"|\"record\"|\"off\"}."), reply)
+            let mode = MockSwitchboard.Mode(name: modeName)
+        else {
+            return error(
+                context, .invalidRequest("Expected {\"route\": name, \"mode\": \"replay\"|\"record\"|\"off\"}."), reply)
         }
         guard let route = runtime.configuration.routes.first(where: { $0.name == name }) else {
             return error(context, .invalidRequest("No route is named \(name)."), reply)
         }
-        guard route.mock != nil else { return error(context, .invalidRequest("The route \(name) has no mock directory."), reply) }
+        guard route.mock != nil else {
+            return error(context, .invalidRequest("The route \(name) has no mock directory."), reply)
+        }
         // What check-config refuses in a release config cannot be switched on at run time either.
-        guard runtime.configuration.profile != "release" || mode == .off else { return error(context, .mockNotAllowed, reply) }
+        guard runtime.configuration.profile != "release" || mode == .off else {
+            return error(context, .mockNotAllowed, reply)
+        }
         guard route.upstream != nil || mode == .replay else {
             return error(context, .invalidRequest("The route \(name) has no upstream, so it can only replay."), reply)
         }

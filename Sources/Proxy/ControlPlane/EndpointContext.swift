@@ -45,7 +45,9 @@ protocol EndpointContext: AnyObject {
 extension EndpointContext {
     /// The reply function given to endpoint handlers: a whole JSON (or other) response.
     var reply: ControlEndpoints.Reply {
-        { [unowned self] context, status, headers, body in self.send(context, status: status, headers: headers, body: body) }
+        { [unowned self] context, status, headers, body in
+            self.send(context, status: status, headers: headers, body: body)
+        }
     }
 
     /// Collects a request body up to `limit` bytes, then calls `then`; a larger body gets 413.

@@ -5,7 +5,9 @@ import Experiments
 import HTTPServer
 import JSON
 
-private let json: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+private let json: [(name: String, value: String)] = [
+    ("Content-Type", "application/json"), ("Cache-Control", "no-store"),
+]
 private let prefix = "/_platform/experiments"
 
 extension EndpointContext {
@@ -26,10 +28,12 @@ extension EndpointContext {
         // The method was checked by `PlatformEndpoints`.
         if rest.isEmpty {
             let overrides = service.overrides().overrides
-            let assignments = experiments.assignments(subject: service.subject(credentials).id, now: now, overrides: overrides)
+            let assignments = experiments.assignments(
+                subject: service.subject(credentials).id, now: now, overrides: overrides)
             var object = JSONObject()
             for a in assignments { object[a.experiment] = .string(a.variant) }
-            readAssignments(context, assignments, service: service, now: now, body: JSONValue.object(object).serializedBytes())
+            readAssignments(
+                context, assignments, service: service, now: now, body: JSONValue.object(object).serializedBytes())
             return true
         }
         let name = rest.dropFirst()
@@ -38,7 +42,8 @@ extension EndpointContext {
             return true
         }
         if read {
-            let a = experiments.assignment(plan, subject: service.subject(credentials).id, now: now, overrides: service.overrides().overrides)
+            let a = experiments.assignment(
+                plan, subject: service.subject(credentials).id, now: now, overrides: service.overrides().overrides)
             readAssignments(context, [a], service: service, now: now, body: assignmentBody(a, plan))
         } else if head.methodIs("PUT") {
             collectBody(context, limit: ControlEndpoints.maxBody) { [weak self, weak context] bytes in
@@ -46,43 +51,52 @@ extension EndpointContext {
                 self.override(context, plan, body: bytes, service: service)
             }
         } else {  // DELETE
-            service.clearOverride(plan.name, saved: answerWhenSaved(context) { [weak self] in
-                guard let self else { return [] }
-                self.log.emit(.info, "experiment_override_cleared", [("experiment", .string(plan.name))])
-                let a = experiments.assignment(plan, subject: service.subject(self.credentials).id, now: UnixTime.now(),
-                                               overrides: service.overrides().overrides)
-                return assignmentBody(a, plan)
-            })
+            service.clearOverride(
+                plan.name,
+                saved: answerWhenSaved(context) { [weak self] in
+                    guard let self else { return [] }
+                    self.log.emit(.info, "experiment_override_cleared", [("experiment", .string(plan.name))])
+                    let a = experiments.assignment(
+                        plan, subject: service.subject(self.credentials).id, now: UnixTime.now(),
+                        overrides: service.overrides().overrides)
+                    return assignmentBody(a, plan)
+                })
         }
         return true
     }
 
     /// `PUT {"variant": "new"}`: forces that variant of `plan` for everyone on this machine.
-    private func override(_ context: ExchangeContext, _ plan: ExperimentPlan, body: [UInt8], service: ExperimentService) {
+    private func override(_ context: ExchangeContext, _ plan: ExperimentPlan, body: [UInt8], service: ExperimentService)
+    {
         guard let parsed = try? JSONValue.parse(body), let variant = parsed["variant"]?.stringValue else {
             return fail(context, .invalidRequest("Expected {\"variant\": name}."))
         }
         guard plan.variants.contains(variant) else {
             return fail(context, .unknownVariant(variant, experiment: plan.name, known: plan.variants))
         }
-        service.setOverride(variant, for: plan.name, saved: answerWhenSaved(context) { [weak self] in
-            self?.log.emit(.info, "experiment_overridden", [("experiment", .string(plan.name)), ("variant", .string(variant))])
-            return assignmentBody(Assignment(experiment: plan.name, variant: variant, reason: .override), plan)
-        })
+        service.setOverride(
+            variant, for: plan.name,
+            saved: answerWhenSaved(context) { [weak self] in
+                self?.log.emit(
+                    .info, "experiment_overridden", [("experiment", .string(plan.name)), ("variant", .string(variant))])
+                return assignmentBody(Assignment(experiment: plan.name, variant: variant, reason: .override), plan)
+            })
     }
 
     /// The completion for an override change: back on this loop, 200 with `body()` once the
     /// state file holds the change (so a crash right after the answer keeps it), else 500
     /// `experiments_state_not_saved` (the change is in force until the proxy stops).
-    private func answerWhenSaved(_ context: ExchangeContext, _ body: @escaping () -> [UInt8]) -> ExperimentService.Saved {
-        let reply = LoopBound({ [weak self, weak context] (error: TokenStoreError?) in
-            guard let self, let context else { return }
-            if let error {
-                self.log.emit(.error, "experiment_override_not_saved", [("error", .string(error.description))])
-                return self.fail(context, .experimentsStateNotSaved)
-            }
-            self.send(context, status: 200, headers: json, body: body())
-        }, on: loop)
+    private func answerWhenSaved(_ context: ExchangeContext, _ body: @escaping () -> [UInt8]) -> ExperimentService.Saved
+    {
+        let reply = LoopBound(
+            { [weak self, weak context] (error: TokenStoreError?) in
+                guard let self, let context else { return }
+                if let error {
+                    self.log.emit(.error, "experiment_override_not_saved", [("error", .string(error.description))])
+                    return self.fail(context, .experimentsStateNotSaved)
+                }
+                self.send(context, status: 200, headers: json, body: body())
+            }, on: loop)
         return { error in reply.loop.execute { reply.value(error) } }
     }
 
@@ -90,8 +104,10 @@ extension EndpointContext {
     /// each hashed assignment, only for a logged-in subject (the analytics API records nothing
     /// logged out) and only with analytics configured. Overridden and inactive ones never count.
     /// The answer waits for the commit, so a flush right after it uploads the exposure.
-    private func readAssignments(_ context: ExchangeContext, _ assignments: [Assignment], service: ExperimentService,
-                                 now: Double, body: [UInt8]) {
+    private func readAssignments(
+        _ context: ExchangeContext, _ assignments: [Assignment], service: ExperimentService,
+        now: Double, body: [UInt8]
+    ) {
         service.counters.served(assignments)
         let (subject, loggedIn) = service.subject(credentials)
         let exposable = assignments.filter(\.isExposure)

@@ -5,7 +5,9 @@ import HTTPServer
 import JSON
 
 extension ProxyHandler {
-    private static let journeyJSON: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+    private static let journeyJSON: [(name: String, value: String)] = [
+        ("Content-Type", "application/json"), ("Cache-Control", "no-store"),
+    ]
     /// Largest journey request body (answers are small).
     static let maxJourneyBody = 65536
 
@@ -39,7 +41,8 @@ extension ProxyHandler {
         let step = rest.dropFirst()
         // Bound to the caller: a step id alone is not enough to continue someone else's login.
         let exchange = context.exchange
-        let client = [exchange.peer, exchange.head.first("User-Agent") ?? "", exchange.head.first("Origin") ?? ""].joined(separator: "\n")
+        let client = [exchange.peer, exchange.head.first("User-Agent") ?? "", exchange.head.first("Origin") ?? ""]
+            .joined(separator: "\n")
         collectBody(context, limit: Self.maxJourneyBody) { [weak self, weak context] body in
             guard let self, let context else { return }
             let parsed: JSONObject
@@ -59,8 +62,11 @@ extension ProxyHandler {
             } else {
                 guard !step.contains("/") else { return self.fail(context, .journeyStepUnknown) }
                 guard let answers = parsed["answers"]?.objectValue else {
-                    return self.fail(context, .invalidRequest(
-                        "Answer a step with {\"answers\": {\"<input name>\": value, …}}, keyed by the names of the step's callback inputs."))
+                    return self.fail(
+                        context,
+                        .invalidRequest(
+                            "Answer a step with {\"answers\": {\"<input name>\": value, …}}, keyed by the names of the step's callback inputs."
+                        ))
                 }
                 manager.continueJourney(step: String(step), answers: answers, client: client, replyOn: self.loop, reply)
             }
@@ -68,21 +74,29 @@ extension ProxyHandler {
         return true
     }
 
-    private func startJourney(_ context: ExchangeContext, _ body: JSONObject, manager: CredentialManager, client: String,
-                              reply: @escaping (JourneyTurn) -> Void) {
+    private func startJourney(
+        _ context: ExchangeContext, _ body: JSONObject, manager: CredentialManager, client: String,
+        reply: @escaping (JourneyTurn) -> Void
+    ) {
         for key in body.keys where !["journey", "resume"].contains(key) {
-            return fail(context, .invalidRequest("Unknown key \"\(key)\": start with {\"journey\": name} or {\"resume\": url}, or no body."))
+            return fail(
+                context,
+                .invalidRequest(
+                    "Unknown key \"\(key)\": start with {\"journey\": name} or {\"resume\": url}, or no body."))
         }
         var journey: String?
         if let value = body["journey"], !value.isNull {
             guard let name = value.stringValue, JourneyConfiguration.isPlainName(name) else {
-                return fail(context, .invalidRequest("\"journey\" must be a tree name (letters, digits, \"-\", \"_\", \".\")."))
+                return fail(
+                    context, .invalidRequest("\"journey\" must be a tree name (letters, digits, \"-\", \"_\", \".\")."))
             }
             journey = name
         }
         var resume: String?
         if let value = body["resume"], !value.isNull {
-            guard let url = value.stringValue else { return fail(context, .invalidRequest("\"resume\" must be the resume link (a URL with suspendedId).")) }
+            guard let url = value.stringValue else {
+                return fail(context, .invalidRequest("\"resume\" must be the resume link (a URL with suspendedId)."))
+            }
             resume = url
         }
         manager.startJourney(journey, resume: resume, client: client, replyOn: loop, reply)

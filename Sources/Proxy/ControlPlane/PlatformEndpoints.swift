@@ -63,9 +63,12 @@ struct PlatformEndpoints {
     init(_ build: (inout PlatformEndpoints) -> Void) { build(&self) }
 
     /// Adds an entry; earlier entries win.
-    mutating func on(_ path: Path, _ methods: [Method], unless missing: Resource? = nil, use handler: @escaping Handler) {
-        endpoints.append(Endpoint(path: path, methods: methods, resource: missing, handler: handler,
-                                  allow: methods.map(\.rawValue).joined(separator: ", ")))
+    mutating func on(_ path: Path, _ methods: [Method], unless missing: Resource? = nil, use handler: @escaping Handler)
+    {
+        endpoints.append(
+            Endpoint(
+                path: path, methods: methods, resource: missing, handler: handler,
+                allow: methods.map(\.rawValue).joined(separator: ", ")))
     }
 
     /// The entry answering `path`, if any.
@@ -73,7 +76,9 @@ struct PlatformEndpoints {
 
     /// Answers `context`'s exchange from the table.
     func dispatch(_ context: ExchangeContext, target: RequestTarget, on handler: any EndpointContext) {
-        guard let endpoint = endpoint(for: target.path) else { return handler.fail(context, .noRoute(String(target.path))) }
+        guard let endpoint = endpoint(for: target.path) else {
+            return handler.fail(context, .noRoute(String(target.path)))
+        }
         if let missing = endpoint.resource?(handler, target.path) { return handler.fail(context, missing) }
         let head = context.exchange.head
         guard endpoint.methods.contains(where: { $0.matches(head) }) else {
@@ -93,7 +98,10 @@ extension ProxyHandler {
         table.on(.subtree("/_platform/login/journey"), [.post]) { proxy, context, target in
             _ = proxy.handleJourneyEndpoint(context, path: target.path)
         }
-        for path in ["/_platform/auth", "/_platform/auth/events", "/_platform/login", "/_platform/callback", "/_platform/userinfo"] {
+        for path in [
+            "/_platform/auth", "/_platform/auth/events", "/_platform/login", "/_platform/callback",
+            "/_platform/userinfo",
+        ] {
             table.on(.exact(path), [.get]) { proxy, context, target in
                 _ = proxy.handleAuthEndpoint(context, path: target.path, query: target.query)
             }
@@ -103,26 +111,39 @@ extension ProxyHandler {
                 _ = proxy.handleAuthEndpoint(context, path: target.path, query: target.query)
             }
         }
-        table.on(.below("/_platform/analytics/"), [.post], unless: { proxy, path in
-            proxy.analytics == nil ? .noRoute(String(path)) : nil
-        }) { proxy, context, target in
+        table.on(
+            .below("/_platform/analytics/"), [.post],
+            unless: { proxy, path in
+                proxy.analytics == nil ? .noRoute(String(path)) : nil
+            }
+        ) { proxy, context, target in
             _ = proxy.handleAnalyticsEndpoint(context, path: target.path)
         }
-        table.on(.exact("/_platform/experiments"), [.get], unless: { proxy, path in
-            proxy.experimentService == nil ? .noRoute(String(path)) : nil
-        }) { proxy, context, target in
+        table.on(
+            .exact("/_platform/experiments"), [.get],
+            unless: { proxy, path in
+                proxy.experimentService == nil ? .noRoute(String(path)) : nil
+            }
+        ) { proxy, context, target in
             _ = proxy.handleExperimentEndpoint(context, path: target.path)
         }
-        table.on(.below("/_platform/experiments/"), [.get, .put, .delete], unless: { proxy, path in
-            guard proxy.experimentService != nil else { return .noRoute(String(path)) }
-            let name = path.dropFirst("/_platform/experiments/".count)
-            return proxy.runtime.experiments.plan(named: name) == nil ? .unknownExperiment(String(name)) : nil
-        }) { proxy, context, target in
+        table.on(
+            .below("/_platform/experiments/"), [.get, .put, .delete],
+            unless: { proxy, path in
+                guard proxy.experimentService != nil else { return .noRoute(String(path)) }
+                let name = path.dropFirst("/_platform/experiments/".count)
+                return proxy.runtime.experiments.plan(named: name) == nil ? .unknownExperiment(String(name)) : nil
+            }
+        ) { proxy, context, target in
             _ = proxy.handleExperimentEndpoint(context, path: target.path)
         }
-        for path in ProxyHandler.consoleAssets.keys.map(String.init) + ["/_platform/console/state", "/_platform/console/requests",
-                                                                         "/_platform/console/events"] {
-            table.on(.exact(path), [.get]) { proxy, context, target in proxy.handleConsoleEndpoint(context, path: target.path) }
+        for path in ProxyHandler.consoleAssets.keys.map(String.init) + [
+            "/_platform/console/state", "/_platform/console/requests",
+            "/_platform/console/events",
+        ] {
+            table.on(.exact(path), [.get]) { proxy, context, target in
+                proxy.handleConsoleEndpoint(context, path: target.path)
+            }
         }
         table.on(.exact("/_platform/mock"), [.post]) { proxy, context, _ in
             proxy.control.switchMock(context, runtime: proxy.runtime, reply: proxy.reply) { context, then in

@@ -8,7 +8,9 @@ enum Probe {
 
     /// The route name probes and metrics scrapes are logged under; they are not counted as requests.
     static let route = "_probe"
-    static let headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+    static let headers: [(name: String, value: String)] = [
+        ("Content-Type", "application/json"), ("Cache-Control", "no-store"),
+    ]
 
     /// The probe a path names, if any.
     init?(path: Substring) {

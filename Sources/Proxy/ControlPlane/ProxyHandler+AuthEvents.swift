@@ -15,9 +15,13 @@ extension ProxyHandler {
     /// Opens a Server-Sent Events stream: one `state` event per provider now (the default
     /// provider first) and one at every change, each naming its provider.
     func openEventStream(_ context: ExchangeContext) {
-        context.exchange.startResponse(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
-                                                      ("X-Request-ID", context.requestID)],
-                               framing: .streamed)
+        context.exchange.startResponse(
+            status: 200,
+            headers: [
+                ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
+                ("X-Request-ID", context.requestID),
+            ],
+            framing: .streamed)
         // HEAD gets the head only: held open, it would never end and the next request on its
         // connection would wait forever.
         if context.exchange.isHeadRequest { return context.exchange.endResponse() }
@@ -78,10 +82,12 @@ extension ProxyHandler {
             }
         case .close:
             eventStreams.removeAll { $0 === stream }
-            Log.emit(.warning, "event_stream_closed", fields: [
-                ("requestID", .string(stream.context.requestID)),
-                ("reason", .string("the client fell too far behind")),
-            ])
+            Log.emit(
+                .warning, "event_stream_closed",
+                fields: [
+                    ("requestID", .string(stream.context.requestID)),
+                    ("reason", .string("the client fell too far behind")),
+                ])
             stream.exchange.abort(reason: "event_stream_behind")
         }
     }
@@ -89,7 +95,8 @@ extension ProxyHandler {
     private func write(_ item: EventStreamFlow.Item, to exchange: HTTPExchange) {
         let bytes: [UInt8]
         switch item {
-        case .state(let provider): bytes = Array("event: state\ndata: ".utf8) + eventJSON(slot(provider)) + Array("\n\n".utf8)
+        case .state(let provider):
+            bytes = Array("event: state\ndata: ".utf8) + eventJSON(slot(provider)) + Array("\n\n".utf8)
         case .event(let rendered): bytes = rendered
         case .keepAlive: bytes = Array(": keep-alive\n\n".utf8)
         }

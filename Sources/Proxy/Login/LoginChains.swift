@@ -85,10 +85,14 @@ package final class LoginChains: Sendable {
     private func prune(_ table: inout Table, now: Double) {
         table.states = table.states.filter { $0.value.expires > now }
         table.chains = table.chains.filter { $0.value.expires > now }
-        while table.states.count >= Self.capacity, let oldest = table.states.min(by: { $0.value.expires < $1.value.expires }) {
+        while table.states.count >= Self.capacity,
+            let oldest = table.states.min(by: { $0.value.expires < $1.value.expires })
+        {
             table.states.removeValue(forKey: oldest.key)
         }
-        while table.chains.count >= Self.capacity, let oldest = table.chains.min(by: { $0.value.expires < $1.value.expires }) {
+        while table.chains.count >= Self.capacity,
+            let oldest = table.chains.min(by: { $0.value.expires < $1.value.expires })
+        {
             table.chains.removeValue(forKey: oldest.key)
         }
     }

@@ -5,7 +5,8 @@ import EventLoop
 extension UploadToken {
     /// The upload headers of a provider's token snapshot.
     init(_ snapshot: CredentialSnapshot) {
-        self.init(generation: snapshot.generation, accessToken: snapshot.accessTokenValue, idToken: snapshot.idTokenValue)
+        self.init(
+            generation: snapshot.generation, accessToken: snapshot.accessTokenValue, idToken: snapshot.idTokenValue)
     }
 }
 

@@ -52,24 +52,32 @@ final class ProviderLifecycle {
     init(_ named: NamedProvider, stateDirectory: String) {
         name = named.name
         provider = named.configuration
-        store = TokenStore(directory: stateDirectory, name: named.tokenFileName, journeySession: named.journeySessionFileName)
+        store = TokenStore(
+            directory: stateDirectory, name: named.tokenFileName, journeySession: named.journeySessionFileName)
         switch store.load() {
         case .none: stored = nil
         case .loaded(let tokens): stored = tokens
         case .corrupt(let movedTo):
-            Log.emit(.warning, "token_store_corrupt", ["provider": .string(named.name), "movedTo": .string(movedTo),
-                                                       "message": .string("treated as logged out")])
+            Log.emit(
+                .warning, "token_store_corrupt",
+                [
+                    "provider": .string(named.name), "movedTo": .string(movedTo),
+                    "message": .string("treated as logged out"),
+                ])
         }
     }
 
-    func manager(home loop: EventLoop, http: UpstreamClient, worker: BlockingWorker, directory: LoopDirectory) -> CredentialManager {
+    func manager(home loop: EventLoop, http: UpstreamClient, worker: BlockingWorker, directory: LoopDirectory)
+        -> CredentialManager
+    {
         if let manager { return manager }
         let name = self.name
         // The secret was checked when the config loaded; resolving again picks up a rotated file.
         let secret = try? provider.clientSecret?.resolve()
-        let created = CredentialManager(provider: provider, loop: loop, http: http, store: store, worker: worker,
-                                        clientSecret: secret, name: name,
-                                        publish: { snapshot in directory.publish(snapshot, provider: name) })
+        let created = CredentialManager(
+            provider: provider, loop: loop, http: http, store: store, worker: worker,
+            clientSecret: secret, name: name,
+            publish: { snapshot in directory.publish(snapshot, provider: name) })
         created.onJourneyProgress { event in directory.journeyProgress(event) }
         manager = created
         return created
@@ -81,8 +89,9 @@ final class ProviderLifecycle {
     var initialSnapshot: CredentialSnapshot {
         guard let stored else { return .empty }
         let status = AuthStatus(state: .loggedIn, expiresAt: stored.expiresAt, subject: stored.subject)
-        return CredentialSnapshot(generation: 0, accessToken: stored.accessToken, idToken: stored.idToken,
-                                  tokenType: stored.tokenType, status: status)
+        return CredentialSnapshot(
+            generation: 0, accessToken: stored.accessToken, idToken: stored.idToken,
+            tokenType: stored.tokenType, status: status)
     }
 
     func start() { manager?.start(stored: stored) }

@@ -68,7 +68,9 @@ package struct PhasedLogin: Sendable, Equatable {
 
     /// `provider`'s authorization request came back with `outcome`.
     package mutating func completed(_ provider: String, _ outcome: Outcome) -> Action {
-        guard case .authorizing(let current, let silent, let rest, var report) = state, current == provider else { return .ignore }
+        guard case .authorizing(let current, let silent, let rest, var report) = state, current == provider else {
+            return .ignore
+        }
         switch outcome {
         case .signedIn:
             report.signedIn.append(provider)
@@ -76,7 +78,8 @@ package struct PhasedLogin: Sendable, Equatable {
             state = .authorizing(provider: provider, silent: false, rest: rest, report: report)
             return .authorize(provider: provider, silent: false)
         case .interactionRequired:
-            report.notSignedIn.append(.init(provider: provider, reason: "the authorization server still asked for a login"))
+            report.notSignedIn.append(
+                .init(provider: provider, reason: "the authorization server still asked for a login"))
         case .refused(let reason), .failed(let reason):
             report.notSignedIn.append(.init(provider: provider, reason: reason))
         }

@@ -14,7 +14,8 @@ extension ProxyHandler {
         }
         guard !waiting.isEmpty else {
             let signedIn = providerNames.filter { slot($0).snapshot.status.loggedIn }
-            let text = signedIn.isEmpty
+            let text =
+                signedIn.isEmpty
                 ? "No provider has a browser login (use platform-proxy login for device and journey logins)."
                 : "Already signed in: \(signedIn.joined(separator: ", ")). You can close this window."
             return page(context, status: 200, title: "Signed in", text: text)
@@ -30,7 +31,10 @@ extension ProxyHandler {
         let state = query.first { $0.0 == "state" }?.1
         let bound = state.flatMap { loginChains.take(state: $0, now: UnixTime.now()) }
         // An unknown state still goes to a manager, which answers with the "start again" page.
-        guard let manager = slot(bound?.provider).manager ?? providerNames.lazy.compactMap({ self.slot($0).manager }).first else {
+        guard
+            let manager = slot(bound?.provider).manager
+                ?? providerNames.lazy.compactMap({ self.slot($0).manager }).first
+        else {
             return fail(context, .loginUnavailable("No provider with a browser login is configured."))
         }
         manager.completeLogin(query: query, replyOn: loop) { [weak self, weak context] result in
@@ -38,10 +42,13 @@ extension ProxyHandler {
             guard let bound, let chain = bound.chain else {
                 switch result {
                 case .success:
-                    let text = self.severalProviders ? "You are signed in to \(manager.name). You can close this window."
-                                                     : "You are signed in. You can close this window."
+                    let text =
+                        self.severalProviders
+                        ? "You are signed in to \(manager.name). You can close this window."
+                        : "You are signed in. You can close this window."
                     self.page(context, status: 200, title: "Signed in", text: text)
-                case .failure(let failure): self.page(context, status: 400, title: "Sign-in failed", text: failure.message)
+                case .failure(let failure):
+                    self.page(context, status: 400, title: "Sign-in failed", text: failure.message)
                 }
                 return
             }
@@ -53,7 +60,8 @@ extension ProxyHandler {
             case .failure(let failure) where failure.code != nil: outcome = .refused(failure.message)
             case .failure(let failure): outcome = .failed(failure.message)
             }
-            self.perform(self.loginChains.completed(chain: chain, provider: bound.provider, outcome), chain: chain, context)
+            self.perform(
+                self.loginChains.completed(chain: chain, provider: bound.provider, outcome), chain: chain, context)
         }
     }
 
@@ -61,18 +69,25 @@ extension ProxyHandler {
     /// bound to `chain` (nil: a single login); `failed` gets the reason when none can be made.
     /// When the provider keeps as many unfinished logins as it may, the answer is 429 and the
     /// chain ends: a refused start must not linger in the table of chains either.
-    func redirectToLogin(_ context: ExchangeContext, _ manager: CredentialManager, silent: Bool = false, chain: UInt64?,
-                         failed: @escaping (ProxyHandler, ExchangeContext, String) -> Void) {
+    func redirectToLogin(
+        _ context: ExchangeContext, _ manager: CredentialManager, silent: Bool = false, chain: UInt64?,
+        failed: @escaping (ProxyHandler, ExchangeContext, String) -> Void
+    ) {
         let chains = loginChains
         let provider = manager.name
         // A start navigated to from another site takes a place only among those kept for such
         // starts; a phased login's next step (from the callback the IdP sent back) was admitted.
         // `same-site` is not another site: a local app's page on another port links here so.
-        let crossSite = context.path == "/_platform/login"
-            && RequestScreen.fields(context.exchange.head).fetchSite.map { $0.trimmingCharacters().lowercased() == "cross-site" } == true
-        manager.loginURL(silent: silent, crossSite: crossSite,
-                         onState: { state in chains.bind(state: state, provider: provider, chain: chain, now: UnixTime.now()) },
-                         replyOn: loop) { [weak self, weak context] result in
+        let crossSite =
+            context.path == "/_platform/login"
+            && RequestScreen.fields(context.exchange.head).fetchSite.map {
+                $0.trimmingCharacters().lowercased() == "cross-site"
+            } == true
+        manager.loginURL(
+            silent: silent, crossSite: crossSite,
+            onState: { state in chains.bind(state: state, provider: provider, chain: chain, now: UnixTime.now()) },
+            replyOn: loop
+        ) { [weak self, weak context] result in
             guard let self, let context else { return }
             switch result {
             case .success(let url):
@@ -91,16 +106,21 @@ extension ProxyHandler {
         switch action {
         case .authorize(let provider, let silent):
             guard let manager = slot(provider).manager else {
-                return perform(loginChains.completed(chain: chain, provider: provider, .failed("it has no login")), chain: chain, context)
+                return perform(
+                    loginChains.completed(chain: chain, provider: provider, .failed("it has no login")), chain: chain,
+                    context)
             }
             redirectToLogin(context, manager, silent: silent, chain: chain) { handler, context, reason in
-                handler.perform(handler.loginChains.completed(chain: chain, provider: provider, .failed(reason)), chain: chain, context)
+                handler.perform(
+                    handler.loginChains.completed(chain: chain, provider: provider, .failed(reason)), chain: chain,
+                    context)
             }
         case .finish(let report):
             finishPhasedLogin(report, context)
         case .ignore:
-            page(context, status: 400, title: "Sign-in failed",
-                 text: "The login could not be matched to one started here (unknown or expired state). Start again.")
+            page(
+                context, status: 400, title: "Sign-in failed",
+                text: "The login could not be matched to one started here (unknown or expired state). Start again.")
         }
     }
 
@@ -108,21 +128,33 @@ extension ProxyHandler {
     /// `platform-proxy login` learns the outcome of a provider that refused.
     private func finishPhasedLogin(_ report: PhasedLogin.Report, _ context: ExchangeContext) {
         let refused = report.notSignedIn.map { "\($0.provider) (\($0.reason))" }
-        Log.emit(report.notSignedIn.isEmpty ? .info : .warning, "phased_login_finished", fields: [
-            ("signedIn", .string(report.signedIn.joined(separator: ","))),
-            ("notSignedIn", .string(report.notSignedIn.map(\.provider).joined(separator: ","))),
-        ])
-        var text = report.signedIn.isEmpty ? "No provider was signed in." : "Signed in: \(report.signedIn.joined(separator: ", "))."
+        Log.emit(
+            report.notSignedIn.isEmpty ? .info : .warning, "phased_login_finished",
+            fields: [
+                ("signedIn", .string(report.signedIn.joined(separator: ","))),
+                ("notSignedIn", .string(report.notSignedIn.map(\.provider).joined(separator: ","))),
+            ])
+        var text =
+            report.signedIn.isEmpty
+            ? "No provider was signed in." : "Signed in: \(report.signedIn.joined(separator: ", "))."
         if !refused.isEmpty { text += " Not signed in: \(refused.joined(separator: "; "))." }
         // Journeys are walked in the terminal (or by the app), not in this browser flow.
         let journeys = runtime.configuration.providers.filter { named in
             named.configuration.grant == .journey && !slot(named.name).snapshot.status.loggedIn
         }.map(\.name)
-        if !journeys.isEmpty { text += " Journey logins left: \(journeys.joined(separator: ", ")) (platform-proxy login)." }
-        if report.signedIn.isEmpty { text += " Start again with /_platform/login." } else { text += " You can close this window." }
-        page(context, status: report.signedIn.isEmpty ? 400 : 200,
-             title: report.notSignedIn.isEmpty ? "Signed in" : report.signedIn.isEmpty ? "Sign-in failed" : "Partly signed in",
-             text: text)
+        if !journeys.isEmpty {
+            text += " Journey logins left: \(journeys.joined(separator: ", ")) (platform-proxy login)."
+        }
+        if report.signedIn.isEmpty {
+            text += " Start again with /_platform/login."
+        } else {
+            text += " You can close this window."
+        }
+        page(
+            context, status: report.signedIn.isEmpty ? 400 : 200,
+            title: report.notSignedIn.isEmpty
+                ? "Signed in" : report.signedIn.isEmpty ? "Sign-in failed" : "Partly signed in",
+            text: text)
         var object = JSONObject()
         object["signedIn"] = .array(report.signedIn.map { .string($0) })
         var not = JSONObject()

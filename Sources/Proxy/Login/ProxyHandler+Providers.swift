@@ -56,7 +56,8 @@ extension ProxyHandler {
 
     /// The provider whose tokens analytics uses (its subject attributes events).
     var analyticsProviderName: String {
-        runtime.configuration.analytics?.provider ?? runtime.configuration.defaultProvider?.name ?? NamedProvider.defaultName
+        runtime.configuration.analytics?.provider ?? runtime.configuration.defaultProvider?.name
+            ?? NamedProvider.defaultName
     }
 
     /// The snapshot analytics attributes events with.
@@ -67,10 +68,12 @@ extension ProxyHandler {
     func gate(_ context: ExchangeContext, slot: ProviderSlot, resume: @escaping () -> Void) {
         let gate = runtime.configuration.gate
         metrics.gateRejected(route: context.route ?? "", provider: slot.name)
-        let refusal: ProxyError = severalProviders ? .awaitingAuthorization(provider: slot.name) : .awaitingAuthorization
+        let refusal: ProxyError =
+            severalProviders ? .awaitingAuthorization(provider: slot.name) : .awaitingAuthorization
         guard gate.mode == .wait, gate.waitSeconds > 0 else { return fail(context, refusal) }
         context.exchange.pauseBody()
-        let timer = loop.schedule(at: loop.now.adding(seconds: gate.waitSeconds)) { [weak self, weak context, weak slot] in
+        let timer = loop.schedule(at: loop.now.adding(seconds: gate.waitSeconds)) {
+            [weak self, weak context, weak slot] in
             guard let self, let context else { return }
             slot?.gated.removeAll { $0.context === context }
             self.fail(context, refusal)
@@ -103,11 +106,15 @@ extension ProxyHandler {
             let snapshot = slot(named.name).snapshot
             // The details (URLs, the IdP's words) are in the log; probes get no more than this.
             if snapshot.providerProblem != nil {
-                return prefix + "the identity provider is not usable yet (its discovery or endpoints failed; the log has the details)"
+                return prefix
+                    + "the identity provider is not usable yet (its discovery or endpoints failed; the log has the details)"
             }
-            guard snapshot.status.loggedIn else { return prefix + "not logged in (state \(snapshot.status.state.rawValue))" }
+            guard snapshot.status.loggedIn else {
+                return prefix + "not logged in (state \(snapshot.status.state.rawValue))"
+            }
             if snapshot.accessTokenValue == nil {
-                return prefix + "the identity provider's token cannot be sent in a header (lastError in /_platform/auth says why)"
+                return prefix
+                    + "the identity provider's token cannot be sent in a header (lastError in /_platform/auth says why)"
             }
         }
         return nil

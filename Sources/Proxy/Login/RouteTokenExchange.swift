@@ -50,8 +50,9 @@ struct ExchangedLineCache {
         let value = token.tokenType + " " + token.value
         for name in plan.compiled.config.headers { lines.append(name: name.utf8, value: value.utf8) }
         let bytes = Array(token.value.utf8)
-        entries[plan.routeIndex] = Entry(token: token, lines: InjectedLines(lines), bytes: bytes,
-                                         masker: EchoMasker(token: bytes), fresh: true)
+        entries[plan.routeIndex] = Entry(
+            token: token, lines: InjectedLines(lines), bytes: bytes,
+            masker: EchoMasker(token: bytes), fresh: true)
     }
 
     /// The masker of the token `lines` last returned for `plan`'s route (echoes of it are masked
@@ -69,10 +70,14 @@ extension ProxyHandler {
     /// The lines of a token-exchange route: cached, or nil after asking the provider's manager
     /// for the exchange (the request is forwarded again when it answers, or answered with an
     /// error: a refused exchange never falls back to the provider's own token).
-    func exchangedLines(_ context: ExchangeContext, _ plan: ForwardPlan, target: TokenExchangeConfiguration,
-                        credentials: CredentialSnapshot, refreshed: Bool) -> InjectedLines? {
+    func exchangedLines(
+        _ context: ExchangeContext, _ plan: ForwardPlan, target: TokenExchangeConfiguration,
+        credentials: CredentialSnapshot, refreshed: Bool
+    ) -> InjectedLines? {
         let slot = plan.slot.provider
-        if let lines = slot.exchangedLines.lines(plan, generation: credentials.generation, now: UnixTime.now()) { return lines }
+        if let lines = slot.exchangedLines.lines(plan, generation: credentials.generation, now: UnixTime.now()) {
+            return lines
+        }
         guard let manager = slot.manager else {
             fail(context, .credentialsUnavailable(plan.route.object.config.credential.rawValue))
             return nil

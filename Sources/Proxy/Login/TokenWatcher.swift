@@ -9,8 +9,12 @@ final class TokenWatcher {
     init(_ providers: [NamedProvider]) {
         sources = providers.filter { $0.configuration.grant == .staticTokens }.map { named in
             let provider = named.configuration
-            return (named.name, StaticCredentialSource(accessToken: provider.accessToken, idToken: provider.idToken,
-                                                       tokenType: provider.tokenType))
+            return (
+                named.name,
+                StaticCredentialSource(
+                    accessToken: provider.accessToken, idToken: provider.idToken,
+                    tokenType: provider.tokenType)
+            )
         }
     }
 

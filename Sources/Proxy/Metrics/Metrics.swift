@@ -25,7 +25,9 @@ final class LoopMetrics: @unchecked Sendable {
     }
 
     func stripped(route: String) { snapshot.stripped[route, default: 0] += 1 }
-    func upstreamError(route: String, kind: String) { snapshot.upstreamErrors[RouteKind(route: route, kind: kind), default: 0] += 1 }
+    func upstreamError(route: String, kind: String) {
+        snapshot.upstreamErrors[RouteKind(route: route, kind: kind), default: 0] += 1
+    }
     func mockRecorded(route: String) { snapshot.mockRecorded[route, default: 0] += 1 }
     func gateRejected(route: String, provider: String) {
         snapshot.gateRejections[RouteKind(route: route, kind: provider), default: 0] += 1
@@ -45,7 +47,9 @@ final class LoopMetrics: @unchecked Sendable {
     func copy() -> MetricsSnapshot {
         var copy = snapshot
         for (route, counters) in routes {
-            for (status, count) in counters.statuses { copy.requests[RouteStatus(route: route, status: status), default: 0] += count }
+            for (status, count) in counters.statuses {
+                copy.requests[RouteStatus(route: route, status: status), default: 0] += count
+            }
             if counters.latency.count > 0 { copy.latency[route] = counters.latency }
             if counters.injected > 0 { copy.injected[route] = counters.injected }
         }
@@ -189,8 +193,10 @@ package final class MetricsHub: @unchecked Sendable {
     func add(loop: EventLoop, metrics: LoopMetrics) { members.append((loop, metrics)) }
 
     /// Where the open-connection gauge and the reload counts come from (set before the loops start).
-    package func setSources(openConnections: @escaping @Sendable () -> Int,
-                           reloads: @escaping @Sendable () -> ReloadStatus) {
+    package func setSources(
+        openConnections: @escaping @Sendable () -> Int,
+        reloads: @escaping @Sendable () -> ReloadStatus
+    ) {
         self.openConnections = openConnections
         self.reloads = reloads
     }
@@ -217,12 +223,13 @@ package final class MetricsHub: @unchecked Sendable {
                     box.total.merge(copy)
                     box.remaining -= 1
                     if box.remaining == 0 {
-                        box.completion(PrometheusText.render(box.total, open: open(), reloads: reloads())
-                                       + PrometheusText.render(process: ProcessStats.read(), profile: profile)
-                                       + (analytics.map(PrometheusText.render(analytics:)) ?? "")
-                                       + (providers.isEmpty ? "" : PrometheusText.render(providers: providers))
-                                       + (refreshes.isEmpty ? "" : PrometheusText.render(refreshes: refreshes))
-                                       + (experiments.map(PrometheusText.render(experiments:)) ?? ""))
+                        box.completion(
+                            PrometheusText.render(box.total, open: open(), reloads: reloads())
+                                + PrometheusText.render(process: ProcessStats.read(), profile: profile)
+                                + (analytics.map(PrometheusText.render(analytics:)) ?? "")
+                                + (providers.isEmpty ? "" : PrometheusText.render(providers: providers))
+                                + (refreshes.isEmpty ? "" : PrometheusText.render(refreshes: refreshes))
+                                + (experiments.map(PrometheusText.render(experiments:)) ?? ""))
                     }
                 }
             }

@@ -21,14 +21,18 @@ struct ProcessStats {
         // field of the line, stime the 15th, starttime (ticks since boot) the 22nd.
         if let stat = text("/proc/self/stat"), let close = stat.lastIndex(of: ")") {
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            if fields.count > 19, let user = Double(fields[11]), let system = Double(fields[12]), let start = Double(fields[19]) {
+            if fields.count > 19, let user = Double(fields[11]), let system = Double(fields[12]),
+                let start = Double(fields[19])
+            {
                 stats.cpuSeconds = (user + system) / ticks
                 stats.startTime = bootTime() + start / ticks
             }
         }
         if let statm = text("/proc/self/statm") {
             let fields = statm.split(separator: " ")
-            if fields.count > 1, let pages = Int(fields[1]) { stats.residentBytes = pages * Int(sysconf(Int32(_SC_PAGESIZE))) }
+            if fields.count > 1, let pages = Int(fields[1]) {
+                stats.residentBytes = pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+            }
         }
         stats.openDescriptors = countDescriptors()
         var limit = rlimit()

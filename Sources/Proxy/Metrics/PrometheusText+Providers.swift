@@ -28,24 +28,30 @@ extension PrometheusText {
     /// static token without an id_token `exp`), so `expiry - time() < …` alerts never see a 0.
     static func render(providers: [ProviderGauge]) -> String {
         var out = ""
-        header(&out, "platform_proxy_provider_logged_in", "gauge",
-               "1 while the provider's routes are sent with credentials (logged in or refreshing), else 0, by provider.")
+        header(
+            &out, "platform_proxy_provider_logged_in", "gauge",
+            "1 while the provider's routes are sent with credentials (logged in or refreshing), else 0, by provider.")
         for provider in providers {
-            out += "platform_proxy_provider_logged_in{provider=\"\(escape(provider.name))\"} \(provider.loggedIn ? 1 : 0)\n"
+            out +=
+                "platform_proxy_provider_logged_in{provider=\"\(escape(provider.name))\"} \(provider.loggedIn ? 1 : 0)\n"
         }
-        header(&out, "platform_proxy_provider_state", "gauge",
-               "1 for the provider's login state (as /_platform/auth reports it), 0 for the other states, by provider.")
+        header(
+            &out, "platform_proxy_provider_state", "gauge",
+            "1 for the provider's login state (as /_platform/auth reports it), 0 for the other states, by provider.")
         for provider in providers {
             let label = "provider=\"\(escape(provider.name))\""
             for state in AuthState.allCases {
-                out += "platform_proxy_provider_state{\(label),state=\"\(state.rawValue)\"} \(provider.state == state ? 1 : 0)\n"
+                out +=
+                    "platform_proxy_provider_state{\(label),state=\"\(state.rawValue)\"} \(provider.state == state ? 1 : 0)\n"
             }
         }
-        header(&out, "platform_proxy_provider_token_expiry_timestamp_seconds", "gauge",
-               "Unix time the provider's access token expires, while logged in and when known, by provider.")
+        header(
+            &out, "platform_proxy_provider_token_expiry_timestamp_seconds", "gauge",
+            "Unix time the provider's access token expires, while logged in and when known, by provider.")
         for provider in providers where provider.loggedIn {
             guard let expiry = provider.expiresAt, expiry.isFinite else { continue }
-            out += "platform_proxy_provider_token_expiry_timestamp_seconds{provider=\"\(escape(provider.name))\"} \(Self.seconds(expiry))\n"
+            out +=
+                "platform_proxy_provider_token_expiry_timestamp_seconds{provider=\"\(escape(provider.name))\"} \(Self.seconds(expiry))\n"
         }
         return out
     }

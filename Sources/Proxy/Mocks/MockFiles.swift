@@ -57,7 +57,8 @@ package final class MockFiles: Sendable {
         var segments: [String] = []
         for raw in rest.split(separator: "/", omittingEmptySubsequences: true) {
             guard let segment = percentDecoded(raw), segment != ".", segment != "..",
-                  !segment.contains("/"), !segment.contains("\\"), !segment.contains("\0") else { return nil }
+                !segment.contains("/"), !segment.contains("\\"), !segment.contains("\0")
+            else { return nil }
             segments.append(segment)
         }
         return segments.joined(separator: "/")
@@ -124,7 +125,8 @@ package final class MockFiles: Sendable {
             }
             let type = entry.pointee.d_type
             guard !name.hasPrefix("."), type == UInt8(DT_REG) || type == UInt8(DT_LNK) || type == UInt8(DT_UNKNOWN),
-                  !MockTemporaries.isTemporary(name) else { continue }
+                !MockTemporaries.isTemporary(name)
+            else { continue }
             names.append(name)
         }
         return names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }

@@ -45,7 +45,8 @@ enum MockTemporaries {
         for (name, type) in entries {
             let path = directory + "/" + name
             var info = stat()
-            guard type == UInt8(DT_DIR) || type == UInt8(DT_REG) || type == UInt8(DT_UNKNOWN), lstat(path, &info) == 0 else { continue }
+            guard type == UInt8(DT_DIR) || type == UInt8(DT_REG) || type == UInt8(DT_UNKNOWN), lstat(path, &info) == 0
+            else { continue }
             switch info.st_mode & S_IFMT {
             case S_IFDIR: removed += removeStale(under: path, depth: depth + 1)
             case S_IFREG where isTemporary(name) && isRecorders(info) && unlink(path) == 0: removed.append(path)

@@ -45,7 +45,6 @@ struct AccessPolicy: Sendable {
         return hostAllowed(authority)
     }
 
-
     /// Whether `given` equals the key, in time independent of where they differ.
     func keyAccepted(_ given: String?) -> Bool {
         guard let apiKey else { return true }

@@ -32,7 +32,8 @@ struct EchoMasker {
         self.token = token
         plain = Needle(token)
         let slash = UInt8(ascii: "/")
-        escaped = token.contains(slash) ? Needle(token.flatMap { $0 == slash ? [UInt8(ascii: "\\"), slash] : [$0] }) : nil
+        escaped =
+            token.contains(slash) ? Needle(token.flatMap { $0 == slash ? [UInt8(ascii: "\\"), slash] : [$0] }) : nil
     }
 
     /// Takes the next body bytes; `emit` receives what may be written now (nothing, or one buffer).
@@ -114,7 +115,9 @@ struct EchoMasker {
     /// The first occurrence of any form in `haystack` at or after `from`, and its length.
     func find(in haystack: UnsafeRawBufferPointer, from: Int) -> (at: Int, length: Int)? {
         let first = plain.find(in: haystack, from: from).map { (at: $0, length: plain.bytes.count) }
-        guard let escaped, let at = escaped.find(in: haystack, from: from), at < first?.at ?? Int.max else { return first }
+        guard let escaped, let at = escaped.find(in: haystack, from: from), at < first?.at ?? Int.max else {
+            return first
+        }
         return (at, escaped.bytes.count)
     }
 
@@ -141,7 +144,8 @@ struct EchoMasker {
             while k > shorter {
                 let start = haystack.count - k
                 if haystack[start] == first,
-                   bytes.withUnsafeBytes({ memcmp(haystack.baseAddress! + start, $0.baseAddress!, k) == 0 }) {
+                    bytes.withUnsafeBytes({ memcmp(haystack.baseAddress! + start, $0.baseAddress!, k) == 0 })
+                {
                     return k
                 }
                 k -= 1
@@ -162,7 +166,8 @@ struct EchoMasker {
                 let candidate = base.distance(to: UnsafeRawPointer(hit)) - anchor
                 // First and last byte before the call: most anchor hits in ordinary text end there.
                 if haystack[candidate] == bytes[0], haystack[candidate + length - 1] == bytes[length - 1],
-                   bytes.withUnsafeBytes({ memcmp(base + candidate, $0.baseAddress!, length) }) == 0 {
+                    bytes.withUnsafeBytes({ memcmp(base + candidate, $0.baseAddress!, length) }) == 0
+                {
                     return candidate
                 }
                 start = candidate + 1

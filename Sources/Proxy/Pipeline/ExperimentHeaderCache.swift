@@ -16,15 +16,20 @@ struct ExperimentHeaderCache {
 
     /// The line for the subject of `credentials` under `runtime`'s experiments at `now` (Unix
     /// seconds); empty when no experiment is configured.
-    mutating func lines(runtime: ProxyRuntime, credentials: CredentialSnapshot, service: ExperimentService, now: Double) -> HeaderLines {
-        if runtime === self.runtime, credentials === self.credentials, service.overridesGeneration == generation, now < validUntil {
+    mutating func lines(runtime: ProxyRuntime, credentials: CredentialSnapshot, service: ExperimentService, now: Double)
+        -> HeaderLines
+    {
+        if runtime === self.runtime, credentials === self.credentials, service.overridesGeneration == generation,
+            now < validUntil
+        {
             return cached
         }
         let (generation, overrides) = service.overrides()
         let experiments = runtime.experiments
         cached = HeaderLines()
         if !experiments.isEmpty {
-            let value = experiments.headerValue(subject: service.subject(credentials).id, now: now, overrides: overrides)
+            let value = experiments.headerValue(
+                subject: service.subject(credentials).id, now: now, overrides: overrides)
             cached.append(name: Self.name, value: value.utf8)
         }
         self.runtime = runtime

@@ -85,7 +85,8 @@ struct InjectedLineCache {
         case .lines(let lines): return lines
         case .missing: return nil
         case .unknown:
-            let lines = plan.compiled.injector.lines(snapshot, names: plan.compiled.config.headers).map(InjectedLines.init)
+            let lines = plan.compiled.injector.lines(snapshot, names: plan.compiled.config.headers).map(
+                InjectedLines.init)
             slots[plan.routeIndex] = lines.map { .lines($0) } ?? .missing
             return lines
         }

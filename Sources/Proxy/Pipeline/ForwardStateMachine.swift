@@ -146,8 +146,10 @@ struct ForwardStateMachine {
     /// A final response head arrived. `retryAfter401` says whether the route and body allow a
     /// refresh-and-retry and the tokens are old enough (asked only for a 401 on the first send);
     /// `redirect` decides a 3xx given the hops followed so far.
-    mutating func receivedHead(status: Int, retryAfter401: () -> Bool,
-                               redirect: (_ hops: Int) -> RedirectPolicy.Decision) -> HeadAction {
+    mutating func receivedHead(
+        status: Int, retryAfter401: () -> Bool,
+        redirect: (_ hops: Int) -> RedirectPolicy.Decision
+    ) -> HeadAction {
         switch state {
         case .sendingBody, .awaitingHead: break
         default: return .ignore
@@ -173,11 +175,14 @@ struct ForwardStateMachine {
     /// (RFC 9110 §9.2.2), asked only when its connection turned out stale: a bodiless hop with
     /// an idempotent method is then sent once more rather than answered with a 502, as libcurl
     /// itself does for HTTP/1.1 (nothing came back; sending an idempotent request twice is safe).
-    mutating func transferCompleted(_ error: UpstreamError?, carriesCredentials: (UpstreamURL) -> Bool,
-                                    idempotent: () -> Bool = { false }) -> Action {
+    mutating func transferCompleted(
+        _ error: UpstreamError?, carriesCredentials: (UpstreamURL) -> Bool,
+        idempotent: () -> Bool = { false }
+    ) -> Action {
         if let error, error.isCancelled { return .none }
         if let error, error.isStaleConnection, !resentAfterStaleConnection, !sendsBody, state == .awaitingHead,
-           idempotent() {
+            idempotent()
+        {
             resentAfterStaleConnection = true
             return .resendHop(error)
         }

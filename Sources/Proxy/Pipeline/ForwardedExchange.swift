@@ -64,7 +64,9 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
     /// What the console's request list shows of this exchange: whether the credential lines went
     /// upstream (and stayed on every hop), the redirects followed and the echoes masked.
     var consoleFacts: (credentials: CredentialNote, hops: Int, masked: Int) {
-        let note: CredentialNote = request.extraHeaders.isEmpty ? .noProvider
+        let note: CredentialNote =
+            request.extraHeaders.isEmpty
+            ? .noProvider
             : machine.credentials == .stripped ? .stripped : .injected
         return (note, machine.hops, maskedEchoes + (masker?.masked ?? 0))
     }
@@ -72,16 +74,19 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
     /// `identity`: the response is masked or recorded, so it is asked for whole and in its identity
     /// form (docs/security.md, "Echoed credentials"): the client's `Accept-Encoding` and ranges
     /// stay behind, libcurl asks for identity and decodes what comes encoded all the same.
-    init(context: ExchangeContext, slot: RouteSlot, upstream: UpstreamURL, handler: ProxyHandler,
-         credentials: InjectedLines, generation: UInt64,
-         experimentLines: HeaderLines? = nil, identity: Bool = false) {
+    init(
+        context: ExchangeContext, slot: RouteSlot, upstream: UpstreamURL, handler: ProxyHandler,
+        credentials: InjectedLines, generation: UInt64,
+        experimentLines: HeaderLines? = nil, identity: Bool = false
+    ) {
         // The lines first, from the parameters: read after they were stored, the fields passed
         // were retained and released around the call.
         let exchange = context.exchange
         var supplies: SuppliedFields?
-        var lines = slot.upstreamLines(exchange.head, peer: exchange.peer, requestID: context.requestID,
-                                       removing: RouteSlot.RemovedFields(experiments: experimentLines != nil, identity: identity),
-                                       supplies: &supplies)
+        var lines = slot.upstreamLines(
+            exchange.head, peer: exchange.peer, requestID: context.requestID,
+            removing: RouteSlot.RemovedFields(experiments: experimentLines != nil, identity: identity),
+            supplies: &supplies)
         if let experimentLines {
             lines.append(contentsOf: experimentLines)
             supplies = nil
@@ -99,12 +104,13 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
         // and none of it has arrived yet (`send` checks).
         var length: Int?
         if case .length(let n) = framing { length = n }
-        var request = UpstreamRequest(method: exchange.head.method,
-                                      target: RequestURL(origin: upstream.origin, path: upstream.path, query: upstream.query),
-                                      headers: lines, supplies: supplies, extraHeaders: credentials.lines,
-                                      extraSupplies: credentials.supplies, hasBody: framing != .none, bodyLength: length,
-                                      timeout: slot.route.config.timeoutSeconds,
-                                      sendsOnce: framing != .none || !exchange.head.methodIsIdempotent, refusesOwnListeners: true)
+        var request = UpstreamRequest(
+            method: exchange.head.method,
+            target: RequestURL(origin: upstream.origin, path: upstream.path, query: upstream.query),
+            headers: lines, supplies: supplies, extraHeaders: credentials.lines,
+            extraSupplies: credentials.supplies, hasBody: framing != .none, bodyLength: length,
+            timeout: slot.route.config.timeoutSeconds,
+            sendsOnce: framing != .none || !exchange.head.methodIsIdempotent, refusesOwnListeners: true)
         request.decodesContent = identity
         request.streamIdleTimeout = slot.route.config.streamIdleTimeoutSeconds
         request.eventStreamIdleTimeout = RouteConfiguration.defaultStreamIdleTimeout
@@ -116,7 +122,9 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
     /// send any request again after a reused connection died unanswered (docs/forwarding.md, "A pooled
     /// upstream connection closed while idle"). (Every hop also refuses the proxy's own listeners, `refusesOwnListeners`:
     /// a redirect there would come back credentialed by a route.)
-    private static func sendsOnce(method: String, hasBody: Bool) -> Bool { hasBody || !HTTPRequestHead.isIdempotent(method) }
+    private static func sendsOnce(method: String, hasBody: Bool) -> Bool {
+        hasBody || !HTTPRequestHead.isIdempotent(method)
+    }
 
     /// Wires the client body into a `RequestBody` and sends the first hop.
     func start(retryBodyBytes: Int) {
@@ -214,7 +222,8 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
                     bodyReplayable: body?.isReplayable ?? false, current: url, follow: route.config.redirects.follow,
                     max: route.config.redirects.max, hops: hops,
                     trusted: { [injector, url, route] in
-                        RedirectPolicy.trusts($0, from: url, methods: route.config.redirects.crossHostMethods, injector: injector)
+                        RedirectPolicy.trusts(
+                            $0, from: url, methods: route.config.redirects.crossHostMethods, injector: injector)
                     })
             })
         guard action == .relay else { return }
@@ -234,8 +243,9 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
         // later hop needs it.
         masker = echoMasker.take()
         exchange.startResponse(status: head.status, framing: framing) { bytes in
-            HeaderPolicy.appendResponseFields(head, requestID: requestID, to: &bytes, masker: &masker,
-                                              droppingContentEncoding: decoded)
+            HeaderPolicy.appendResponseFields(
+                head, requestID: requestID, to: &bytes, masker: &masker,
+                droppingContentEncoding: decoded)
         }
     }
 
@@ -257,8 +267,10 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
 
     func transfer(_ transfer: UpstreamTransfer, completedWith error: UpstreamError?) {
         self.transfer = nil
-        execute(machine.transferCompleted(error, carriesCredentials: { injector.mayCarryCredentials(from: url, to: $0) },
-                                          idempotent: { HTTPRequestHead.isIdempotent(method) }))
+        execute(
+            machine.transferCompleted(
+                error, carriesCredentials: { injector.mayCarryCredentials(from: url, to: $0) },
+                idempotent: { HTTPRequestHead.isIdempotent(method) }))
     }
 
     // MARK: actions
@@ -283,11 +295,14 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
             follow(to: target, method: nextMethod, keepsBody: keepsBody, credentials: credentials)
         case .endResponse:
             finishMasking()
-            if let recorded = recorder?.finish() { handler.mockRecorded(context, file: recorded.file, error: recorded.error) }
+            if let recorded = recorder?.finish() {
+                handler.mockRecorded(context, file: recorded.file, error: recorded.error)
+            }
             exchange.endResponse()
         case .fail(let error):
             // The machine knows no providers: its gate answer is made to name the route's.
-            handler.fail(context, error == .awaitingAuthorization ? handler.awaitingAuthorization(for: route.config) : error)
+            handler.fail(
+                context, error == .awaitingAuthorization ? handler.awaitingAuthorization(for: route.config) : error)
         case .failUpstream(let error, let answer):
             handler.upstreamFailed(context, upstream: url, error: error)
             handler.fail(context, answer)
@@ -321,8 +336,9 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
     private func retryAfter401() -> Bool {
         // A token-exchange route's token is its own: a refresh of the provider's would not change it.
         guard route.config.retryOn401, route.config.credential != .none, route.config.tokenExchange == nil,
-              let manager = handler.manager(for: route.config),
-              !refreshTooSoon() else { return false }
+            let manager = handler.manager(for: route.config),
+            !refreshTooSoon()
+        else { return false }
         // The token is refused: tunnels that carry it close once it is replaced.
         TunnelTable.tokenRefused(provider: handler.slot(route.config.provider).name, generation: generation)
         if body == nil || body?.isReplayable == true { return true }
@@ -337,8 +353,10 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
         guard let manager = handler.manager(for: route.config) else { return false }
         let snapshot = handler.snapshot(for: route.config)
         guard snapshot.generation == generation,
-              CredentialLifecycle.tooYoung(obtainedAt: snapshot.obtainedAt, now: UnixTime.now(),
-                                           minRefreshInterval: manager.minRefreshInterval) else { return false }
+            CredentialLifecycle.tooYoung(
+                obtainedAt: snapshot.obtainedAt, now: UnixTime.now(),
+                minRefreshInterval: manager.minRefreshInterval)
+        else { return false }
         manager.refreshOutcomes.suppressed.add(1, ordering: .relaxed)
         return true
     }
@@ -363,7 +381,9 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
                 $0.extraSupplies = nil
             }
             generation = snapshot.generation
-            if masksEchoes { echoMasker = snapshot.tokenBytes(for: route.config.credential).flatMap { EchoMasker(token: $0) } }
+            if masksEchoes {
+                echoMasker = snapshot.tokenBytes(for: route.config.credential).flatMap { EchoMasker(token: $0) }
+            }
             recorder?.neverWrite(snapshot.tokenBytes(for: route.config.credential))
             handler.metrics.retriedAfter401(route: route.config.name)
         }
@@ -371,8 +391,10 @@ final class ForwardedExchange: UpstreamTransferDelegate, ProxyExchangeDelegate {
         send()
     }
 
-    private func follow(to target: UpstreamURL, method nextMethod: String, keepsBody: Bool,
-                        credentials: ForwardStateMachine.CredentialScope) {
+    private func follow(
+        to target: UpstreamURL, method nextMethod: String, keepsBody: Bool,
+        credentials: ForwardStateMachine.CredentialScope
+    ) {
         url = target
         revise {
             $0.method = nextMethod

@@ -24,7 +24,8 @@ enum HeaderPolicy {
     /// `_` and `-` alike (`HTTP_X_AUTHORIZATION`), so the client's value would reach them beside
     /// or instead of the proxy's (nginx drops every name with `_` for the same reason).
     private static func isUnderscoreLookalike(_ name: UnsafeBufferPointer<UInt8>, removing: [[UInt8]]) -> Bool {
-        guard name.count <= 256, let base = name.baseAddress, memchr(base, Int32(UInt8(ascii: "_")), name.count) != nil else {
+        guard name.count <= 256, let base = name.baseAddress, memchr(base, Int32(UInt8(ascii: "_")), name.count) != nil
+        else {
             return false
         }
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: name.count) { buffer in
@@ -32,7 +33,10 @@ enum HeaderPolicy {
             let dashed = UnsafeBufferPointer(buffer)
             if FieldRole(name: dashed) != .endToEnd { return true }
             if dashed.count < table.count,
-               table[dashed.count].contains(where: { $0.1 != .accept && $0.1 != .contentType && asciiEqualsLowercased(dashed, $0.0.buffer) }) {
+                table[dashed.count].contains(where: {
+                    $0.1 != .accept && $0.1 != .contentType && asciiEqualsLowercased(dashed, $0.0.buffer)
+                })
+            {
                 return true
             }
             return removing.contains { dropped in
@@ -51,7 +55,9 @@ enum HeaderPolicy {
     /// The upstream request's header lines: the client's minus hop-by-hop fields, minus any in
     /// `removing` (lowercased credential header names about to be injected), plus the forwarding
     /// fields. Built from the head's bytes: no String per field.
-    static func upstreamLines(_ head: HTTPRequestHead, peer: String, requestID: String, removing: [[UInt8]]) -> HeaderLines {
+    static func upstreamLines(_ head: HTTPRequestHead, peer: String, requestID: String, removing: [[UInt8]])
+        -> HeaderLines
+    {
         var supplies: SuppliedFields?
         return upstreamLines(head, peer: peer, requestID: requestID, removing: removing, supplies: &supplies)
     }
@@ -59,8 +65,10 @@ enum HeaderPolicy {
     /// `upstreamLines`, also saying whether they hold an `Accept` and a `Content-Type` (nil when a
     /// `Connection` list removed fields by name and it is not known), so the transfer need not
     /// scan the lines for them.
-    static func upstreamLines(_ head: HTTPRequestHead, peer: String, requestID: String, removing: [[UInt8]],
-                              supplies: inout SuppliedFields?) -> HeaderLines {
+    static func upstreamLines(
+        _ head: HTTPRequestHead, peer: String, requestID: String, removing: [[UInt8]],
+        supplies: inout SuppliedFields?
+    ) -> HeaderLines {
         // Written into a buffer on the stack (or a temporary one for a large head), then copied
         // into the lines' array once: ~25 writes of a few bytes, each an `Array` append otherwise.
         // A kept line is never longer than it was in the head (NUL for CRLF, `;` for `:`), the
@@ -69,18 +77,22 @@ enum HeaderPolicy {
         let bound = head.storage.count + peer.utf8.count + requestID.utf8.count + 256
         var connectionIndexes: [Int] = []
         var written: (found: SuppliedFields, clientBytes: Int)?
-        let lines = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { buffer -> HeaderLines? in
-            var out = BoundedWriter(buffer)
-            written = writeUpstreamLines(head, peer: peer, requestID: requestID, removing: removing,
-                                         connectionIndexes: &connectionIndexes, to: &out)
-            return out.overflowed ? nil : HeaderLines(bytes: out.written)
-        } ?? {
-            var bytes: [UInt8] = []
-            connectionIndexes.removeAll()
-            written = writeUpstreamLines(head, peer: peer, requestID: requestID, removing: removing,
-                                         connectionIndexes: &connectionIndexes, to: &bytes)
-            return HeaderLines(bytes: bytes)
-        }()
+        let lines =
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { buffer -> HeaderLines? in
+                var out = BoundedWriter(buffer)
+                written = writeUpstreamLines(
+                    head, peer: peer, requestID: requestID, removing: removing,
+                    connectionIndexes: &connectionIndexes, to: &out)
+                return out.overflowed ? nil : HeaderLines(bytes: out.written)
+            }
+            ?? {
+                var bytes: [UInt8] = []
+                connectionIndexes.removeAll()
+                written = writeUpstreamLines(
+                    head, peer: peer, requestID: requestID, removing: removing,
+                    connectionIndexes: &connectionIndexes, to: &bytes)
+                return HeaderLines(bytes: bytes)
+            }()
         guard let written else { return lines }
         supplies = written.found
         guard !connectionIndexes.isEmpty else { return lines }
@@ -96,9 +108,11 @@ enum HeaderPolicy {
     /// client's, then ours. Says whether the client's hold an `Accept` and a `Content-Type`, and
     /// how many bytes they took; the `Connection` fields' indexes are collected, for the caller to
     /// drop what they list from the client's lines.
-    static func writeUpstreamLines<Sink: ByteSink>(_ head: HTTPRequestHead, peer: String, requestID: String,
-                                                   removing: [[UInt8]], connectionIndexes: inout [Int],
-                                                   to out: inout Sink) -> (found: SuppliedFields, clientBytes: Int) {
+    static func writeUpstreamLines<Sink: ByteSink>(
+        _ head: HTTPRequestHead, peer: String, requestID: String,
+        removing: [[UInt8]], connectionIndexes: inout [Int],
+        to out: inout Sink
+    ) -> (found: SuppliedFields, clientBytes: Int) {
         var found = SuppliedFields(accept: false, contentType: false)
         let start = out.count
         var clientBytes = 0
@@ -124,7 +138,9 @@ enum HeaderPolicy {
                 if action == .keep || action == .accept || action == .contentType {
                     if removing.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
                         action = .drop
-                    } else if isUnderscoreLookalike(UnsafeBufferPointer(rebasing: bytes[field.name]), removing: removing) {
+                    } else if isUnderscoreLookalike(
+                        UnsafeBufferPointer(rebasing: bytes[field.name]), removing: removing)
+                    {
                         action = .drop
                     }
                 }
@@ -172,8 +188,10 @@ enum HeaderPolicy {
 
     /// `prefix` + the earlier hops' values, each followed by ", " (empty lines skipped): X-Forwarded-For
     /// and Via grow by one entry per proxy, ours written next.
-    private static func writeChainStart<Sink: ByteSink>(_ prefix: StaticBytes, earlier: [Range<Int>],
-                                                        in bytes: UnsafeBufferPointer<UInt8>, to out: inout Sink) {
+    private static func writeChainStart<Sink: ByteSink>(
+        _ prefix: StaticBytes, earlier: [Range<Int>],
+        in bytes: UnsafeBufferPointer<UInt8>, to out: inout Sink
+    ) {
         out.write(prefix)
         for value in earlier where !value.isEmpty {
             out.write(UnsafeBufferPointer(rebasing: bytes[value]))
@@ -193,7 +211,9 @@ enum HeaderPolicy {
     }
 
     /// Drops the fields a Connection header lists (other than the usual close / keep-alive).
-    private static func removingConnectionListed(_ head: HTTPRequestHead, _ indexes: [Int], from lines: HeaderLines) -> HeaderLines {
+    private static func removingConnectionListed(_ head: HTTPRequestHead, _ indexes: [Int], from lines: HeaderLines)
+        -> HeaderLines
+    {
         var listed: Set<String> = []
         for i in indexes {
             for token in head.value(at: i).split(separator: ",") {
@@ -212,8 +232,10 @@ enum HeaderPolicy {
     /// with it masked (`*` is a token character: a masked name is still a name). Fields stored
     /// as relayed, one after another, are written in one copy. `droppingContentEncoding`: the body
     /// is relayed decoded (`UpstreamRequest.decodesContent`), so its `Content-Encoding` is not.
-    static func appendResponseFields<Sink: ByteSink>(_ head: UpstreamResponseHead, requestID: String, to out: inout Sink,
-                                                     masker: inout EchoMasker?, droppingContentEncoding: Bool = false) {
+    static func appendResponseFields<Sink: ByteSink>(
+        _ head: UpstreamResponseHead, requestID: String, to out: inout Sink,
+        masker: inout EchoMasker?, droppingContentEncoding: Bool = false
+    ) {
         let storage = head.storage
         // A value shorter than the token cannot hold it: most values skip the masker.
         let shortest = masker?.token.count ?? Int.max
@@ -224,9 +246,18 @@ enum HeaderPolicy {
             var run = 0..<0
             for field in head.fields where field.kind == .endToEnd {
                 let name = UnsafeBufferPointer(rebasing: bytes[field.name])
-                if name.count == Fixed.requestIDLower.count && asciiEqualsLowercased(name, Fixed.requestIDLower.buffer) { continue }
-                if droppingContentEncoding && asciiEqualsLowercased(name, UpstreamResponseHead.contentEncodingName.buffer) { continue }
-                if !listed.isEmpty, listed.contains(where: { $0.withUnsafeBufferPointer { asciiEqualsLowercased(name, $0) } }) {
+                if name.count == Fixed.requestIDLower.count && asciiEqualsLowercased(name, Fixed.requestIDLower.buffer)
+                {
+                    continue
+                }
+                if droppingContentEncoding
+                    && asciiEqualsLowercased(name, UpstreamResponseHead.contentEncodingName.buffer)
+                {
+                    continue
+                }
+                if !listed.isEmpty,
+                    listed.contains(where: { $0.withUnsafeBufferPointer { asciiEqualsLowercased(name, $0) } })
+                {
                     continue
                 }
                 let masked = field.value.count >= shortest ? masker?.masking(storage[field.value]) : nil

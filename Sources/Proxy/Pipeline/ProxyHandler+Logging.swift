@@ -1,6 +1,6 @@
-import Glibc
 import Config
 import EventLoop
+import Glibc
 import HTTP1
 import HTTPServer
 import Upstream
@@ -21,8 +21,11 @@ extension ProxyHandler {
     func exchangeFinished(_ context: ExchangeContext, outcome: ExchangeOutcome, forwarded: ForwardedExchange?) {
         switch outcome.ending {
         case .completed: logExchange(context, outcome, forwarded, level: .info, reason: nil)
-        case .truncated: logExchange(context, outcome, forwarded, level: .warning, reason: "upstream_body_longer_than_content_length")
-        case .clientClosed(let reason), .aborted(let reason): logExchange(context, outcome, forwarded, level: .info, reason: reason)
+        case .truncated:
+            logExchange(
+                context, outcome, forwarded, level: .warning, reason: "upstream_body_longer_than_content_length")
+        case .clientClosed(let reason), .aborted(let reason):
+            logExchange(context, outcome, forwarded, level: .info, reason: reason)
         case .refused(let reason): logExchange(context, outcome, forwarded, level: .warning, reason: reason)
         }
     }
@@ -37,30 +40,42 @@ extension ProxyHandler {
             if context == nil {
                 // Refused before `handle` saw it (a Content-Length over the limit): the access log
                 // line gets the ID the client is sent, and the path.
-                let made = ExchangeContext(exchange, requestID: requestID(exchange.head),
-                                           path: RequestTarget(exchange.head.target).path, handler: self)
+                let made = ExchangeContext(
+                    exchange, requestID: requestID(exchange.head),
+                    path: RequestTarget(exchange.head.target).path, handler: self)
                 exchange.delegate = made
                 context = made
             }
         }
         let requestID = context?.requestID ?? requestIDs.next()
-        let body = Array("{\"error\":\"\(refusal.code)\",\"message\":\"\(refusal.message)\",\"requestID\":\"\(requestID)\"}".utf8)
-        let head = HTTPResponseHead(status: refusal.status, headers: [
-            ("Content-Type", "application/json"), ("Content-Length", String(body.count)),
-            ("X-Request-ID", requestID), ("Connection", "close"),
-        ])
+        let body = Array(
+            "{\"error\":\"\(refusal.code)\",\"message\":\"\(refusal.message)\",\"requestID\":\"\(requestID)\"}".utf8)
+        let head = HTTPResponseHead(
+            status: refusal.status,
+            headers: [
+                ("Content-Type", "application/json"), ("Content-Length", String(body.count)),
+                ("X-Request-ID", requestID), ("Connection", "close"),
+            ])
         var bytes: [UInt8] = []
         head.serialize(into: &bytes)
         bytes.append(contentsOf: body)
         if exchange == nil {
             if refusal.isConnectionLimit {
-                Log.emit(.warning, "connection_refused", ["reason": .string("max_connections"), "peer": .string(peer),
-                                                          "requestID": .string(requestID)])
+                Log.emit(
+                    .warning, "connection_refused",
+                    [
+                        "reason": .string("max_connections"), "peer": .string(peer),
+                        "requestID": .string(requestID),
+                    ])
             } else {
                 // Bytes that never became a request.
                 metrics.request(route: "_unrouted", status: refusal.status, seconds: 0)
-                log.emit(.warning, "bad_request", [("requestID", .string(requestID)), ("status", .int(refusal.status)),
-                                                   ("reason", .string(refusal.reason)), ("peer", .string(peer))])
+                log.emit(
+                    .warning, "bad_request",
+                    [
+                        ("requestID", .string(requestID)), ("status", .int(refusal.status)),
+                        ("reason", .string(refusal.reason)), ("peer", .string(peer)),
+                    ])
             }
         }
         return bytes
@@ -71,13 +86,16 @@ extension ProxyHandler {
     static func loggedPath(_ path: Substring) -> Substring {
         let steps: StaticString = "/_platform/login/journey/"
         let masked = path.withUTF8Bytes { bytes in
-            bytes.count > steps.utf8CodeUnitCount && memcmp(bytes.baseAddress!, steps.utf8Start, steps.utf8CodeUnitCount) == 0
+            bytes.count > steps.utf8CodeUnitCount
+                && memcmp(bytes.baseAddress!, steps.utf8Start, steps.utf8CodeUnitCount) == 0
         }
         return masked ? "/_platform/login/journey/<step>" : path
     }
 
-    private func logExchange(_ info: ExchangeContext, _ result: ExchangeOutcome, _ forwarded: ForwardedExchange?, level: LogLevel,
-                             reason outcome: String?) {
+    private func logExchange(
+        _ info: ExchangeContext, _ result: ExchangeOutcome, _ forwarded: ForwardedExchange?, level: LogLevel,
+        reason outcome: String?
+    ) {
         let exchange = info.exchange
         let seconds = loop.now.seconds(since: exchange.startedAt)
         // nginx's 499: the client went away before any response was sent.
@@ -99,7 +117,9 @@ extension ProxyHandler {
         let micros = Int((seconds * 1e6).rounded())
         log.emit(level, "request") { line in
             line.field("requestID", info.requestID)
-            exchange.head.storage.withUnsafeBufferPointer { line.field("method", bytes: UnsafeBufferPointer(rebasing: $0[exchange.head.methodRange])) }
+            exchange.head.storage.withUnsafeBufferPointer {
+                line.field("method", bytes: UnsafeBufferPointer(rebasing: $0[exchange.head.methodRange]))
+            }
             line.field("path", Self.loggedPath(info.path))
             line.field("route", info.route ?? "")
             line.field("status", status)
@@ -116,8 +136,12 @@ extension ProxyHandler {
     /// A record-mode response was written (or could not be: logged, never fatal).
     func mockRecorded(_ context: ExchangeContext, file: String, error: String?) {
         if let error {
-            log.emit(.warning, "mock_record_failed", [("requestID", .string(context.requestID)),
-                                                      ("file", .string(file)), ("error", .string(error))])
+            log.emit(
+                .warning, "mock_record_failed",
+                [
+                    ("requestID", .string(context.requestID)),
+                    ("file", .string(file)), ("error", .string(error)),
+                ])
         } else {
             metrics.mockRecorded(route: context.route ?? "")
             log.emit(.info, "mock_recorded", [("requestID", .string(context.requestID)), ("file", .string(file))])
@@ -126,7 +150,9 @@ extension ProxyHandler {
 
     /// An upstream transfer failed; logged with libcurl's reason (which never holds headers).
     func upstreamFailed(_ context: ExchangeContext, upstream: UpstreamURL, error: UpstreamError) {
-        logUpstream(context, upstream, error, level: .warning, event: "upstream_failed", kind: error.isTimeout ? "timeout" : "unreachable")
+        logUpstream(
+            context, upstream, error, level: .warning, event: "upstream_failed",
+            kind: error.isTimeout ? "timeout" : "unreachable")
     }
 
     /// A hop's pooled upstream connection turned out closed before anything came back, and the
@@ -135,11 +161,17 @@ extension ProxyHandler {
         logUpstream(context, upstream, error, level: .info, event: "upstream_resent", kind: "stale_connection")
     }
 
-    private func logUpstream(_ context: ExchangeContext, _ upstream: UpstreamURL, _ error: UpstreamError, level: LogLevel,
-                             event: String, kind: String) {
+    private func logUpstream(
+        _ context: ExchangeContext, _ upstream: UpstreamURL, _ error: UpstreamError, level: LogLevel,
+        event: String, kind: String
+    ) {
         // `origin + path`, never the query: it may carry secrets.
-        log.emit(level, event, [("requestID", .string(context.requestID)), ("route", .string(context.route ?? "")),
-                                ("upstream", .string(upstream.origin + upstream.path)), ("error", .string(error.description))])
+        log.emit(
+            level, event,
+            [
+                ("requestID", .string(context.requestID)), ("route", .string(context.route ?? "")),
+                ("upstream", .string(upstream.origin + upstream.path)), ("error", .string(error.description)),
+            ])
         metrics.upstreamError(route: context.route ?? "", kind: kind)
     }
 

@@ -1,9 +1,9 @@
-import Glibc
 import Analytics
 import Config
 import Credentials
 import EventLoop
 import Experiments
+import Glibc
 import HTTP1
 import HTTPServer
 import JSON
@@ -109,14 +109,16 @@ package final class ProxyHandler: HTTPHandler {
             (compiled, rest) = (route, routeRest)
         }
         let routeSlot = routeSlots.slot(compiled, of: runtime) {
-            RouteSlot(route: compiled, runtime: runtime, provider: slot(compiled.config.provider),
-                      counters: metrics.counters(route: compiled.config.name))
+            RouteSlot(
+                route: compiled, runtime: runtime, provider: slot(compiled.config.provider),
+                counters: metrics.counters(route: compiled.config.name))
         }
         // The log line's route, counters and provider are the slot's.
         context.slot = routeSlot
         let mockMode = runtime.mockMode(compiled)
         if let upgrade = Self.tunnelledUpgrade(exchange.head, route: compiled.config),
-           let refusal = upgradeRefusal(upgrade.token, route: compiled.config, mockMode: mockMode) {
+            let refusal = upgradeRefusal(upgrade.token, route: compiled.config, mockMode: mockMode)
+        {
             return fail(context, refusal)
         }
         if mockMode == .replay, let mock = compiled.config.mock {
@@ -128,8 +130,9 @@ package final class ProxyHandler: HTTPHandler {
             return fail(context, .invalidPath)
         }
         // Their last use: moved into the plan, not copied.
-        forward(context, ForwardPlan(slot: consume routeSlot, rest: consume rest, query: target.query, mockMode: mockMode),
-                refreshed: false)
+        forward(
+            context, ForwardPlan(slot: consume routeSlot, rest: consume rest, query: target.query, mockMode: mockMode),
+            refreshed: false)
     }
 
     /// Sends a routed request upstream once its credentials are usable: gated while there is no
@@ -150,7 +153,8 @@ package final class ProxyHandler: HTTPHandler {
             if !refreshed, let manager = slot.manager, credentials.isExpired(now: UnixTime.now()) {
                 // The body waits in the socket until the refresh answers.
                 exchange.pauseBody()
-                return manager.refresh(seen: credentials.generation, replyOn: loop) { [weak self, weak context] outcome in
+                return manager.refresh(seen: credentials.generation, replyOn: loop) {
+                    [weak self, weak context] outcome in
                     guard let self, let context else { return }
                     switch outcome {
                     case .ready: self.forward(context, plan, refreshed: true)
@@ -162,8 +166,11 @@ package final class ProxyHandler: HTTPHandler {
         }
         let injected: InjectedLines
         if let target = route.object.config.tokenExchange {
-            guard let lines = exchangedLines(context, plan, target: target, credentials: credentials,
-                                             refreshed: refreshed) else { return }
+            guard
+                let lines = exchangedLines(
+                    context, plan, target: target, credentials: credentials,
+                    refreshed: refreshed)
+            else { return }
             injected = lines
         } else {
             guard let lines = slot.injectedLines.lines(plan, snapshot: credentials) else {
@@ -172,36 +179,43 @@ package final class ProxyHandler: HTTPHandler {
             injected = lines
         }
         if !injected.lines.isEmpty { plan.slot.counters.injected += 1 }
-        let echoMasker = plan.runtime.configuration.maskEchoedCredentials
+        let echoMasker =
+            plan.runtime.configuration.maskEchoedCredentials
             ? (route.object.config.tokenExchange == nil
                 ? slot.echoTokens.masker(route.object.config.credential, of: credentials)
                 : slot.exchangedLines.masker(plan))
             : nil
         if let upgrade = Self.tunnelledUpgrade(exchange.head, route: route.object.config) {
-            return startTunnel(context, plan, injected: injected, generation: credentials.generation, upgrade: upgrade,
-                               echoMasker: echoMasker)
+            return startTunnel(
+                context, plan, injected: injected, generation: credentials.generation, upgrade: upgrade,
+                echoMasker: echoMasker)
         }
         var experiments: HeaderLines?
         if route.object.config.experimentHeader, let service = experimentService {
-            experiments = experimentLines.lines(runtime: plan.runtime, credentials: self.credentials, service: service,
-                                                now: UnixTime.now())
+            experiments = experimentLines.lines(
+                runtime: plan.runtime, credentials: self.credentials, service: service,
+                now: UnixTime.now())
         }
         // A masked or recorded response is asked for whole and in its identity form: a compressed
         // or ranged echo would carry the token past the masker (docs/security.md, "Echoed credentials").
         let masks = plan.runtime.configuration.maskEchoedCredentials && route.object.config.credential != .none
-        let forwarded = ForwardedExchange(context: context, slot: plan.slot, upstream: plan.url(), handler: self,
-                                          credentials: consume injected,
-                                          generation: credentials.generation, experimentLines: experiments,
-                                          identity: masks || plan.mockMode == .record)
+        let forwarded = ForwardedExchange(
+            context: context, slot: plan.slot, upstream: plan.url(), handler: self,
+            credentials: consume injected,
+            generation: credentials.generation, experimentLines: experiments,
+            identity: masks || plan.mockMode == .record)
         if plan.runtime.configuration.maskEchoedCredentials {
             forwarded.masksEchoes = true
             forwarded.echoMasker = echoMasker
         }
         if plan.mockMode == .record, let mock = route.object.config.mock {
-            let sent = route.object.config.tokenExchange == nil
-                ? slot.echoTokens.bytes(route.object.config.credential, of: credentials) : slot.exchangedLines.bytes(plan)
-            forwarded.recorder = MockRecorder(directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite,
-                                              neverWritten: sent)
+            let sent =
+                route.object.config.tokenExchange == nil
+                ? slot.echoTokens.bytes(route.object.config.credential, of: credentials)
+                : slot.exchangedLines.bytes(plan)
+            forwarded.recorder = MockRecorder(
+                directory: mock.directory, rest: plan.rest, overwrite: mock.overwrite,
+                neverWritten: sent)
         }
         forwarded.start(retryBodyBytes: runtime.configuration.limits.retryBodyBytes)
     }
@@ -246,7 +260,8 @@ package final class ProxyHandler: HTTPHandler {
     /// The client's X-Request-ID when it is a sane token (≤ 128 visible ASCII bytes), else a new one.
     func requestID(_ head: borrowing HTTPRequestHead) -> String {
         if let given = head.first("X-Request-ID"), !given.isEmpty, given.utf8.count <= 128,
-           given.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            given.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
+        {
             return given
         }
         return requestIDs.next()

@@ -31,8 +31,10 @@ package struct ProxyHandlerParameters {
     /// Index of the `metricsListen` address among the server's listeners, when there is one.
     package var metricsListener: Int?
 
-    package init(runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int, hub: MetricsHub, upstream: UpstreamClient,
-                 loginChains: LoginChains) {
+    package init(
+        runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int, hub: MetricsHub, upstream: UpstreamClient,
+        loginChains: LoginChains
+    ) {
         self.runtime = runtime
         self.loop = loop
         self.loopIndex = loopIndex

@@ -1,7 +1,7 @@
-import JSON
 import Config
 import Credentials
 import Experiments
+import JSON
 
 /// Everything a request reads that a config reload can change, built once per config and
 /// never mutated: loops swap their reference to a new one, so requests take no lock.
@@ -29,17 +29,21 @@ package final class ProxyRuntime: Sendable {
     package convenience init(configuration: ProxyConfiguration, mocks: MockFiles = MockFiles()) {
         // The key was resolved once at load; a source that stopped resolving refuses everything.
         let key = configuration.apiKey.map { (try? $0.resolve()) ?? "" }
-        self.init(configuration: configuration, mocks: mocks, mockModes: MockSwitchboard(routes: configuration.routes),
-                  access: AccessPolicy(allowedHosts: configuration.allowedHosts, apiKey: key))
+        self.init(
+            configuration: configuration, mocks: mocks, mockModes: MockSwitchboard(routes: configuration.routes),
+            access: AccessPolicy(allowedHosts: configuration.allowedHosts, apiKey: key))
     }
 
     /// `mockModes` and `mocks` are the state every loop shares; `access` holds the key as resolved.
-    private init(configuration: ProxyConfiguration, mocks: MockFiles, mockModes: MockSwitchboard, access: AccessPolicy) {
+    private init(configuration: ProxyConfiguration, mocks: MockFiles, mockModes: MockSwitchboard, access: AccessPolicy)
+    {
         self.configuration = configuration
         router = Router(routes: configuration.routes)
         self.access = access
         self.mockModes = mockModes
-        healthBody = Array((configuration.profile.map { "{\"status\":\"ok\",\"profile\":\(jsonQuoted($0))}" } ?? "{\"status\":\"ok\"}").utf8)
+        healthBody = Array(
+            (configuration.profile.map { "{\"status\":\"ok\",\"profile\":\(jsonQuoted($0))}" } ?? "{\"status\":\"ok\"}")
+                .utf8)
         self.mocks = mocks
         injectors = router.routes.map(\.injector)
         experiments = ExperimentSet(configuration.experiments)

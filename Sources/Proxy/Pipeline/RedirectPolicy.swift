@@ -18,15 +18,19 @@ enum RedirectPolicy {
     /// `trusted` says whether the target is a credential host: a hop elsewhere is followed only
     /// as GET or HEAD, so a foreign host never receives a method or body the client meant for
     /// the upstream (other cross-host 3xx are relayed to the client).
-    static func decide(status: Int, location: String?, method: String, hasBody: Bool, bodyReplayable: Bool,
-                       current: UpstreamURL, follow: Bool, max: Int, hops: Int,
-                       trusted: (UpstreamURL) -> Bool = { _ in true }) -> Decision {
+    static func decide(
+        status: Int, location: String?, method: String, hasBody: Bool, bodyReplayable: Bool,
+        current: UpstreamURL, follow: Bool, max: Int, hops: Int,
+        trusted: (UpstreamURL) -> Bool = { _ in true }
+    ) -> Decision {
         guard follow, [301, 302, 303, 307, 308].contains(status), let location,
-              let target = resolve(location, against: current),
-              UpstreamTarget.isForwardable(Substring(target.path), encodedSlashes: .forward) else { return .relay }
+            let target = resolve(location, against: current),
+            UpstreamTarget.isForwardable(Substring(target.path), encodedSlashes: .forward)
+        else { return .relay }
         guard hops < max else { return .tooManyRedirects }
-        let decision = methodDecision(status: status, target: target, method: method, hasBody: hasBody,
-                                      bodyReplayable: bodyReplayable)
+        let decision = methodDecision(
+            status: status, target: target, method: method, hasBody: hasBody,
+            bodyReplayable: bodyReplayable)
         if case .follow(_, let next, _) = decision, next != "GET" && next != "HEAD", !trusted(target) { return .relay }
         return decision
     }
@@ -34,13 +38,17 @@ enum RedirectPolicy {
     /// The `trusted` rule of `decide` for a route: any host with `crossHostMethods: all`, else the
     /// credential hosts (`CredentialInjector.mayCarryCredentials`, which also refuses an https → http
     /// downgrade).
-    static func trusts(_ target: UpstreamURL, from current: UpstreamURL, methods: RedirectConfiguration.CrossHostMethods,
-                       injector: CredentialInjector) -> Bool {
+    static func trusts(
+        _ target: UpstreamURL, from current: UpstreamURL, methods: RedirectConfiguration.CrossHostMethods,
+        injector: CredentialInjector
+    ) -> Bool {
         methods == .all || injector.mayCarryCredentials(from: current, to: target)
     }
 
-    private static func methodDecision(status: Int, target: UpstreamURL, method: String, hasBody: Bool,
-                                       bodyReplayable: Bool) -> Decision {
+    private static func methodDecision(
+        status: Int, target: UpstreamURL, method: String, hasBody: Bool,
+        bodyReplayable: Bool
+    ) -> Decision {
         switch status {
         case 307, 308:
             if hasBody && !bodyReplayable { return .relay }

@@ -1,5 +1,5 @@
-import Glibc
 import Config
+import Glibc
 import HTTP1
 
 /// What the guards read from one request's head, found once: the fields in one pass, the Host
@@ -25,7 +25,8 @@ struct GuardedRequest {
         if let host = head.hostValue {
             hasHost = true
             hostIsAllowed = head.withBytes(of: host) { access.hostAllowed(bytes: $0) }
-            hostHeader = target.authority == nil ? nil : head.withBytes(of: host) { String(decoding: $0, as: UTF8.self) }
+            hostHeader =
+                target.authority == nil ? nil : head.withBytes(of: host) { String(decoding: $0, as: UTF8.self) }
         } else {
             (hasHost, hostIsAllowed, hostHeader) = (false, false, nil)
         }
@@ -62,7 +63,9 @@ enum RequestGuard: Int, CaseIterable {
     /// The error this guard refuses `request` (whose target is `target`) with under `access`, or
     /// nil when it passes.
     @inline(__always)
-    func refusal(_ request: borrowing GuardedRequest, target: borrowing RequestTarget, access: borrowing AccessPolicy) -> ProxyError? {
+    func refusal(_ request: borrowing GuardedRequest, target: borrowing RequestTarget, access: borrowing AccessPolicy)
+        -> ProxyError?
+    {
         switch self {
         case .noTrace:
             guard request.methodIsTrace || request.screened.overridesToTrace else { return nil }
@@ -72,7 +75,8 @@ enum RequestGuard: Int, CaseIterable {
             return .userinfoInTarget
         case .hostsAgree:
             guard let authority = target.authority, let host = request.hostHeader,
-                  authority.lowercased() != host.lowercased() else { return nil }
+                authority.lowercased() != host.lowercased()
+            else { return nil }
             return .hostMismatch
         case .hostAllowed:
             // The target's authority, else the Host value (as it is: a Substring made of it retains it).
@@ -86,10 +90,15 @@ enum RequestGuard: Int, CaseIterable {
             return .originNotAllowed
         case .sameSite, .sameSiteOrNavigation:
             if self == .sameSiteOrNavigation && RequestScreen.navigationTargets.contains(target.path)
-                && RequestScreen.isTopLevelNavigation(fetchMode: request.screened.fetchMode,
-                                                      fetchDest: request.screened.fetchDest) { return nil }
-            let crossSite = RequestScreen.refusesCrossSite(fetchSite: request.screened.fetchSite, origin: request.screened.origin,
-                                                           access: access)
+                && RequestScreen.isTopLevelNavigation(
+                    fetchMode: request.screened.fetchMode,
+                    fetchDest: request.screened.fetchDest)
+            {
+                return nil
+            }
+            let crossSite = RequestScreen.refusesCrossSite(
+                fetchSite: request.screened.fetchSite, origin: request.screened.origin,
+                access: access)
             return crossSite ? .crossSiteRequest : nil
         case .hostPresent:
             return !request.hasHost && target.authority == nil ? .hostRequired : nil
@@ -106,8 +115,10 @@ enum RequestGuard: Int, CaseIterable {
     }
 
     /// The first guard of `guards` that refuses `request`, in order.
-    static func firstRefusal(_ guards: GuardList, _ request: borrowing GuardedRequest, target: borrowing RequestTarget,
-                             access: borrowing AccessPolicy) -> (RequestGuard, ProxyError)? {
+    static func firstRefusal(
+        _ guards: GuardList, _ request: borrowing GuardedRequest, target: borrowing RequestTarget,
+        access: borrowing AccessPolicy
+    ) -> (RequestGuard, ProxyError)? {
         for check in guards {
             if let error = check.refusal(request, target: target, access: access) { return (check, error) }
         }
@@ -123,7 +134,9 @@ enum RequestGuard: Int, CaseIterable {
     /// The console page's own files (docs/console.md): every guard of `platform` but the key,
     /// which the page asks for and sends on its requests (a navigation cannot carry it); no
     /// top-level navigation from another site either.
-    static let consoleAsset: GuardList = [.noTrace, .noUserinfo, .hostsAgree, .hostAllowed, .originAllowed, .sameSite, .hostPresent]
+    static let consoleAsset: GuardList = [
+        .noTrace, .noUserinfo, .hostsAgree, .hostAllowed, .originAllowed, .sameSite, .hostPresent,
+    ]
     /// Routes that inject credentials.
     static let credentialedRoute: GuardList = any + [.originAllowed, .sameSite, .hostPresent]
 }
@@ -141,7 +154,8 @@ struct GuardList: Sequence, Equatable, ExpressibleByArrayLiteral {
 
     /// Adds `check` at the end: it must come after every guard already in the list.
     private mutating func append(_ check: RequestGuard) {
-        precondition(bits >> check.rawValue == 0, "guard lists run in RequestGuard's declaration order, each guard once")
+        precondition(
+            bits >> check.rawValue == 0, "guard lists run in RequestGuard's declaration order, each guard once")
         bits |= 1 << check.rawValue
     }
 
@@ -184,7 +198,8 @@ enum RequestScope {
     /// the path were retained for the call).
     init(path: borrowing Substring, router: borrowing Router) {
         if Self.isPlatformPath(path) {
-            self = Probe(path: copy path).map { .probe($0) }
+            self =
+                Probe(path: copy path).map { .probe($0) }
                 ?? (ProxyHandler.consoleAssets[copy path] != nil ? .consoleAsset : .platform)
         } else if let (route, rest) = router.match(path) {
             self = .route(route, rest: rest)
@@ -199,7 +214,8 @@ enum RequestScope {
         let prefix: StaticString = "/_platform"
         return path.withUTF8Bytes { bytes in
             guard bytes.count >= prefix.utf8CodeUnitCount, let base = bytes.baseAddress,
-                  memcmp(base, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0 else { return false }
+                memcmp(base, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0
+            else { return false }
             return bytes.count == prefix.utf8CodeUnitCount || bytes[prefix.utf8CodeUnitCount] == UInt8(ascii: "/")
         }
     }
@@ -241,8 +257,11 @@ extension ProxyRuntime {
     func scope(of path: borrowing Substring) -> RequestScope { RequestScope(path: path, router: router) }
 
     /// The first guard of `guards` that refuses the request of `head` and `target`, in order.
-    func firstRefusal(_ guards: GuardList, head: borrowing HTTPRequestHead,
-                      target: borrowing RequestTarget) -> (RequestGuard, ProxyError)? {
-        RequestGuard.firstRefusal(guards, GuardedRequest(head: head, target: target, access: access), target: target, access: access)
+    func firstRefusal(
+        _ guards: GuardList, head: borrowing HTTPRequestHead,
+        target: borrowing RequestTarget
+    ) -> (RequestGuard, ProxyError)? {
+        RequestGuard.firstRefusal(
+            guards, GuardedRequest(head: head, target: target, access: access), target: target, access: access)
     }
 }

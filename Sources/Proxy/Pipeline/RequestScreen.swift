@@ -36,7 +36,9 @@ enum RequestScreen {
     static func isTopLevelNavigation(fetchMode: String?, fetchDest: String?) -> Bool {
         guard fetchMode.map({ $0.trimmingCharacters().lowercased() == "navigate" }) ?? true else { return false }
         guard let fetchDest else { return true }
-        return !fetchDest.split(separator: ",").contains { frameDestinations.contains($0.trimmingCharacters().lowercased()) }
+        return !fetchDest.split(separator: ",").contains {
+            frameDestinations.contains($0.trimmingCharacters().lowercased())
+        }
     }
 
     private static let origin = StaticBytes("origin")
@@ -45,7 +47,9 @@ enum RequestScreen {
     private static let fetchMode = StaticBytes("sec-fetch-mode")
     private static let fetchDest = StaticBytes("sec-fetch-dest")
     /// Fields frameworks read as "treat this request as that method".
-    private static let overrides = [StaticBytes("x-http-method-override"), StaticBytes("x-http-method"), StaticBytes("x-method-override")]
+    private static let overrides = [
+        StaticBytes("x-http-method-override"), StaticBytes("x-http-method"), StaticBytes("x-method-override"),
+    ]
 
     /// One pass over the head; names are compared only when their length fits. A field sent more
     /// than once reads as its lines joined with ", " (RFC 9110 §5.3), which no check accepts: a
@@ -70,19 +74,24 @@ enum RequestScreen {
                 note(i, &mode)
             } else if length == fetchDest.count, head.nameEquals(i, fetchDest) {
                 note(i, &dest)
-            } else if length >= 13 && length <= 22, overrides.contains(where: { $0.count == length && head.nameEquals(i, $0) }) {
+            } else if length >= 13 && length <= 22,
+                overrides.contains(where: { $0.count == length && head.nameEquals(i, $0) })
+            {
                 overridesToTrace = overridesToTrace || namesTrace(head.value(at: i))
             }
         }
         func value(_ index: Int?, _ name: StaticBytes) -> String? {
             guard let index else { return nil }
             guard repeated else { return head.value(at: index) }
-            let lines = (index..<head.fieldCount).filter { head.fields[$0].name.count == name.count && head.nameEquals($0, name) }
+            let lines = (index..<head.fieldCount).filter {
+                head.fields[$0].name.count == name.count && head.nameEquals($0, name)
+            }
             return lines.map(head.value(at:)).joined(separator: ", ")
         }
-        return Fields(fetchSite: value(site, fetchSite), fetchMode: value(mode, fetchMode), fetchDest: value(dest, fetchDest),
-                      overridesToTrace: overridesToTrace,
-                      origin: value(origin, Self.origin), proxyKey: value(key, proxyKey))
+        return Fields(
+            fetchSite: value(site, fetchSite), fetchMode: value(mode, fetchMode), fetchDest: value(dest, fetchDest),
+            overridesToTrace: overridesToTrace,
+            origin: value(origin, Self.origin), proxyKey: value(key, proxyKey))
     }
 
     /// Whether an override value (a method, or a list of them) names TRACE or TRACK in any case.

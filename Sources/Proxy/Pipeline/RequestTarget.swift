@@ -21,17 +21,22 @@ package struct RequestTarget: Sendable, Equatable {
         let (authority, pathStart, mark): (Range<Int>?, Int, Int?) = target.withUTF8Bytes { bytes in
             guard let base = bytes.baseAddress else { return (nil, 0, nil) }
             func find(_ byte: UInt8, from start: Int) -> Int? {
-                guard start < bytes.count, let hit = memchr(base + start, Int32(byte), bytes.count - start) else { return nil }
+                guard start < bytes.count, let hit = memchr(base + start, Int32(byte), bytes.count - start) else {
+                    return nil
+                }
                 return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
             }
             var authority: Range<Int>?
             var pathStart = 0
             if bytes.first != UInt8(ascii: "/") && !(bytes.count == 1 && bytes[0] == UInt8(ascii: "*")),
-               let colon = find(UInt8(ascii: ":"), from: 0), colon + 2 < bytes.count,
-               bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/") {
+                let colon = find(UInt8(ascii: ":"), from: 0), colon + 2 < bytes.count,
+                bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
+            {
                 let hostStart = colon + 3
                 var end = hostStart
-                while end < bytes.count && bytes[end] != UInt8(ascii: "/") && bytes[end] != UInt8(ascii: "?") { end += 1 }
+                while end < bytes.count && bytes[end] != UInt8(ascii: "/") && bytes[end] != UInt8(ascii: "?") {
+                    end += 1
+                }
                 authority = hostStart..<end
                 pathStart = end
             }

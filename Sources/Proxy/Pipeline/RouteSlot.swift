@@ -35,8 +35,9 @@ final class RouteSlot {
     /// `route` must be a route of `runtime`: caches keyed by the runtime and the route's index
     /// (`InjectedLineCache`) would otherwise answer for another route.
     init(route: CompiledRoute, runtime: ProxyRuntime, provider: ProviderSlot, counters: RouteCounters) {
-        precondition(runtime.router.routes.indices.contains(route.index) && runtime.router.routes[route.index] === route,
-                     "a route slot's route belongs to its runtime")
+        precondition(
+            runtime.router.routes.indices.contains(route.index) && runtime.router.routes[route.index] === route,
+            "a route slot's route belongs to its runtime")
         self.route = route
         self.runtime = runtime
         self.provider = provider
@@ -53,11 +54,14 @@ final class RouteSlot {
 extension RouteSlot {
     /// `HeaderPolicy.upstreamLines` for a request on this route, without the client fields the
     /// route replaces and those `removing` names.
-    func upstreamLines(_ head: borrowing HTTPRequestHead, peer: String, requestID: String, removing: RemovedFields,
-                       supplies: inout SuppliedFields?) -> HeaderLines {
+    func upstreamLines(
+        _ head: borrowing HTTPRequestHead, peer: String, requestID: String, removing: RemovedFields,
+        supplies: inout SuppliedFields?
+    ) -> HeaderLines {
         // The names are read here, in place (chosen by the caller, they were retained for the call).
-        HeaderPolicy.upstreamLines(head, peer: peer, requestID: requestID, removing: removedNames[removing.index],
-                                   supplies: &supplies)
+        HeaderPolicy.upstreamLines(
+            head, peer: peer, requestID: requestID, removing: removedNames[removing.index],
+            supplies: &supplies)
     }
 }
 

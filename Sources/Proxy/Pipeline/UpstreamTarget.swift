@@ -8,7 +8,9 @@ enum UpstreamTarget {
         // The route's path without its trailing "/", then the rest (which begins with one).
         // Both are valid UTF-8 already: copied as strings, not revalidated as bytes. The
         // common route ("/api/" to an upstream's "/") keeps none of its path.
-        let (kept, count) = upstream.path.withUTF8Bytes { ($0.last == UInt8(ascii: "/") ? $0.count - 1 : $0.count, $0.count) }
+        let (kept, count) = upstream.path.withUTF8Bytes {
+            ($0.last == UInt8(ascii: "/") ? $0.count - 1 : $0.count, $0.count)
+        }
         let path: String
         if rest.isEmpty {
             path = upstream.path
@@ -84,8 +86,8 @@ enum UpstreamTarget {
 
     private static func isForwardable(_ bytes: UnsafeBufferPointer<UInt8>, encodedSlashes: EncodedSlashes) -> Bool {
         do {
-            var dots = 0          // dots in the current segment's name, `.` or `%2e` alike
-            var other = false     // anything else in it
+            var dots = 0  // dots in the current segment's name, `.` or `%2e` alike
+            var other = false  // anything else in it
             var parameters = false  // past a `;` in this segment: not part of its name
             var i = 0
             while i < bytes.count {
@@ -129,7 +131,8 @@ enum UpstreamTarget {
     /// overlong UTF-8 form). An escape that is not one (`%zz`) is a plain `%`.
     private static func decodedAt(_ bytes: UnsafeBufferPointer<UInt8>, _ i: Int) -> (byte: UInt8, length: Int)? {
         if i + 5 < bytes.count, bytes[i + 1] | 0x20 == UInt8(ascii: "u"), let high = encodedByte(bytes, at: i + 1),
-           let low = encodedByte(bytes, at: i + 3) {
+            let low = encodedByte(bytes, at: i + 3)
+        {
             // IIS's %uXXXX: a code point below 0x80 is that byte.
             let point = UInt16(high) << 8 | UInt16(low)
             if point < 0x80 { return point == 0 ? nil : (UInt8(point), 6) }
@@ -142,7 +145,10 @@ enum UpstreamTarget {
         case UInt8(ascii: "%"):
             // `%25XY`: decoded again by some upstreams.
             if let twice = encodedByte(bytes, at: i + 2),
-               twice == 0 || twice == UInt8(ascii: ".") || twice == UInt8(ascii: "/") || twice == UInt8(ascii: "\\") { return nil }
+                twice == 0 || twice == UInt8(ascii: ".") || twice == UInt8(ascii: "/") || twice == UInt8(ascii: "\\")
+            {
+                return nil
+            }
         case 0xC0, 0xC1:
             return nil  // an overlong two-byte form (`%c0%ae` is `.`): never valid UTF-8
         case 0xC2:
@@ -153,13 +159,18 @@ enum UpstreamTarget {
             if let next = encodedByte(bytes, at: i + 3), next < 0x90 { return nil }
         case 0xE0:
             // An overlong three-byte form: E0 followed by 80…9F.
-            if bytes.count > i + 5, bytes[i + 3] == UInt8(ascii: "%"), let next = encodedByte(bytes, at: i + 3), next < 0xA0 { return nil }
+            if bytes.count > i + 5, bytes[i + 3] == UInt8(ascii: "%"), let next = encodedByte(bytes, at: i + 3),
+                next < 0xA0
+            {
+                return nil
+            }
         case 0xE2, 0xEF:
             // A dot, solidus or reverse solidus after Unicode normalisation (NFKC) or a best-fit
             // mapping: fullwidth (U+FF0E, FF0F, FF3C), small (U+FE52, FE68), the one-dot leader
             // (U+2024), the division slash (U+2215); the two-dot leader (U+2025) is refused.
             if let second = encodedByte(bytes, at: i + 3), let third = encodedByte(bytes, at: i + 6),
-               bytes[i + 3] == UInt8(ascii: "%"), bytes[i + 6] == UInt8(ascii: "%") {
+                bytes[i + 3] == UInt8(ascii: "%"), bytes[i + 6] == UInt8(ascii: "%")
+            {
                 let point = UInt16(decoded & 0x0F) << 12 | UInt16(second & 0x3F) << 6 | UInt16(third & 0x3F)
                 if point == 0x2025 { return nil }
                 if let lookalike = lookalike(point), lookalike != UInt8(ascii: "x") { return (lookalike, 9) }
@@ -184,7 +195,9 @@ enum UpstreamTarget {
 
     /// The byte a `%XY` starting at `i` stands for, or nil when two hex digits do not follow.
     private static func encodedByte(_ bytes: UnsafeBufferPointer<UInt8>, at i: Int) -> UInt8? {
-        guard i + 2 < bytes.count, let high = hexValue(bytes[i + 1]), let low = hexValue(bytes[i + 2]) else { return nil }
+        guard i + 2 < bytes.count, let high = hexValue(bytes[i + 1]), let low = hexValue(bytes[i + 2]) else {
+            return nil
+        }
         return high << 4 | low
     }
 

@@ -91,8 +91,13 @@ final class ConfigWatcher {
         let header = MemoryLayout<inotify_event>.size
         var offset = events.startIndex
         while offset + header <= events.endIndex {
-            let mask = events.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset - events.startIndex + 4, as: UInt32.self) }
-            let length = Int(events.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset - events.startIndex + 12, as: UInt32.self) })
+            let mask = events.withUnsafeBytes {
+                $0.loadUnaligned(fromByteOffset: offset - events.startIndex + 4, as: UInt32.self)
+            }
+            let length = Int(
+                events.withUnsafeBytes {
+                    $0.loadUnaligned(fromByteOffset: offset - events.startIndex + 12, as: UInt32.self)
+                })
             if mask & UInt32(IN_Q_OVERFLOW) != 0 || length == 0 { return true }
             let nameBytes = events[(offset + header)..<min(offset + header + length, events.endIndex)]
             let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)

@@ -1,6 +1,6 @@
-import Glibc
 import Config
 import Credentials
+import Glibc
 
 /// `check-config`: the config validated and reported without serving.
 extension ProxyService {
@@ -21,13 +21,15 @@ extension ProxyService {
             switch checked.load(schemaOnly: schemaOnly) {
             case .success(let configuration):
                 let routes = configuration.routes.count
-                text += "\(label): ok (\(routes) route\(routes == 1 ? "" : "s")\(schemaOnly ? ", secrets not read" : ""))\n"
+                text +=
+                    "\(label): ok (\(routes) route\(routes == 1 ? "" : "s")\(schemaOnly ? ", secrets not read" : ""))\n"
                 for warning in ConfigWarnings.of(configuration) { text += "  warning: \(prefix)\(warning)\n" }
                 // Not errors: the directory may be created before `serve` runs (a volume, tmpfiles.d).
                 for warning in listenWarnings(configuration) { text += "  warning: \(prefix)\(warning)\n" }
                 // Judged for the user running the check, who may not be the one `serve` runs as.
                 if let problem = StateTrust.check(directory: configuration.stateDirectory) {
-                    text += "  warning: \(prefix)stateDirectory: \(problem); serve run as uid \(geteuid()) will refuse to start\n"
+                    text +=
+                        "  warning: \(prefix)stateDirectory: \(problem); serve run as uid \(geteuid()) will refuse to start\n"
                 }
             case .failure(let errors):
                 failed = true
@@ -45,10 +47,13 @@ extension ProxyService {
         var warnings: [String] = []
         for (index, address) in configuration.listen.enumerated() {
             guard case .unix(let path) = address else { continue }
-            let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+            let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(
+                separator: "/")
             var info = stat()
             if stat(directory.isEmpty ? "/" : directory, &info) != 0 || info.st_mode & S_IFMT != S_IFDIR {
-                warnings.append("listen[\(index)]: the directory \(directory) of \(address) does not exist; serve cannot bind there")
+                warnings.append(
+                    "listen[\(index)]: the directory \(directory) of \(address) does not exist; serve cannot bind there"
+                )
             } else if lstat(path, &info) == 0 && info.st_mode & S_IFMT != S_IFSOCK {
                 warnings.append("listen[\(index)]: \(path) exists and is not a socket; serve will refuse to replace it")
             }

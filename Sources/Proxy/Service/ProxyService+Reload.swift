@@ -1,8 +1,8 @@
-import Glibc
 import Config
 import Credentials
 import EventLoop
 import Experiments
+import Glibc
 import HTTPServer
 import Synchronization
 
@@ -11,17 +11,26 @@ extension ProxyService {
     /// Reloaded providers: static tokens switch at once; a change of an OAuth provider (or of
     /// which providers exist) needs a restart (the login, its store and the endpoints belong to
     /// the running lifecycle).
-    static func reloadProvider(from old: ProxyRuntime, to new: ProxyRuntime, tokens: inout TokenWatcher,
-                                       lifecycle: OAuthLifecycle?) -> [(provider: String, snapshot: CredentialSnapshot)] {
-        let oauth = { (config: ProxyConfiguration) in config.providers.filter { $0.configuration.grant != .staticTokens } }
+    static func reloadProvider(
+        from old: ProxyRuntime, to new: ProxyRuntime, tokens: inout TokenWatcher,
+        lifecycle: OAuthLifecycle?
+    ) -> [(provider: String, snapshot: CredentialSnapshot)] {
+        let oauth = { (config: ProxyConfiguration) in
+            config.providers.filter { $0.configuration.grant != .staticTokens }
+        }
         if oauth(old.configuration) != oauth(new.configuration) {
-            Log.emit(.warning, "config_reload_partial", ["message": .string("provider changes of an OAuth grant take effect at the next start")])
+            Log.emit(
+                .warning, "config_reload_partial",
+                ["message": .string("provider changes of an OAuth grant take effect at the next start")])
         }
         let before = tokens.names
         tokens = TokenWatcher(new.configuration.providers)
         var changed = Dictionary(uniqueKeysWithValues: tokens.poll().map { ($0.provider, $0.snapshot) })
         // A static provider that was removed (or became OAuth) has no tokens any more.
-        for name in before where changed[name] == nil && !tokens.names.contains(name) && lifecycle?.members.contains(where: { $0.name == name }) != true {
+        for name in before
+        where changed[name] == nil && !tokens.names.contains(name)
+            && lifecycle?.members.contains(where: { $0.name == name }) != true
+        {
             changed[name] = .empty
         }
         return changed.map { (provider: $0.key, snapshot: $0.value) }
@@ -36,8 +45,10 @@ extension ProxyService {
     }
 
     /// Hands a provider's new token snapshot to every loop; requests after it carry the new tokens.
-    static func publish(_ snapshot: CredentialSnapshot, provider: String, server: HTTPServer, handlers: [ProxyHandler]) {
-        Log.emit(.info, "credentials_changed", ["provider": .string(provider), "generation": .int(Int(snapshot.generation))])
+    static func publish(_ snapshot: CredentialSnapshot, provider: String, server: HTTPServer, handlers: [ProxyHandler])
+    {
+        Log.emit(
+            .info, "credentials_changed", ["provider": .string(provider), "generation": .int(Int(snapshot.generation))])
         for (loop, handler) in zip(server.eventLoops, handlers) {
             nonisolated(unsafe) let handler = handler
             loop.execute { handler.credentialsChanged(snapshot, provider: provider) }
@@ -47,11 +58,15 @@ extension ProxyService {
     /// Hands every loop the reloaded runtime and the providers' new token snapshots in one task;
     /// `installed` runs once the last loop has them (so whoever reads the `config_reloaded` line it
     /// logs finds every new request on the new routes).
-    static func install(_ next: ProxyRuntime, _ snapshots: [(provider: String, snapshot: CredentialSnapshot)],
-                                server: HTTPServer, handlers: [ProxyHandler], installed: @escaping @Sendable () -> Void) {
+    static func install(
+        _ next: ProxyRuntime, _ snapshots: [(provider: String, snapshot: CredentialSnapshot)],
+        server: HTTPServer, handlers: [ProxyHandler], installed: @escaping @Sendable () -> Void
+    ) {
         let remaining = Countdown(server.eventLoops.count)
         for (provider, snapshot) in snapshots {
-            Log.emit(.info, "credentials_changed", ["provider": .string(provider), "generation": .int(Int(snapshot.generation))])
+            Log.emit(
+                .info, "credentials_changed",
+                ["provider": .string(provider), "generation": .int(Int(snapshot.generation))])
         }
         for (loop, handler) in zip(server.eventLoops, handlers) {
             nonisolated(unsafe) let handler = handler
@@ -66,15 +81,21 @@ extension ProxyService {
 
     /// SIGHUP: a valid config becomes the next runtime (for new requests once installed; the
     /// caller logs `config_reloaded` when every loop has it); an invalid one is logged and ignored (nil).
-    static func reload(location: ConfigLocation, trigger: String, current: ProxyRuntime,
-                               experiments: ExperimentService) -> ProxyRuntime? {
+    static func reload(
+        location: ConfigLocation, trigger: String, current: ProxyRuntime,
+        experiments: ExperimentService
+    ) -> ProxyRuntime? {
         let configPath = location.path
         // The profile chosen at start is re-read from the file; switching profile needs a restart.
         switch location.load() {
         case .failure(let errors):
             reloadCounts.record(success: false, errors: errors.description)
-            Log.emit(.error, "config_reload_failed", ["config": .string(configPath), "trigger": .string(trigger),
-                                                      "errors": .string(errors.description)])
+            Log.emit(
+                .error, "config_reload_failed",
+                [
+                    "config": .string(configPath), "trigger": .string(trigger),
+                    "errors": .string(errors.description),
+                ])
             return nil
         case .success(let configuration):
             // The installation id exists before any loop assigns with the new experiments.
@@ -83,11 +104,19 @@ extension ProxyService {
             }
             let next = ProxyRuntime(configuration: configuration, mocks: current.mocks)
             let old = current.configuration
-            if old.listen != configuration.listen || old.workers != configuration.workers || old.limits != configuration.limits
-                || old.metricsListen != configuration.metricsListen || old.shutdownGraceSeconds != configuration.shutdownGraceSeconds
-                || old.watchConfig != configuration.watchConfig {
-                Log.emit(.warning, "config_reload_partial", ["message": .string(
-                    "listen, metricsListen, workers, limits, shutdownGraceSeconds and watchConfig take effect at the next start")])
+            if old.listen != configuration.listen || old.workers != configuration.workers
+                || old.limits != configuration.limits
+                || old.metricsListen != configuration.metricsListen
+                || old.shutdownGraceSeconds != configuration.shutdownGraceSeconds
+                || old.watchConfig != configuration.watchConfig
+            {
+                Log.emit(
+                    .warning, "config_reload_partial",
+                    [
+                        "message": .string(
+                            "listen, metricsListen, workers, limits, shutdownGraceSeconds and watchConfig take effect at the next start"
+                        )
+                    ])
             }
             reloadCounts.record(success: true)
             return next

@@ -1,5 +1,5 @@
-import CLinux
 import Analytics
+import CLinux
 import Config
 import Credentials
 import EventLoop
@@ -38,11 +38,19 @@ package enum ProxyService {
         case .failure(let errors):
             // The log stream stays JSON lines, one per problem, each readable on its own.
             for error in errors.errors {
-                Log.emit(.error, "config_error", ["config": .string(configPath), "path": .string(error.path),
-                                                  "message": .string(error.message)])
+                Log.emit(
+                    .error, "config_error",
+                    [
+                        "config": .string(configPath), "path": .string(error.path),
+                        "message": .string(error.message),
+                    ])
             }
-            Log.emit(.error, "startup_failed", ["config": .string(configPath), "problems": .int(errors.errors.count),
-                                                "hint": .string("platform-proxy check-config --config \(configPath)")])
+            Log.emit(
+                .error, "startup_failed",
+                [
+                    "config": .string(configPath), "problems": .int(errors.errors.count),
+                    "hint": .string("platform-proxy check-config --config \(configPath)"),
+                ])
             return 1
         }
         for warning in ConfigWarnings.of(configuration) {
@@ -52,8 +60,12 @@ package enum ProxyService {
         // Made first when missing, so nobody else can make it between the check and a first write.
         StateTrust.create(directory: configuration.stateDirectory)
         if let problem = StateTrust.check(directory: configuration.stateDirectory) {
-            Log.emit(.error, "startup_failed", ["error": .string(problem.description), "path": .string(problem.path),
-                                                "owner": .int(Int(problem.owner)), "mode": .string(problem.octalMode)])
+            Log.emit(
+                .error, "startup_failed",
+                [
+                    "error": .string(problem.description), "path": .string(problem.path),
+                    "owner": .int(Int(problem.owner)), "mode": .string(problem.octalMode),
+                ])
             return 1
         }
         // Block the lifecycle signals before any thread exists so every thread inherits the mask.
@@ -73,7 +85,9 @@ package enum ProxyService {
         let lifecycle = OAuthLifecycle(configuration)
         var initial = lifecycle?.initialSnapshots ?? [:]
         for (provider, snapshot) in tokens.poll() { initial[provider] = snapshot }
-        let loginChains = LoginChains(broadcast: { [directory = lifecycle?.directory] event in directory?.loginOutcome(event) })
+        let loginChains = LoginChains(broadcast: { [directory = lifecycle?.directory] event in
+            directory?.loginOutcome(event)
+        })
         var analytics: AnalyticsService?
         if let settings = configuration.analytics {
             do {
@@ -96,14 +110,16 @@ package enum ProxyService {
         hub.profile = configuration.profile
         reloadCounts.status.withLock { $0.lastSuccessTime = UnixTime.now() }
         hub.setExperiments(experiments.counters)
-        hub.setSources(openConnections: { [server] in server.openConnections },
-                       reloads: { reloadCounts.status.withLock { $0 } })
+        hub.setSources(
+            openConnections: { [server] in server.openConnections },
+            reloads: { reloadCounts.status.withLock { $0 } })
         do {
             let bound = try server.start { loop, index in
                 let upstream = UpstreamClient(loop: loop)
                 upstream.ownListeners = ownListeners
-                var parameters = ProxyHandlerParameters(runtime: runtime.forLoop(), loop: loop, loopIndex: index, hub: hub,
-                                                        upstream: upstream, loginChains: loginChains)
+                var parameters = ProxyHandlerParameters(
+                    runtime: runtime.forLoop(), loop: loop, loopIndex: index, hub: hub,
+                    upstream: upstream, loginChains: loginChains)
                 parameters.managers = lifecycle?.managers(home: loop, http: upstream) ?? [:]
                 parameters.initialSnapshots = initial
                 parameters.analytics = analytics
@@ -114,18 +130,21 @@ package enum ProxyService {
                 lifecycle?.directory.add(loop: loop, handler: handler)
                 return handler
             }
-            ownListeners.set(bound.compactMap { address in
-                if case .tcp(let host, let port) = address { (host: host, port: port) } else { nil }
-            })
+            ownListeners.set(
+                bound.compactMap { address in
+                    if case .tcp(let host, let port) = address { (host: host, port: port) } else { nil }
+                })
             lifecycle?.start()
             if let home = handlers.first {
-                hub.setRefreshes(configuration.providers.compactMap { named in
-                    home.slot(named.name).manager.map { (named.name, $0.refreshOutcomes) }
-                })
+                hub.setRefreshes(
+                    configuration.providers.compactMap { named in
+                        home.slot(named.name).manager.map { (named.name, $0.refreshOutcomes) }
+                    })
             }
             if let analytics, let home = handlers.first {
-                analytics.start(home: server.eventLoops[0], http: home.upstream,
-                                refresher: home.slot(home.analyticsProviderName).manager.map(ManagerUploadRefresher.init))
+                analytics.start(
+                    home: server.eventLoops[0], http: home.upstream,
+                    refresher: home.slot(home.analyticsProviderName).manager.map(ManagerUploadRefresher.init))
                 hub.setAnalytics(analytics.counters)
             }
             for address in bound { Log.emit(.info, "listening", ["address": .string(address.description)]) }
@@ -133,11 +152,16 @@ package enum ProxyService {
             Log.emit(.error, "startup_failed", ["error": .string("\(error)")])
             return 1
         }
-        Log.emit(.info, "started", ["version": .string(version), "config": .string(configPath), "configSource": .string(location.source),
-                                    "workers": .int(server.eventLoops.count), "routes": .int(configuration.routes.count),
-                                    "maxClients": .int(settings.maxConnections)])
-        return waitForSignals(signals, server: server, handlers: handlers, location: location, current: runtime, tokens: tokens,
-                              lifecycle: lifecycle, analytics: analytics, experiments: experiments)
+        Log.emit(
+            .info, "started",
+            [
+                "version": .string(version), "config": .string(configPath), "configSource": .string(location.source),
+                "workers": .int(server.eventLoops.count), "routes": .int(configuration.routes.count),
+                "maxClients": .int(settings.maxConnections),
+            ])
+        return waitForSignals(
+            signals, server: server, handlers: handlers, location: location, current: runtime, tokens: tokens,
+            lifecycle: lifecycle, analytics: analytics, experiments: experiments)
     }
 
     /// Removes the temporaries a recording killed mid-write left in the routes' mock folders
@@ -148,8 +172,12 @@ package enum ProxyService {
             guard let directory = route.mock?.directory, seen.insert(directory).inserted else { continue }
             let removed = MockTemporaries.removeStale(under: directory)
             guard !removed.isEmpty else { continue }
-            Log.emit(.warning, "mock_temporaries_removed", ["directory": .string(directory), "count": .int(removed.count),
-                                                            "message": .string("partial recordings left by an interrupted record mode")])
+            Log.emit(
+                .warning, "mock_temporaries_removed",
+                [
+                    "directory": .string(directory), "count": .int(removed.count),
+                    "message": .string("partial recordings left by an interrupted record mode"),
+                ])
         }
     }
 
@@ -168,11 +196,16 @@ package enum ProxyService {
         // A budget within 10 % of maxConnections is no news (a hard limit of 20000 against the
         // default 10000 clients, say); the budget is in the start line either way.
         if clientBudget(descriptors: descriptors) < connections * 9 / 10 {
-            Log.emit(.warning, "descriptor_limit", [
-                "limit": .int(descriptors), "maxConnections": .int(connections),
-                "clientsServed": .int(clientBudget(descriptors: descriptors)),
-                "message": .string("the open-file limit cannot hold maxConnections clients and their upstream connections; "
-                                   + "more clients than clientsServed get 503 (raise ulimit -n or lower limits.maxConnections)")])
+            Log.emit(
+                .warning, "descriptor_limit",
+                [
+                    "limit": .int(descriptors), "maxConnections": .int(connections),
+                    "clientsServed": .int(clientBudget(descriptors: descriptors)),
+                    "message": .string(
+                        "the open-file limit cannot hold maxConnections clients and their upstream connections; "
+                            + "more clients than clientsServed get 503 (raise ulimit -n or lower limits.maxConnections)"
+                    ),
+                ])
         }
         return descriptors
     }
@@ -204,10 +237,12 @@ package enum ProxyService {
         return server
     }
 
-    private static func waitForSignals(_ signals: CInt, server: HTTPServer, handlers: [ProxyHandler],
-                                       location: ConfigLocation, current: ProxyRuntime, tokens: TokenWatcher,
-                                       lifecycle: OAuthLifecycle?, analytics: AnalyticsService?,
-                                       experiments: ExperimentService) -> Int32 {
+    private static func waitForSignals(
+        _ signals: CInt, server: HTTPServer, handlers: [ProxyHandler],
+        location: ConfigLocation, current: ProxyRuntime, tokens: TokenWatcher,
+        lifecycle: OAuthLifecycle?, analytics: AnalyticsService?,
+        experiments: ExperimentService
+    ) -> Int32 {
         var runtime = current
         var tokens = tokens
         var drainDeadline: NanoTime?
@@ -217,23 +252,34 @@ package enum ProxyService {
         var checkAt: NanoTime?
         let grace = current.configuration.shutdownGraceSeconds
         func reloadNow(_ trigger: String) {
-            guard let next = reload(location: location, trigger: trigger, current: runtime, experiments: experiments) else { return }
+            guard let next = reload(location: location, trigger: trigger, current: runtime, experiments: experiments)
+            else { return }
             // The new tokens are read before anything is installed, and each loop takes the routes
             // and their tokens in one task: no request pairs a new route with the old token.
-            let snapshots = next.configuration.providers == runtime.configuration.providers ? []
+            let snapshots =
+                next.configuration.providers == runtime.configuration.providers
+                ? []
                 : reloadProvider(from: runtime, to: next, tokens: &tokens, lifecycle: lifecycle)
             let path = location.path, routes = next.configuration.routes.count
             install(next, snapshots, server: server, handlers: handlers) {
-                Log.emit(.info, "config_reloaded", ["config": .string(path), "trigger": .string(trigger), "routes": .int(routes)])
+                Log.emit(
+                    .info, "config_reloaded",
+                    ["config": .string(path), "trigger": .string(trigger), "routes": .int(routes)])
             }
             runtime = next
         }
         while true {
-            var pfds = [pollfd(fd: signals, events: Int16(POLLIN), revents: 0),
-                        pollfd(fd: watcher?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+            var pfds = [
+                pollfd(fd: signals, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: watcher?.fd ?? -1, events: Int16(POLLIN), revents: 0),
+            ]
             _ = poll(&pfds, 2, drainDeadline == nil ? (checkAt == nil ? 1000 : 100) : 50)
-            for (provider, snapshot) in tokens.poll() { publish(snapshot, provider: provider, server: server, handlers: handlers) }
-            if let watcher, watcher.drainEvents() || watcher.targetMoved() { checkAt = NanoTime.now().adding(seconds: 0.2) }
+            for (provider, snapshot) in tokens.poll() {
+                publish(snapshot, provider: provider, server: server, handlers: handlers)
+            }
+            if let watcher, watcher.drainEvents() || watcher.targetMoved() {
+                checkAt = NanoTime.now().adding(seconds: 0.2)
+            }
             if let due = checkAt, NanoTime.now() >= due, drainDeadline == nil {
                 checkAt = nil
                 if watcher?.contentChanged() == true { reloadNow("file_changed") }
@@ -247,11 +293,17 @@ package enum ProxyService {
                     watcher?.noteReloaded()
                 default:
                     if drainDeadline != nil {
-                        Log.emit(.warning, "forced_exit", ["signal": .int(Int(signal)), "open": .int(server.openConnections)])
+                        Log.emit(
+                            .warning, "forced_exit",
+                            ["signal": .int(Int(signal)), "open": .int(server.openConnections)])
                         _exit(1)
                     }
-                    Log.emit(.info, "shutting_down", ["signal": .int(Int(signal)), "open": .int(server.openConnections),
-                                                      "deadlineSeconds": .double(grace)])
+                    Log.emit(
+                        .info, "shutting_down",
+                        [
+                            "signal": .int(Int(signal)), "open": .int(server.openConnections),
+                            "deadlineSeconds": .double(grace),
+                        ])
                     drainDeadline = NanoTime.now().adding(seconds: grace)
                     server.beginShutdown()
                 }
@@ -265,7 +317,9 @@ package enum ProxyService {
                     Log.emit(.info, "analytics_final_upload", ["completed": .bool(uploaded)])
                 }
                 let stopped = server.stop(within: 2)
-                if !stopped { Log.emit(.error, "forced_exit", ["reason": .string("an event loop did not stop within 2 s")]) }
+                if !stopped {
+                    Log.emit(.error, "forced_exit", ["reason": .string("an event loop did not stop within 2 s")])
+                }
                 analytics?.shutdown()
                 experiments.shutdown()  // pending state writes reach the disk
                 lifecycle?.worker.shutdown()  // pending token-store writes reach the disk

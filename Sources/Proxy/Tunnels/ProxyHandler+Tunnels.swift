@@ -92,8 +92,9 @@ extension ProxyHandler {
             generation: generation,
             peer: exchange.peer, upgrade: upgrade.token, upstream: url.origin,
             idleTimeout: route.tunnelIdleTimeoutSeconds, answerTimeout: route.timeoutSeconds)
-        let tunnel = Tunnel(context: context, identity: identity, handshake: handshake, table: tunnels,
-                            refusalMasker: echoMasker)
+        let tunnel = Tunnel(
+            context: context, identity: identity, handshake: handshake, table: tunnels,
+            refusalMasker: echoMasker)
         tunnels.add(tunnel)
         tunnel.start(
             origin: url.origin, tls: plan.slot.route.tls, connector: tunnels.connector,

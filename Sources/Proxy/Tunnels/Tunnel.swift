@@ -77,8 +77,10 @@ final class Tunnel: ProxyExchangeDelegate {
     /// client when the proxy ends the tunnel.
     private static let goingAway: [UInt8] = [0x88, 0x02, 0x03, 0xE9]
 
-    init(context: ExchangeContext, identity: Identity, handshake: [UInt8], table: TunnelTable,
-         refusalMasker: EchoMasker? = nil) {
+    init(
+        context: ExchangeContext, identity: Identity, handshake: [UInt8], table: TunnelTable,
+        refusalMasker: EchoMasker? = nil
+    ) {
         let exchange = context.exchange
         self.refusalMasker = refusalMasker
         self.exchange = exchange
