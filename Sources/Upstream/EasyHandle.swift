@@ -81,23 +81,7 @@ final class EasyHandle {
             cc_easy_str(easy, CURLOPT_PROXY, "")
             cc_easy_str(easy, CURLOPT_NOPROXY, "")
         }
-        if let client {
-            // Connection sockets are opened and closed by the client (`openSocket`, `closeSocket`).
-            // Unretained: the client cleans up its multi handle, closing every connection, before it goes.
-            let owner = Unmanaged.passUnretained(client).toOpaque()
-            cc_easy_ptr(easy, CURLOPT_OPENSOCKETDATA, owner)
-            cc_easy_ptr(easy, CURLOPT_CLOSESOCKETDATA, owner)
-            cc_easy_open_socket_function(
-                easy,
-                { clientp, _, address in
-                    Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.openSocket(address!) }
-                })
-            cc_easy_close_socket_function(
-                easy,
-                { clientp, fd in
-                    Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.closeSocket(fd) }
-                })
-        }
+        client?.ownSockets(of: easy)
         // A callback with no transfer (none can come: see `running`) aborts.
         cc_easy_write_function(
             easy,
@@ -367,5 +351,26 @@ final class EasyHandle {
             cc_easy_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(length ?? -1))
             if name != "POST" { cc_easy_str(easy, CURLOPT_CUSTOMREQUEST, name) }
         }
+    }
+}
+
+extension UpstreamClient {
+    /// Has the client open and close `easy`'s connection sockets (`openSocket`, `closeSocket`), so
+    /// the loop knows every socket libcurl uses, a transfer's or a tunnel's. Unretained: the client
+    /// cleans up its multi handles, closing every connection, before it goes.
+    func ownSockets(of easy: UnsafeMutableRawPointer) {
+        let owner = Unmanaged.passUnretained(self).toOpaque()
+        cc_easy_ptr(easy, CURLOPT_OPENSOCKETDATA, owner)
+        cc_easy_ptr(easy, CURLOPT_CLOSESOCKETDATA, owner)
+        cc_easy_open_socket_function(
+            easy,
+            { clientp, _, address in
+                Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.openSocket(address!) }
+            })
+        cc_easy_close_socket_function(
+            easy,
+            { clientp, fd in
+                Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.closeSocket(fd) }
+            })
     }
 }

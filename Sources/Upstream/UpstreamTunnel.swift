@@ -72,19 +72,7 @@ package final class UpstreamTunnel {
         }
         // The client's socket callbacks, as for every transfer: the number of a socket it opened
         // names a new socket there, and its closing is seen.
-        let owner = Unmanaged.passUnretained(client).toOpaque()
-        cc_easy_ptr(easy, CURLOPT_OPENSOCKETDATA, owner)
-        cc_easy_ptr(easy, CURLOPT_CLOSESOCKETDATA, owner)
-        cc_easy_open_socket_function(
-            easy,
-            { clientp, _, address in
-                Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.openSocket(address!) }
-            })
-        cc_easy_close_socket_function(
-            easy,
-            { clientp, fd in
-                Unmanaged<UpstreamClient>.fromOpaque(clientp!)._withUnsafeGuaranteedRef { $0.closeSocket(fd) }
-            })
+        client.ownSockets(of: easy)
         url.withCString { _ = cc_easy_str(easy, CURLOPT_URL, $0) }
     }
 

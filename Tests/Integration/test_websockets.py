@@ -119,12 +119,10 @@ class WSUpstream:
         self.thread.join(10)
 
 
-class QuietEventStream:
-    """An HTTP/1.1 upstream answering `/events` with `text/event-stream` (or `/plain` with
-    `application/octet-stream` unframed): one event, then `quiet` seconds of nothing, then one more."""
+class ThreadedRawServer:
+    """A loopback listener serving each connection on its own thread with `_serve(conn)`."""
 
-    def __init__(self, quiet: float):
-        self.quiet = quiet
+    def __init__(self):
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
@@ -136,6 +134,15 @@ class QuietEventStream:
             except OSError:
                 return
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+
+class QuietEventStream(ThreadedRawServer):
+    """An HTTP/1.1 upstream answering `/events` with `text/event-stream` (or `/plain` with
+    `application/octet-stream` unframed): one event, then `quiet` seconds of nothing, then one more."""
+
+    def __init__(self, quiet: float):
+        self.quiet = quiet
+        super().__init__()
 
     def _serve(self, conn):
         with conn:
@@ -662,22 +669,9 @@ def test_an_upstream_that_never_answers_the_handshake_times_out(start_proxy):
         silent.close()
 
 
-class RawUpgradeUpstream:
+class RawUpgradeUpstream(ThreadedRawServer):
     """Answers an `Upgrade: my-proto` request with 101 and then echoes bytes upper-cased; any
     other request with 200 naming the Upgrade field it saw (or none)."""
-
-    def __init__(self):
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn):
         with conn:
