@@ -513,6 +513,10 @@ def test_a_thousand_idle_tunnels(start_proxy, ws_upstream):
         for start in range(0, count, 100):
             sockets += await asyncio.gather(*(connect(ws_url(proxy.port, f"/open/{i}"), ping_interval=None)
                                               for i in range(start, start + 100)))
+        # The upstream counts a connection in its handler, which may run just after its 101 left.
+        deadline = time.monotonic() + 5
+        while ws_upstream.open < count and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
         assert ws_upstream.open == count
         await asyncio.sleep(1)
         for i, ws in enumerate(sockets[::50]):
@@ -789,3 +793,34 @@ def test_an_upgrade_asked_for_with_a_body_is_forwarded_as_a_plain_request(start_
     seen = main_upstream.records[-1]
     assert seen.method == "POST" and seen.body_length == 5 and seen.complete
     assert "upgrade" not in {name.lower() for name, _ in seen.headers}
+
+
+def test_an_upgrade_on_a_route_in_mock_mode_is_refused_and_a_mock_only_route_serves_its_mock(
+        start_proxy, ws_upstream, tmp_path):
+    """A route with an upstream switched to mock replay cannot carry a tunnel: 400
+    upgrade_not_allowed, and nothing reaches the upstream. A mock-only route has nothing to tunnel
+    to: it ignores Upgrade and serves its mock."""
+    from proxy import write_mock_dir
+    mocks = write_mock_dir(tmp_path / "mocks", {"hello": {"mocked": True}})
+    proxy = plain_proxy(start_proxy, [
+        {"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{ws_upstream.port}/ws",
+         "mock": {"directory": str(mocks), "mode": "replay"}},
+        {"name": "fixtures", "path": "/fixtures/", "mock": {"directory": str(mocks), "mode": "replay"}},
+    ])
+    before = len(ws_upstream.handshakes)
+    for path, status in (("/ws/hello", 400), ("/fixtures/hello", 200)):
+        conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
+        try:
+            conn.request("GET", path, headers={"Connection": "Upgrade", "Upgrade": "websocket",
+                                               "Sec-WebSocket-Version": "13",
+                                               "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+            response = conn.getresponse()
+            body = json.loads(response.read())
+        finally:
+            conn.close()
+        assert response.status == status, (path, response.status, body)
+        if status == 400:
+            assert body["error"] == "upgrade_not_allowed"
+        else:
+            assert body == {"mocked": True}
+    assert len(ws_upstream.handshakes) == before

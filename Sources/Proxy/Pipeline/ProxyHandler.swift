@@ -116,7 +116,9 @@ package final class ProxyHandler: HTTPHandler {
         // The log line's route, counters and provider are the slot's.
         context.slot = routeSlot
         let mockMode = runtime.mockMode(compiled)
-        if let upgrade = Self.tunnelledUpgrade(exchange.head, route: compiled.config),
+        // A route with an upstream in mock mode refuses an upgrade it would otherwise tunnel; a
+        // mock-only route has nothing to tunnel to, and serves its mock as for any request.
+        if case .some = routeSlot.upstream, let upgrade = Self.tunnelledUpgrade(exchange.head, route: compiled.config),
             let refusal = upgradeRefusal(upgrade.token, route: compiled.config, mockMode: mockMode)
         {
             return fail(context, refusal)
