@@ -18,7 +18,8 @@ WS_CONNECTIONS="${WS_CONNECTIONS:-64}"
 WS_SECONDS="${WS_SECONDS:-10}"
 WS_SIZE="${WS_SIZE:-128}"
 WS_IDLE="${WS_IDLE:-1000}"
-PYTHON="${PYTHON:-python3}"
+# The project's .venv (make setup installs websockets there), else the system python3.
+PYTHON="${PYTHON:-$([[ -x "$BENCH_REPO_ROOT/.venv/bin/python" ]] && echo "$BENCH_REPO_ROOT/.venv/bin/python" || echo python3)}"
 PEER="$(dirname "$0")/websocket_peer.py"
 
 bench_init
