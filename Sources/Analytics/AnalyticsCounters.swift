@@ -1,34 +1,34 @@
 import Synchronization
 
 /// The analytics numbers the metrics endpoint reports; written from any thread.
-package final class AnalyticsCounters: Sendable {
+public final class AnalyticsCounters: Sendable {
     /// Values acknowledged (committed) with 202.
-    package let queued = Atomic<Int>(0)
+    public let queued = Atomic<Int>(0)
     /// Values the endpoint accepted.
-    package let sent = Atomic<Int>(0)
+    public let sent = Atomic<Int>(0)
     /// Values dropped because the endpoint refused their batch.
-    package let droppedRejected = Atomic<Int>(0)
+    public let droppedRejected = Atomic<Int>(0)
     /// Values pruned for age.
-    package let droppedExpired = Atomic<Int>(0)
+    public let droppedExpired = Atomic<Int>(0)
     /// Values dropped at `maxStoredEvents`.
-    package let droppedCap = Atomic<Int>(0)
+    public let droppedCap = Atomic<Int>(0)
     /// Values dropped, oldest first, to keep the store within `maxStoredBytes`.
-    package let droppedBytes = Atomic<Int>(0)
+    public let droppedBytes = Atomic<Int>(0)
     /// Values dropped as repeats within the buffer interval.
-    package let droppedDuplicate = Atomic<Int>(0)
+    public let droppedDuplicate = Atomic<Int>(0)
     /// Values stored and not yet sent (as of the last store operation).
-    package let depth = Atomic<Int>(0)
+    public let depth = Atomic<Int>(0)
     /// Unix seconds of the last successful upload, 0 if none.
-    package let lastUpload = Atomic<Int>(0)
+    public let lastUpload = Atomic<Int>(0)
     /// Store transactions (each one fsync).
-    package let commits = Atomic<Int>(0)
+    public let commits = Atomic<Int>(0)
     /// 1 when a damaged store was set aside at start (and a new one started), else 0.
-    package let storeSetAside = Atomic<Int>(0)
+    public let storeSetAside = Atomic<Int>(0)
     /// True from a commit that failed for want of disk space until a commit succeeds or space returns.
-    package let storeFull = Atomic<Bool>(false)
+    public let storeFull = Atomic<Bool>(false)
     /// Values refused (507) because the store's disk was full.
-    package let refusedFull = Atomic<Int>(0)
+    public let refusedFull = Atomic<Int>(0)
 
     /// Zero counters.
-    package init() {}
+    public init() {}
 }

@@ -7,28 +7,28 @@ import HTTP1
 /// `root.`; spaces become `_`; empty segments (`a..b`, a leading or trailing
 /// dot) and control characters are rejected; keys over ``maxKeyBytes`` bytes of
 /// UTF-8, counted after normalisation, are rejected.
-package struct AnalyticsKeys: Sendable {
+public struct AnalyticsKeys: Sendable {
     /// The prefix of every key ("pennmobile"); validated by the config loader.
-    package let root: String
+    public let root: String
 
     /// The default longest key, in UTF-8 bytes.
-    package static let maxBytes = 256
+    public static let maxBytes = 256
     /// Longest accepted key, in UTF-8 bytes (`analytics.maxKeyBytes`).
-    package let maxKeyBytes: Int
+    public let maxKeyBytes: Int
 
     /// Keys under `root`, at most `maxKeyBytes` long.
-    package init(root: String, maxKeyBytes: Int = AnalyticsKeys.maxBytes) {
+    public init(root: String, maxKeyBytes: Int = AnalyticsKeys.maxBytes) {
         self.root = root
         self.maxKeyBytes = maxKeyBytes
     }
 
     /// `raw` as a full key: spaces replaced, root-prefixed, checked.
-    package func normalize(_ raw: String) -> Result<String, AnalyticsKeyError> {
+    public func normalize(_ raw: String) -> Result<String, AnalyticsKeyError> {
         Result { () throws(AnalyticsKeyError) in try limited(prefixed(cleanPath(raw, field: "key")), field: "key") }
     }
 
     /// `<root>.<path>.event.<event>`; `event` is a single segment.
-    package func eventKey(path: String, event: String) -> Result<String, AnalyticsKeyError> {
+    public func eventKey(path: String, event: String) -> Result<String, AnalyticsKeyError> {
         if let key = plainEventKey(path: path, event: event) { return .success(key) }
         return cleanedEventKey(path: path, event: event)
     }
@@ -44,13 +44,13 @@ package struct AnalyticsKeys: Sendable {
 
     /// `<root>.<path>.operation.<operation>`, or `<root>.global.operation.<operation>`
     /// when `path` is nil or empty; `operation` is a single segment.
-    package func operationKey(path: String?, operation: String) -> Result<String, AnalyticsKeyError> {
+    public func operationKey(path: String?, operation: String) -> Result<String, AnalyticsKeyError> {
         operationSearch(path: path, operation: operation).map { $0[0] }
     }
 
     /// The candidate keys for finish/cancel, most specific first: the path's own
     /// operation key, then each parent's up to the root's, then global.
-    package func operationSearch(path: String?, operation: String) -> Result<[String], AnalyticsKeyError> {
+    public func operationSearch(path: String?, operation: String) -> Result<[String], AnalyticsKeyError> {
         Result { () throws(AnalyticsKeyError) in
             let name = try cleanName(operation, field: "operation")
             let global = try limited("\(root).global.operation.\(name)", field: "operation")
@@ -167,12 +167,12 @@ extension AnalyticsKeys {
 }
 
 /// Why a key was refused; `message` starts with the field ("path: is empty").
-package struct AnalyticsKeyError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct AnalyticsKeyError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What was wrong, for a 400 body.
-    package let message: String
+    public let message: String
 
     /// An error with this message.
-    package init(message: String) {
+    public init(message: String) {
         self.message = message
     }
 
@@ -181,5 +181,5 @@ package struct AnalyticsKeyError: Error, Sendable, Equatable, CustomStringConver
     }
 
     /// The message.
-    package var description: String { message }
+    public var description: String { message }
 }

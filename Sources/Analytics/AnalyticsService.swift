@@ -7,15 +7,15 @@ import Upstream
 /// The analytics sidecar: takes values from apps (any loop), makes them durable through the
 /// group-committing writer thread before the 202, and uploads them in batches from the home
 /// loop. Delivery is at least once: a batch is deleted only after the endpoint accepted it.
-package final class AnalyticsService: @unchecked Sendable {
+public final class AnalyticsService: @unchecked Sendable {
     /// The configuration.
-    package let configuration: AnalyticsConfiguration
+    public let configuration: AnalyticsConfiguration
     /// Key rules with the configured root.
-    package let keys: AnalyticsKeys
+    public let keys: AnalyticsKeys
     /// The numbers for the metrics endpoint.
-    package let counters = AnalyticsCounters()
+    public let counters = AnalyticsCounters()
     /// The latest values stored, for the console.
-    package let recent = RecentValues()
+    public let recent = RecentValues()
     let writer: AnalyticsWriter
     private let intake: Mutex<Intake>
     let uploader: AnalyticsUploader
@@ -28,7 +28,7 @@ package final class AnalyticsService: @unchecked Sendable {
     }
 
     /// The damaged store set aside at start, if one was.
-    package let setAside: StoreSetAside?
+    public let setAside: StoreSetAside?
     /// The store's directory, whose free space ends a full-disk condition.
     private let stateDirectory: String
 
@@ -36,7 +36,7 @@ package final class AnalyticsService: @unchecked Sendable {
     /// (damaged, not a database, not a regular file, another schema) is set aside, logged with
     /// what it held, and a new store is started: analytics keeps working, and the old file is
     /// kept for inspection. Any other failure (permissions, a lock, a full disk) throws.
-    package init(configuration: AnalyticsConfiguration, stateDirectory: String) throws(AnalyticsStoreError) {
+    public init(configuration: AnalyticsConfiguration, stateDirectory: String) throws(AnalyticsStoreError) {
         self.configuration = configuration
         self.stateDirectory = stateDirectory
         keys = AnalyticsKeys(root: configuration.root, maxKeyBytes: configuration.maxKeyBytes)
@@ -85,7 +85,7 @@ package final class AnalyticsService: @unchecked Sendable {
 
     /// Stores `values` for `subject`; `done` runs on `caller` once they are committed, with the
     /// number stored (repeats within the buffer interval are dropped first).
-    package func record(
+    public func record(
         _ values: [AnalyticsValue], subject: String, replyOn caller: EventLoop,
         _ done: @escaping (Result<Int, AnalyticsStoreError>) -> Void
     ) {
@@ -146,7 +146,7 @@ package final class AnalyticsService: @unchecked Sendable {
     }
 
     /// Starts (or restarts) a timed operation; returns its key.
-    package func begin(_ request: OperationRequest, now: Int64) -> Result<String, AnalyticsKeyError> {
+    public func begin(_ request: OperationRequest, now: Int64) -> Result<String, AnalyticsKeyError> {
         keys.operationKey(path: request.path, operation: request.operation).map { key in
             intake.withLock { $0.operations.begin(key: key, cancelOn: request.cancelOn, now: now) }
             return key
@@ -154,7 +154,7 @@ package final class AnalyticsService: @unchecked Sendable {
     }
 
     /// Ends the nearest running operation from `request.path` upward: its key and duration, nil if none runs.
-    package func finish(_ request: OperationRequest, now: Int64) -> Result<
+    public func finish(_ request: OperationRequest, now: Int64) -> Result<
         (key: String, milliseconds: Int64)?, AnalyticsKeyError
     > {
         keys.operationSearch(path: request.path, operation: request.operation).map { candidates in
@@ -163,14 +163,14 @@ package final class AnalyticsService: @unchecked Sendable {
     }
 
     /// Drops the nearest running operation; its key, nil if none runs.
-    package func cancel(_ request: OperationRequest) -> Result<String?, AnalyticsKeyError> {
+    public func cancel(_ request: OperationRequest) -> Result<String?, AnalyticsKeyError> {
         keys.operationSearch(path: request.path, operation: request.operation).map { candidates in
             intake.withLock { $0.operations.cancel(searchingFrom: candidates) }
         }
     }
 
     /// Drops the operations registered to be cancelled by `phase`.
-    package func phase(_ phase: AppPhase) -> [String] {
+    public func phase(_ phase: AppPhase) -> [String] {
         intake.withLock { $0.operations.phase(phase) }
     }
 
@@ -184,7 +184,7 @@ package final class AnalyticsService: @unchecked Sendable {
     /// are refused (507). The condition ends at the next commit that succeeds, or here, once the
     /// file system has `recoveredFreeBytes` free again (so a probe that keeps traffic away does
     /// not keep it forever).
-    package func unreadyReason() -> String? {
+    public func unreadyReason() -> String? {
         guard counters.storeFull.load(ordering: .relaxed) else { return nil }
         var info = statvfs()
         if statvfs(stateDirectory, &info) == 0, Int(info.f_bavail) * Int(info.f_frsize) >= Self.recoveredFreeBytes {
@@ -195,7 +195,7 @@ package final class AnalyticsService: @unchecked Sendable {
     }
 
     /// What readiness reports without failing: a damaged store set aside at start.
-    package var notices: [String] {
+    public var notices: [String] {
         setAside == nil
             ? []
             : [
@@ -208,35 +208,35 @@ package final class AnalyticsService: @unchecked Sendable {
 
     /// Starts the uploader on `home` with that loop's libcurl client; `refresher` (the OAuth
     /// token manager, when there is one) is asked for new tokens when the endpoint answers 401.
-    package func start(home: EventLoop, http: UpstreamClient, refresher: (any UploadTokenRefresher)?) {
+    public func start(home: EventLoop, http: UpstreamClient, refresher: (any UploadTokenRefresher)?) {
         uploader.start(service: self, home: home, http: http, refresher: refresher)
     }
 
     /// Asks for an upload now; `done` runs on `caller` with what this cycle did.
-    package func flush(replyOn caller: EventLoop, _ done: @escaping (FlushReport) -> Void) {
+    public func flush(replyOn caller: EventLoop, _ done: @escaping (FlushReport) -> Void) {
         uploader.flush(replyOn: caller, done)
     }
 
     /// The tokens the uploader uses (call on the home loop).
-    package func credentialsChanged(_ token: UploadToken) { uploader.credentials = token }
+    public func credentialsChanged(_ token: UploadToken) { uploader.credentials = token }
 
     /// At shutdown: one last upload, bounded by `seconds`; what is not sent stays on disk.
-    package func finalUpload(within seconds: Double, home: EventLoop) -> Bool {
+    public func finalUpload(within seconds: Double, home: EventLoop) -> Bool {
         uploader.finalUpload(within: seconds, home: home)
     }
 
     /// Commits what is queued and closes the store.
-    package func shutdown() { writer.shutdown() }
+    public func shutdown() { writer.shutdown() }
 }
 
 /// What one upload cycle did.
-package struct FlushReport: Sendable, Equatable {
+public struct FlushReport: Sendable, Equatable {
     /// Values the endpoint accepted.
-    package var sent = 0
+    public var sent = 0
     /// Values it refused for good.
-    package var dropped = 0
+    public var dropped = 0
     /// Values still stored.
-    package var remaining = 0
+    public var remaining = 0
     /// Why the cycle stopped early (endpoint unavailable, no credential), if it did.
-    package var deferredReason: String?
+    public var deferredReason: String?
 }

@@ -1,16 +1,16 @@
 /// A value to store: who it is attributed to, its key path, its value and when it happened.
-package struct NewEvent: Sendable, Equatable {
+public struct NewEvent: Sendable, Equatable {
     /// The user it belongs to (the id_token's `pennkey`, or `sub`).
-    package var subject: String
+    public var subject: String
     /// The full dot-path key, root included.
-    package var key: String
+    public var key: String
     /// The recorded value, e.g. `"1"` or a duration in milliseconds.
-    package var value: String
+    public var value: String
     /// When it happened, Unix seconds.
-    package var timestamp: Int64
+    public var timestamp: Int64
 
     /// An event for `subject` recording `value` under `key` at `timestamp` (Unix seconds).
-    package init(subject: String, key: String, value: String, timestamp: Int64) {
+    public init(subject: String, key: String, value: String, timestamp: Int64) {
         self.subject = subject
         self.key = key
         self.value = value
@@ -19,20 +19,20 @@ package struct NewEvent: Sendable, Equatable {
 }
 
 /// An event as the store holds it, with the id that `delete(ids:)` takes.
-package struct StoredEvent: Sendable, Equatable {
+public struct StoredEvent: Sendable, Equatable {
     /// Row id: increases with insertion order and is never reused.
-    package var id: Int64
+    public var id: Int64
     /// The user it belongs to.
-    package var subject: String
+    public var subject: String
     /// The full dot-path key.
-    package var key: String
+    public var key: String
     /// The recorded value.
-    package var value: String
+    public var value: String
     /// When it happened, Unix seconds.
-    package var timestamp: Int64
+    public var timestamp: Int64
 
     /// A stored event; the store builds these, tests compare against them.
-    package init(id: Int64, subject: String, key: String, value: String, timestamp: Int64) {
+    public init(id: Int64, subject: String, key: String, value: String, timestamp: Int64) {
         self.id = id
         self.subject = subject
         self.key = key

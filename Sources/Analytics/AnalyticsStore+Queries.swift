@@ -2,7 +2,7 @@ import CSQLite
 
 extension AnalyticsStore {
     /// Stores `events` in one transaction, durable when this returns.
-    package func append(_ events: [NewEvent]) throws(AnalyticsStoreError) {
+    public func append(_ events: [NewEvent]) throws(AnalyticsStoreError) {
         try append(batches: CollectionOfOne(events))
     }
 
@@ -32,7 +32,7 @@ extension AnalyticsStore {
     /// The batch to upload next: the events sharing the oldest event's subject and timestamp
     /// (one upload body carries one of each), in id order, at most `limit` of them and at most
     /// `maxBytes` of keys, values and their JSON framing (the first event always goes).
-    package func oldestBatch(limit: Int, maxBytes: Int = .max) throws(AnalyticsStoreError) -> [StoredEvent] {
+    public func oldestBatch(limit: Int, maxBytes: Int = .max) throws(AnalyticsStoreError) -> [StoredEvent] {
         let statements = try live("oldestBatch")
         guard limit > 0 else { return [] }
         let head = statements.oldestHead
@@ -66,7 +66,7 @@ extension AnalyticsStore {
     static let uploadFramingBytes = 22
 
     /// Deletes the events with these ids (an uploaded or rejected batch) in one transaction.
-    package func delete(ids: [Int64]) throws(AnalyticsStoreError) {
+    public func delete(ids: [Int64]) throws(AnalyticsStoreError) {
         let statements = try live("delete")
         guard !ids.isEmpty else { return }
         let delete = statements.deleteOne
@@ -81,7 +81,7 @@ extension AnalyticsStore {
     }
 
     /// Deletes events stamped before `timestamp` (Unix seconds); returns how many.
-    package func prune(olderThan timestamp: Int64) throws(AnalyticsStoreError) -> Int {
+    public func prune(olderThan timestamp: Int64) throws(AnalyticsStoreError) -> Int {
         let statements = try live("prune")
         sqlite3_bind_int64(statements.prune.handle, 1, timestamp)
         storedBytes = nil
@@ -89,7 +89,7 @@ extension AnalyticsStore {
     }
 
     /// Deletes the oldest events beyond the newest `maxEvents`; returns how many.
-    package func enforceCap(_ maxEvents: Int) throws(AnalyticsStoreError) -> Int {
+    public func enforceCap(_ maxEvents: Int) throws(AnalyticsStoreError) -> Int {
         let statements = try live("enforceCap")
         sqlite3_bind_int64(statements.cap.handle, 1, Int64(max(0, maxEvents)))
         storedBytes = nil
@@ -97,7 +97,7 @@ extension AnalyticsStore {
     }
 
     /// How many events are stored.
-    package func count() throws(AnalyticsStoreError) -> Int {
+    public func count() throws(AnalyticsStoreError) -> Int {
         let statements = try live("count")
         let count = statements.count
         defer { sqlite3_reset(count.handle) }

@@ -2,18 +2,18 @@ import CSQLite
 import Glibc
 
 /// A damaged store moved out of the way at start: where it went and what it held.
-package struct StoreSetAside: Sendable, Equatable {
+public struct StoreSetAside: Sendable, Equatable {
     /// The damaged database's new path, `<path>.corrupt-<unix time>` (its WAL, if any, beside it
     /// with `-wal` added, so `sqlite3` opens the pair as it was); the store's own path if even
     /// the rename failed.
-    package let movedTo: String
+    public let movedTo: String
     /// Why it could not be used.
-    package let error: AnalyticsStoreError
+    public let error: AnalyticsStoreError
     /// The unsent values still countable in the file (its main file only; nil when not even
     /// that can be read): they are never uploaded.
-    package let unsentValues: Int?
+    public let unsentValues: Int?
     /// Why the rename failed (then nothing was moved); nil when it succeeded.
-    package var renameErrno: CInt? = nil
+    public var renameErrno: CInt? = nil
 }
 
 extension AnalyticsStore {
@@ -78,13 +78,13 @@ extension String {
 }
 
 /// A `-wal` or `-shm` beside the store that was no regular file, moved out of the way at start.
-package struct SidecarSetAside: Sendable, Equatable {
+public struct SidecarSetAside: Sendable, Equatable {
     /// The sidecar's path (`analytics.sqlite-wal`, `analytics.sqlite-shm`).
-    package let path: String
+    public let path: String
     /// What it was ("a FIFO", "a directory"…).
-    package let kind: String
+    public let kind: String
     /// Where it went (`<path>.corrupt-<unix time>`); `path` itself if the rename failed.
-    package let movedTo: String
+    public let movedTo: String
 }
 
 extension AnalyticsStore {

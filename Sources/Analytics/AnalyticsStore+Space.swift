@@ -23,7 +23,7 @@ extension AnalyticsStore {
     /// hundreds of milliseconds each time).
     /// With `maxRows`, at most that many go in one call (one shorter transaction; the caller
     /// calls again while the result is `maxRows`).
-    package func enforceByteCap(_ maxBytes: Int, maxRows: Int = .max) throws(AnalyticsStoreError) -> Int {
+    public func enforceByteCap(_ maxBytes: Int, maxRows: Int = .max) throws(AnalyticsStoreError) -> Int {
         let statements = try live("enforceByteCap")
         let total = try currentStoredBytes(statements)
         let excess = total - max(0, maxBytes)
@@ -59,7 +59,7 @@ extension AnalyticsStore {
 
     /// Gives freed pages back to the file system: an incremental vacuum, then a checkpoint that
     /// truncates the WAL and the database file. Cheap when little is free.
-    package func reclaimSpace(minimumFreePages: Int = 256) throws(AnalyticsStoreError) {
+    public func reclaimSpace(minimumFreePages: Int = 256) throws(AnalyticsStoreError) {
         guard let db else { throw .closed("AnalyticsStore.reclaimSpace") }
         guard let free = Int(try pragma(db, "freelist_count")), free >= minimumFreePages else { return }
         try exec(db, "PRAGMA incremental_vacuum")

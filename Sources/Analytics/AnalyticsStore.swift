@@ -4,9 +4,9 @@ import Glibc
 /// The durable queue of analytics values: one SQLite database in WAL mode whose every commit
 /// is fsynced before the call returns. Not thread-safe: it lives on the `AnalyticsWriter` thread
 /// (created elsewhere, then handed over whole).
-package final class AnalyticsStore {
+public final class AnalyticsStore {
     /// The database file.
-    package let path: String
+    public let path: String
     /// The connection; nil once closed.
     var db: OpaquePointer?
     /// The prepared statements; nil once closed.
@@ -34,7 +34,7 @@ package final class AnalyticsStore {
     }
 
     /// Opens (or creates) the database at `path`, creating missing parent directories (mode 0700).
-    package init(path: String) throws(AnalyticsStoreError) {
+    public init(path: String) throws(AnalyticsStoreError) {
         self.path = path
         let directory = StoreDirectory.parent(of: path)
         try StoreDirectory.make(directory)
@@ -75,7 +75,7 @@ package final class AnalyticsStore {
     deinit { close() }
 
     /// Finalizes the statements and closes the connection (checkpointing the WAL). Idempotent.
-    package func close() {
+    public func close() {
         statements?.finalize()
         statements = nil
         if let db { sqlite3_close_v2(db) }

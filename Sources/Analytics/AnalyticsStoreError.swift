@@ -2,7 +2,7 @@ import CSQLite
 import Glibc
 
 /// A failed call of the analytics store: which SQLite (or file-system) call, and its message.
-package struct AnalyticsStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct AnalyticsStoreError: Error, Sendable, Equatable, CustomStringConvertible {
     private enum Code: Sendable, Equatable {
         /// SQLite's extended result code.
         case sqlite(CInt)
@@ -14,31 +14,31 @@ package struct AnalyticsStoreError: Error, Sendable, Equatable, CustomStringConv
 
     private let code: Code
     /// The call that failed, e.g. `sqlite3_step(insert)` or `mkdir(/state)`.
-    package let call: String
+    public let call: String
     /// SQLite's or the system's text for the failure.
-    package let message: String
+    public let message: String
 
     /// SQLite's extended result code, when SQLite reported the failure.
-    package var sqliteCode: CInt? {
+    public var sqliteCode: CInt? {
         if case .sqlite(let value) = code { return value }
         return nil
     }
 
     /// The errno, when a file-system call failed.
-    package var errnoCode: CInt? {
+    public var errnoCode: CInt? {
         if case .system(let value) = code { return value }
         return nil
     }
 
     /// True when the store was closed (or the writer shut down) before the call.
-    package var isClosed: Bool { code == .closed }
+    public var isClosed: Bool { code == .closed }
 
     /// The system's errno behind an SQLite I/O failure (`sqlite3_system_errno`), when there was one.
-    package let systemErrno: CInt?
+    public let systemErrno: CInt?
 
     /// True when the file system is out of space (or the file hit its size limit or a quota):
     /// SQLite's `SQLITE_FULL`, or an I/O error whose cause was ENOSPC, EDQUOT or EFBIG.
-    package var isStorageFull: Bool {
+    public var isStorageFull: Bool {
         switch code {
         case .sqlite(let value) where value & 0xFF == SQLITE_FULL: true
         case .sqlite(let value) where value & 0xFF == SQLITE_IOERR: systemErrno.map(Self.fullErrnos.contains) ?? false
@@ -53,7 +53,7 @@ package struct AnalyticsStoreError: Error, Sendable, Equatable, CustomStringConv
     /// not a database, damaged pages, not a regular file, or an `events` table that is not the
     /// store's (`SQLITE_NOTADB`, `SQLITE_CORRUPT`, or `damaged`). Never true for a lock held by
     /// another process, permissions, a full disk or any other error: those leave the file as it is.
-    package var isDamagedStore: Bool {
+    public var isDamagedStore: Bool {
         guard case .sqlite(let value) = code else { return false }
         return value & 0xFF == SQLITE_CORRUPT || value & 0xFF == SQLITE_NOTADB
     }
@@ -96,7 +96,7 @@ package struct AnalyticsStoreError: Error, Sendable, Equatable, CustomStringConv
     }
 
     /// "sqlite3_step(insert) failed: database or disk is full (SQLite 13)".
-    package var description: String {
+    public var description: String {
         switch code {
         case .sqlite(let value): "\(call) failed: \(message) (SQLite \(value))"
         case .system(let value): "\(call) failed: \(message) (errno \(value))"

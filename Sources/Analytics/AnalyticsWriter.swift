@@ -5,12 +5,12 @@ import Synchronization
 /// The one thread that owns the `AnalyticsStore`, so event loops never wait on its fsyncs.
 /// Group commit: every append queued while a transaction was on disk goes into the next one,
 /// so many concurrent posts share one fsync.
-package final class AnalyticsWriter: Sendable {
+public final class AnalyticsWriter: Sendable {
     private let queue = WriterQueue()
 
     /// Starts the writer thread, which takes ownership of `store` (use it only through `perform`
     /// from now on) and closes it at `shutdown`. Failing to create a thread traps.
-    package init(store: AnalyticsStore) {
+    public init(store: AnalyticsStore) {
         // The thread holds the queue and the store, never the writer, so dropping the last
         // writer reference still runs deinit (which drains and joins).
         nonisolated(unsafe) let store = store  // handed to the writer thread, used only there
@@ -27,7 +27,7 @@ package final class AnalyticsWriter: Sendable {
     /// COMMIT returns, each completion runs (on the writer thread — callers hop to their loop
     /// themselves), in submission order. After `shutdown`, `completion` runs at once, on the
     /// caller's thread, with a `.closed` error.
-    package func append(
+    public func append(
         _ events: [NewEvent],
         completion: @escaping @Sendable (Result<Void, AnalyticsStoreError>) -> Void
     ) {
@@ -40,19 +40,19 @@ package final class AnalyticsWriter: Sendable {
     /// every append submitted before it is committed when it runs. Returns false, dropping the
     /// job, once `shutdown` has begun.
     @discardableResult
-    package func perform(_ job: @escaping @Sendable (AnalyticsStore) -> Void) -> Bool {
+    public func perform(_ job: @escaping @Sendable (AnalyticsStore) -> Void) -> Bool {
         queue.submit(.job(job))
     }
 
     /// Transactions committed (≈ fsyncs of the WAL), for metrics and the benchmark.
-    package var commits: Int { queue.commits.load(ordering: .relaxed) }
+    public var commits: Int { queue.commits.load(ordering: .relaxed) }
 
     /// Events committed through `append`.
-    package var appendedEvents: Int { queue.appendedEvents.load(ordering: .relaxed) }
+    public var appendedEvents: Int { queue.appendedEvents.load(ordering: .relaxed) }
 
     /// Runs everything queued, closes the store and joins the thread. Idempotent; callable from a
     /// job or completion, in which case the thread is detached instead, since it cannot join itself.
-    package func shutdown() {
+    public func shutdown() {
         let thread = queue.state.withLock { state -> pthread_t? in
             guard !state.stopping else { return nil }
             state.stopping = true

@@ -7,7 +7,7 @@
 /// no longer drop anything current), and past `maxKeys` the oldest quarter
 /// goes too. Forgetting a key can only let a duplicate through, never drop a
 /// distinct value.
-package struct DedupBuffer: Sendable {
+public struct DedupBuffer: Sendable {
     private var newest: [String: Int64] = [:]
     private var highWater = Int64.min
     private var sweepAt: Int
@@ -16,17 +16,17 @@ package struct DedupBuffer: Sendable {
     private static let minimumSweep = 1024
 
     /// A buffer that drops repeats within `intervalSeconds` (0 or less: drops nothing), keeping at most `maxKeys` keys.
-    package init(intervalSeconds: Double, maxKeys: Int = 100_000) {
+    public init(intervalSeconds: Double, maxKeys: Int = 100_000) {
         interval = intervalSeconds.isNaN ? 0 : intervalSeconds
         self.maxKeys = max(1, maxKeys)
         sweepAt = min(DedupBuffer.minimumSweep, self.maxKeys)
     }
 
     /// Number of keys remembered.
-    package var count: Int { newest.count }
+    public var count: Int { newest.count }
 
     /// True (and remembered) when `key` at `timestamp` (Unix seconds) is kept; false when it is a repeat.
-    package mutating func admit(key: String, timestamp: Int64) -> Bool {
+    public mutating func admit(key: String, timestamp: Int64) -> Bool {
         guard interval > 0 else { return true }
         highWater = max(highWater, timestamp)
         if let last = newest[key] {

@@ -1,16 +1,16 @@
 import JSON
 
 /// One accepted value, ready for the queue.
-package struct AnalyticsValue: Sendable, Equatable {
+public struct AnalyticsValue: Sendable, Equatable {
     /// The full key, root-prefixed.
-    package var key: String
+    public var key: String
     /// The value as text ("1" by default).
-    package var value: String
+    public var value: String
     /// When it happened, Unix seconds.
-    package var timestamp: Int64
+    public var timestamp: Int64
 
     /// A value as given.
-    package init(key: String, value: String, timestamp: Int64) {
+    public init(key: String, value: String, timestamp: Int64) {
         self.key = key
         self.value = value
         self.timestamp = timestamp
@@ -24,28 +24,28 @@ package struct AnalyticsValue: Sendable, Equatable {
 /// `value` (a string, or a number kept as its literal) defaults to "1";
 /// `timestamp` (Unix seconds, floored) defaults to now. A `null` member counts
 /// as absent; unknown members are rejected.
-package enum EventsRequest {
+public enum EventsRequest {
     /// What one request may hold (`analytics.maxEventsPerRequest`, `analytics.maxValueBytes`).
-    package struct Limits: Sendable, Equatable {
+    public struct Limits: Sendable, Equatable {
         /// Most events in one request. Default 1000.
-        package var maxEvents: Int
+        public var maxEvents: Int
         /// Longest value, in UTF-8 bytes. Default 1024.
-        package var maxValueBytes: Int
+        public var maxValueBytes: Int
 
         /// Limits with the documented defaults unless given.
-        package init(maxEvents: Int = 1000, maxValueBytes: Int = 1024) {
+        public init(maxEvents: Int = 1000, maxValueBytes: Int = 1024) {
             self.maxEvents = maxEvents
             self.maxValueBytes = maxValueBytes
         }
     }
     /// How far past `now` a timestamp may lie, in seconds (clock skew, not milliseconds by mistake).
-    package static let maxFutureSeconds: Int64 = 86_400
+    public static let maxFutureSeconds: Int64 = 86_400
 
     /// The names an event may have, in the order an error lists them.
     static let fields = ["path", "event", "key", "value", "timestamp"]
 
     /// The values in request order, or the first problem; `now` is Unix seconds.
-    package static func parse(
+    public static func parse(
         _ body: [UInt8], keys: AnalyticsKeys, now: Int64, limits: Limits = Limits()
     ) -> Result<[AnalyticsValue], EventsRequestError> {
         Result { () throws(EventsRequestError) in
@@ -174,16 +174,16 @@ private struct EventMembers {
 }
 
 /// Why an events or operations body was refused (a 400).
-package struct EventsRequestError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct EventsRequestError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The offending event's position in `events`; nil for problems with the body as a whole.
-    package let index: Int?
+    public let index: Int?
     /// What was wrong, starting with the field ("timestamp: must be …").
-    package let message: String
+    public let message: String
     /// Whether a size limit was exceeded (a 413 rather than a 400).
-    package let tooLarge: Bool
+    public let tooLarge: Bool
 
     /// An error for the event at `index` (nil: the whole body).
-    package init(index: Int?, message: String, tooLarge: Bool = false) {
+    public init(index: Int?, message: String, tooLarge: Bool = false) {
         self.index = index
         self.message = message
         self.tooLarge = tooLarge
@@ -194,7 +194,7 @@ package struct EventsRequestError: Error, Sendable, Equatable, CustomStringConve
     }
 
     /// `events[3]: timestamp: …`, or the bare message for body-level problems.
-    package var description: String {
+    public var description: String {
         index.map { "events[\($0)]: \(message)" } ?? message
     }
 }

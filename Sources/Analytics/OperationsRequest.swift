@@ -5,23 +5,23 @@ import JSON
 ///
 /// `path` is optional (absent, null or empty: the global operation); key rules
 /// are applied later by ``AnalyticsKeys``. Unknown members are rejected.
-package struct OperationRequest: Sendable, Equatable {
+public struct OperationRequest: Sendable, Equatable {
     /// The view path, as given; nil when absent or null.
-    package var path: String?
+    public var path: String?
     /// The operation's name.
-    package var operation: String
+    public var operation: String
     /// Phases that cancel the operation, in order, without repeats; empty unless begun with them.
-    package var cancelOn: [AppPhase]
+    public var cancelOn: [AppPhase]
 
     /// A request as given.
-    package init(path: String?, operation: String, cancelOn: [AppPhase] = []) {
+    public init(path: String?, operation: String, cancelOn: [AppPhase] = []) {
         self.path = path
         self.operation = operation
         self.cancelOn = cancelOn
     }
 
     /// Parses a body; `cancelOn` is accepted only when `requireCancelOnAllowed` (begin), else it is an unknown field.
-    package static func parse(
+    public static func parse(
         _ body: [UInt8], requireCancelOnAllowed: Bool
     ) -> Result<OperationRequest, EventsRequestError> {
         Result { () throws(EventsRequestError) in
@@ -50,9 +50,9 @@ package struct OperationRequest: Sendable, Equatable {
 }
 
 /// The body of `…/phase`: `{"phase":"background"}`.
-package enum PhaseRequest {
+public enum PhaseRequest {
     /// The phase the app entered.
-    package static func parse(_ body: [UInt8]) -> Result<AppPhase, EventsRequestError> {
+    public static func parse(_ body: [UInt8]) -> Result<AppPhase, EventsRequestError> {
         Result { () throws(EventsRequestError) in
             let members = try AnalyticsRequestBody.object(body, fields: ["phase"])
             guard let phase = members["phase"] else { throw EventsRequestError(nil, "phase: missing") }

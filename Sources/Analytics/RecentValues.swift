@@ -2,16 +2,16 @@ import Synchronization
 
 /// The latest values stored, newest last, for the console's analytics panel (docs/console.md):
 /// key, value and time, never the subject. Written once per accepted request, from any loop.
-package final class RecentValues: Sendable {
+public final class RecentValues: Sendable {
     /// How many are kept.
-    package static let capacity = 20
+    public static let capacity = 20
 
     private let held = Mutex<[AnalyticsValue]>([])
 
-    package init() {}
+    public init() {}
 
     /// Keeps `values` (stored just now), dropping the oldest past `capacity`.
-    package func add(_ values: [AnalyticsValue]) {
+    public func add(_ values: [AnalyticsValue]) {
         held.withLock { list in
             list.append(contentsOf: values.suffix(Self.capacity))
             if list.count > Self.capacity { list.removeFirst(list.count - Self.capacity) }
@@ -19,5 +19,5 @@ package final class RecentValues: Sendable {
     }
 
     /// The values kept, newest first.
-    package func latest() -> [AnalyticsValue] { held.withLock { Array($0.reversed()) } }
+    public func latest() -> [AnalyticsValue] { held.withLock { Array($0.reversed()) } }
 }

@@ -1,5 +1,5 @@
 /// The app's lifecycle phase, as posted to `…/phase`.
-package enum AppPhase: String, Sendable, CaseIterable {
+public enum AppPhase: String, Sendable, CaseIterable {
     /// The app went to the background.
     case background
     /// The app is visible but not receiving events.
@@ -15,7 +15,7 @@ package enum AppPhase: String, Sendable, CaseIterable {
 /// `finish` returns. Beginning a running key restarts it. At most `limit`
 /// operations are kept; beyond it the longest-running one is forgotten, so an
 /// app that never finishes what it begins cannot grow this without bound.
-package struct TimedOperations: Sendable {
+public struct TimedOperations: Sendable {
     private struct Running: Sendable {
         var start: Int64
         var cancelOn: [AppPhase]
@@ -25,15 +25,15 @@ package struct TimedOperations: Sendable {
     private let limit: Int
 
     /// No operations; at most `limit` kept at once (default 10,000).
-    package init(limit: Int = 10_000) {
+    public init(limit: Int = 10_000) {
         self.limit = max(1, limit)
     }
 
     /// Number of running operations.
-    package var count: Int { running.count }
+    public var count: Int { running.count }
 
     /// Starts (or restarts) the operation `key` at `now` (monotonic ns), cancelled by any of `cancelOn`.
-    package mutating func begin(key: String, cancelOn: [AppPhase], now: Int64) {
+    public mutating func begin(key: String, cancelOn: [AppPhase], now: Int64) {
         if running[key] == nil, running.count >= limit,
             let oldest = running.min(by: { $0.value.start < $1.value.start })
         {
@@ -44,7 +44,7 @@ package struct TimedOperations: Sendable {
 
     /// Ends the first running key of `keys` (most specific first) and returns it with
     /// the whole milliseconds since it began; nil when none is running.
-    package mutating func finish(searchingFrom keys: [String], now: Int64) -> (key: String, milliseconds: Int64)? {
+    public mutating func finish(searchingFrom keys: [String], now: Int64) -> (key: String, milliseconds: Int64)? {
         guard let key = keys.first(where: { running[$0] != nil }), let operation = running.removeValue(forKey: key)
         else {
             return nil
@@ -55,14 +55,14 @@ package struct TimedOperations: Sendable {
     }
 
     /// Drops the first running key of `keys` and returns it; nil when none is running.
-    package mutating func cancel(searchingFrom keys: [String]) -> String? {
+    public mutating func cancel(searchingFrom keys: [String]) -> String? {
         guard let key = keys.first(where: { running[$0] != nil }) else { return nil }
         running[key] = nil
         return key
     }
 
     /// Drops every operation registered to be cancelled by `phase`; returns their keys, sorted.
-    package mutating func phase(_ phase: AppPhase) -> [String] {
+    public mutating func phase(_ phase: AppPhase) -> [String] {
         let cancelled = running.filter { $0.value.cancelOn.contains(phase) }.keys.sorted()
         for key in cancelled { running[key] = nil }
         return cancelled

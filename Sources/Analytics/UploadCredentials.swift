@@ -4,23 +4,23 @@ import EventLoop
 /// The tokens uploads carry, as analytics sees them: header values and the generation they
 /// belong to. The proxy builds one from its provider's token snapshot, so this module needs
 /// nothing from the credentials module.
-package struct UploadToken: Sendable {
+public struct UploadToken: Sendable {
     /// Increases with every change of tokens (0: none yet).
-    package let generation: UInt64
+    public let generation: UInt64
     /// `"<type> <access token>"`, when there is one.
-    package let accessToken: String?
+    public let accessToken: String?
     /// `"<type> <id_token>"`, when there is one.
-    package let idToken: String?
+    public let idToken: String?
 
     /// A token version.
-    package init(generation: UInt64, accessToken: String?, idToken: String?) {
+    public init(generation: UInt64, accessToken: String?, idToken: String?) {
         self.generation = generation
         self.accessToken = accessToken
         self.idToken = idToken
     }
 
     /// No tokens.
-    package static let none = UploadToken(generation: 0, accessToken: nil, idToken: nil)
+    public static let none = UploadToken(generation: 0, accessToken: nil, idToken: nil)
 
     /// The header value for `kind`, nil when that token is missing (or `kind` is none).
     func value(for kind: CredentialKind) -> String? {
@@ -34,7 +34,7 @@ package struct UploadToken: Sendable {
 
 /// Gets newer tokens after the analytics endpoint refused the current ones (an OAuth
 /// provider's single-flight refresher, adapted by the proxy).
-package protocol UploadTokenRefresher: AnyObject {
+public protocol UploadTokenRefresher: AnyObject {
     /// Asks for tokens newer than `generation`; `done` runs on `caller` with true once newer
     /// tokens were handed to the uploader (through `AnalyticsService.credentialsChanged`).
     func refreshAfterRejection(seen generation: UInt64, replyOn caller: EventLoop, _ done: @escaping (Bool) -> Void)

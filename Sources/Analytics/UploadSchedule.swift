@@ -1,9 +1,9 @@
 /// When the uploader runs (docs/architecture.md, "State machines as values"):
 /// `idle → uploading → idle | backoff`.
 /// A value with a manual clock; `AnalyticsUploader` performs the I/O.
-package struct UploadSchedule: Sendable, Equatable {
+public struct UploadSchedule: Sendable, Equatable {
     /// How one batch ended.
-    package enum BatchOutcome: Sendable, Equatable {
+    public enum BatchOutcome: Sendable, Equatable {
         /// The endpoint accepted it (2xx): deleted.
         case sent
         /// The endpoint refused it for good (4xx other than 401/408/429): deleted, counted.
@@ -15,7 +15,7 @@ package struct UploadSchedule: Sendable, Equatable {
     }
 
     /// What to do next.
-    package enum Next: Sendable, Equatable {
+    public enum Next: Sendable, Equatable {
         /// Send the next batch now.
         case continueUploading
         /// Done; the next push is at this time.
@@ -26,22 +26,22 @@ package struct UploadSchedule: Sendable, Equatable {
     private var state = State.idle
     private var failures = 0
     /// Seconds between pushes.
-    package let interval: Double
+    public let interval: Double
     /// Longest backoff, seconds.
-    package let maxBackoff: Double
+    public let maxBackoff: Double
 
     /// A schedule pushing every `interval` seconds.
-    package init(interval: Double, maxBackoff: Double = 300) {
+    public init(interval: Double, maxBackoff: Double = 300) {
         self.interval = interval
         self.maxBackoff = maxBackoff
     }
 
     /// Whether an upload is running.
-    package var isUploading: Bool { state == .uploading }
+    public var isUploading: Bool { state == .uploading }
 
     /// The push timer fired or a flush was asked for: true when a cycle should start now.
     /// A flush (`force`) ignores a running backoff.
-    package mutating func begin(now: Double, force: Bool) -> Bool {
+    public mutating func begin(now: Double, force: Bool) -> Bool {
         switch state {
         case .uploading: return false
         case .backoff(let until) where !force && now < until: return false
@@ -52,7 +52,7 @@ package struct UploadSchedule: Sendable, Equatable {
     }
 
     /// One batch finished.
-    package mutating func finished(_ outcome: BatchOutcome, now: Double, jitter: Double) -> Next {
+    public mutating func finished(_ outcome: BatchOutcome, now: Double, jitter: Double) -> Next {
         switch outcome {
         case .sent, .dropped:
             failures = 0

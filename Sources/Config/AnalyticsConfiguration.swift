@@ -1,42 +1,42 @@
 /// The analytics sidecar: keypath root, upload endpoint and queue limits.
-package struct AnalyticsConfiguration: Sendable, Equatable {
+public struct AnalyticsConfiguration: Sendable, Equatable {
     /// Dot-path prefix added to every key ("pennmobile"). Required.
-    package var root: String
+    public var root: String
     /// Where batches are POSTed. Required.
-    package var endpoint: UpstreamURL
+    public var endpoint: UpstreamURL
     /// Token sent with uploads. Default `.accessToken`.
-    package var credential: CredentialKind
+    public var credential: CredentialKind
     /// The provider whose token uploads carry; set by the decoder when a credential is sent
     /// (the only provider when there is one). Default nil.
-    package var provider: String?
+    public var provider: String?
     /// Product number in every upload body. Default 1.
-    package var product: Int
+    public var product: Int
     /// Seconds between uploads. Default 30.
-    package var pushIntervalSeconds: Double
+    public var pushIntervalSeconds: Double
     /// Seconds after which stored values are pruned. Default 604800 (7 days).
-    package var expireIntervalSeconds: Double
+    public var expireIntervalSeconds: Double
     /// Seconds within which a repeated key is dropped. Default 5.
-    package var bufferIntervalSeconds: Double
+    public var bufferIntervalSeconds: Double
     /// Most values in one upload, 1...10000. Default 500.
-    package var maxBatch: Int
+    public var maxBatch: Int
     /// Most values kept on disk; the oldest are dropped beyond it. Default 100000.
-    package var maxStoredEvents: Int
+    public var maxStoredEvents: Int
     /// Whether stored values are uploaded; false keeps accepting and storing them (the `test`
     /// profile's default). Default true.
-    package var uploads: Bool = true
+    public var uploads: Bool = true
     /// Longest key accepted, in UTF-8 bytes after the root is prefixed; longer ones get 400. Default 256.
-    package var maxKeyBytes: Int
+    public var maxKeyBytes: Int
     /// Longest value accepted, in UTF-8 bytes; longer ones get 413. Default 1024.
-    package var maxValueBytes: Int
+    public var maxValueBytes: Int
     /// Most events in one request; more get 413. Default 1000.
-    package var maxEventsPerRequest: Int
+    public var maxEventsPerRequest: Int
     /// Most bytes of keys, values and subjects kept on disk; the oldest are dropped beyond it. Default 67108864 (64 MiB).
-    package var maxStoredBytes: Int
+    public var maxStoredBytes: Int
     /// Largest upload body in bytes (at least one value is always sent). Default 1048576 (1 MiB).
-    package var maxUploadBytes: Int
+    public var maxUploadBytes: Int
 
     /// Analytics settings with the documented defaults unless given.
-    package init(
+    public init(
         root: String, endpoint: UpstreamURL, credential: CredentialKind = .accessToken, product: Int = 1,
         pushIntervalSeconds: Double = 30, expireIntervalSeconds: Double = 604_800,
         bufferIntervalSeconds: Double = 5, maxBatch: Int = 500, maxStoredEvents: Int = 100_000,

@@ -1,6 +1,6 @@
 /// How the proxy authenticates itself at the token endpoint, named as OIDC's
 /// `token_endpoint_auth_method` (OpenID Connect Core §9, RFC 8705 §2.1).
-package enum TokenEndpointAuthMethod: String, Sendable, Equatable, CaseIterable {
+public enum TokenEndpointAuthMethod: String, Sendable, Equatable, CaseIterable {
     /// `clientSecret` in HTTP Basic (RFC 6749 §2.3.1).
     case clientSecretBasic = "client_secret_basic"
     /// `clientSecret` as the `client_secret` form parameter.
@@ -16,16 +16,16 @@ package enum TokenEndpointAuthMethod: String, Sendable, Equatable, CaseIterable 
 
 /// An RFC 8693 token exchange a route asks for: its provider's access token is exchanged for
 /// one meant for this route's upstream alone.
-package struct TokenExchangeConfiguration: Sendable, Equatable, Hashable {
+public struct TokenExchangeConfiguration: Sendable, Equatable, Hashable {
     /// The `audience` parameter (the logical name of the target service). Default nil.
-    package var audience: String?
+    public var audience: String?
     /// `resource` parameters (RFC 8707): absolute URIs of the target service. Default [].
-    package var resource: [String]
+    public var resource: [String]
     /// The `scope` asked for; empty sends none. Default [].
-    package var scope: [String]
+    public var scope: [String]
 
     /// An exchange; at least one of the three should be given (the decoder requires it).
-    package init(audience: String? = nil, resource: [String] = [], scope: [String] = []) {
+    public init(audience: String? = nil, resource: [String] = [], scope: [String] = []) {
         self.audience = audience
         self.resource = resource
         self.scope = scope

@@ -1,30 +1,30 @@
 /// One problem with a config file, at a JSON path such as `routes[2].upstream`.
-package struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
     /// JSON path of the offending key (`limits.maxBodyBytes`, `routes[0]`); empty for the whole file.
-    package var path: String
+    public var path: String
     /// A plain-English sentence saying what is wrong.
-    package var message: String
+    public var message: String
 
     /// An error at a path.
-    package init(path: String, message: String) {
+    public init(path: String, message: String) {
         self.path = path
         self.message = message
     }
 
     /// "routes[2].upstream: expected an absolute http or https URL", or just the message at the root.
-    package var description: String { path.isEmpty ? message : "\(path): \(message)" }
+    public var description: String { path.isEmpty ? message : "\(path): \(message)" }
 }
 
 /// Every problem found in a config file; loading never stops at the first.
-package struct ConfigErrors: Error, Sendable, Equatable, CustomStringConvertible {
+public struct ConfigErrors: Error, Sendable, Equatable, CustomStringConvertible {
     /// The problems, in the order they were found.
-    package var errors: [ConfigError]
+    public var errors: [ConfigError]
 
     /// A list of problems.
-    package init(_ errors: [ConfigError]) {
+    public init(_ errors: [ConfigError]) {
         self.errors = errors
     }
 
     /// One problem per line.
-    package var description: String { errors.map(\.description).joined(separator: "\n") }
+    public var description: String { errors.map(\.description).joined(separator: "\n") }
 }

@@ -1,22 +1,22 @@
 import JSON
 
 /// Reads and validates config files.
-package enum ConfigLoader {
+public enum ConfigLoader {
     /// Config files larger than this are refused.
-    package static let maxFileBytes = 4 << 20
+    public static let maxFileBytes = 4 << 20
 
     /// Reads, parses and validates the file at `path`; relative paths in it resolve against its directory.
     /// With `schemaOnly`, secrets given as files or environment variables are not read (for CI,
     /// where they do not exist).
     /// `profile` selects one of the config's `profiles` (a JSON Merge Patch over the base).
-    package static func load(path: String, schemaOnly: Bool = false, profile: String? = nil) -> Result<
+    public static func load(path: String, schemaOnly: Bool = false, profile: String? = nil) -> Result<
         ProxyConfiguration, ConfigErrors
     > {
         load(path: path, environment: SecretSource.processEnvironment, schemaOnly: schemaOnly, profile: profile)
     }
 
     /// `load(path:)` reading environment variables through `environment` (for tests).
-    package static func load(
+    public static func load(
         path: String, environment: (String) -> String?, schemaOnly: Bool = false, profile: String? = nil
     ) -> Result<ProxyConfiguration, ConfigErrors> {
         let absolute = FileSystem.resolve(path, against: FileSystem.currentDirectory())
@@ -32,7 +32,7 @@ package enum ConfigLoader {
 
     /// The names under `profiles` in the file at `path`, in file order; empty when it has none
     /// or cannot be read (loading it reports why).
-    package static func profileNames(path: String) -> [String] {
+    public static func profileNames(path: String) -> [String] {
         let absolute = FileSystem.resolve(path, against: FileSystem.currentDirectory())
         guard case .success(let bytes) = FileSystem.readFile(absolute, limit: maxFileBytes),
             let root = try? JSONValue.parse(bytes)
@@ -41,12 +41,12 @@ package enum ConfigLoader {
     }
 
     /// Parses and validates config JSON; relative paths resolve against `configDirectory`.
-    package static func parse(_ bytes: [UInt8], configDirectory: String) -> Result<ProxyConfiguration, ConfigErrors> {
+    public static func parse(_ bytes: [UInt8], configDirectory: String) -> Result<ProxyConfiguration, ConfigErrors> {
         parse(bytes, configDirectory: configDirectory, environment: SecretSource.processEnvironment)
     }
 
     /// `parse(_:configDirectory:)` reading environment variables through `environment` (for tests).
-    package static func parse(
+    public static func parse(
         _ bytes: [UInt8], configDirectory: String, environment: (String) -> String?, schemaOnly: Bool = false,
         profile: String? = nil
     ) -> Result<ProxyConfiguration, ConfigErrors> {

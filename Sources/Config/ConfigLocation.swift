@@ -4,21 +4,21 @@ import Glibc
 
 /// Which config file a command uses, and why: `--config FILE`, then `PLATFORM_PROXY_CONFIG`,
 /// then `./Config/platform-proxy.json`, then `/etc/platform-proxy/config.json`.
-package struct ConfigLocation: Sendable, Equatable {
+public struct ConfigLocation: Sendable, Equatable {
     /// The file to read (as given; relative paths are against the working directory).
-    package var path: String
+    public var path: String
     /// Where the choice came from, for messages: "--config", "PLATFORM_PROXY_CONFIG" or "default".
-    package var source: String
+    public var source: String
     /// The profile to apply (`--profile`, else `PLATFORM_PROXY_PROFILE`); nil for the base config.
-    package var profile: String?
+    public var profile: String?
 
     /// The environment variable naming the config when `--config` is not given.
-    package static let environmentVariable = "PLATFORM_PROXY_CONFIG"
+    public static let environmentVariable = "PLATFORM_PROXY_CONFIG"
     /// The files looked for, in order, when neither is given.
-    package static let defaults = ["Config/platform-proxy.json", "/etc/platform-proxy/config.json"]
+    public static let defaults = ["Config/platform-proxy.json", "/etc/platform-proxy/config.json"]
 
     /// A location.
-    package init(path: String, source: String, profile: String? = nil) {
+    public init(path: String, source: String, profile: String? = nil) {
         self.path = path
         self.source = source
         self.profile = profile
@@ -26,7 +26,7 @@ package struct ConfigLocation: Sendable, Equatable {
 
     /// The config to use; an explicit choice is used even when the file is missing (loading then
     /// says so). Fails with a sentence listing what was tried when nothing names a file.
-    package static func resolve(
+    public static func resolve(
         explicit: String?, environment: ((String) -> String?)? = nil,
         exists: (String) -> Bool = { access($0, F_OK) == 0 }
     ) -> Result<ConfigLocation, ConfigError> {
@@ -47,12 +47,12 @@ package struct ConfigLocation: Sendable, Equatable {
     }
 
     /// The loaded configuration at this location, with its profile.
-    package func load(schemaOnly: Bool = false) -> Result<ProxyConfiguration, ConfigErrors> {
+    public func load(schemaOnly: Bool = false) -> Result<ProxyConfiguration, ConfigErrors> {
         ConfigLoader.load(path: path, schemaOnly: schemaOnly, profile: profile)
     }
 
     /// "Config/platform-proxy.json (default)", for the first line a command prints.
-    package var description: String {
+    public var description: String {
         "\(path) (\(source == "default" ? "found in the default places" : "from \(source)"))"
     }
 }

@@ -4,9 +4,9 @@ import JSON
 /// (`--profile NAME` or `PLATFORM_PROXY_PROFILE`), with conventions built in for two names:
 /// `test` turns mocks on (unless the profile sets `mock`) and analytics uploads off (unless it
 /// sets `analytics.uploads`); `release` refuses any mock data or record mode.
-package enum ConfigProfiles {
+public enum ConfigProfiles {
     /// The environment variable naming the profile when `--profile` is not given.
-    package static let environmentVariable = "PLATFORM_PROXY_PROFILE"
+    public static let environmentVariable = "PLATFORM_PROXY_PROFILE"
 
     /// The profile names in `root`, in file order (empty when there is no `profiles` object).
     static func names(in root: JSONValue) -> [String] {

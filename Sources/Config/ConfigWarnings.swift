@@ -1,13 +1,13 @@
 /// Settings that are valid but ignored or risky: `check-config` and `serve` print them, and the
 /// exit code stays 0.
-package enum ConfigWarnings {
+public enum ConfigWarnings {
     /// Client IDs that are obviously still the example's placeholder.
     static let placeholderMarkers = [
         "replace", "your-", "your_", "changeme", "change-me", "placeholder", "example", "todo", "xxx", "<",
     ]
 
     /// The warnings for a valid config, each at its JSON path.
-    package static func of(_ config: ProxyConfiguration) -> [ConfigError] {
+    public static func of(_ config: ProxyConfiguration) -> [ConfigError] {
         var warnings: [ConfigError] = []
         if config.apiKey == nil {
             for (index, address) in config.listen.enumerated() where !address.isLoopback {
@@ -69,13 +69,13 @@ package enum ConfigWarnings {
 
 extension ListenAddress {
     /// Whether the port is chosen by the kernel at bind time (port 0): two such entries never clash.
-    package var isEphemeral: Bool {
+    public var isEphemeral: Bool {
         if case .tcp(_, 0) = self { return true }
         return false
     }
 
     /// Whether only this machine can connect: a Unix socket, `localhost`, 127.0.0.0/8 or ::1.
-    package var isLoopback: Bool {
+    public var isLoopback: Bool {
         switch self {
         case .unix: return true
         case .tcp(let host, _): return host == "localhost" || host == "::1" || host.hasPrefix("127.")

@@ -1,5 +1,5 @@
 /// Which token a route (or the analytics uploader) sends upstream.
-package enum CredentialKind: String, Sendable, Equatable, CaseIterable {
+public enum CredentialKind: String, Sendable, Equatable, CaseIterable {
     /// The OAuth access token.
     case accessToken = "access_token"
     /// The OIDC id_token (a JWT).

@@ -1,34 +1,34 @@
 /// One A/B experiment: its variants with relative weights and when it runs.
-package struct ExperimentConfiguration: Sendable, Equatable {
+public struct ExperimentConfiguration: Sendable, Equatable {
     /// One arm of an experiment.
-    package struct Variant: Sendable, Equatable {
+    public struct Variant: Sendable, Equatable {
         /// Letters, digits, `_` and `-`; unique within the experiment. Required.
-        package var name: String
+        public var name: String
         /// Relative share of subjects, 0 or more (at least one variant's is above 0). Required.
-        package var weight: Double
+        public var weight: Double
 
         /// A variant.
-        package init(name: String, weight: Double) {
+        public init(name: String, weight: Double) {
             self.name = name
             self.weight = weight
         }
     }
 
     /// The key under `experiments` (letters, digits, `_` and `-`). Required.
-    package var name: String
+    public var name: String
     /// Variants in config order; the first is what everyone gets while the experiment is off. Required, at least one.
-    package var variants: [Variant]
+    public var variants: [Variant]
     /// Mixed into the hash seed; a new salt reshuffles everyone. Default "".
-    package var salt: String
+    public var salt: String
     /// False gives everyone the first variant. Default true.
-    package var enabled: Bool
+    public var enabled: Bool
     /// Unix seconds from which subjects are split (inclusive); nil means always. Default nil.
-    package var start: Double?
+    public var start: Double?
     /// Unix seconds at which the split ends (exclusive); nil means never. Default nil.
-    package var end: Double?
+    public var end: Double?
 
     /// An experiment with the documented defaults unless given.
-    package init(
+    public init(
         name: String, variants: [Variant], salt: String = "", enabled: Bool = true, start: Double? = nil,
         end: Double? = nil
     ) {

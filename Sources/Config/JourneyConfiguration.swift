@@ -1,30 +1,30 @@
 /// A ForgeRock AM / PingOne Advanced Identity Cloud authentication tree ("journey") that signs
 /// the user in before the OIDC authorize + token exchange (`provider.grant: "journey"`).
-package struct JourneyConfiguration: Sendable, Equatable {
+public struct JourneyConfiguration: Sendable, Equatable {
     /// AM's base URL, e.g. `https://tenant.forgeblocks.com/am`. Required.
-    package var serverURL: UpstreamURL
+    public var serverURL: UpstreamURL
     /// The realm; `root` is the top-level one (PingOne AIC uses `alpha`, `bravo`). Default "root".
-    package var realm: String
+    public var realm: String
     /// Name of the session cookie the tenant issues. Default "iPlanetDirectoryPro".
-    package var cookieName: String
+    public var cookieName: String
     /// The tree started when a request names none. Default "Login".
-    package var journey: String
+    public var journey: String
     /// Run the tree even when an AM session already exists (`ForceAuth=true`). Default false.
-    package var forceAuth: Bool
+    public var forceAuth: Bool
     /// Ask AM for no session (`noSession=true`): the tree verifies the user but no tokens follow. Default false.
-    package var noSession: Bool
+    public var noSession: Bool
     /// Seconds allowed for each call to AM (authenticate, authorize, logout). Default 30.
-    package var timeoutSeconds: Double
+    public var timeoutSeconds: Double
     /// Further trees an app may start by name besides `journey`: the stored AM session goes
     /// along with every start, so an unlisted tree (a profile or MFA-registration tree) must
     /// not be reachable by any local caller. Default [].
-    package var allowedJourneys: [String] = []
+    public var allowedJourneys: [String] = []
 
     /// Whether an app may start the tree `name`.
-    package func allows(_ name: String) -> Bool { name == journey || allowedJourneys.contains(name) }
+    public func allows(_ name: String) -> Bool { name == journey || allowedJourneys.contains(name) }
 
     /// A journey with the documented defaults unless given.
-    package init(
+    public init(
         serverURL: UpstreamURL, realm: String = "root", cookieName: String = "iPlanetDirectoryPro",
         journey: String = "Login", forceAuth: Bool = false, noSession: Bool = false, timeoutSeconds: Double = 30
     ) {
@@ -38,10 +38,10 @@ package struct JourneyConfiguration: Sendable, Equatable {
     }
 
     /// `/realms/root` or `/realms/root/realms/{realm}`: AM's path to the realm.
-    package var realmPath: String { realm == "root" ? "/realms/root" : "/realms/root/realms/\(realm)" }
+    public var realmPath: String { realm == "root" ? "/realms/root" : "/realms/root/realms/\(realm)" }
 
     /// `serverURL` joined with `path` (which starts with `/`), with an optional query.
-    package func url(_ path: String, query: String? = nil) -> UpstreamURL {
+    public func url(_ path: String, query: String? = nil) -> UpstreamURL {
         var url = serverURL
         url.path = (serverURL.path.hasSuffix("/") ? String(serverURL.path.dropLast()) : serverURL.path) + path
         url.query = query
@@ -49,10 +49,10 @@ package struct JourneyConfiguration: Sendable, Equatable {
     }
 
     /// The realm's OAuth 2 endpoint `name` (`authorize`, `access_token`, `token/revoke`, `userinfo`).
-    package func oauthEndpoint(_ name: String) -> UpstreamURL { url("/oauth2" + realmPath + "/" + name) }
+    public func oauthEndpoint(_ name: String) -> UpstreamURL { url("/oauth2" + realmPath + "/" + name) }
 
     /// Whether `name` is fit for a realm or tree name: letters, digits, `-`, `_`, `.`; not a dot segment.
-    package static func isPlainName(_ name: String) -> Bool {
+    public static func isPlainName(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".."
             && name.utf8.allSatisfy { byte in
                 (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2D

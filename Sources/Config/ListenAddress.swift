@@ -1,15 +1,15 @@
 /// Where the proxy accepts connections.
-package enum ListenAddress: Sendable, Equatable, Hashable, CustomStringConvertible {
+public enum ListenAddress: Sendable, Equatable, Hashable, CustomStringConvertible {
     /// A TCP listener; `host` is an IP literal (IPv6 without brackets) or "localhost"; port 0 asks for an ephemeral port.
     case tcp(host: String, port: UInt16)
     /// A Unix domain socket at an absolute path.
     case unix(path: String)
 
     /// The longest socket path `sockaddr_un` holds (108 bytes with the terminating NUL).
-    package static let maxUnixPathBytes = 107
+    public static let maxUnixPathBytes = 107
 
     /// "127.0.0.1:8080", "[::1]:8080", "localhost:0" or "unix:/run/proxy.sock".
-    package var description: String {
+    public var description: String {
         switch self {
         case .tcp(let host, let port):
             return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
@@ -19,7 +19,7 @@ package enum ListenAddress: Sendable, Equatable, Hashable, CustomStringConvertib
     }
 
     /// Parses "host:port", "[v6]:port" or "unix:path"; a relative unix path resolves against `directory`.
-    package static func parse(_ text: String, relativeTo directory: String) -> ListenAddress? {
+    public static func parse(_ text: String, relativeTo directory: String) -> ListenAddress? {
         try? validate(text, relativeTo: directory).get()
     }
 

@@ -1,10 +1,10 @@
 import JSON
 
 /// JSON Merge Patch (RFC 7396): how a profile changes the base config.
-package enum MergePatch {
+public enum MergePatch {
     /// `patch` applied to `target`: an object patch merges member by member (`null` removes a
     /// member), anything else replaces the target whole (arrays included).
-    package static func apply(_ patch: JSONValue, to target: JSONValue) -> JSONValue {
+    public static func apply(_ patch: JSONValue, to target: JSONValue) -> JSONValue {
         guard case .object(let changes) = patch else { return patch }
         var result = target.objectValue ?? JSONObject()
         for (key, value) in changes {

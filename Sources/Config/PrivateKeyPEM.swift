@@ -2,9 +2,9 @@ import CCrypto
 
 /// A PEM private key parsed by the system's OpenSSL libcrypto: what it can sign with, and the
 /// signatures themselves. The key's bytes stay in libcrypto; nothing here prints them.
-package final class PrivateKeyPEM: @unchecked Sendable {
+public final class PrivateKeyPEM: @unchecked Sendable {
     /// The JWS algorithms a key can sign with (RFC 7518 §3.1).
-    package enum Algorithm: String, Sendable {
+    public enum Algorithm: String, Sendable {
         case rs256 = "RS256"
         case es256 = "ES256"
     }
@@ -12,7 +12,7 @@ package final class PrivateKeyPEM: @unchecked Sendable {
     private let key: UnsafeMutableRawPointer
 
     /// Parses `pem`; nil when it holds no private key.
-    package init?(pem: String) {
+    public init?(pem: String) {
         var bytes = Array(pem.utf8)
         guard let key = bytes.withUnsafeMutableBytes({ ccrypto_private_key($0.baseAddress, $0.count) }) else {
             return nil
@@ -24,7 +24,7 @@ package final class PrivateKeyPEM: @unchecked Sendable {
 
     /// The algorithm this key signs client assertions with, or why it cannot: ES256 for an EC
     /// P-256 key, RS256 for an RSA key of 2048 bits or more.
-    package var algorithm: Result<Algorithm, PrivateKeyProblem> {
+    public var algorithm: Result<Algorithm, PrivateKeyProblem> {
         switch Int(ccrypto_key_kind(key)) {
         case Int(CCRYPTO_KEY_EC_P256): return .success(.es256)
         case Int(CCRYPTO_KEY_RSA):
@@ -43,7 +43,7 @@ package final class PrivateKeyPEM: @unchecked Sendable {
     }
 
     /// A SHA-256 signature of `data` in JWS form (RS256: PKCS#1 v1.5; ES256: r || s), or nil.
-    package func sign(_ data: [UInt8]) -> [UInt8]? {
+    public func sign(_ data: [UInt8]) -> [UInt8]? {
         var signature = [UInt8](repeating: 0, count: 1024)
         let length = data.withUnsafeBytes { input in
             signature.withUnsafeMutableBufferPointer { output in
@@ -55,7 +55,7 @@ package final class PrivateKeyPEM: @unchecked Sendable {
     }
 
     /// Whether `signature` (JWS form) is this key's SHA-256 signature of `data`.
-    package func verify(_ data: [UInt8], signature: [UInt8]) -> Bool {
+    public func verify(_ data: [UInt8], signature: [UInt8]) -> Bool {
         data.withUnsafeBytes { input in
             signature.withUnsafeBufferPointer {
                 ccrypto_verify_sha256(key, input.baseAddress, input.count, $0.baseAddress, $0.count) == 1
@@ -64,14 +64,14 @@ package final class PrivateKeyPEM: @unchecked Sendable {
     }
 
     /// Whether the PEM certificate `pem` belongs to this key (nil: `pem` is not a certificate).
-    package func matches(certificate pem: [UInt8]) -> Bool? {
+    public func matches(certificate pem: [UInt8]) -> Bool? {
         let result = pem.withUnsafeBytes { ccrypto_certificate_matches($0.baseAddress, $0.count, key) }
         return result < 0 ? nil : result == 1
     }
 }
 
 /// Why a private key cannot be used (never the key itself).
-package struct PrivateKeyProblem: Error, Sendable, Equatable, CustomStringConvertible {
-    package let description: String
+public struct PrivateKeyProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
     init(_ description: String) { self.description = description }
 }

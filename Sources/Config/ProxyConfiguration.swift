@@ -1,71 +1,71 @@
 /// The whole validated config file; relative paths in it are already absolute.
-package struct ProxyConfiguration: Sendable, Equatable {
+public struct ProxyConfiguration: Sendable, Equatable {
     /// The config `serve` uses when no `--config` is given, relative to the working directory.
-    package static let defaultPath = "Config/platform-proxy.json"
+    public static let defaultPath = "Config/platform-proxy.json"
 
     /// Listeners. Default ["127.0.0.1:8080"].
-    package var listen: [ListenAddress]
+    public var listen: [ListenAddress]
     /// Event loops; 0 means one per core. Default 0.
-    package var workers: Int
+    public var workers: Int
     /// Host header values (port ignored, lowercased) that are served; others get 403. Default ["localhost", "127.0.0.1", "[::1]"].
-    package var allowedHosts: [String]
+    public var allowedHosts: [String]
     /// Value every request must carry in X-Proxy-Key; nil turns the check off. Default nil.
-    package var apiKey: SecretSource?
+    public var apiKey: SecretSource?
     /// Absolute directory for tokens.json and the analytics store. Default "state" beside the config file.
-    package var stateDirectory: String
+    public var stateDirectory: String
     /// Global switch: every route with a mock directory replays. Default false.
-    package var mock: Bool
+    public var mock: Bool
     /// The token issuers by name, in file order: `providers`, or the single `provider` as one
     /// named "default". Default [].
-    package var providers: [NamedProvider] = []
+    public var providers: [NamedProvider] = []
     /// The default provider: the one named "default", else the first; setting it replaces
     /// `providers` with that one provider named "default". Default nil.
-    package var provider: ProviderConfiguration? {
+    public var provider: ProviderConfiguration? {
         get { defaultProvider?.configuration }
         set { providers = newValue.map { [NamedProvider(name: NamedProvider.defaultName, configuration: $0)] } ?? [] }
     }
     /// The provider `/_platform/auth`'s top-level fields describe: "default" if so named, else the first.
-    package var defaultProvider: NamedProvider? {
+    public var defaultProvider: NamedProvider? {
         providers.first { $0.name == NamedProvider.defaultName } ?? providers.first
     }
     /// The provider named `name`.
-    package func provider(named name: String) -> NamedProvider? { providers.first { $0.name == name } }
+    public func provider(named name: String) -> NamedProvider? { providers.first { $0.name == name } }
     /// Behaviour while logged out. Default reject.
-    package var gate: GateConfiguration
+    public var gate: GateConfiguration
     /// Size and time limits.
-    package var limits: LimitsConfiguration
+    public var limits: LimitsConfiguration
     /// Proxied path prefixes, in config order. Default [].
-    package var routes: [RouteConfiguration]
+    public var routes: [RouteConfiguration]
     /// The analytics sidecar; nil disables `/_platform/analytics/*`. Default nil.
-    package var analytics: AnalyticsConfiguration?
+    public var analytics: AnalyticsConfiguration?
     /// A second listener serving only metrics, health and readiness, without Host or key checks (for a
     /// Prometheus scrape of a sidecar that listens on loopback). Default nil.
-    package var metricsListen: ListenAddress?
+    public var metricsListen: ListenAddress?
     /// Seconds a SIGTERM/SIGINT waits for in-flight requests before closing them. Default 9 (under Docker's 10 s).
-    package var shutdownGraceSeconds: Double = 9
+    public var shutdownGraceSeconds: Double = 9
     /// Whether `serve` reloads when the config file changes (inotify; follows a ConfigMap's symlink swap), as on SIGHUP. Default true.
-    package var watchConfig: Bool = true
+    public var watchConfig: Bool = true
     /// `log.access`: one info line per request (buffered per loop, written every second or 64 KiB);
     /// false leaves warnings and errors only. Default true.
-    package var accessLog: Bool = true
+    public var accessLog: Bool = true
     /// A/B experiments, in config order. Default [].
-    package var experiments: [ExperimentConfiguration] = []
+    public var experiments: [ExperimentConfiguration] = []
     /// The profile this configuration was built with (`--profile`), nil for the base. Default nil.
-    package var profile: String?
+    public var profile: String?
     /// The names under `profiles`, in file order. Default [].
-    package var profileNames: [String] = []
+    public var profileNames: [String] = []
     /// On credentialed routes, mask the injected token where a response echoes it (headers and body). Default true.
-    package var maskEchoedCredentials: Bool
+    public var maskEchoedCredentials: Bool
     /// Absolute directory of the config file, against which relative paths were resolved.
-    package var configDirectory: String
+    public var configDirectory: String
 
     /// The default listener.
-    package static let defaultListen: [ListenAddress] = [.tcp(host: "127.0.0.1", port: 8080)]
+    public static let defaultListen: [ListenAddress] = [.tcp(host: "127.0.0.1", port: 8080)]
     /// The default allowed hosts.
-    package static let defaultAllowedHosts = ["localhost", "127.0.0.1", "[::1]"]
+    public static let defaultAllowedHosts = ["localhost", "127.0.0.1", "[::1]"]
 
     /// A configuration with the documented defaults unless given; `stateDirectory` defaults to "state" in `configDirectory`.
-    package init(
+    public init(
         configDirectory: String, listen: [ListenAddress] = ProxyConfiguration.defaultListen, workers: Int = 0,
         allowedHosts: [String] = ProxyConfiguration.defaultAllowedHosts, apiKey: SecretSource? = nil,
         stateDirectory: String? = nil, mock: Bool = false, provider: ProviderConfiguration? = nil,
@@ -90,18 +90,18 @@ package struct ProxyConfiguration: Sendable, Equatable {
 }
 
 /// One entry of `providers` (or the single `provider`, named "default").
-package struct NamedProvider: Sendable, Equatable {
+public struct NamedProvider: Sendable, Equatable {
     /// The name the single `provider` key gets.
-    package static let defaultName = "default"
+    public static let defaultName = "default"
     /// The key under `providers`: letters, digits, '_' and '-', at most 32. Required.
-    package var name: String
+    public var name: String
     /// The provider block.
-    package var configuration: ProviderConfiguration
+    public var configuration: ProviderConfiguration
     /// Where it sits in the config file: `provider` or `providers.<name>`.
-    package var path: String
+    public var path: String
 
     /// A named provider; `path` defaults to where the single `provider` key sits.
-    package init(name: String, configuration: ProviderConfiguration, path: String = "provider") {
+    public init(name: String, configuration: ProviderConfiguration, path: String = "provider") {
         self.name = name
         self.configuration = configuration
         self.path = path
@@ -109,9 +109,9 @@ package struct NamedProvider: Sendable, Equatable {
 
     /// The token store file in the state directory: `tokens.json` for the provider named
     /// "default" (so a config that gains names keeps its login), else `tokens-<name>.json`.
-    package var tokenFileName: String { name == Self.defaultName ? "tokens.json" : "tokens-\(name).json" }
+    public var tokenFileName: String { name == Self.defaultName ? "tokens.json" : "tokens-\(name).json" }
     /// The journey session file, named like the token file.
-    package var journeySessionFileName: String {
+    public var journeySessionFileName: String {
         name == Self.defaultName ? "journey-session.json" : "journey-session-\(name).json"
     }
 }

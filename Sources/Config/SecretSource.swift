@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// Where a secret comes from: written in the config, an environment variable, or a file.
-package enum SecretSource: Sendable, Equatable {
+public enum SecretSource: Sendable, Equatable {
     /// The value itself, written in the config.
     case literal(String)
     /// The named environment variable, read when resolved.
@@ -12,16 +12,16 @@ package enum SecretSource: Sendable, Equatable {
     case file(String)
 
     /// Secret files larger than this are refused: tokens are kilobytes, not megabytes.
-    package static let maxFileBytes = 1 << 20
+    public static let maxFileBytes = 1 << 20
 
     /// The secret's current value; a file's contents lose trailing whitespace and newlines.
-    package func resolve() throws(ConfigError) -> String {
+    public func resolve() throws(ConfigError) -> String {
         try resolve(at: "", environment: SecretSource.processEnvironment)
     }
 
     /// The current value of a token that is sent in a header (`Authorization: Bearer <token>`):
     /// one with a space, a control byte or a non-ASCII byte is an error, never a header.
-    package func resolveToken() throws(ConfigError) -> String {
+    public func resolveToken() throws(ConfigError) -> String {
         try resolveToken(at: "", environment: SecretSource.processEnvironment)
     }
 
@@ -39,7 +39,7 @@ package enum SecretSource: Sendable, Equatable {
     }
 
     /// Whether `text` is only visible ASCII: RFC 6750's b64token and every token type are.
-    package static func isHeaderToken(_ text: String) -> Bool { text.utf8.allSatisfy(isHeaderTokenByte) }
+    public static func isHeaderToken(_ text: String) -> Bool { text.utf8.allSatisfy(isHeaderTokenByte) }
 
     private static func isHeaderTokenByte(_ byte: UInt8) -> Bool { byte > 0x20 && byte < 0x7F }
 
@@ -77,7 +77,7 @@ package enum SecretSource: Sendable, Equatable {
 
 extension SecretSource: CustomStringConvertible {
     /// Names the source without ever showing a literal secret.
-    package var description: String {
+    public var description: String {
         switch self {
         case .literal: return "<literal>"
         case .env(let name): return "env \(name)"

@@ -2,20 +2,20 @@
 /// route's upstream: whom to trust, which client certificate to show, which name to verify.
 /// Each applies to that provider's or route's transfers only; `CURL_CA_BUNDLE` stays the
 /// process-wide default of the CA file.
-package struct TLSConfiguration: Sendable, Equatable {
+public struct TLSConfiguration: Sendable, Equatable {
     /// A PEM file of CA certificates trusted instead of the default ones. Default nil.
-    package var caFile: String?
+    public var caFile: String?
     /// A PEM client certificate (chain) file shown to the server: mutual TLS, and RFC 8705
     /// `tls_client_auth` at a token endpoint. Needs `clientKey`. Default nil.
-    package var clientCertificate: String?
+    public var clientCertificate: String?
     /// The certificate's PEM private key, a secret (usually `{"file": …}`). Needs `clientCertificate`. Default nil.
-    package var clientKey: SecretSource?
+    public var clientKey: SecretSource?
     /// The name the server's certificate is verified against and sent as SNI, when it is not
     /// the URL's host (an upstream reached by IP address or an internal alias). Default nil.
-    package var serverName: String?
+    public var serverName: String?
 
     /// TLS settings; every field defaults to nil.
-    package init(
+    public init(
         caFile: String? = nil, clientCertificate: String? = nil, clientKey: SecretSource? = nil,
         serverName: String? = nil
     ) {

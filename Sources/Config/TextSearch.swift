@@ -7,7 +7,7 @@
 /// "e\u{301}". The ranges it returns start and end on Unicode scalar boundaries.
 extension StringProtocol {
     /// The first occurrence of `needle`, or nil; an empty needle is found at the start.
-    package func firstRange(ofText needle: some StringProtocol) -> Range<Index>? {
+    public func firstRange(ofText needle: some StringProtocol) -> Range<Index>? {
         let haystack = utf8, pattern = needle.utf8
         guard let head = pattern.first else { return startIndex..<startIndex }
         var from = haystack.startIndex
@@ -24,7 +24,7 @@ extension StringProtocol {
         return nil
     }
 
-    package func contains(text needle: some StringProtocol) -> Bool {
+    public func contains(text needle: some StringProtocol) -> Bool {
         firstRange(ofText: needle) != nil
     }
 }

@@ -2,7 +2,7 @@
 ///
 /// IPv6 hosts keep their brackets (`[::1]`), so `hostPort` and `origin` are
 /// ready to use in a Host header or a URL.
-package struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertible {
+public struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertible {
     /// The scheme, host and port, and the origin text made from them once: shared by every copy
     /// of a URL, so the copies a forwarded request makes retain one object rather than each part.
     private final class Authority: Sendable {
@@ -22,22 +22,22 @@ package struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertib
 
     private let authority: Authority
     /// "http" or "https", lowercased.
-    package var scheme: String { authority.scheme }
+    public var scheme: String { authority.scheme }
     /// Lowercased host name, IPv4 literal, or bracketed IPv6 literal.
-    package var host: String { authority.host }
+    public var host: String { authority.host }
     /// The explicit port, or the scheme's default (80, 443).
-    package var port: UInt16 { authority.port }
+    public var port: UInt16 { authority.port }
     /// "scheme://host" plus ":port" when not the default (RFC 6454 serialization): made once with
     /// the URL, since every forwarded request's URL starts with it (a route's upstream URL is
     /// copied with a new path and query, and `description` formats no number).
-    package var origin: String { authority.origin }
+    public var origin: String { authority.origin }
     /// The path, always beginning with "/"; percent-escapes kept as written.
-    package var path: String
+    public var path: String
     /// The query after "?", without the "?"; nil when there is none.
-    package var query: String?
+    public var query: String?
 
     /// A URL from its parts; `parse` is the validating way in.
-    package init(scheme: String, host: String, port: UInt16? = nil, path: String = "/", query: String? = nil) {
+    public init(scheme: String, host: String, port: UInt16? = nil, path: String = "/", query: String? = nil) {
         authority = Authority(scheme: scheme, host: host, port: port ?? UpstreamURL.defaultPort(for: scheme))
         self.path = path
         self.query = query
@@ -45,7 +45,7 @@ package struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertib
 
     /// The same scheme, host and port with another path and query: the origin's object is shared,
     /// and no part of this URL is copied to be replaced.
-    package func replacing(path: String, query: String?) -> UpstreamURL {
+    public func replacing(path: String, query: String?) -> UpstreamURL {
         UpstreamURL(authority: authority, path: path, query: query)
     }
 
@@ -58,17 +58,17 @@ package struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertib
     /// The same URL with its own copy of every part. An event loop forwards with its own copy of a
     /// route's URL, so the reference counts its requests write are not the ones another loop's
     /// requests write (docs/performance.md, "Nothing shared is written"; bench/shared-writes.sh).
-    package func privateCopy() -> UpstreamURL {
+    public func privateCopy() -> UpstreamURL {
         UpstreamURL(
             scheme: scheme.privateCopy(), host: host.privateCopy(), port: port, path: path.privateCopy(),
             query: query?.privateCopy())
     }
 
-    package static func == (a: UpstreamURL, b: UpstreamURL) -> Bool {
+    public static func == (a: UpstreamURL, b: UpstreamURL) -> Bool {
         a.scheme == b.scheme && a.host == b.host && a.port == b.port && a.path == b.path && a.query == b.query
     }
 
-    package func hash(into hasher: inout Hasher) {
+    public func hash(into hasher: inout Hasher) {
         hasher.combine(scheme)
         hasher.combine(host)
         hasher.combine(port)
@@ -77,16 +77,16 @@ package struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertib
     }
 
     /// 443 for https, 80 otherwise.
-    package static func defaultPort(for scheme: String) -> UInt16 { scheme == "https" ? 443 : 80 }
+    public static func defaultPort(for scheme: String) -> UInt16 { scheme == "https" ? 443 : 80 }
 
     /// True when the port is the scheme's default.
-    package var hasDefaultPort: Bool { port == UpstreamURL.defaultPort(for: scheme) }
+    public var hasDefaultPort: Bool { port == UpstreamURL.defaultPort(for: scheme) }
 
     /// "host:port", port always present: the unit credentials are scoped to.
-    package var hostPort: String { "\(host):\(port)" }
+    public var hostPort: String { "\(host):\(port)" }
 
     /// The whole URL (built for every forwarded request: one allocation, `String.build`).
-    package var description: String {
+    public var description: String {
         let capacity = origin.utf8.count + path.utf8.count + 1 + (query?.utf8.count ?? 0)
         return String.build(capacity: capacity) { url in
             url.put(origin)
@@ -99,7 +99,7 @@ package struct UpstreamURL: Sendable, Equatable, Hashable, CustomStringConvertib
     }
 
     /// The URL, or nil if it is not an absolute http(s) URL without user info or fragment.
-    package static func parse(_ text: String) -> UpstreamURL? {
+    public static func parse(_ text: String) -> UpstreamURL? {
         try? validate(text).get()
     }
 

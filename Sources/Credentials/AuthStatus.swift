@@ -1,5 +1,5 @@
 /// The login state apps see at `/_platform/auth` and on its event stream.
-package enum AuthState: String, Sendable, Equatable, CaseIterable {
+public enum AuthState: String, Sendable, Equatable, CaseIterable {
     /// Usable tokens.
     case loggedIn = "logged_in"
     /// No login (never logged in, or logged out).
@@ -11,18 +11,18 @@ package enum AuthState: String, Sendable, Equatable, CaseIterable {
 }
 
 /// What `/_platform/auth` reports; never holds a secret.
-package struct AuthStatus: Sendable, Equatable {
+public struct AuthStatus: Sendable, Equatable {
     /// The state.
-    package var state: AuthState
+    public var state: AuthState
     /// When the access token expires (Unix seconds), if known.
-    package var expiresAt: Double?
+    public var expiresAt: Double?
     /// The subject (`pennkey`, else `sub`, of the id_token), if known.
-    package var subject: String?
+    public var subject: String?
     /// The last refresh or login problem, cleared by success.
-    package var lastError: String?
+    public var lastError: String?
 
     /// Creates a status.
-    package init(state: AuthState, expiresAt: Double? = nil, subject: String? = nil, lastError: String? = nil) {
+    public init(state: AuthState, expiresAt: Double? = nil, subject: String? = nil, lastError: String? = nil) {
         self.state = state
         self.expiresAt = expiresAt
         self.subject = subject
@@ -32,5 +32,5 @@ package struct AuthStatus: Sendable, Equatable {
     /// Whether requests can carry credentials. Inlinable: every forwarded request asks, and
     /// called from another module a snapshot's status was copied for it (its strings retained).
     @inlinable
-    package var loggedIn: Bool { state == .loggedIn || state == .refreshing }
+    public var loggedIn: Bool { state == .loggedIn || state == .refreshing }
 }

@@ -1,21 +1,21 @@
 /// Base64url (RFC 4648 §5), the encoding of PKCE verifiers, `state` values and JWT segments.
-package enum Base64URL {
+public enum Base64URL {
     /// The unpadded base64url text of `bytes` (RFC 7636 and RFC 7515 both drop the padding).
-    package static func encode(_ bytes: some Collection<UInt8>) -> String {
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
         Base64Codec.encode(bytes, alphabet: Base64Codec.urlAlphabet, pad: false)
     }
 
     /// The bytes of base64url `text`, padded or not; nil for characters outside the
     /// alphabet, misplaced or partial padding, or an impossible length.
-    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
         Base64Codec.decode(Array(text.utf8))
     }
 }
 
 /// Standard base64 (RFC 4648 §4), padded: what HTTP Basic authentication (RFC 7617) expects.
-package enum Base64 {
+public enum Base64 {
     /// The padded base64 text of `bytes`.
-    package static func encode(_ bytes: some Collection<UInt8>) -> String {
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
         Base64Codec.encode(bytes, alphabet: Base64Codec.standardAlphabet, pad: true)
     }
 }

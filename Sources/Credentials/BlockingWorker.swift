@@ -4,13 +4,13 @@ import Synchronization
 
 /// One dedicated thread that runs submitted jobs in order: where the blocking work
 /// (fsync of the token file) goes, so event loops never wait on the disk.
-package final class BlockingWorker: Sendable {
+public final class BlockingWorker: Sendable {
     /// A name for logs, e.g. `token-store`.
-    package let name: String
+    public let name: String
     private let queue = JobQueue()
 
     /// Starts the thread; failing to create one (resource exhaustion at startup) traps.
-    package init(name: String) {
+    public init(name: String) {
         self.name = name
         // The thread holds only the queue, so dropping the last worker reference still runs deinit.
         let thread: pthread_t
@@ -25,7 +25,7 @@ package final class BlockingWorker: Sendable {
     /// Queues `job` to run after every job submitted before it; returns false (and drops
     /// the job) once `shutdown` has begun.
     @discardableResult
-    package func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+    public func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
         let accepted = queue.state.withLock { state -> Bool in
             guard !state.stopping else { return false }
             state.jobs.append(job)
@@ -37,7 +37,7 @@ package final class BlockingWorker: Sendable {
 
     /// Runs every queued job, then stops and joins the thread. Idempotent; callable from a
     /// job, in which case the thread is detached instead, since it cannot join itself.
-    package func shutdown() {
+    public func shutdown() {
         let thread = queue.state.withLock { state -> pthread_t? in
             guard !state.stopping else { return nil }
             state.stopping = true

@@ -3,17 +3,17 @@ import JSON
 
 /// RFC 7523 §2.2 client assertions: a JWT the client signs for each token request, proving its
 /// identity with a private key instead of a shared secret.
-package enum ClientAssertion {
+public enum ClientAssertion {
     /// `client_assertion_type` for a JWT (RFC 7523 §2.2).
-    package static let type = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+    public static let type = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
     /// Seconds an assertion is valid: long enough for one request, short enough that a copy is
     /// soon worthless.
-    package static let lifetime = 60.0
+    public static let lifetime = 60.0
 
     /// A signed assertion: `iss` = `sub` = the client ID, `aud` = the token endpoint, a fresh
     /// `jti`, `iat` now and `exp` a minute later; `kid` in the header when given. Nil when
     /// libcrypto could not sign.
-    package static func sign(
+    public static func sign(
         clientID: String, audience: String, key: PrivateKeyPEM, algorithm: PrivateKeyPEM.Algorithm,
         keyID: String?, now: Double, jti: String = randomToken(bytes: 16)
     ) -> String? {

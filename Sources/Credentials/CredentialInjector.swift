@@ -4,18 +4,18 @@ import Upstream
 /// Decides which credential header lines a request carries, per hop (docs/security.md, "Redirects
 /// at the boundary": libcurl protects only Authorization and Cookie across hosts, so the proxy
 /// decides itself).
-package struct CredentialInjector: Sendable {
+public struct CredentialInjector: Sendable {
     /// The route's credential header names, lowercased.
-    package let headerNames: [String]
+    public let headerNames: [String]
     /// Which token the route injects.
-    package let kind: CredentialKind
+    public let kind: CredentialKind
     /// host:port entries that may receive credentials.
-    package let credentialHosts: [String]
+    public let credentialHosts: [String]
     /// The scheme of the route's upstream.
-    package let upstreamScheme: String
+    public let upstreamScheme: String
 
     /// The injector of `route`.
-    package init(route: RouteConfiguration) {
+    public init(route: RouteConfiguration) {
         headerNames = route.headers.map { $0.lowercased() }
         kind = route.credential
         credentialHosts = route.redirects.credentialHosts.map { $0.lowercased() }
@@ -24,13 +24,13 @@ package struct CredentialInjector: Sendable {
 
     /// Header names that never cross to a host without credentials: the injected ones
     /// (whoever set them), Authorization, Cookie and Proxy-Authorization.
-    package var strippedOnForeignHosts: [String] {
+    public var strippedOnForeignHosts: [String] {
         Array(Set(headerNames + ["authorization", "cookie", "proxy-authorization"]))
     }
 
     /// Whether a hop from `current` to `target` may carry credentials: the target is a listed
     /// host:port, and its scheme is https or the upstream's own, never downgrading https → http.
-    package func mayCarryCredentials(from current: UpstreamURL, to target: UpstreamURL) -> Bool {
+    public func mayCarryCredentials(from current: UpstreamURL, to target: UpstreamURL) -> Bool {
         guard credentialHosts.contains(target.hostPort.lowercased()) else { return false }
         if target.scheme == "https" { return true }
         return target.scheme == upstreamScheme && current.scheme != "https"
@@ -38,7 +38,7 @@ package struct CredentialInjector: Sendable {
 
     /// The injected lines (`Name: <type> <token>`) for a hop that may carry credentials; nil
     /// when the token is missing. Callers keep the result per token generation.
-    package func lines(_ snapshot: CredentialSnapshot, names: [String]) -> HeaderLines? {
+    public func lines(_ snapshot: CredentialSnapshot, names: [String]) -> HeaderLines? {
         guard kind != .none else { return HeaderLines() }
         guard let value = snapshot.value(for: kind) else { return nil }
         var lines = HeaderLines()

@@ -2,12 +2,12 @@
 /// awaitingAuthorization → valid ⇄ refreshing(waiters) → backoff`. Events in, actions out;
 /// `CredentialManager` performs the I/O. Refresh is single-flight: every request that needs one
 /// while it runs only waits.
-package struct CredentialLifecycle: Sendable {
+public struct CredentialLifecycle: Sendable {
     /// Identifies a request waiting for a refresh.
-    package typealias Waiter = UInt64
+    public typealias Waiter = UInt64
 
     /// How a wait ended.
-    package enum Outcome: Sendable, Equatable {
+    public enum Outcome: Sendable, Equatable {
         /// Tokens are usable (possibly unchanged, if no refresh was possible or needed).
         case ready
         /// The auth server could not be reached; the login is kept.
@@ -19,7 +19,7 @@ package struct CredentialLifecycle: Sendable {
     }
 
     /// Work for the owner.
-    package enum Action: Sendable, Equatable {
+    public enum Action: Sendable, Equatable {
         /// Call the token endpoint: refresh with `refreshToken`, or (nil) a client-credentials grant.
         case startRefresh(refreshToken: String?)
         /// Write the tokens to the store.
@@ -48,41 +48,41 @@ package struct CredentialLifecycle: Sendable {
 
     private var state: State = .loggedOut
     /// Whether tokens are renewed without a user (client_credentials): no refresh token needed.
-    package let selfService: Bool
+    public let selfService: Bool
     /// Seconds before expiry at which to refresh.
-    package let refreshBefore: Double
+    public let refreshBefore: Double
     /// Increases whenever the tokens change.
-    package private(set) var generation: UInt64 = 0
+    public private(set) var generation: UInt64 = 0
     private var lastError: String?
     /// Consecutive unavailable refreshes, for the backoff.
     private var failures = 0
     /// Seconds tokens must have been in use before an upstream 401 may refresh them.
-    package let minRefreshInterval: Double
+    public let minRefreshInterval: Double
     /// When the tokens in use were obtained (Unix seconds); nil when unknown (stored at start).
-    package private(set) var obtainedAt: Double?
+    public private(set) var obtainedAt: Double?
     /// Upstream 401s answered without a refresh because the tokens were younger than `minRefreshInterval`.
-    package private(set) var suppressedRefreshes = 0
+    public private(set) var suppressedRefreshes = 0
     /// Whether a refresh since the last tokens ended without an answer (a timeout): the provider
     /// may have rotated the refresh token all the same, so a refusal of the old one does not
     /// prove the login is gone (the first refusal after it is excused, and clears it).
-    package private(set) var answerLost = false
+    public private(set) var answerLost = false
 
     /// A lifecycle for a grant; `selfService` for client_credentials. `minRefreshInterval`
     /// bounds refreshes asked for by upstream 401s (an app or a page can make those at will).
-    package init(selfService: Bool, refreshBefore: Double, minRefreshInterval: Double = 0) {
+    public init(selfService: Bool, refreshBefore: Double, minRefreshInterval: Double = 0) {
         self.selfService = selfService
         self.refreshBefore = refreshBefore
         self.minRefreshInterval = minRefreshInterval
     }
 
     /// Whether tokens obtained at `obtainedAt` are too young at `now` for a 401 to refresh them.
-    package static func tooYoung(obtainedAt: Double?, now: Double, minRefreshInterval: Double) -> Bool {
+    public static func tooYoung(obtainedAt: Double?, now: Double, minRefreshInterval: Double) -> Bool {
         guard let obtainedAt else { return false }
         return now - obtainedAt < minRefreshInterval
     }
 
     /// The tokens in use, if any.
-    package var tokens: TokenSet? {
+    public var tokens: TokenSet? {
         switch state {
         case .valid(let t): t
         case .refreshing(let t, _), .backoff(let t, _, _): t
@@ -91,7 +91,7 @@ package struct CredentialLifecycle: Sendable {
     }
 
     /// The state as apps see it.
-    package var status: AuthStatus {
+    public var status: AuthStatus {
         let tokens = self.tokens
         let state: AuthState
         switch self.state {
@@ -107,7 +107,7 @@ package struct CredentialLifecycle: Sendable {
     // MARK: events
 
     /// Tokens found in the store at start (or none). A self-service grant fetches its first token.
-    package mutating func started(with stored: TokenSet?, now: Double) -> [Action] {
+    public mutating func started(with stored: TokenSet?, now: Double) -> [Action] {
         if let stored {
             state = .valid(stored)
             generation += 1
@@ -118,7 +118,7 @@ package struct CredentialLifecycle: Sendable {
     }
 
     /// A login completed (code exchange, device flow, demo).
-    package mutating func loggedIn(_ tokens: TokenSet, now: Double? = nil) -> [Action] {
+    public mutating func loggedIn(_ tokens: TokenSet, now: Double? = nil) -> [Action] {
         let waiters = currentWaiters
         state = .valid(tokens)
         obtainedAt = now
@@ -131,7 +131,7 @@ package struct CredentialLifecycle: Sendable {
     }
 
     /// A request (or the proactive timer, with no waiter) wants fresh tokens.
-    package mutating func refreshWanted(waiter: Waiter?, now: Double) -> [Action] {
+    public mutating func refreshWanted(waiter: Waiter?, now: Double) -> [Action] {
         refreshWanted(waiter: waiter, now: now, bounded: true)
     }
 
@@ -172,7 +172,7 @@ package struct CredentialLifecycle: Sendable {
     /// An upstream answered 401 to the tokens in use: refresh, unless they were obtained less
     /// than `minRefreshInterval` ago (the upstream refuses the token itself, not its age), so a
     /// route that always answers 401 causes at most one refresh per interval, whatever the rate.
-    package mutating func rejected(waiter: Waiter, now: Double) -> [Action] {
+    public mutating func rejected(waiter: Waiter, now: Double) -> [Action] {
         if case .valid = state, Self.tooYoung(obtainedAt: obtainedAt, now: now, minRefreshInterval: minRefreshInterval)
         {
             suppressedRefreshes += 1
@@ -182,7 +182,7 @@ package struct CredentialLifecycle: Sendable {
     }
 
     /// The token endpoint answered with tokens.
-    package mutating func refreshSucceeded(_ response: TokenSet, now: Double? = nil) -> [Action] {
+    public mutating func refreshSucceeded(_ response: TokenSet, now: Double? = nil) -> [Action] {
         guard case .refreshing(let old, let waiters) = state else { return [] }
         let merged = old.map { $0.merging(refresh: response) } ?? response
         state = .valid(merged)
@@ -200,7 +200,7 @@ package struct CredentialLifecycle: Sendable {
     /// answer (and some accept the old one again for a short grace): the first refusal keeps the
     /// tokens and retries as in an outage, with the reason in `lastError`; a second one ends the
     /// login, since nothing but a new login can bring the rotated token back.
-    package mutating func refreshRefused(_ reason: String, now: Double, jitter: Double) -> [Action] {
+    public mutating func refreshRefused(_ reason: String, now: Double, jitter: Double) -> [Action] {
         guard case .refreshing(_, let waiters) = state else { return [] }
         // A service identity has no user to log in again: keep retrying, as for an outage.
         if selfService { return refreshUnavailable(reason, now: now, jitter: jitter) }
@@ -216,7 +216,7 @@ package struct CredentialLifecycle: Sendable {
     /// The auth server was unreachable, answered 5xx or something unusable: keep the login,
     /// retry with backoff. `rotatedRefreshToken`: the refresh token the unusable answer carried,
     /// kept and stored (the old one may be spent). `answerLost`: no answer came at all.
-    package mutating func refreshUnavailable(
+    public mutating func refreshUnavailable(
         _ reason: String, now: Double, jitter: Double,
         rotatedRefreshToken: String? = nil, answerLost lost: Bool = false
     ) -> [Action] {
@@ -237,7 +237,7 @@ package struct CredentialLifecycle: Sendable {
     }
 
     /// The retry time came.
-    package mutating func retryDue(now: Double) -> [Action] {
+    public mutating func retryDue(now: Double) -> [Action] {
         // The retry timer is the authority: a timer firing a hair early must not be lost.
         guard case .backoff(let tokens, _, _) = state else { return [] }
         state = .refreshing(tokens, waiters: [])
@@ -247,13 +247,13 @@ package struct CredentialLifecycle: Sendable {
     /// A login attempt ended without tokens (a device login the user refused, or that expired):
     /// the tokens in hand, if any, stay; the reason is published, so whoever waits for the
     /// login (`platform-proxy login --device`, `/_platform/auth`) learns it ended.
-    package mutating func loginFailed(_ reason: String) -> [Action] {
+    public mutating func loginFailed(_ reason: String) -> [Action] {
         lastError = reason
         return [.publish]
     }
 
     /// A new login attempt began: an error from an earlier one is no longer news.
-    package mutating func loginStarted() -> [Action] {
+    public mutating func loginStarted() -> [Action] {
         guard lastError != nil else { return [] }
         lastError = nil
         return [.publish]
@@ -262,7 +262,7 @@ package struct CredentialLifecycle: Sendable {
     /// The user logged out: revoke, forget, tell everyone. A service identity (client
     /// credentials) has no login to wait for: it fetches a new token at once, so its routes
     /// are not left gated until a restart (found by a review).
-    package mutating func loggedOut() -> [Action] {
+    public mutating func loggedOut() -> [Action] {
         let waiters = currentWaiters
         let refresh = tokens?.refreshToken
         state = selfService ? .refreshing(nil, waiters: []) : .loggedOut
@@ -311,7 +311,7 @@ package struct CredentialLifecycle: Sendable {
     }
 
     /// The shortest wait before a proactive refresh, whatever the token's lifetime.
-    package static let minimumRefreshDelay: Double = 1
+    public static let minimumRefreshDelay: Double = 1
 
     private func pow2(_ n: Int) -> Double {
         var value = 1.0

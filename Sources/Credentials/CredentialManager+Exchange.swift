@@ -2,28 +2,28 @@ import Config
 import EventLoop
 
 /// A token exchanged for one route's audience (RFC 8693), as the loops use it.
-package struct ExchangedToken: Sendable, Equatable {
+public struct ExchangedToken: Sendable, Equatable {
     /// The token sent to the route's upstream.
-    package var value: String
+    public var value: String
     /// Its type (`Bearer`).
-    package var tokenType: String
+    public var tokenType: String
     /// When it expires (Unix seconds); nil when the server did not say.
-    package var expiresAt: Double?
+    public var expiresAt: Double?
     /// When it was obtained (Unix seconds).
-    package var obtainedAt: Double
+    public var obtainedAt: Double
     /// The generation of the subject token it was exchanged from.
-    package var generation: UInt64
+    public var generation: UInt64
 
     /// Whether it is too close to its expiry to send: within 30 seconds of it, or past half its
     /// life for a shorter-lived token.
-    package func isStale(now: Double) -> Bool {
+    public func isStale(now: Double) -> Bool {
         guard let expiresAt else { return false }
         return now >= expiresAt - min(30, (expiresAt - obtainedAt) / 2)
     }
 }
 
 /// What a loop asking for an exchanged token is told.
-package enum TokenExchangeOutcome: Sendable {
+public enum TokenExchangeOutcome: Sendable {
     /// The token for the route.
     case token(ExchangedToken)
     /// There is no login (no subject token).
@@ -38,15 +38,15 @@ package enum TokenExchangeOutcome: Sendable {
 /// under way (requests wait for it: single-flight), or its token. A pure state machine: the
 /// manager does what `asked` says and reports answers; tokens of a subject token that is gone
 /// (a new one, or a logout) are dropped.
-package struct ExchangeTable: Sendable {
+public struct ExchangeTable: Sendable {
     /// One target's state.
-    package enum Slot: Sendable, Equatable {
+    public enum Slot: Sendable, Equatable {
         case exchanging
         case ready(ExchangedToken)
     }
 
     /// What the manager does for a request.
-    package enum Action: Sendable, Equatable {
+    public enum Action: Sendable, Equatable {
         /// Answer with this token.
         case reply(ExchangedToken)
         /// An exchange for the target is under way: wait for its answer.
@@ -56,20 +56,20 @@ package struct ExchangeTable: Sendable {
     }
 
     /// The subject token generation the slots belong to.
-    package private(set) var generation: UInt64 = 0
-    package private(set) var slots: [TokenExchangeConfiguration: Slot] = [:]
+    public private(set) var generation: UInt64 = 0
+    public private(set) var slots: [TokenExchangeConfiguration: Slot] = [:]
 
-    package init() {}
+    public init() {}
 
     /// Forgets every slot on a new subject token or a logout.
-    package mutating func follow(generation: UInt64, loggedIn: Bool) {
+    public mutating func follow(generation: UInt64, loggedIn: Bool) {
         guard generation != self.generation || !loggedIn else { return }
         self.generation = generation
         slots.removeAll()
     }
 
     /// A request for `target`'s token, with subject token `generation` in force.
-    package mutating func asked(_ target: TokenExchangeConfiguration, generation: UInt64, now: Double) -> Action {
+    public mutating func asked(_ target: TokenExchangeConfiguration, generation: UInt64, now: Double) -> Action {
         follow(generation: generation, loggedIn: true)
         switch slots[target] {
         case .ready(let token)? where !token.isStale(now: now): return .reply(token)
@@ -82,7 +82,7 @@ package struct ExchangeTable: Sendable {
 
     /// The exchange for `target` started under `generation` answered (`token` nil: it failed).
     /// Only an answer for the current subject token changes the slot.
-    package mutating func answered(_ target: TokenExchangeConfiguration, generation: UInt64, token: ExchangedToken?) {
+    public mutating func answered(_ target: TokenExchangeConfiguration, generation: UInt64, token: ExchangedToken?) {
         guard generation == self.generation, slots[target] == .exchanging else { return }
         slots[target] = token.map { .ready($0) }
     }
@@ -92,18 +92,18 @@ package struct ExchangeTable: Sendable {
 /// it waits for. An exchange's answer goes only to the requests of its generation: one started
 /// before a logout or a new subject token (its answer a refusal of a revoked token, or a token
 /// exchanged from the old one) never answers a request that came after and waits for its own.
-package struct ExchangeWaiters<Reply> {
+public struct ExchangeWaiters<Reply> {
     private var waiting: [TokenExchangeConfiguration: [(generation: UInt64, reply: Reply)]] = [:]
 
-    package init() {}
+    public init() {}
 
     /// `reply` waits for the exchange of `target` under `generation`.
-    package mutating func add(_ reply: Reply, for target: TokenExchangeConfiguration, generation: UInt64) {
+    public mutating func add(_ reply: Reply, for target: TokenExchangeConfiguration, generation: UInt64) {
         waiting[target, default: []].append((generation, reply))
     }
 
     /// Takes the requests the answer of `target`'s exchange under `generation` is for, in order.
-    package mutating func take(_ target: TokenExchangeConfiguration, generation: UInt64) -> [Reply] {
+    public mutating func take(_ target: TokenExchangeConfiguration, generation: UInt64) -> [Reply] {
         guard let all = waiting[target] else { return [] }
         let taken = all.filter { $0.generation == generation }.map(\.reply)
         let kept = all.filter { $0.generation != generation }
@@ -112,7 +112,7 @@ package struct ExchangeWaiters<Reply> {
     }
 
     /// How many requests wait for `target`.
-    package func count(_ target: TokenExchangeConfiguration) -> Int { waiting[target]?.count ?? 0 }
+    public func count(_ target: TokenExchangeConfiguration) -> Int { waiting[target]?.count ?? 0 }
 }
 
 /// The table and the requests waiting per target. Touched only on the manager's loop.
@@ -127,7 +127,7 @@ final class ExchangedTokens {
 extension CredentialManager {
     /// The token exchanged for `target` from the current access token: the cached one while it
     /// is fresh, else one exchange per target whoever asks (single-flight). `done` runs on `caller`.
-    package func exchangedToken(
+    public func exchangedToken(
         for target: TokenExchangeConfiguration, replyOn caller: EventLoop,
         _ done: @escaping (TokenExchangeOutcome) -> Void
     ) {

@@ -4,7 +4,7 @@ import JSON
 import Upstream
 
 /// The outcome of one journey request, for the HTTP endpoint or the CLI.
-package enum JourneyTurn: Sendable {
+public enum JourneyTurn: Sendable {
     /// A node for the app (`continue`, `error`, `failure`, `success`).
     case node(JSONValue)
     /// The step id is unknown, spent, expired or another client's.
@@ -37,13 +37,13 @@ final class JourneyState {
 
 extension CredentialManager {
     /// Where journey progress goes (the auth event streams of every loop).
-    package func onJourneyProgress(_ report: @escaping @Sendable ([UInt8]) -> Void) {
+    public func onJourneyProgress(_ report: @escaping @Sendable ([UInt8]) -> Void) {
         loop.execute { [self] in journeys.progress = report }
     }
 
     /// Starts `journey` (the configured one when nil), or resumes a suspended one from the
     /// "magic link" `resume`; `client` binds the step ids to the caller.
-    package func startJourney(
+    public func startJourney(
         _ journey: String?, resume: String?, client: String, replyOn caller: EventLoop,
         _ done: @escaping (JourneyTurn) -> Void
     ) {
@@ -107,7 +107,7 @@ extension CredentialManager {
     }
 
     /// Answers the step `step` with `answers` (input name → value).
-    package func continueJourney(
+    public func continueJourney(
         step: String, answers: JSONObject, client: String, replyOn caller: EventLoop,
         _ done: @escaping (JourneyTurn) -> Void
     ) {

@@ -3,15 +3,15 @@ import EventLoop
 import Upstream
 
 /// Why a login did not complete, in words for the user (never a secret).
-package struct LoginFailure: Error, Sendable, Equatable {
+public struct LoginFailure: Error, Sendable, Equatable {
     /// The sentence.
-    package let message: String
+    public let message: String
     /// The authorization server's `error` code when it refused the login (`access_denied`,
     /// `login_required`, …), else nil.
-    package let code: String?
+    public let code: String?
     /// Set when the login was not started because too many are in progress: seconds until the
     /// oldest of them expires.
-    package let retryAfter: Double?
+    public let retryAfter: Double?
     init(_ message: String, code: String? = nil, retryAfter: Double? = nil) {
         self.message = message
         self.code = code
@@ -51,7 +51,7 @@ extension CredentialManager {
     /// `onState` hears before the URL is handed out. `silent` asks for `prompt=none`: the
     /// provider answers from its session or redirects back with `login_required`. `crossSite`:
     /// the start is a navigation from another site (`maxCrossSitePendingLogins`).
-    package func loginURL(
+    public func loginURL(
         silent: Bool = false, crossSite: Bool = false, onState: (@Sendable (String) -> Void)? = nil,
         replyOn caller: EventLoop, _ done: @escaping (Result<String, LoginFailure>) -> Void
     ) {
@@ -108,7 +108,7 @@ extension CredentialManager {
     }
 
     /// The redirect back from the authorization server: checks `state`, exchanges the code.
-    package func completeLogin(
+    public func completeLogin(
         query: [(String, String)], replyOn caller: EventLoop, _ done: @escaping (Result<Void, LoginFailure>) -> Void
     ) {
         let done = LoopBound(done, on: caller)
@@ -149,7 +149,7 @@ extension CredentialManager {
     }
 
     /// Starts an RFC 8628 device login and polls for its completion.
-    package func deviceLogin(
+    public func deviceLogin(
         replyOn caller: EventLoop, _ done: @escaping (Result<DeviceAuthorization, OAuthFailure>) -> Void
     ) {
         let done = LoopBound(done, on: caller)
@@ -200,7 +200,7 @@ extension CredentialManager {
     }
 
     /// Logs in with the configured demo token set (store reviewers, CI).
-    package func demoLogin(replyOn caller: EventLoop, _ done: @escaping (Result<Void, LoginFailure>) -> Void) {
+    public func demoLogin(replyOn caller: EventLoop, _ done: @escaping (Result<Void, LoginFailure>) -> Void) {
         let done = LoopBound(done, on: caller)
         guard let demo = provider.demo else {
             return caller.execute { done.value(.failure(LoginFailure("no demo tokens are configured"))) }
@@ -235,7 +235,7 @@ extension CredentialManager {
     }
 
     /// Revokes the refresh token when the provider can, forgets the tokens either way.
-    package func logout(replyOn caller: EventLoop, _ done: @escaping (_ revoked: Bool) -> Void) {
+    public func logout(replyOn caller: EventLoop, _ done: @escaping (_ revoked: Bool) -> Void) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             abandonJourneys()
@@ -258,7 +258,7 @@ extension CredentialManager {
     }
 
     /// The provider's userinfo for the current login.
-    package func userinfo(replyOn caller: EventLoop, _ done: @escaping (Result<FetchedResponse, OAuthFailure>) -> Void)
+    public func userinfo(replyOn caller: EventLoop, _ done: @escaping (Result<FetchedResponse, OAuthFailure>) -> Void)
     {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in

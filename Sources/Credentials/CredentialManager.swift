@@ -7,13 +7,13 @@ import Upstream
 /// tokens change. IdP calls go through that loop's libcurl client; store writes go to a
 /// blocking worker thread; every change is published as a new snapshot to every loop.
 /// Other loops talk to it only through the `…(replyOn:)` methods, which hop by message.
-package final class CredentialManager: @unchecked Sendable {
+public final class CredentialManager: @unchecked Sendable {
     let loop: EventLoop
     let provider: ProviderConfiguration
     /// The provider's name in the config ("default" for the single `provider`); every log line says it.
-    package let name: String
+    public let name: String
     /// Seconds tokens must have been in use before an upstream 401 may refresh them.
-    package var minRefreshInterval: Double { provider.minRefreshIntervalSeconds }
+    public var minRefreshInterval: Double { provider.minRefreshIntervalSeconds }
     let oauth: OAuthClient
     let http: UpstreamClient
     let store: TokenStore
@@ -49,12 +49,12 @@ package final class CredentialManager: @unchecked Sendable {
     /// Requests told to use newer tokens that were not published yet.
     private var awaitingPublish: [(EventLoop, LoopBound<(CredentialLifecycle.Outcome) -> Void>)] = []
     /// Refreshes by outcome, for the metrics.
-    package let refreshOutcomes = RefreshCounters()
+    public let refreshOutcomes = RefreshCounters()
     /// Routes' RFC 8693 exchanged tokens for the current subject token (`exchangedToken`).
     let exchanges = ExchangedTokens()
 
     /// Creates the manager; call `start` on its loop.
-    package init(
+    public init(
         provider: ProviderConfiguration, loop: EventLoop, http: UpstreamClient, store: TokenStore,
         worker: BlockingWorker, clientSecret: String?, name: String = "default",
         publish: @escaping @Sendable (CredentialSnapshot) -> Void
@@ -75,7 +75,7 @@ package final class CredentialManager: @unchecked Sendable {
 
     /// Starts with the stored tokens (read before the loops ran); discovers the provider first
     /// when configured to, so the first refresh has a token endpoint.
-    package func start(stored: TokenSet?) {
+    public func start(stored: TokenSet?) {
         loop.execute { [self] in
             guard let url = provider.discoveryURL else {
                 return perform(lifecycle.started(with: stored, now: UnixTime.now()))
@@ -91,7 +91,7 @@ package final class CredentialManager: @unchecked Sendable {
     /// Reads the discovery document again (SIGHUP, or the token endpoint failing repeatedly
     /// without an OAuth answer), so a provider that moved its endpoints is followed. Endpoints
     /// written in the config still win; a failed re-read keeps the endpoints in use.
-    package func rediscover(trigger: String) {
+    public func rediscover(trigger: String) {
         loop.execute { [self] in
             guard let url = provider.discoveryURL, !discovering else { return }
             emit(.info, "provider_rediscovering", ["trigger": .string(trigger)])
@@ -151,7 +151,7 @@ package final class CredentialManager: @unchecked Sendable {
     }
 
     /// The grant, for callers that choose how to log in.
-    package var grant: ProviderConfiguration.Grant { provider.grant }
+    public var grant: ProviderConfiguration.Grant { provider.grant }
 
     /// Logs one line naming this provider.
     func emit(_ level: LogLevel, _ event: String, _ fields: KeyValuePairs<String, LogValue> = [:]) {
@@ -165,7 +165,7 @@ package final class CredentialManager: @unchecked Sendable {
     /// single refresh. `done` runs on `replyOn` after that loop received the new snapshot.
     /// `after401`: an upstream refused the tokens, which refreshes them only when they are old
     /// enough (`minRefreshIntervalSeconds`); else the outcome is `.suppressed`.
-    package func refresh(
+    public func refresh(
         seen generation: UInt64, after401: Bool = false, replyOn caller: EventLoop,
         _ done: @escaping (CredentialLifecycle.Outcome) -> Void
     ) {
@@ -374,27 +374,27 @@ extension CredentialManager {
 }
 
 /// Token refreshes by outcome.
-package final class RefreshCounters: Sendable {
+public final class RefreshCounters: Sendable {
     /// New tokens received.
-    package let ok = Atomic<Int>(0)
+    public let ok = Atomic<Int>(0)
     /// The auth server refused (4xx).
-    package let refused = Atomic<Int>(0)
+    public let refused = Atomic<Int>(0)
     /// The auth server was unreachable or failed (5xx, 408, 429).
-    package let unavailable = Atomic<Int>(0)
+    public let unavailable = Atomic<Int>(0)
     /// Upstream 401s relayed without a refresh: the tokens were younger than `minRefreshIntervalSeconds`.
-    package let suppressed = Atomic<Int>(0)
+    public let suppressed = Atomic<Int>(0)
 }
 
 extension OAuthFailure {
     /// Whether the provider said the grant itself is dead (`invalid_grant`, RFC 6749 §5.2):
     /// the only answer to a refresh that ends the login.
-    package var grantIsDead: Bool {
+    public var grantIsDead: Bool {
         guard case .refused(let reason) = self else { return false }
         return reason == "invalid_grant" || reason.hasPrefix("invalid_grant:")
     }
 
     /// The reason in words (never a token).
-    package var reason: String {
+    public var reason: String {
         switch self {
         case .refused(let reason), .unavailable(let reason): reason
         }

@@ -3,29 +3,29 @@ import Config
 /// The tokens requests use, as one immutable value per token generation. Loops hold a
 /// reference and get a new one pushed when tokens change, so requests never take a lock.
 /// Header values are formatted once here, not per request.
-package final class CredentialSnapshot: Sendable {
+public final class CredentialSnapshot: Sendable {
     /// Increases with every change of tokens; 0 means no tokens were ever loaded.
-    package let generation: UInt64
+    public let generation: UInt64
     /// `"<type> <access token>"`, or nil when there is no access token.
-    package let accessTokenValue: String?
+    public let accessTokenValue: String?
     /// `"<type> <id_token>"`, or nil when there is no id_token.
-    package let idTokenValue: String?
+    public let idTokenValue: String?
     /// The access token alone (no type), as bytes, when it is sent at all.
-    package let accessTokenBytes: [UInt8]?
+    public let accessTokenBytes: [UInt8]?
     /// The id_token alone, as bytes, when it is sent at all.
-    package let idTokenBytes: [UInt8]?
+    public let idTokenBytes: [UInt8]?
     /// The login state that goes with these tokens.
-    package let status: AuthStatus
+    public let status: AuthStatus
     /// The analytics subject (`pennkey`, else `sub`), if known.
-    package var subject: String? { status.subject }
+    public var subject: String? { status.subject }
 
     /// Why the provider cannot be used (discovery failed), if so.
-    package let providerProblem: String?
+    public let providerProblem: String?
     /// When these tokens were obtained (Unix seconds); nil when unknown.
-    package let obtainedAt: Double?
+    public let obtainedAt: Double?
 
     /// A snapshot of `accessToken` / `idToken` with `tokenType` (normally `Bearer`).
-    package init(
+    public init(
         generation: UInt64, accessToken: String?, idToken: String?, tokenType: String, status: AuthStatus? = nil,
         providerProblem: String? = nil, obtainedAt: Double? = nil
     ) {
@@ -47,7 +47,7 @@ package final class CredentialSnapshot: Sendable {
     /// The same snapshot as an object of its own, for one event loop: every loop retains its
     /// snapshot per request, and a shared object would have its count written from every core
     /// (docs/performance.md, "Nothing shared is written").
-    package func privateCopy() -> CredentialSnapshot { CredentialSnapshot(copying: self) }
+    public func privateCopy() -> CredentialSnapshot { CredentialSnapshot(copying: self) }
 
     private init(copying other: CredentialSnapshot) {
         generation = other.generation
@@ -61,13 +61,13 @@ package final class CredentialSnapshot: Sendable {
     }
 
     /// No tokens at all.
-    package static let empty = CredentialSnapshot(generation: 0, accessToken: nil, idToken: nil, tokenType: "Bearer")
+    public static let empty = CredentialSnapshot(generation: 0, accessToken: nil, idToken: nil, tokenType: "Bearer")
 
     /// Whether the access token's expiry has passed at `now` (Unix seconds).
-    package func isExpired(now: Double) -> Bool { status.expiresAt.map { $0 <= now } ?? false }
+    public func isExpired(now: Double) -> Bool { status.expiresAt.map { $0 <= now } ?? false }
 
     /// The token a route of `kind` injects, without its type, or nil.
-    package func tokenBytes(for kind: CredentialKind) -> [UInt8]? {
+    public func tokenBytes(for kind: CredentialKind) -> [UInt8]? {
         switch kind {
         case .accessToken: accessTokenBytes
         case .jwt: idTokenBytes
@@ -76,7 +76,7 @@ package final class CredentialSnapshot: Sendable {
     }
 
     /// The header value a route of `kind` injects, or nil if that token is missing (or kind is `none`).
-    package func value(for kind: CredentialKind) -> String? {
+    public func value(for kind: CredentialKind) -> String? {
         switch kind {
         case .accessToken: accessTokenValue
         case .jwt: idTokenValue

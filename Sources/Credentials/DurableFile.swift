@@ -3,9 +3,9 @@ import Glibc
 /// One small file in the state directory, mode 0600, replaced atomically: the durable
 /// write behind `tokens.json` and the other state files. Every call blocks on disk I/O
 /// (fsync), so callers run them on a `BlockingWorker` or at startup, never on an event loop.
-package final class DurableFile: Sendable {
+public final class DurableFile: Sendable {
     /// What `read` found.
-    package enum ReadOutcome: Equatable, Sendable {
+    public enum ReadOutcome: Equatable, Sendable {
         /// No such file.
         case missing
         /// The file's bytes.
@@ -15,15 +15,15 @@ package final class DurableFile: Sendable {
     }
 
     /// The directory, created (mode 0700) by `write` when missing.
-    package let directory: String
+    public let directory: String
     /// `<directory>/<name>`.
-    package let path: String
+    public let path: String
     private var temporaryPath: String { path + ".tmp" }
     /// State files are tiny; anything this large is not one (and not worth reading).
     private let sizeLimit: Int
 
     /// The file `name` in `directory`; reads of more than `sizeLimit` bytes are refused.
-    package init(directory: String, name: String, sizeLimit: Int = 1 << 20) {
+    public init(directory: String, name: String, sizeLimit: Int = 1 << 20) {
         self.directory = directory
         path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
         self.sizeLimit = sizeLimit
@@ -33,7 +33,7 @@ package final class DurableFile: Sendable {
     /// block (`O_NONBLOCK`: a FIFO under the file's name would otherwise hang the start until
     /// some writer opened it), and anything else there (FIFO, socket, device, directory) is
     /// `unreadable`, so callers set it aside like a damaged file.
-    package func read() -> ReadOutcome {
+    public func read() -> ReadOutcome {
         let fd: CInt
         do {
             fd = try DurableFile.retryingEINTR("open", path) { open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
@@ -73,7 +73,7 @@ package final class DurableFile: Sendable {
 
     /// Writes `bytes` durably: a fresh 0600 temporary file, fsync, rename over the file,
     /// fsync of the directory. A crash leaves the old file or the new one.
-    package func write(_ bytes: [UInt8]) throws(TokenStoreError) {
+    public func write(_ bytes: [UInt8]) throws(TokenStoreError) {
         try DurableFile.makeDirectory(directory)
         let tmp = temporaryPath
         // A stale temporary from a crash would make O_EXCL fail; it holds nothing we need.
@@ -102,7 +102,7 @@ package final class DurableFile: Sendable {
     }
 
     /// Removes the file; a missing one is fine.
-    package func delete() throws(TokenStoreError) {
+    public func delete() throws(TokenStoreError) {
         for file in [path, temporaryPath] where unlink(file) == -1 && errno != ENOENT {
             throw TokenStoreError(call: "unlink", path: file, errnoCode: errno)
         }
@@ -116,7 +116,7 @@ package final class DurableFile: Sendable {
     /// Renames the file to `<name>.corrupt-<unix time>` (with `-N` added if that exists, so an
     /// earlier one is never overwritten); returns where it ended up, or its own path if even
     /// the rename failed. It is never deleted.
-    package func moveAside() -> String {
+    public func moveAside() -> String {
         let base = "\(path).corrupt-\(time(nil))"
         var target = base
         var attempt = 1

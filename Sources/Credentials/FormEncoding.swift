@@ -1,16 +1,16 @@
 /// `application/x-www-form-urlencoded` bodies for token requests, and query strings for
 /// the OAuth callback.
-package enum FormEncoding {
+public enum FormEncoding {
     /// `k=v&k2=v2` with every name and value percent-encoded. Spaces become `%20`, not `+`:
     /// both decode to a space in a form body, and `%20` also survives servers that
     /// percent-decode without the form rules.
-    package static func encode(_ pairs: [(String, String)]) -> String {
+    public static func encode(_ pairs: [(String, String)]) -> String {
         pairs.map { percentEncode($0.0) + "=" + percentEncode($0.1) }.joined(separator: "&")
     }
 
     /// `s` with everything but RFC 3986 unreserved characters (`A-Z a-z 0-9 - . _ ~`)
     /// as uppercase `%XX` of its UTF-8 bytes.
-    package static func percentEncode(_ s: String) -> String {
+    public static func percentEncode(_ s: String) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(s.utf8.count)
         for byte in s.utf8 {
@@ -28,7 +28,7 @@ package enum FormEncoding {
     /// The name/value pairs of a query string (without its `?`), in order: `+` is a space,
     /// `%XX` is decoded, a malformed `%` is kept literally (as WHATWG URL parsing does),
     /// invalid UTF-8 becomes U+FFFD, a pair without `=` has an empty value.
-    package static func decodeQuery(_ query: Substring) -> [(String, String)] {
+    public static func decodeQuery(_ query: Substring) -> [(String, String)] {
         query.utf8.split(separator: UInt8(ascii: "&")).map { pair in
             if let equals = pair.firstIndex(of: UInt8(ascii: "=")) {
                 return (decode(pair[..<equals]), decode(pair[pair.index(after: equals)...]))

@@ -7,27 +7,27 @@ import JSON
 /// (OIDC Core §3.1.3.7 lets such a client rely on TLS instead of the signature), and it
 /// uses them for display and analytics only. It never accepts a JWT from a client, so
 /// nothing here may ever gate access.
-package struct JWTClaims: Sendable, Equatable {
+public struct JWTClaims: Sendable, Equatable {
     /// `sub`: the provider's identifier for the user.
-    package let subject: String?
+    public let subject: String?
     /// `pennkey`: Penn's login name, preferred over `sub` where present.
-    package let pennkey: String?
+    public let pennkey: String?
     /// `exp` in Unix seconds.
-    package let expiresAt: Double?
+    public let expiresAt: Double?
     /// `iat` in Unix seconds.
-    package let issuedAt: Double?
+    public let issuedAt: Double?
     /// `aud`, always as a list (RFC 7519 §4.1.3 allows a single string).
-    package let audience: [String]
+    public let audience: [String]
     /// Every claim of the payload, including the ones above.
-    package let claims: JSONObject
+    public let claims: JSONObject
 
     /// The name analytics records the user under: `pennkey`, else `sub`.
-    package var analyticsSubject: String? { pennkey ?? subject }
+    public var analyticsSubject: String? { pennkey ?? subject }
 
     /// The claims of a compact JWS `header.payload.signature` (the signature may be empty,
     /// as for unsecured JWTs); nil unless the payload is base64url of a JSON object.
     /// Claims of the wrong type read as absent rather than failing the whole token.
-    package static func decode(_ jwt: String) -> JWTClaims? {
+    public static func decode(_ jwt: String) -> JWTClaims? {
         let segments = jwt.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         // Five segments would be an encrypted JWE, which the proxy cannot read.
         guard segments.count == 3, !segments[0].isEmpty, !segments[1].isEmpty,

@@ -2,30 +2,30 @@ import JSON
 
 /// One callback of an AM journey step, as the server sent it, with the proxy's normalised view
 /// for apps (`offered`) and the filling of its inputs from an app's answers.
-package struct JourneyCallback: Sendable, Equatable {
+public struct JourneyCallback: Sendable, Equatable {
     /// The server's callback object, kept whole so unknown types round-trip.
-    package let raw: JSONObject
+    public let raw: JSONObject
 
     /// Wraps a callback object.
-    package init(raw: JSONObject) { self.raw = raw }
+    public init(raw: JSONObject) { self.raw = raw }
 
     /// `PasswordCallback`, `ChoiceCallback`, …; empty when the server gave none.
-    package var type: String { raw["type"]?.stringValue ?? "" }
+    public var type: String { raw["type"]?.stringValue ?? "" }
 
     /// The outputs as name → value, in the server's order.
-    package var outputs: [(name: String, value: JSONValue)] { Self.pairs(raw["output"]) }
+    public var outputs: [(name: String, value: JSONValue)] { Self.pairs(raw["output"]) }
 
     /// The inputs as name → value (the server's default), in order.
-    package var inputs: [(name: String, value: JSONValue)] { Self.pairs(raw["input"]) }
+    public var inputs: [(name: String, value: JSONValue)] { Self.pairs(raw["input"]) }
 
     /// The output named `name`.
-    package func output(_ name: String) -> JSONValue? { outputs.first { $0.name == name }?.value }
+    public func output(_ name: String) -> JSONValue? { outputs.first { $0.name == name }?.value }
 
     /// Types whose answer is a secret: read without echo, never logged.
-    package var isSecret: Bool { ["PasswordCallback", "ValidatedCreatePasswordCallback"].contains(type) }
+    public var isSecret: Bool { ["PasswordCallback", "ValidatedCreatePasswordCallback"].contains(type) }
 
     /// Whether the user has something to answer (a non-empty input other than a validate-only flag).
-    package var asksUser: Bool {
+    public var asksUser: Bool {
         ![
             "HiddenValueCallback", "MetadataCallback", "PollingWaitCallback", "TextOutputCallback",
             "SuspendedTextOutputCallback",
@@ -33,14 +33,14 @@ package struct JourneyCallback: Sendable, Equatable {
     }
 
     /// Milliseconds a `PollingWaitCallback` asks to wait before the step is sent back.
-    package var waitTimeMs: Int? {
+    public var waitTimeMs: Int? {
         guard type == "PollingWaitCallback", let value = output("waitTime") else { return nil }
         if let n = value.int64Value { return Int(n) }
         return value.stringValue.flatMap { Int($0) }
     }
 
     /// The normalised callback for apps: `type`, `prompt`, `inputs`, type-specific fields and `raw`.
-    package var offered: JSONValue {
+    public var offered: JSONValue {
         var object = JSONObject()
         object["type"] = .string(type)
         object["prompt"] = output("prompt") ?? .null
@@ -106,5 +106,5 @@ package struct JourneyCallback: Sendable, Equatable {
         }
     }
 
-    package static func == (a: JourneyCallback, b: JourneyCallback) -> Bool { a.raw == b.raw }
+    public static func == (a: JourneyCallback, b: JourneyCallback) -> Bool { a.raw == b.raw }
 }

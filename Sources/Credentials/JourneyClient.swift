@@ -2,33 +2,33 @@ import Config
 import JSON
 
 /// One request to AM, built by `JourneyClient`; the owner sends it through libcurl.
-package struct JourneyRequest: Sendable, Equatable {
+public struct JourneyRequest: Sendable, Equatable {
     /// `GET` or `POST`.
-    package var method: String
+    public var method: String
     /// The absolute URL.
-    package var url: String
+    public var url: String
     /// Header lines `Name: value` (the session cookie among them: never log these).
-    package var headers: [String]
+    public var headers: [String]
     /// The body, for POST.
-    package var body: [UInt8]?
+    public var body: [UInt8]?
 }
 
 /// The requests the Journey SDK makes, as values: authenticate, authorize with the session,
 /// session logout. Pure: no I/O, no clock, no randomness.
-package struct JourneyClient: Sendable, Equatable {
+public struct JourneyClient: Sendable, Equatable {
     /// The tree and server.
-    package let config: JourneyConfiguration
+    public let config: JourneyConfiguration
     /// The OAuth client the tokens are for.
-    package let clientID: String
+    public let clientID: String
     /// The redirect URI registered for it; AM puts the code on it.
-    package let redirectURI: String
+    public let redirectURI: String
     /// Scopes requested at authorize.
-    package let scopes: [String]
+    public let scopes: [String]
     /// The authorize endpoint (AM's own unless configured).
-    package let authorizeURL: UpstreamURL
+    public let authorizeURL: UpstreamURL
 
     /// A client for one configured journey provider.
-    package init(
+    public init(
         config: JourneyConfiguration, clientID: String, redirectURI: String, scopes: [String], authorizeURL: UpstreamURL
     ) {
         self.config = config
@@ -45,7 +45,7 @@ package struct JourneyClient: Sendable, Equatable {
 
     /// `POST …/authenticate`: `{}` starts `journey`, a step with inputs filled continues it; a
     /// `suspendedId` resumes a suspended journey; `session` is sent as the tenant's cookie.
-    package func authenticate(journey: String?, body: JSONValue, suspendedId: String? = nil, session: String? = nil)
+    public func authenticate(journey: String?, body: JSONValue, suspendedId: String? = nil, session: String? = nil)
         -> JourneyRequest
     {
         var query: [(String, String)] = []
@@ -65,7 +65,7 @@ package struct JourneyClient: Sendable, Equatable {
 
     /// `GET …/authorize` with the session cookie, PKCE S256 and `response_type=code`: AM answers
     /// 302 to the redirect URI with the code (read from `Location`, never followed).
-    package func authorize(session: String, pkce: PKCE, state: String, nonce: String) -> JourneyRequest {
+    public func authorize(session: String, pkce: PKCE, state: String, nonce: String) -> JourneyRequest {
         let query = FormEncoding.encode([
             ("client_id", clientID), ("response_type", "code"), ("redirect_uri", redirectURI),
             ("scope", scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
@@ -77,7 +77,7 @@ package struct JourneyClient: Sendable, Equatable {
     }
 
     /// `POST …/sessions?_action=logout`: ends the AM session (cookie and the tenant's header, as the iOS SDK sends).
-    package func logout(session: String) -> JourneyRequest {
+    public func logout(session: String) -> JourneyRequest {
         let url = config.url("/json" + config.realmPath + "/sessions", query: "_action=logout")
         return JourneyRequest(
             method: "POST", url: url.description,
@@ -91,7 +91,7 @@ package struct JourneyClient: Sendable, Equatable {
     private func cookie(_ session: String) -> String { "Cookie: \(config.cookieName)=\(session)" }
 
     /// What the authorize redirect carried.
-    package enum Redirect: Sendable, Equatable {
+    public enum Redirect: Sendable, Equatable {
         /// The code, for the token exchange.
         case code(String)
         /// AM refused: `error` and its description.
@@ -101,7 +101,7 @@ package struct JourneyClient: Sendable, Equatable {
     }
 
     /// Reads the authorize answer: a 302 whose `Location` is the redirect URI with `code` and our `state`.
-    package func redirect(status: Int, location: String?, state: String) -> Redirect {
+    public func redirect(status: Int, location: String?, state: String) -> Redirect {
         guard (300...399).contains(status), let location else {
             return .invalid(
                 "AM answered the authorize request with HTTP \(status), not a redirect (no valid session, or consent is required)"

@@ -3,9 +3,9 @@ import JSON
 /// One journey login as a value: `authenticating → awaiting(step) ⇄ polling → authorizing →
 /// exchanging → finished`. Events in, actions out; `CredentialManager` sends the requests, waits
 /// and stores the tokens. A 401 restarts the tree once so the app can answer again.
-package struct JourneyFlow: Sendable {
+public struct JourneyFlow: Sendable {
     /// Work for the owner.
-    package enum Action: Sendable, Equatable {
+    public enum Action: Sendable, Equatable {
         /// Send this request to AM and report the answer with `answered`.
         case send(JourneyRequest)
         /// Wait this many seconds, then call `pollDue`.
@@ -19,16 +19,16 @@ package struct JourneyFlow: Sendable {
     }
 
     /// An HTTP answer from AM, as the flow needs it.
-    package struct Answer: Sendable, Equatable {
+    public struct Answer: Sendable, Equatable {
         /// Status code.
-        package var status: Int
+        public var status: Int
         /// The `Location` header, if any.
-        package var location: String?
+        public var location: String?
         /// The body.
-        package var body: [UInt8]
+        public var body: [UInt8]
 
         /// Creates an answer.
-        package init(status: Int, location: String? = nil, body: [UInt8] = []) {
+        public init(status: Int, location: String? = nil, body: [UInt8] = []) {
             self.status = status
             self.location = location
             self.body = body
@@ -54,19 +54,19 @@ package struct JourneyFlow: Sendable {
 
     private var state: State = .idle
     /// The requests' builder.
-    package let client: JourneyClient
+    public let client: JourneyClient
     /// The tree being walked.
-    package let journey: String
+    public let journey: String
     private let pkce: PKCE
     private let oauthState: String
     private let nonce: String
     /// Seconds the proxy polls on its own within one turn before handing the wait to the app.
-    package static let pollBudget = 30.0
+    public static let pollBudget = 30.0
     /// Seconds waited for polling in the current turn.
     private var pollWaited = 0.0
 
     /// A flow for `journey`; PKCE, `state` and `nonce` are fresh per login (given, for tests).
-    package init(client: JourneyClient, journey: String, pkce: PKCE, state: String, nonce: String) {
+    public init(client: JourneyClient, journey: String, pkce: PKCE, state: String, nonce: String) {
         self.client = client
         self.journey = journey
         self.pkce = pkce
@@ -75,9 +75,9 @@ package struct JourneyFlow: Sendable {
     }
 
     /// Whether the flow has ended (a success or failure was replied).
-    package var isFinished: Bool { state == .finished }
+    public var isFinished: Bool { state == .finished }
     /// The step waiting for the app, if any.
-    package var awaitingStep: JourneyStep? {
+    public var awaitingStep: JourneyStep? {
         if case .awaiting(let step) = state { return step }
         return nil
     }
@@ -85,7 +85,7 @@ package struct JourneyFlow: Sendable {
     // MARK: events
 
     /// Starts the tree (or resumes a suspended one); `session` is an existing AM session, if any.
-    package mutating func start(suspendedId: String? = nil, session: String? = nil) -> [Action] {
+    public mutating func start(suspendedId: String? = nil, session: String? = nil) -> [Action] {
         guard state == .idle else { return [] }
         state = .authenticating(refusal: nil)
         let tree = suspendedId == nil ? journey : nil
@@ -97,7 +97,7 @@ package struct JourneyFlow: Sendable {
     }
 
     /// The app answered the waiting step.
-    package mutating func answer(_ answers: JSONObject) -> Result<[Action], JourneyAnswerError> {
+    public mutating func answer(_ answers: JSONObject) -> Result<[Action], JourneyAnswerError> {
         guard case .awaiting(let step) = state else {
             return .failure(JourneyAnswerError(message: "This step is not waiting for answers."))
         }
@@ -113,7 +113,7 @@ package struct JourneyFlow: Sendable {
     }
 
     /// AM answered the request last sent (nil: it could not be reached, with why).
-    package mutating func answered(_ result: Result<Answer, JourneyTransportError>) -> [Action] {
+    public mutating func answered(_ result: Result<Answer, JourneyTransportError>) -> [Action] {
         switch state {
         case .authenticating(let refusal):
             let reply: JourneyReply
@@ -142,14 +142,14 @@ package struct JourneyFlow: Sendable {
     }
 
     /// The polling wait is over: send the step back as it is.
-    package mutating func pollDue() -> [Action] {
+    public mutating func pollDue() -> [Action] {
         guard case .polling(let step) = state else { return [] }
         state = .authenticating(refusal: nil)
         return [.send(client.authenticate(journey: journey, body: .object(step.raw)))]
     }
 
     /// The token endpoint answered the code exchange.
-    package mutating func exchanged(_ result: Result<TokenSet, OAuthFailure>) -> [Action] {
+    public mutating func exchanged(_ result: Result<TokenSet, OAuthFailure>) -> [Action] {
         guard case .exchanging(let session) = state else { return [] }
         switch result {
         case .success(let tokens):
@@ -204,9 +204,9 @@ package struct JourneyFlow: Sendable {
 }
 
 /// AM could not be reached (connect, TLS, timeout), in words.
-package struct JourneyTransportError: Error, Sendable, Equatable {
+public struct JourneyTransportError: Error, Sendable, Equatable {
     /// The reason (libcurl's message; never a header).
-    package let message: String
+    public let message: String
     /// Creates one.
-    package init(_ message: String) { self.message = message }
+    public init(_ message: String) { self.message = message }
 }

@@ -1,7 +1,7 @@
 import JSON
 
 /// What an app is told after each turn of a journey (the Journey SDK's node kinds).
-package enum JourneyNode: Sendable, Equatable {
+public enum JourneyNode: Sendable, Equatable {
     /// A step to answer; `step` is filled in by the owner with a fresh opaque id.
     case next(JourneyStep)
     /// The server said no; `retry` is the tree started again, when that worked, so the app may answer again.
@@ -12,7 +12,7 @@ package enum JourneyNode: Sendable, Equatable {
     case success(tokens: Bool)
 
     /// The JSON for apps; `step` is the opaque id of `next` or `retry`, `user` the new subject.
-    package func json(journey: String, step: String?, user: String?) -> JSONValue {
+    public func json(journey: String, step: String?, user: String?) -> JSONValue {
         var object = JSONObject()
         switch self {
         case .next(let next):
@@ -46,7 +46,7 @@ package enum JourneyNode: Sendable, Equatable {
     }
 
     /// The step an app may answer next, if any.
-    package var answerable: JourneyStep? {
+    public var answerable: JourneyStep? {
         switch self {
         case .next(let step): step
         case .error(_, _, let retry): retry
@@ -55,7 +55,7 @@ package enum JourneyNode: Sendable, Equatable {
     }
 
     /// One word for logs and the event stream.
-    package var kind: String {
+    public var kind: String {
         switch self {
         case .next: "continue"
         case .error: "error"

@@ -3,26 +3,26 @@ import JSON
 /// The AM session (`tokenId`) behind the stored tokens, kept so a logout after a restart can
 /// still end it: `<stateDirectory>/journey-session.json`, mode 0600, written like the tokens.
 /// Blocking: use it on the worker.
-package struct JourneySessionStore: Sendable {
+public struct JourneySessionStore: Sendable {
     private let file: DurableFile
 
     /// The store in `directory`.
-    package init(directory: String, name: String = "journey-session.json") {
+    public init(directory: String, name: String = "journey-session.json") {
         file = DurableFile(directory: directory, name: name)
     }
 
     /// The stored session, if a readable one exists.
-    package func load() -> String? {
+    public func load() -> String? {
         guard case .bytes(let bytes) = file.read(), let json = try? JSONValue.parse(bytes) else { return nil }
         return json["tokenId"]?.stringValue
     }
 
     /// Stores `session`.
-    package func save(_ session: String) throws(TokenStoreError) {
+    public func save(_ session: String) throws(TokenStoreError) {
         try file.write(
             JSONValue.object(JSONObject(uniqueKeysWithValues: [("tokenId", .string(session))])).serializedBytes())
     }
 
     /// Forgets the session; a missing file is fine.
-    package func delete() throws(TokenStoreError) { try file.delete() }
+    public func delete() throws(TokenStoreError) { try file.delete() }
 }

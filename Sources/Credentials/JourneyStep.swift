@@ -2,14 +2,14 @@ import JSON
 
 /// A step of an AM journey: the callbacks to answer and the opaque `authId` that must go back
 /// with them. The `authId` stays inside the proxy; apps see `offered`.
-package struct JourneyStep: Sendable, Equatable {
+public struct JourneyStep: Sendable, Equatable {
     /// The server's step object (authId, callbacks, header, description, stage).
-    package let raw: JSONObject
+    public let raw: JSONObject
     /// The callbacks, in order.
-    package let callbacks: [JourneyCallback]
+    public let callbacks: [JourneyCallback]
 
     /// A step from the server's object; nil without `authId` or with malformed callbacks.
-    package init?(_ object: JSONObject) {
+    public init?(_ object: JSONObject) {
         guard object["authId"]?.stringValue != nil else { return nil }
         let list = object["callbacks"] ?? .array([])
         guard let items = list.arrayValue else { return nil }
@@ -23,21 +23,21 @@ package struct JourneyStep: Sendable, Equatable {
     }
 
     /// The page header, description and stage the tree author gave, if any.
-    package var header: String? { raw["header"]?.stringValue }
+    public var header: String? { raw["header"]?.stringValue }
     /// See `header`.
-    package var description: String? { raw["description"]?.stringValue }
+    public var description: String? { raw["description"]?.stringValue }
     /// See `header`.
-    package var stage: String? { raw["stage"]?.stringValue }
+    public var stage: String? { raw["stage"]?.stringValue }
 
     /// True when nothing is asked of the user and a polling wait says when to send the step back.
-    package var isPollingOnly: Bool { pollingWaitMs != nil && !callbacks.contains { $0.asksUser } }
+    public var isPollingOnly: Bool { pollingWaitMs != nil && !callbacks.contains { $0.asksUser } }
     /// The longest polling wait of the step, in milliseconds.
-    package var pollingWaitMs: Int? { callbacks.compactMap(\.waitTimeMs).max() }
+    public var pollingWaitMs: Int? { callbacks.compactMap(\.waitTimeMs).max() }
     /// True when the journey was suspended (a "magic link" resumes it).
-    package var isSuspended: Bool { callbacks.contains { $0.type == "SuspendedTextOutputCallback" } }
+    public var isSuspended: Bool { callbacks.contains { $0.type == "SuspendedTextOutputCallback" } }
 
     /// The fields apps see for this step: `header`, `description`, `stage`, `callbacks` (no authId).
-    package var offered: [(String, JSONValue)] {
+    public var offered: [(String, JSONValue)] {
         [
             ("header", raw["header"] ?? .null), ("description", raw["description"] ?? .null),
             ("stage", raw["stage"] ?? .null),
@@ -47,7 +47,7 @@ package struct JourneyStep: Sendable, Equatable {
 
     /// The request body answering this step: the step object with each named input set.
     /// Fails naming an answer that matches no input, so a typo is not silently dropped.
-    package func answered(_ answers: JSONObject) -> Result<JSONValue, JourneyAnswerError> {
+    public func answered(_ answers: JSONObject) -> Result<JSONValue, JourneyAnswerError> {
         var used = Set<String>()
         var body = raw
         body["callbacks"] = .array(callbacks.map { .object($0.filled(with: answers, used: &used)) })
@@ -65,13 +65,13 @@ package struct JourneyStep: Sendable, Equatable {
 }
 
 /// Answers that do not fit the step they were given for.
-package struct JourneyAnswerError: Error, Sendable, Equatable {
+public struct JourneyAnswerError: Error, Sendable, Equatable {
     /// The sentence for the app.
-    package let message: String
+    public let message: String
 }
 
 /// What AM answered to an authenticate request, classified like the Journey SDK's nodes.
-package enum JourneyReply: Sendable, Equatable {
+public enum JourneyReply: Sendable, Equatable {
     /// The next step.
     case step(JourneyStep)
     /// The tree ended in success; `tokenId` is the session (nil with `noSession`).
@@ -83,7 +83,7 @@ package enum JourneyReply: Sendable, Equatable {
     case failed(String)
 
     /// Classifies an HTTP answer from `/authenticate`.
-    package static func parse(status: Int, body: [UInt8]) -> JourneyReply {
+    public static func parse(status: Int, body: [UInt8]) -> JourneyReply {
         if status >= 500 || status == 408 || status == 429 { return .failed("AM answered HTTP \(status)") }
         guard let json = try? JSONValue.parse(body), let object = json.objectValue else {
             return .failed("AM's answer (HTTP \(status)) is not a JSON object")

@@ -1,8 +1,8 @@
 /// The opaque step ids handed to apps: each names one flow, is single-use, expires, and is
 /// bound to the client that started the flow, so a leaked id is useless to anyone else.
-package struct JourneySteps: Sendable {
+public struct JourneySteps: Sendable {
     /// Identifies a flow in the owner's table.
-    package typealias FlowID = UInt64
+    public typealias FlowID = UInt64
 
     private struct Entry: Sendable {
         let flow: FlowID
@@ -12,21 +12,21 @@ package struct JourneySteps: Sendable {
 
     private var entries: [String: Entry] = [:]
     /// Seconds a step id stays valid.
-    package let lifetime: Double
+    public let lifetime: Double
     /// Most ids held; beyond it, the client holding the most gives up its oldest.
-    package let capacity: Int
+    public let capacity: Int
 
     /// A table with `lifetime` seconds per id and at most `capacity` ids.
-    package init(lifetime: Double, capacity: Int) {
+    public init(lifetime: Double, capacity: Int) {
         self.lifetime = lifetime
         self.capacity = capacity
     }
 
     /// Number of live ids (tests).
-    package var count: Int { entries.count }
+    public var count: Int { entries.count }
 
     /// A new id for `flow`, bound to `client`; returns it with the flows whose ids were dropped to make room.
-    package mutating func issue(_ id: String, flow: FlowID, client: String, now: Double) -> [FlowID] {
+    public mutating func issue(_ id: String, flow: FlowID, client: String, now: Double) -> [FlowID] {
         var dropped = expire(now: now)
         while entries.count >= capacity, let oldest = oldestOfHeaviestClient(issuing: client) {
             entries.removeValue(forKey: oldest.key)
@@ -38,7 +38,7 @@ package struct JourneySteps: Sendable {
 
     /// The flow for `id` when `client` started it and it has not expired; the id is spent either way
     /// for its own client, and kept for its owner when another client guessed it.
-    package mutating func take(_ id: String, client: String, now: Double) -> FlowID? {
+    public mutating func take(_ id: String, client: String, now: Double) -> FlowID? {
         guard let entry = entries[id] else { return nil }
         guard entry.client == client else { return nil }
         entries.removeValue(forKey: id)
@@ -58,12 +58,12 @@ package struct JourneySteps: Sendable {
     }
 
     /// Removes expired ids; returns their flows.
-    package mutating func expire(now: Double) -> [FlowID] {
+    public mutating func expire(now: Double) -> [FlowID] {
         let gone = entries.filter { $0.value.expires <= now }
         for key in gone.keys { entries.removeValue(forKey: key) }
         return gone.map(\.value.flow)
     }
 
     /// Forgets every id (logout).
-    package mutating func removeAll() { entries.removeAll() }
+    public mutating func removeAll() { entries.removeAll() }
 }

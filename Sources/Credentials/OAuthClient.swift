@@ -4,7 +4,7 @@ import JSON
 import Upstream
 
 /// Why an auth-server call failed, classified like an OIDC SDK's ErrorNode / FailureNode.
-package enum OAuthFailure: Error, Sendable, Equatable {
+public enum OAuthFailure: Error, Sendable, Equatable {
     /// The server answered with an OAuth error (RFC 6749 §5.2, e.g. `invalid_grant`): the
     /// reason, `error` first, never a token.
     case refused(String)
@@ -23,19 +23,19 @@ struct TokenCallNotes: Sendable, Equatable {
 }
 
 /// RFC 8628 device authorization response.
-package struct DeviceAuthorization: Sendable, Equatable {
+public struct DeviceAuthorization: Sendable, Equatable {
     /// Polled at the token endpoint.
-    package var deviceCode: String
+    public var deviceCode: String
     /// Shown to the user.
-    package var userCode: String
+    public var userCode: String
     /// Where the user enters the code.
-    package var verificationURI: String
+    public var verificationURI: String
     /// The URI with the code filled in, when offered.
-    package var verificationURIComplete: String?
+    public var verificationURIComplete: String?
     /// Seconds until the codes expire.
-    package var expiresIn: Double
+    public var expiresIn: Double
     /// Seconds between polls.
-    package var interval: Double
+    public var interval: Double
 }
 
 /// Token endpoint, revocation, userinfo and discovery calls, on one loop through libcurl.

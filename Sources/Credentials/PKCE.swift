@@ -1,26 +1,26 @@
 /// A PKCE verifier and its S256 challenge (RFC 7636), one pair per authorization request.
-package struct PKCE: Sendable, Equatable {
+public struct PKCE: Sendable, Equatable {
     /// The secret the token request proves possession of (`code_verifier`).
-    package let verifier: String
+    public let verifier: String
     /// `BASE64URL(SHA256(ASCII(verifier)))`, sent with the authorization request (`code_challenge`).
-    package let challenge: String
+    public let challenge: String
     /// The `code_challenge_method`; `plain` is never used, since it would leak the verifier.
-    package static let method = "S256"
+    public static let method = "S256"
 
     /// A fresh pair: 32 random bytes make a 43-character verifier, 256 bits of entropy (RFC 7636 §4.1).
-    package static func generate() -> PKCE {
+    public static func generate() -> PKCE {
         PKCE(verifier: randomToken(bytes: 32))
     }
 
     /// The pair for a known verifier (tests, and the RFC's own example).
-    package init(verifier: String) {
+    public init(verifier: String) {
         self.verifier = verifier
         challenge = Base64URL.encode(SHA256.hash(verifier.utf8))
     }
 }
 
 /// `bytes` random bytes from the system CSPRNG as unpadded base64url, for `state`, `nonce` and verifiers.
-package func randomToken(bytes: Int = 32) -> String {
+public func randomToken(bytes: Int = 32) -> String {
     var generator = SystemRandomNumberGenerator()
     var random: [UInt8] = []
     random.reserveCapacity(bytes)

@@ -2,20 +2,20 @@ import Config
 import JSON
 
 /// The provider's endpoints: explicit config values override what OIDC discovery found.
-package struct ProviderEndpoints: Sendable, Equatable {
+public struct ProviderEndpoints: Sendable, Equatable {
     /// Where the user logs in (authorization code grant).
-    package var authorization: UpstreamURL?
+    public var authorization: UpstreamURL?
     /// Where tokens are issued and refreshed.
-    package var token: UpstreamURL?
+    public var token: UpstreamURL?
     /// RFC 7009 revocation.
-    package var revocation: UpstreamURL?
+    public var revocation: UpstreamURL?
     /// OIDC userinfo.
-    package var userinfo: UpstreamURL?
+    public var userinfo: UpstreamURL?
     /// RFC 8628 device authorization.
-    package var deviceAuthorization: UpstreamURL?
+    public var deviceAuthorization: UpstreamURL?
 
     /// The endpoints written in the config.
-    package init(configured provider: ProviderConfiguration) {
+    public init(configured provider: ProviderConfiguration) {
         authorization = provider.authorizationEndpoint
         token = provider.tokenEndpoint
         revocation = provider.revocationEndpoint
@@ -31,7 +31,7 @@ package struct ProviderEndpoints: Sendable, Equatable {
     }
 
     /// These endpoints with gaps filled from a discovery document; nil if it is not a JSON object.
-    package func filled(fromDiscovery body: [UInt8]) -> ProviderEndpoints? {
+    public func filled(fromDiscovery body: [UInt8]) -> ProviderEndpoints? {
         guard let document = try? JSONValue.parse(body), document.objectValue != nil else { return nil }
         func url(_ key: String) -> UpstreamURL? { document[key]?.stringValue.flatMap(UpstreamURL.parse) }
         var filled = self

@@ -1,8 +1,8 @@
 /// SHA-256 (FIPS 180-4) in pure Swift, for PKCE challenges: the proxy links no crypto
 /// library, and hashing one 43-byte verifier per login does not justify one.
-package enum SHA256 {
+public enum SHA256 {
     /// The 32-byte digest of `bytes`.
-    package static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
         let digest = bytes.withContiguousStorageIfAvailable { hash(UnsafeRawBufferPointer($0)) }
         if let digest { return digest }
         return Array(bytes).withUnsafeBytes { hash($0) }

@@ -3,22 +3,22 @@ import Glibc
 /// A state directory, or a file in it, that someone other than the proxy's user may write: they
 /// could plant `tokens-<name>.json` and have the proxy send their token upstream. Names the path,
 /// its owner and mode, as ssh does for a key it will not use.
-package struct UntrustedState: Error, Sendable, Equatable, CustomStringConvertible {
+public struct UntrustedState: Error, Sendable, Equatable, CustomStringConvertible {
     /// The directory or file.
-    package let path: String
+    public let path: String
     /// Whether `path` is the state directory itself (or a directory in it).
-    package let isDirectory: Bool
+    public let isDirectory: Bool
     /// Its owner's uid.
-    package let owner: uid_t
+    public let owner: uid_t
     /// Its group's gid.
-    package let group: gid_t
+    public let group: gid_t
     /// Its permission bits (with setuid, setgid and sticky).
-    package let mode: mode_t
+    public let mode: mode_t
     /// The proxy's effective uid.
-    package let user: uid_t
+    public let user: uid_t
 
     /// Describes `path`; see `StateTrust.judge` for when it is untrusted.
-    package init(path: String, isDirectory: Bool, owner: uid_t, group: gid_t, mode: mode_t, user: uid_t) {
+    public init(path: String, isDirectory: Bool, owner: uid_t, group: gid_t, mode: mode_t, user: uid_t) {
         self.path = path
         self.isDirectory = isDirectory
         self.owner = owner
@@ -28,12 +28,12 @@ package struct UntrustedState: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     /// The mode as four octal digits, e.g. `0777`.
-    package var octalMode: String {
+    public var octalMode: String {
         let digits = String(mode, radix: 8)
         return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 
-    package var description: String {
+    public var description: String {
         let kind = isDirectory ? "state directory" : "state file"
         let fix =
             isDirectory ? "chown \(user) \(path); chmod 0700 \(path)" : "chown \(user) \(path); chmod 0600 \(path)"
@@ -49,11 +49,11 @@ package struct UntrustedState: Error, Sendable, Equatable, CustomStringConvertib
 /// exception: user-private groups, and the fsGroup Kubernetes gives a volume's files).
 /// A sticky world-writable directory (/tmp) is refused too: others could create the files the
 /// proxy has not written yet. The directory's parents are not checked.
-package enum StateTrust {
+public enum StateTrust {
     /// Nil when `owner`, `group` and `mode` are trusted for `user`, whose private group (if any)
     /// is `privateGroup`. A symbolic link's own mode means nothing (always 0777), so `isLink`
     /// judges the owner alone.
-    package static func judge(
+    public static func judge(
         path: String, isDirectory: Bool, isLink: Bool = false, owner: uid_t, group: gid_t,
         mode: mode_t, user: uid_t, privateGroup: gid_t? = nil
     ) -> UntrustedState? {
@@ -67,7 +67,7 @@ package enum StateTrust {
     /// The group whose only member is `user`: nobody else has it as primary group or is listed in
     /// it, and `user` is in it. Nil when there is none (or `user` has no passwd entry). Reads the
     /// whole user database (`getpwent`), so it is for startup only, before other threads exist.
-    package static func privateGroup(of user: uid_t) -> gid_t? {
+    public static func privateGroup(of user: uid_t) -> gid_t? {
         guard let me = getpwuid(user) else { return nil }
         let gid = me.pointee.pw_gid
         let name = String(cString: me.pointee.pw_name)
@@ -90,14 +90,14 @@ package enum StateTrust {
     /// before `check`, it cannot be made first by someone else between the check (which a missing
     /// directory passes) and the first write, which would then go into their directory. One
     /// that cannot be made (a read-only file system) is left to the writes to report.
-    package static func create(directory: String) {
+    public static func create(directory: String) {
         try? DurableFile.makeDirectory(directory)
     }
 
     /// The first untrusted thing among `directory` (when it exists; a missing one is created
     /// mode 0700 when first written) and every entry directly in it (for a symbolic link, the
     /// link and what it points at). Blocks on the file system: call at startup.
-    package static func check(directory: String, user: uid_t = geteuid()) -> UntrustedState? {
+    public static func check(directory: String, user: uid_t = geteuid()) -> UntrustedState? {
         let rule = Rule(user: user)
         if let problem = rule.judgeEntry(path: directory) { return problem }
         guard let dir = opendir(directory) else { return nil }

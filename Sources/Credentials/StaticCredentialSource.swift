@@ -5,7 +5,7 @@ import Glibc
 /// re-read when their modification time, size or inode changes (a rotated token file is
 /// picked up without a restart). Blocking file reads happen on the caller's thread, which
 /// is the lifecycle thread, never a loop.
-package final class StaticCredentialSource {
+public final class StaticCredentialSource {
     private let accessToken: SecretSource?
     private let idToken: SecretSource?
     private let tokenType: String
@@ -13,17 +13,17 @@ package final class StaticCredentialSource {
     private var lastValues: (String?, String?)?
     private var generation: UInt64 = 0
     /// The last problem reading the sources, if any (a path and a reason, never a secret).
-    package private(set) var lastError: String?
+    public private(set) var lastError: String?
 
     /// Creates the source from the provider config.
-    package init(accessToken: SecretSource?, idToken: SecretSource?, tokenType: String) {
+    public init(accessToken: SecretSource?, idToken: SecretSource?, tokenType: String) {
         self.accessToken = accessToken
         self.idToken = idToken
         self.tokenType = tokenType
     }
 
     /// A new snapshot when the tokens changed since the last call (or on the first call), else nil.
-    package func poll() -> CredentialSnapshot? {
+    public func poll() -> CredentialSnapshot? {
         let stamps = [accessToken, idToken].map { source -> FileStamp? in
             if case .file(let path)? = source { return FileStamp(path: path) }
             return nil

@@ -3,21 +3,21 @@ import JSON
 
 /// Why a token endpoint's success response (RFC 6749 §5.1) was unusable. The message
 /// names fields, never their values, so it is safe for logs and `lastError`.
-package struct TokenResponseError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct TokenResponseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What was wrong, e.g. "token response has no access_token".
-    package let message: String
+    public let message: String
 
     /// An error with `message`.
-    package init(_ message: String) { self.message = message }
+    public init(_ message: String) { self.message = message }
 
     /// The message.
-    package var description: String { message }
+    public var description: String { message }
 }
 
 extension TokenSet {
     /// The token set in a successful token response (RFC 6749 §5.1), with `expires_in`
     /// turned into an absolute time from `now` (Unix seconds).
-    package static func fromTokenResponse(_ body: JSONValue, now: Double) -> Result<TokenSet, TokenResponseError> {
+    public static func fromTokenResponse(_ body: JSONValue, now: Double) -> Result<TokenSet, TokenResponseError> {
         guard let object = body.objectValue else {
             return .failure(TokenResponseError("token response is \(body.kindDescription), not an object"))
         }

@@ -1,22 +1,22 @@
 import JSON
 
 /// One login's tokens, as stored in `tokens.json` and handed to the injector.
-package struct TokenSet: Sendable, Equatable {
+public struct TokenSet: Sendable, Equatable {
     /// The OAuth access token.
-    package var accessToken: String
+    public var accessToken: String
     /// The OIDC id_token (a JWT), if the provider issued one.
-    package var idToken: String?
+    public var idToken: String?
     /// The refresh token, if the provider issued one.
-    package var refreshToken: String?
+    public var refreshToken: String?
     /// The token type for the `Authorization` header; default `Bearer`.
-    package var tokenType: String
+    public var tokenType: String
     /// When the access token expires, in Unix seconds; nil when the provider did not say.
-    package var expiresAt: Double?
+    public var expiresAt: Double?
     /// The granted scope, space-separated, if known.
-    package var scope: String?
+    public var scope: String?
 
     /// A token set; only the access token is required.
-    package init(
+    public init(
         accessToken: String, idToken: String? = nil, refreshToken: String? = nil,
         tokenType: String = "Bearer", expiresAt: Double? = nil, scope: String? = nil
     ) {
@@ -29,7 +29,7 @@ package struct TokenSet: Sendable, Equatable {
     }
 
     /// The set as a compact JSON object (the `tokens.json` format); absent fields are omitted.
-    package func json() -> [UInt8] {
+    public func json() -> [UInt8] {
         var object = JSONObject()
         object["access_token"] = .string(accessToken)
         if let idToken { object["id_token"] = .string(idToken) }
@@ -41,7 +41,7 @@ package struct TokenSet: Sendable, Equatable {
     }
 
     /// A set from `json()` output; nil for anything else, which the store treats as corrupt.
-    package static func parse(_ bytes: [UInt8]) -> TokenSet? {
+    public static func parse(_ bytes: [UInt8]) -> TokenSet? {
         guard let object = (try? JSONValue.parse(bytes))?.objectValue,
             let accessToken = object["access_token"]?.stringValue
         else { return nil }
@@ -65,7 +65,7 @@ package struct TokenSet: Sendable, Equatable {
     /// tokens omit `refresh_token` (RFC 6749 §6), and many omit `id_token` on refresh, so
     /// an absent one keeps the old value (docs/login.md); an absent `scope`
     /// means the scope granted before (RFC 6749 §5.1).
-    package func merging(refresh response: TokenSet) -> TokenSet {
+    public func merging(refresh response: TokenSet) -> TokenSet {
         var merged = response
         merged.refreshToken = response.refreshToken ?? refreshToken
         merged.idToken = response.idToken ?? idToken
@@ -74,7 +74,7 @@ package struct TokenSet: Sendable, Equatable {
     }
 
     /// The user, from the id_token's claims: `pennkey`, else `sub`; nil without an id_token.
-    package var subject: String? {
+    public var subject: String? {
         idToken.flatMap(JWTClaims.decode)?.analyticsSubject
     }
 }

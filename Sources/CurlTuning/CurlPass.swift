@@ -10,7 +10,7 @@ import Upstream
 /// which it also tells what its loop knows of each socket (`QuietSockets`). While a pass runs,
 /// the thread's is found through a thread-local word (`cc_current_pass`) by the executable's
 /// `send`, `recv`, `poll` and `clock_gettime` (`SendBatch.send`, `QuietSockets`, `PassClock`).
-package final class CurlPass: UpstreamTuning {
+public final class CurlPass: UpstreamTuning {
     var sends = SendBatch()
     var empty = EmptySockets()
     /// Sockets that hold bytes read ahead (some may have been read since), at most
@@ -24,7 +24,7 @@ package final class CurlPass: UpstreamTuning {
     var rerun: (CInt) -> Bool
     /// The last pass left a watched socket holding bytes that its last run did not read: the
     /// loop's next turn must run it again (`stalledSockets`).
-    package private(set) var stalled = false
+    public private(set) var stalled = false
     /// The last answer to a read of the monotonic clock in this pass (`PassClock`), and whether
     /// there was one.
     private var clock = timespec()
@@ -32,7 +32,7 @@ package final class CurlPass: UpstreamTuning {
     /// The owning client's loop: the client holds it, and it outlives this.
     private let loop: Unretained<EventLoop>
 
-    package required init(loop: EventLoop, rerun: @escaping (CInt) -> Bool) {
+    public required init(loop: EventLoop, rerun: @escaping (CInt) -> Bool) {
         self.loop = Unretained(loop)
         self.rerun = rerun
         holding.reserveCapacity(ReadAhead.socketsPerPass)
@@ -49,7 +49,7 @@ package final class CurlPass: UpstreamTuning {
     /// `run(_:)`, with every readiness check in `body` the kernel's when `strict`
     /// (`QuietSockets.asking(strictly:)`).
     @inline(__always)
-    package func pass(strict: Bool, _ body: () -> Void) {
+    public func pass(strict: Bool, _ body: () -> Void) {
         run { QuietSockets.asking(strictly: strict, body) }
     }
 
@@ -67,16 +67,16 @@ package final class CurlPass: UpstreamTuning {
         sends.passEnded()
     }
 
-    package func holdsBytes(for fd: CInt) -> Bool { ReadAhead.block(of: fd) != nil }
+    public func holdsBytes(for fd: CInt) -> Bool { ReadAhead.block(of: fd) != nil }
 
-    package func know(_ readiness: SocketReadiness, of fd: CInt) { QuietSockets.mark(fd, readiness) }
+    public func know(_ readiness: SocketReadiness, of fd: CInt) { QuietSockets.mark(fd, readiness) }
 
-    package func opened(_ fd: CInt) {
+    public func opened(_ fd: CInt) {
         QuietSockets.mark(fd, .unknown)
         ReadAhead.release(fd)
     }
 
-    package func closing(_ fd: CInt) {
+    public func closing(_ fd: CInt) {
         forget(fd)
         QuietSockets.mark(fd, .unknown)
     }
@@ -131,7 +131,7 @@ package final class CurlPass: UpstreamTuning {
     /// the clock is glibc's, so a deadline it sets after moving them is later than a sweep's `now`
     /// read before (`PassClock`).
     @inline(__always)
-    package func bodyMoved() { clockRead = false }
+    public func bodyMoved() { clockRead = false }
 
     @inline(__always)
     static func nanosecond(after time: timespec) -> timespec {
@@ -142,7 +142,7 @@ package final class CurlPass: UpstreamTuning {
 
     /// The sockets that may hold bytes, for the loop's next turn to run those that still do and
     /// that curl watches (each run may change the others).
-    package func stalledSockets() -> [CInt] {
+    public func stalledSockets() -> [CInt] {
         stalled = false
         return holding
     }

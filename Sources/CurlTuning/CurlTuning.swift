@@ -28,16 +28,16 @@ import Upstream
 // bench/cost-profile.sh measures what the tuning saves (run it with the variable set to compare).
 
 /// Whether the libc overrides serve libcurl in this process, decided once at start.
-package enum LibcurlTuning {
+public enum LibcurlTuning {
     /// The environment variable that turns the tuning off (`off`); `on`, or unset, uses it when
     /// the running libcurl is one it was verified with.
-    package static let environmentVariable = "PLATFORM_PROXY_CURL_TUNING"
+    public static let environmentVariable = "PLATFORM_PROXY_CURL_TUNING"
 
     /// The libcurl versions (`LIBCURL_VERSION_NUM`) the overrides were verified with.
-    package static let verifiedVersions: [UInt32] = [0x07_58_01]
+    public static let verifiedVersions: [UInt32] = [0x07_58_01]
 
     /// What `start` decided.
-    package enum Decision: Equatable {
+    public enum Decision: Equatable, Sendable {
         /// The tuning serves libcurl `libcurl` (its version and TLS library).
         case on(libcurl: String)
         /// Plain glibc, and why.
@@ -48,7 +48,7 @@ package enum LibcurlTuning {
 
     /// The decision for the variable's value `switchValue` (nil: unset) and the running libcurl
     /// (`version` as `LIBCURL_VERSION_NUM`, `versionText` as printed, its TLS library `tls`).
-    package static func decide(switchValue: String?, version: UInt32, versionText: String, tls: String?) -> Decision {
+    public static func decide(switchValue: String?, version: UInt32, versionText: String, tls: String?) -> Decision {
         let running = "libcurl \(versionText) (\(tls ?? "no TLS"))"
         switch switchValue {
         case "off":
@@ -69,7 +69,7 @@ package enum LibcurlTuning {
 
     /// Decides from the environment and the running libcurl, turns the tuning on if so, and logs
     /// one line saying which. Call once at start, before any loop thread and any `UpstreamClient`.
-    package static func start() -> Decision {
+    public static func start() -> Decision {
         let info = curl_version_info(CURLVERSION_TENTH)  // CURLVERSION_NOW in 7.88.1's header
         let version = info.map { UInt32($0.pointee.version_num) } ?? 0
         let versionText = info.flatMap { $0.pointee.version }.map { String(cString: $0) } ?? "unknown"
@@ -90,7 +90,7 @@ package enum LibcurlTuning {
     }
 
     /// The overrides answer from what the loops know, and every new client gets a `CurlPass`.
-    package static func turnOn() {
+    public static func turnOn() {
         cc_set_tuning_enabled(1)
         UpstreamClient.installedTuning = CurlPass.self
     }
@@ -103,7 +103,7 @@ package enum LibcurlTuning {
 /// `poll(3)` for the whole process: with the tuning on, zero-timeout checks of sockets whose
 /// readiness the loop knows are answered from that (`QuietSockets`); every other call is glibc's.
 @_cdecl("poll")
-package func pollAnsweringKnownSockets(_ fds: UnsafeMutablePointer<pollfd>?, _ count: nfds_t, _ timeout: CInt) -> CInt {
+public func pollAnsweringKnownSockets(_ fds: UnsafeMutablePointer<pollfd>?, _ count: nfds_t, _ timeout: CInt) -> CInt {
     guard LibcurlTuning.isOn else { return cc_kernel_poll(fds, count, timeout) }
     return QuietSockets.poll(fds, count, timeout)
 }
@@ -112,7 +112,7 @@ package func pollAnsweringKnownSockets(_ fds: UnsafeMutablePointer<pollfd>?, _ c
 /// readiness the loop knows is answered from that, and short reads of a watched socket read ahead
 /// (`QuietSockets.receive`); every other call is glibc's `recvfrom`, which `recv` is.
 @_cdecl("recv")
-package func receiveAnsweringKnownSockets(
+public func receiveAnsweringKnownSockets(
     _ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ length: Int,
     _ flags: CInt
 ) -> Int {
@@ -124,7 +124,7 @@ package func receiveAnsweringKnownSockets(
 /// client are coalesced per socket (`SendBatch`); every other call is glibc's `sendto`, which
 /// `send` is.
 @_cdecl("send")
-package func sendCoalescingPasses(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ length: Int, _ flags: CInt) -> Int {
+public func sendCoalescingPasses(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ length: Int, _ flags: CInt) -> Int {
     guard LibcurlTuning.isOn else { return sendto(fd, buffer, length, flags, nil, 0) }
     return SendBatch.send(fd, buffer, length, flags)
 }
@@ -133,7 +133,7 @@ package func sendCoalescingPasses(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ len
 /// clock during a pass of a loop's client are answered from the pass's last real read
 /// (`PassClock`); every other call is glibc's.
 @_cdecl("clock_gettime")
-package func clockReadingPasses(_ clock: clockid_t, _ time: UnsafeMutablePointer<timespec>?) -> CInt {
+public func clockReadingPasses(_ clock: clockid_t, _ time: UnsafeMutablePointer<timespec>?) -> CInt {
     guard LibcurlTuning.isOn else { return cc_glibc_clock_gettime(clock, time) }
     return PassClock.read(clock, time)
 }

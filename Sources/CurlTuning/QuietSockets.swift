@@ -52,7 +52,7 @@ import Upstream
 /// connection, as it does when that race happens anyway (`Curl_retry_request`). It cannot send a
 /// request body again, so while a request with a body may be choosing a connection, every check
 /// is the kernel's (`asking(strictly:)`): such a request meets only the race it always met.
-package enum QuietSockets {
+public enum QuietSockets {
     /// What is known of a socket's readiness, one byte per descriptor number (the client's
     /// `CurlSocket.readiness`), and what a check for reading gets:
     /// - `unknown`: every check is the kernel's;

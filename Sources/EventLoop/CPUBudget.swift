@@ -5,9 +5,9 @@ import Glibc
 /// (`taskset`, Docker `--cpuset-cpus`), capped by a cgroup CPU quota (Docker `--cpus`, a
 /// Kubernetes CPU limit), rounded up. A sidecar limited to one CPU on a 64-core node runs one
 /// loop, not 64.
-package enum CPUBudget {
+public enum CPUBudget {
     /// The CPUs available to this process, at least 1.
-    package static func available() -> Int {
+    public static func available() -> Int {
         var cpus = Int(cl_affinity_cpu_count())
         if cpus <= 0 { cpus = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
         if let quota = cgroupQuota() { cpus = min(cpus, quota) }

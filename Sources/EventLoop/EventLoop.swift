@@ -3,14 +3,14 @@ import Glibc
 import Synchronization
 
 /// Something registered with a loop that reacts to readiness.
-package protocol Selectable: AnyObject {
+public protocol Selectable: AnyObject {
     /// Called on the loop thread with the epoll event bits.
     func ready(_ events: UInt32)
 }
 
 /// One epoll loop on one thread: it owns its descriptors, its timers and everything
 /// registered with it. Only `execute` and `wakeup` may be called from other threads.
-package final class EventLoop: @unchecked Sendable {
+public final class EventLoop: @unchecked Sendable {
     private let selector: Selector
     private let wakeFD: CInt
     /// Timers need no descriptor: each wait ends by the earliest deadline (`epoll_pwait2`), so
@@ -41,21 +41,21 @@ package final class EventLoop: @unchecked Sendable {
     /// the thread that creates or joins the loop may set it up or tear it down.
     private let owner = Atomic<UInt>(0)
     /// The time the current iteration started: cheap and precise enough for deadlines.
-    package private(set) var now = NanoTime.now()
+    public private(set) var now = NanoTime.now()
     /// How many readiness events the current iteration is dispatching: 1 when a lone event woke
     /// the loop (low load), many under load, when the end of the iteration comes soon anyway.
-    package private(set) var eventsInBatch = 0
+    public private(set) var eventsInBatch = 0
     /// Iterations run so far: tests check that a loop waiting for a timer sleeps, not spins.
-    package private(set) var iterations = 0
+    public private(set) var iterations = 0
     /// Iterations whose batch of events has been dispatched: once this passes the iteration in
     /// which something happened, a wait begun after it has been seen through, every readiness
     /// it reported handled (`UpstreamClient` tells quiet parked connections by it).
-    package private(set) var batchesDispatched = 0
+    public private(set) var batchesDispatched = 0
     /// A name for logs, e.g. `loop-0`.
-    package let name: String
+    public let name: String
 
     /// Creates a loop; call `run` on the thread that will own it.
-    package init(name: String) throws(IOError) {
+    public init(name: String) throws(IOError) {
         self.name = name
         selector = try Selector()
         wakeFD = try syscall(where: "eventfd") { cl_eventfd() }
@@ -69,19 +69,19 @@ package final class EventLoop: @unchecked Sendable {
     /// Whether the caller runs on this loop's thread (or the loop has not started yet, when
     /// the thread that creates it sets it up). Checked by `assertInLoop` in debug builds, as
     /// swift-nio's `NIOLoopBound` does: loop-confined state touched from another thread is a bug.
-    package var inLoop: Bool {
+    public var inLoop: Bool {
         let thread = owner.load(ordering: .relaxed)
         return thread == 0 || pthread_equal(thread, pthread_self()) != 0
     }
 
     /// Traps in debug builds when called off the loop's thread; free in release builds.
     @inline(__always)
-    package func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
+    public func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
         assert(inLoop, "\(name): called off its loop thread", file: file, line: line)
     }
 
     /// Registers `fd` for `interest`; events go to `target` until `deregister`.
-    package func register(fd: CInt, interest: Interest, target: any Selectable, exclusive: Bool = false) throws(IOError)
+    public func register(fd: CInt, interest: Interest, target: any Selectable, exclusive: Bool = false) throws(IOError)
     {
         assertInLoop()
         let generation = slot(for: fd)
@@ -91,7 +91,7 @@ package final class EventLoop: @unchecked Sendable {
 
     /// (Re)claims `fd` for `target`: modifies an existing epoll entry, or adds one when the kernel
     /// has none (the descriptor was closed and its number reused). One syscall either way.
-    package func claim(fd: CInt, interest: Interest, target: any Selectable) throws(IOError) {
+    public func claim(fd: CInt, interest: Interest, target: any Selectable) throws(IOError) {
         assertInLoop()
         let generation = slot(for: fd)
         registrations[Int(fd)] = (generation, target)
@@ -103,13 +103,13 @@ package final class EventLoop: @unchecked Sendable {
     }
 
     /// Changes the interest of a registered `fd`.
-    package func reregister(fd: CInt, interest: Interest) throws(IOError) {
+    public func reregister(fd: CInt, interest: Interest) throws(IOError) {
         assertInLoop()
         try selector.reregister(fd: fd, generation: registrations[Int(fd)].generation, interest: interest)
     }
 
     /// Stops delivering events for `fd`; call before closing it.
-    package func deregister(fd: CInt) {
+    public func deregister(fd: CInt) {
         assertInLoop()
         selector.deregister(fd: fd)
         registrations[Int(fd)].target = nil
@@ -118,7 +118,7 @@ package final class EventLoop: @unchecked Sendable {
     /// Forgets `fd`'s registration without a syscall, for a descriptor about to be closed (or just
     /// closed) whose open file is not shared: closing it takes it out of the epoll set. Events
     /// already fetched for it are dropped, as after `deregister`.
-    package func forget(fd: CInt) {
+    public func forget(fd: CInt) {
         assertInLoop()
         guard Int(fd) < registrations.count else { return }
         registrations[Int(fd)].target = nil
@@ -126,7 +126,7 @@ package final class EventLoop: @unchecked Sendable {
 
     /// Schedules `callback` on this loop at `deadline`.
     @discardableResult
-    package func schedule(at deadline: NanoTime, _ callback: @escaping () -> Void) -> TimerID {
+    public func schedule(at deadline: NanoTime, _ callback: @escaping () -> Void) -> TimerID {
         assertInLoop()
         // The next wait ends by the earliest deadline; one already due runs at the end of this
         // iteration, or ends the next wait at once.
@@ -134,13 +134,13 @@ package final class EventLoop: @unchecked Sendable {
     }
 
     /// Cancels a timer; a no-op if it already ran.
-    package func cancel(_ timer: TimerID) {
+    public func cancel(_ timer: TimerID) {
         assertInLoop()
         timers.cancel(timer)
     }
 
     /// Runs `task` on the loop thread soon; callable from any thread.
-    package func execute(_ task: @escaping @Sendable () -> Void) {
+    public func execute(_ task: @escaping @Sendable () -> Void) {
         inbox.withLock { $0.append(task) }
         wakeup()
     }
@@ -148,31 +148,31 @@ package final class EventLoop: @unchecked Sendable {
     /// Runs `task` where a timer due now would run: after this batch's events, before its timers;
     /// asked while those run, at the next iteration, which then does not wait. A zero timeout
     /// without a timer heap insert and removal (libcurl asks for one per transfer). Loop thread only.
-    package func runDue(_ task: @escaping () -> Void) {
+    public func runDue(_ task: @escaping () -> Void) {
         assertInLoop()
         dueNow.append(Task(run: task))
     }
 
     /// Runs `task` at the end of the current iteration, after all events were handled (loop thread only).
-    package func afterEvents(_ task: @escaping () -> Void) {
+    public func afterEvents(_ task: @escaping () -> Void) {
         assertInLoop()
         afterIteration.append(Task(run: task))
     }
 
     /// Interrupts `epoll_wait`; callable from any thread.
-    package func wakeup() {
+    public func wakeup() {
         var one: UInt64 = 1
         _ = Glibc.write(wakeFD, &one, 8)
     }
 
     /// Makes `run` return after the current iteration (loop thread only).
-    package func stop() { running = false }
+    public func stop() { running = false }
 
     /// Runs `task` on the loop thread when `run` returns (buffers that must reach their file).
-    package func whenStopped(_ task: @escaping () -> Void) { atStop.append(task) }
+    public func whenStopped(_ task: @escaping () -> Void) { atStop.append(task) }
 
     /// Runs until `stop`.
-    package func run() {
+    public func run() {
         owner.store(pthread_self(), ordering: .relaxed)
         while running { iterate(timeoutMilliseconds: -1) }
         for task in atStop { task() }
@@ -184,7 +184,7 @@ package final class EventLoop: @unchecked Sendable {
     /// Runs one iteration on the calling thread, waiting at most `timeoutMilliseconds` (0: only
     /// what is ready now) — for in-process tests that drive a loop turn by turn, in the manner
     /// of swift-nio's `EmbeddedEventLoop`; the loop must not be running on another thread.
-    package func runOnce(timeoutMilliseconds: CInt = 0) {
+    public func runOnce(timeoutMilliseconds: CInt = 0) {
         precondition(owner.load(ordering: .relaxed) == 0, "\(name): runOnce while the loop runs on its thread")
         iterate(timeoutMilliseconds: timeoutMilliseconds)
     }

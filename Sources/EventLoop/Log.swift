@@ -3,7 +3,7 @@ import JSON
 import Synchronization
 
 /// Severity of a log line.
-package enum LogLevel: Int, Sendable, Comparable {
+public enum LogLevel: Int, Sendable, Comparable {
     case debug, info, warning, error
     /// The name a log line carries.
     var name: StaticString {
@@ -14,10 +14,10 @@ package enum LogLevel: Int, Sendable, Comparable {
         case .error: "error"
         }
     }
-    package static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
 
     /// Parses `debug`, `info`, `warning` or `error`.
-    package init?(name: String) {
+    public init?(name: String) {
         switch name {
         case "debug": self = .debug
         case "info": self = .info
@@ -29,23 +29,23 @@ package enum LogLevel: Int, Sendable, Comparable {
 }
 
 /// A value in a log line.
-package enum LogValue: Sendable {
+public enum LogValue: Sendable {
     case string(String), int(Int), double(Double), bool(Bool)
 }
 
 /// JSON-lines logging to stderr: one object per line with `time`, `level`, `event` and fields.
 /// Callers pass only values that are safe to print; no secret is ever given to the log.
-package enum Log {
+public enum Log {
     private static let minimum = Atomic<Int>(LogLevel.info.rawValue)
 
     /// Sets the lowest level written.
-    package static func setMinimumLevel(_ level: LogLevel) { minimum.store(level.rawValue, ordering: .relaxed) }
+    public static func setMinimumLevel(_ level: LogLevel) { minimum.store(level.rawValue, ordering: .relaxed) }
 
     /// Whether lines at `level` are written.
-    package static func enabled(_ level: LogLevel) -> Bool { level.rawValue >= minimum.load(ordering: .relaxed) }
+    public static func enabled(_ level: LogLevel) -> Bool { level.rawValue >= minimum.load(ordering: .relaxed) }
 
     /// Writes one line now (lifecycle events; request lines go through `LogBuffer`).
-    package static func emit(_ level: LogLevel, _ event: String, _ fields: KeyValuePairs<String, LogValue> = [:]) {
+    public static func emit(_ level: LogLevel, _ event: String, _ fields: KeyValuePairs<String, LogValue> = [:]) {
         guard enabled(level) else { return }
         var line: [UInt8] = []
         format(level, event, fields.map { ($0.key, $0.value) }, into: &line)
@@ -53,7 +53,7 @@ package enum Log {
     }
 
     /// Writes one line now with fields built at run time (a component adding its own, such as `provider`).
-    package static func emit(_ level: LogLevel, _ event: String, fields: [(String, LogValue)]) {
+    public static func emit(_ level: LogLevel, _ event: String, fields: [(String, LogValue)]) {
         guard enabled(level) else { return }
         var line: [UInt8] = []
         format(level, event, fields, into: &line)
@@ -68,7 +68,7 @@ package enum Log {
     }
 
     /// Writes plain text (CLI messages) to stderr.
-    package static func writeStandardError(_ text: String) { write(Array(text.utf8)) }
+    public static func writeStandardError(_ text: String) { write(Array(text.utf8)) }
 
     static func write(_ bytes: [UInt8]) { bytes.withUnsafeBytes { write($0) } }
 
@@ -96,24 +96,24 @@ package enum Log {
 /// one, so a busy loop makes one write(2) for hundreds of requests; warnings and errors go out at
 /// once (with what is queued before them, keeping the order). The rest is written when the loop
 /// stops. Lines are composed in place, at the end of what is queued.
-package final class LogBuffer {
+public final class LogBuffer {
     private var pending = LogLine(capacity: LogBuffer.flushBytes + 4096)
     private var flushTimer: TimerID?
     private let loop: EventLoop
 
     /// Bytes queued before a write.
-    package static let flushBytes = 64 * 1024
+    public static let flushBytes = 64 * 1024
     /// Seconds a queued line waits at most.
-    package static let flushSeconds = 1.0
+    public static let flushSeconds = 1.0
 
     /// Creates a buffer for `loop`, flushed when the loop stops.
-    package init(loop: EventLoop) {
+    public init(loop: EventLoop) {
         self.loop = loop
         loop.whenStopped { [weak self] in self?.flush() }
     }
 
     /// Queues one line.
-    package func emit(_ level: LogLevel, _ event: String, _ fields: [(String, LogValue)]) {
+    public func emit(_ level: LogLevel, _ event: String, _ fields: [(String, LogValue)]) {
         guard Log.enabled(level) else { return }
         pending.write(level, event, fields)
         queued(level)
@@ -121,7 +121,7 @@ package final class LogBuffer {
 
     /// Queues one line whose fields `fields` writes, in order, straight into the queue: no array
     /// of fields and no String per value (every request's access line goes this way).
-    package func emit(_ level: LogLevel, _ event: StaticString, fields: (inout LogLine) -> Void) {
+    public func emit(_ level: LogLevel, _ event: StaticString, fields: (inout LogLine) -> Void) {
         guard Log.enabled(level) else { return }
         pending.begin(level, event)
         fields(&pending)
@@ -139,7 +139,7 @@ package final class LogBuffer {
     }
 
     /// Writes what is queued.
-    package func flush() {
+    public func flush() {
         if let flushTimer {
             loop.cancel(flushTimer)
             self.flushTimer = nil

@@ -4,7 +4,7 @@ import JSON
 /// JSON log lines being composed, in memory of their own that grows as a line needs (a
 /// capacity check and a copy per piece; no array append, no String per value). A `LogBuffer`
 /// composes each line at the end of the ones it holds; `Log.format` one line alone.
-package struct LogLine: ~Copyable {
+public struct LogLine: ~Copyable {
     private var base: UnsafeMutableRawPointer
     private(set) var capacity: Int
     /// The capacity it was made with, which `removeAll` goes back to after a burst.
@@ -87,26 +87,26 @@ package struct LogLine: ~Copyable {
     // MARK: fields (keys are literals that need no escaping)
 
     /// `,"key":"value"`, the value escaped.
-    package mutating func field(_ key: StaticString, _ value: String) {
+    public mutating func field(_ key: StaticString, _ value: String) {
         writeKey(key)
         writeQuoted(value)
     }
 
     /// `,"key":"value"`, the value escaped.
-    package mutating func field(_ key: StaticString, _ value: Substring) {
+    public mutating func field(_ key: StaticString, _ value: Substring) {
         writeKey(key)
         var value = value
         value.withUTF8 { writeQuoted($0) }
     }
 
     /// `,"key":"value"`, the value's bytes escaped.
-    package mutating func field(_ key: StaticString, bytes value: UnsafeBufferPointer<UInt8>) {
+    public mutating func field(_ key: StaticString, bytes value: UnsafeBufferPointer<UInt8>) {
         writeKey(key)
         writeQuoted(value)
     }
 
     /// `,"key":"firstsecond"`: two strings joined, each escaped.
-    package mutating func field(_ key: StaticString, joining first: String, _ second: String) {
+    public mutating func field(_ key: StaticString, joining first: String, _ second: String) {
         writeKey(key)
         write(byte: UInt8(ascii: "\""))
         writeEscaped(first)
@@ -115,14 +115,14 @@ package struct LogLine: ~Copyable {
     }
 
     /// `,"key":123`.
-    package mutating func field(_ key: StaticString, _ value: Int) {
+    public mutating func field(_ key: StaticString, _ value: Int) {
         writeKey(key)
         writeDecimal(value)
     }
 
     /// `,"key":1.234`: `thousandths` / 1000 as Swift writes that Double (the fraction without
     /// trailing zeros, at least one digit), without making the Double or its String.
-    package mutating func field(_ key: StaticString, thousandths: Int) {
+    public mutating func field(_ key: StaticString, thousandths: Int) {
         writeKey(key)
         if thousandths < 0 { write(byte: UInt8(ascii: "-")) }
         let magnitude = thousandths.magnitude

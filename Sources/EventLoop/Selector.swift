@@ -3,13 +3,13 @@ import Glibc
 import Synchronization
 
 /// Readiness interest for a descriptor.
-package struct Interest: OptionSet, Sendable, Hashable {
-    package let rawValue: UInt32
-    package init(rawValue: UInt32) { self.rawValue = rawValue }
+public struct Interest: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// Readable.
-    package static let read = Interest(rawValue: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+    public static let read = Interest(rawValue: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
     /// Writable.
-    package static let write = Interest(rawValue: EPOLLOUT.rawValue)
+    public static let write = Interest(rawValue: EPOLLOUT.rawValue)
 }
 
 /// One readiness event: the descriptor, the registration generation packed with it into
@@ -101,13 +101,13 @@ final class Selector {
 }
 
 /// Reading the event bits `Selectable.ready` receives.
-package enum ReadyEvents {
+public enum ReadyEvents {
     /// Data, end of stream or hang-up: a read will not block.
-    package static func isReadable(_ events: UInt32) -> Bool {
+    public static func isReadable(_ events: UInt32) -> Bool {
         events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0
     }
     /// A write will not block.
-    package static func isWritable(_ events: UInt32) -> Bool { events & EPOLLOUT.rawValue != 0 }
+    public static func isWritable(_ events: UInt32) -> Bool { events & EPOLLOUT.rawValue != 0 }
     /// The socket has an error pending.
-    package static func isError(_ events: UInt32) -> Bool { events & EPOLLERR.rawValue != 0 }
+    public static func isError(_ events: UInt32) -> Bool { events & EPOLLERR.rawValue != 0 }
 }

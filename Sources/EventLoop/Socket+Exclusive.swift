@@ -7,7 +7,7 @@ extension Socket {
     /// process (same user) bind it and take half the traffic with its own credentials; a bind
     /// without SO_REUSEPORT conflicts with every listener, so it tells the two cases apart.
     /// Starts racing each other are serialised by `StartLock` around the probe and the binds.
-    package static func probeExclusive(host: String, port: UInt16) throws(ListenError) {
+    public static func probeExclusive(host: String, port: UInt16) throws(ListenError) {
         let address = BindAddress.tcp(host: host, port: port)
         do {
             let fd = try listen(address, reusePort: false, listening: false)
@@ -20,7 +20,7 @@ extension Socket {
     /// Makes room for a `unix:` listener: nothing there, or a stale socket (connecting is
     /// refused: nobody accepts on it) which is removed. A live socket is "in use"; a file,
     /// directory or link is never touched.
-    package static func clearStaleUnixSocket(_ path: String) throws(ListenError) {
+    public static func clearStaleUnixSocket(_ path: String) throws(ListenError) {
         let address = BindAddress.unix(path: path)
         var info = stat()
         do {

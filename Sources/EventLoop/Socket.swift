@@ -2,13 +2,13 @@ import CLinux
 import Glibc
 
 /// Where a listener binds.
-package enum BindAddress: Sendable, Hashable, CustomStringConvertible {
+public enum BindAddress: Sendable, Hashable, CustomStringConvertible {
     /// An IPv4 or IPv6 literal (or `localhost`) and a port; port 0 picks a free one.
     case tcp(host: String, port: UInt16)
     /// A Unix domain socket path.
     case unix(path: String)
 
-    package var description: String {
+    public var description: String {
         switch self {
         case .tcp(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         case .unix(let path): "unix:\(path)"
@@ -17,10 +17,10 @@ package enum BindAddress: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Socket helpers over the syscall chokepoint.
-package enum Socket {
+public enum Socket {
     /// Creates a non-blocking listening socket; `reusePort` lets each loop bind its own (SO_REUSEPORT).
     /// With `listening: false` the socket is only bound (the exclusivity probe).
-    package static func listen(
+    public static func listen(
         _ address: BindAddress, reusePort: Bool, backlog: CInt = 4096,
         listening: Bool = true
     ) throws(IOError) -> CInt {
@@ -102,7 +102,7 @@ package enum Socket {
     }
 
     /// The port a TCP listener is bound to (useful after binding port 0).
-    package static func boundPort(_ fd: CInt) throws(IOError) -> UInt16 {
+    public static func boundPort(_ fd: CInt) throws(IOError) -> UInt16 {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = try withUnsafeMutablePointer(to: &storage) { p throws(IOError) in
@@ -116,7 +116,7 @@ package enum Socket {
     }
 
     /// Accepts one connection: its fd and the peer's address as text, or nil when none is pending.
-    package static func accept(_ listener: CInt) throws(IOError) -> (fd: CInt, peer: String)? {
+    public static func accept(_ listener: CInt) throws(IOError) -> (fd: CInt, peer: String)? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let result = try withUnsafeMutablePointer(to: &storage) { p throws(IOError) in
@@ -129,7 +129,7 @@ package enum Socket {
     }
 
     /// Disables Nagle: responses are written whole, so delaying small writes only adds latency.
-    package static func setNoDelay(_ fd: CInt) {
+    public static func setNoDelay(_ fd: CInt) {
         _ = cl_set_int_option(fd, CInt(IPPROTO_TCP), TCP_NODELAY, 1)
     }
 

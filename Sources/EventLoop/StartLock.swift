@@ -13,17 +13,17 @@ import Glibc
 /// All a squatter gains is a start delayed by the deadline; the only race left open is two of the
 /// same user's processes binding within microseconds of each other (another user's process cannot
 /// join our SO_REUSEPORT group: the kernel requires the same effective uid).
-package struct StartLock: ~Copyable {
+public struct StartLock: ~Copyable {
     private let fd: CInt
     /// How long a start waits for another one to finish binding (starts are milliseconds long).
-    package static let defaultDeadline = 2.0
+    public static let defaultDeadline = 2.0
 
     /// The lock's abstract socket name for `port`, without the leading NUL.
-    package static func name(port: UInt16) -> String { "platform-proxy.start.\(port)" }
+    public static func name(port: UInt16) -> String { "platform-proxy.start.\(port)" }
 
     /// Takes the lock of `port`, waiting up to `deadline` seconds for whoever holds it; after
     /// that, or when no socket can be made, the lock is not held (see `isHeld`).
-    package init(port: UInt16, deadline: Double = defaultDeadline) {
+    public init(port: UInt16, deadline: Double = defaultDeadline) {
         let giveUp = NanoTime.now().adding(seconds: deadline)
         var fd = Self.bindName(Self.name(port: port))
         while fd == -EADDRINUSE, NanoTime.now() < giveUp {
@@ -43,7 +43,7 @@ package struct StartLock: ~Copyable {
     }
 
     /// Whether this process holds the lock.
-    package var isHeld: Bool { fd >= 0 }
+    public var isHeld: Bool { fd >= 0 }
 
     /// A socket bound to the abstract `name`, or minus the errno of the failure.
     private static func bindName(_ name: String) -> CInt {

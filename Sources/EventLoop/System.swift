@@ -29,7 +29,7 @@ public enum IOResult<T: Sendable>: Sendable {
 /// `.wouldBlock` when `blocking` is false, traps on EBADF/EFAULT (those are our bugs), and
 /// throws an `IOError` naming the call otherwise.
 @inlinable @inline(__always)
-package func syscall<T: FixedWidthInteger & Sendable>(
+public func syscall<T: FixedWidthInteger & Sendable>(
     blocking: Bool, where call: StaticString = #function, _ body: () -> T
 ) throws(IOError) -> IOResult<T> {
     while true {
@@ -51,7 +51,7 @@ package func syscall<T: FixedWidthInteger & Sendable>(
 
 /// `syscall` for calls that are never non-blocking: returns the value or throws.
 @inlinable @inline(__always)
-package func syscall<T: FixedWidthInteger & Sendable>(where call: StaticString = #function, _ body: () -> T)
+public func syscall<T: FixedWidthInteger & Sendable>(where call: StaticString = #function, _ body: () -> T)
     throws(IOError) -> T
 {
     switch try syscall(blocking: true, where: call, body) {
@@ -61,7 +61,7 @@ package func syscall<T: FixedWidthInteger & Sendable>(where call: StaticString =
 }
 
 /// Closes `fd`; close can only fail with EBADF (our bug) or EINTR/EIO, after which the fd is gone anyway.
-package func closeDescriptor(_ fd: CInt) {
+public func closeDescriptor(_ fd: CInt) {
     let r = Glibc.close(fd)
     if r == -1 && cl_errno() == EBADF {
         fatalError("close(\(fd)) failed with EBADF: a descriptor bug in platform-proxy")
@@ -69,15 +69,15 @@ package func closeDescriptor(_ fd: CInt) {
 }
 
 /// Monotonic time in nanoseconds.
-package struct NanoTime: Sendable, Comparable, Hashable {
+public struct NanoTime: Sendable, Comparable, Hashable {
     /// Nanoseconds since an arbitrary start.
-    package var nanoseconds: Int64
+    public var nanoseconds: Int64
 
     /// Creates a time from nanoseconds.
-    package init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
+    public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
 
     /// Now, from CLOCK_MONOTONIC.
-    package static func now() -> NanoTime {
+    public static func now() -> NanoTime {
         var ns: Int64 = 0
         _ = cl_monotonic_now(&ns)
         return NanoTime(nanoseconds: ns)
@@ -86,7 +86,7 @@ package struct NanoTime: Sendable, Comparable, Hashable {
     /// This time plus `seconds`.
     /// This time plus `seconds`, saturating at about 292 years either way (a duration from a
     /// peer must never trap the process).
-    package func adding(seconds: Double) -> NanoTime {
+    public func adding(seconds: Double) -> NanoTime {
         let delta = seconds * 1_000_000_000
         let clamped = delta.isNaN ? 0 : min(max(delta, -9.0e18), 9.0e18)
         let (sum, overflow) = nanoseconds.addingReportingOverflow(Int64(clamped))
@@ -94,7 +94,7 @@ package struct NanoTime: Sendable, Comparable, Hashable {
     }
 
     /// Seconds from `earlier` to this time.
-    package func seconds(since earlier: NanoTime) -> Double { Double(nanoseconds - earlier.nanoseconds) / 1e9 }
+    public func seconds(since earlier: NanoTime) -> Double { Double(nanoseconds - earlier.nanoseconds) / 1e9 }
 
-    package static func < (a: NanoTime, b: NanoTime) -> Bool { a.nanoseconds < b.nanoseconds }
+    public static func < (a: NanoTime, b: NanoTime) -> Bool { a.nanoseconds < b.nanoseconds }
 }

@@ -1,9 +1,9 @@
 import Glibc
 
 /// Thread primitives shared by the loops and the blocking workers (token store, analytics store).
-package enum Threads {
+public enum Threads {
     /// Starts a pthread running `body`.
-    package static func spawn(_ body: @escaping () -> Void) throws(IOError) -> pthread_t {
+    public static func spawn(_ body: @escaping () -> Void) throws(IOError) -> pthread_t {
         var thread = pthread_t()
         let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
         let result = pthread_create(
@@ -27,12 +27,12 @@ package enum Threads {
 }
 
 /// A POSIX counting semaphore at a stable address, as `sem_t` requires.
-package final class PosixSemaphore: @unchecked Sendable {
+public final class PosixSemaphore: @unchecked Sendable {
     // sem_post and sem_wait are thread-safe by contract, and the pointer never changes.
     private let sem = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
 
     /// A semaphore at zero.
-    package init() { sem_init(sem, 0, 0) }
+    public init() { sem_init(sem, 0, 0) }
 
     deinit {
         sem_destroy(sem)
@@ -40,10 +40,10 @@ package final class PosixSemaphore: @unchecked Sendable {
     }
 
     /// Adds one.
-    package func post() { sem_post(sem) }
+    public func post() { sem_post(sem) }
 
     /// Waits for one (retrying interrupted waits).
-    package func wait() {
+    public func wait() {
         while sem_wait(sem) == -1 && errno == EINTR {}
     }
 }

@@ -1,5 +1,5 @@
 /// Identifies a scheduled timer so it can be cancelled.
-package struct TimerID: Sendable, Hashable {
+public struct TimerID: Sendable, Hashable {
     let raw: UInt64
 }
 

@@ -9,7 +9,7 @@
 ///
 /// Like swift-nio's `NIOLoopBound`, this carries a promise the compiler cannot check; unlike it,
 /// the promise is about lifetime, not threads (pair it with `LoopBound` where both hold).
-package struct Unretained<Object: AnyObject> {
+public struct Unretained<Object: AnyObject> {
     #if DEBUG
     @usableFromInline unowned let reference: Object
     #else
@@ -18,11 +18,11 @@ package struct Unretained<Object: AnyObject> {
 
     /// Refers to `object`, which the caller guarantees outlives this value and every copy of it.
     @inlinable
-    package init(_ object: Object) {
+    public init(_ object: Object) {
         reference = object
     }
 
     /// The object.
     @inlinable
-    package var object: Object { reference }
+    public var object: Object { reference }
 }

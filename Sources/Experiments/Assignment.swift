@@ -1,7 +1,7 @@
 /// One experiment's variant for one subject, and why it is that one.
-package struct Assignment: Sendable, Equatable {
+public struct Assignment: Sendable, Equatable {
     /// Why a subject has its variant.
-    package enum Reason: String, Sendable, Equatable {
+    public enum Reason: String, Sendable, Equatable {
         /// Hashed into the variant's range while the experiment runs.
         case assigned
         /// Disabled or outside `start`/`end`: the first variant.
@@ -11,19 +11,19 @@ package struct Assignment: Sendable, Equatable {
     }
 
     /// The experiment.
-    package let experiment: String
+    public let experiment: String
     /// The variant.
-    package let variant: String
+    public let variant: String
     /// How it was decided.
-    package let reason: Reason
+    public let reason: Reason
 
     /// An assignment.
-    package init(experiment: String, variant: String, reason: Reason) {
+    public init(experiment: String, variant: String, reason: Reason) {
         self.experiment = experiment
         self.variant = variant
         self.reason = reason
     }
 
     /// Whether reading it counts as an exposure: only a hashed assignment is part of the experiment.
-    package var isExposure: Bool { reason == .assigned }
+    public var isExposure: Bool { reason == .assigned }
 }

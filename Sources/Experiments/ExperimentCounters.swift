@@ -2,25 +2,25 @@ import Synchronization
 
 /// Assignments served and exposures recorded, by experiment and variant, for the metrics.
 /// Touched only by `/_platform/experiments` reads, never by proxied requests.
-package final class ExperimentCounters: Sendable {
+public final class ExperimentCounters: Sendable {
     /// An experiment and one of its variants.
-    package struct Key: Hashable, Sendable, Comparable {
+    public struct Key: Hashable, Sendable, Comparable {
         /// The experiment.
-        package var experiment: String
+        public var experiment: String
         /// The variant.
-        package var variant: String
+        public var variant: String
 
         /// By experiment, then variant: the order metrics are printed in.
-        package static func < (a: Key, b: Key) -> Bool { (a.experiment, a.variant) < (b.experiment, b.variant) }
+        public static func < (a: Key, b: Key) -> Bool { (a.experiment, a.variant) < (b.experiment, b.variant) }
     }
 
     private let counts = Mutex<(assignments: [Key: Int], exposures: [Key: Int])>(([:], [:]))
 
     /// Creates zeroed counters.
-    package init() {}
+    public init() {}
 
     /// Counts assignments returned by a read.
-    package func served(_ assignments: [Assignment]) {
+    public func served(_ assignments: [Assignment]) {
         counts.withLock { counts in
             for a in assignments {
                 counts.assignments[Key(experiment: a.experiment, variant: a.variant), default: 0] += 1
@@ -29,7 +29,7 @@ package final class ExperimentCounters: Sendable {
     }
 
     /// Counts exposures committed to the analytics queue.
-    package func exposed(_ assignments: [Assignment]) {
+    public func exposed(_ assignments: [Assignment]) {
         counts.withLock { counts in
             for a in assignments {
                 counts.exposures[Key(experiment: a.experiment, variant: a.variant), default: 0] += 1
@@ -38,5 +38,5 @@ package final class ExperimentCounters: Sendable {
     }
 
     /// A copy of both tables.
-    package func snapshot() -> (assignments: [Key: Int], exposures: [Key: Int]) { counts.withLock { $0 } }
+    public func snapshot() -> (assignments: [Key: Int], exposures: [Key: Int]) { counts.withLock { $0 } }
 }

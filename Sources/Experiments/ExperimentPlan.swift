@@ -9,21 +9,21 @@ import Config
 /// subjects whose hash lies between an old and a new boundary: with two variants that is
 /// exactly the share that must move; with more, moving weight between neighbours moves
 /// only the boundary between them.
-package struct ExperimentPlan: Sendable {
+public struct ExperimentPlan: Sendable {
     /// The experiment's name.
-    package let name: String
+    public let name: String
     /// Variant names in config order; the first is the default.
-    package let variants: [String]
+    public let variants: [String]
     /// GrowthBook seed: `<salt>:<name>`, or the bare name when there is no salt (GrowthBook's default seed is the experiment key).
-    package let seed: String
+    public let seed: String
     /// `[start, end)` per variant, as fractions of the hash space.
-    package let ranges: [(start: Double, end: Double)]
+    public let ranges: [(start: Double, end: Double)]
     let enabled: Bool
     let start: Double?
     let end: Double?
 
     /// Compiles `configuration` (already validated: at least one variant, a positive total weight).
-    package init(_ configuration: ExperimentConfiguration) {
+    public init(_ configuration: ExperimentConfiguration) {
         name = configuration.name
         variants = configuration.variants.map(\.name)
         seed = configuration.salt.isEmpty ? configuration.name : configuration.salt + ":" + configuration.name
@@ -40,19 +40,19 @@ package struct ExperimentPlan: Sendable {
     }
 
     /// Whether subjects are split at `now` (Unix seconds): enabled and inside `[start, end)`.
-    package func isRunning(at now: Double) -> Bool {
+    public func isRunning(at now: Double) -> Bool {
         enabled && (start.map { now >= $0 } ?? true) && (end.map { now < $0 } ?? true)
     }
 
     /// The variant index for a hash fraction `n` (GrowthBook's `chooseVariation`); the first
     /// variant when no range holds it (GrowthBook's -1; with full coverage only rounding at the
     /// very top of the space could cause it, above the largest hash, 0.9999).
-    package func variantIndex(forHash n: Double) -> Int {
+    public func variantIndex(forHash n: Double) -> Int {
         ranges.firstIndex { n >= $0.start && n < $0.end } ?? 0
     }
 
     /// The variant `subject` gets at `now`: its hashed range while running, else the first.
-    package func variant(for subject: String, at now: Double) -> String {
+    public func variant(for subject: String, at now: Double) -> String {
         guard isRunning(at: now) else { return variants[0] }
         return variants[variantIndex(forHash: GrowthBookHash.hash(seed: seed, value: subject))]
     }

@@ -8,14 +8,14 @@ import Synchronization
 /// kept in `<stateDirectory>/experiments.json` (mode 0600, replaced atomically on a worker
 /// thread). The installation id file is made only once experiments are configured (`prepare`). Proxied requests read only `overridesGeneration` (one atomic load) and fetch the
 /// overrides again when it moved; everything else here serves `/_platform/experiments`.
-package final class ExperimentService: Sendable {
+public final class ExperimentService: Sendable {
     /// The state file's name.
-    package static let fileName = "experiments.json"
+    public static let fileName = "experiments.json"
 
     private let stateDirectory: String
     private let identity = Mutex<(id: String?, saved: Bool)>((nil, false))
     /// Assignments and exposures for the metrics.
-    package let counters = ExperimentCounters()
+    public let counters = ExperimentCounters()
     private let state: Mutex<State>
     private let generation = Atomic<UInt64>(1)
     private let file: DurableFile
@@ -28,7 +28,7 @@ package final class ExperimentService: Sendable {
 
     /// Loads the state file, if any. Blocks on disk I/O: call at startup. An unreadable state
     /// file is moved aside and starts empty.
-    package init(stateDirectory: String) {
+    public init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
         file = DurableFile(directory: stateDirectory, name: Self.fileName)
         var loaded = State(overrides: ExperimentOverrides(), exposures: ExposureLog())
@@ -55,7 +55,7 @@ package final class ExperimentService: Sendable {
     /// Loads or creates the installation id. Blocks on disk I/O: call at startup or reload,
     /// off the loops, whenever experiments are configured. When the file cannot be written the
     /// id lives in memory only (returned error, for the log): assignments stay sticky until exit.
-    package func prepare() -> TokenStoreError? {
+    public func prepare() -> TokenStoreError? {
         guard !identity.withLock({ $0.saved }) else { return nil }
         do {
             let id = try InstallationID.loadOrCreate(stateDirectory: stateDirectory)
@@ -68,7 +68,7 @@ package final class ExperimentService: Sendable {
     }
 
     /// The logged-out subject; until `prepare` has saved one, an id in memory only.
-    package var installationID: String {
+    public var installationID: String {
         identity.withLock { identity in
             if identity.id == nil { identity.id = randomToken(bytes: 16) }
             return identity.id!
@@ -76,38 +76,38 @@ package final class ExperimentService: Sendable {
     }
 
     /// Whom `credentials` assign for: the login's subject (`pennkey`, else `sub`), else the installation id.
-    package func subject(_ credentials: CredentialSnapshot) -> (id: String, loggedIn: Bool) {
+    public func subject(_ credentials: CredentialSnapshot) -> (id: String, loggedIn: Bool) {
         if credentials.status.loggedIn, let subject = credentials.subject, !subject.isEmpty { return (subject, true) }
         return (installationID, false)
     }
 
     /// Changes whenever the overrides do; loops compare it to decide whether their cached
     /// header lines are stale.
-    package var overridesGeneration: UInt64 { generation.load(ordering: .acquiring) }
+    public var overridesGeneration: UInt64 { generation.load(ordering: .acquiring) }
 
     /// The overrides in force with their generation.
-    package func overrides() -> (generation: UInt64, overrides: ExperimentOverrides) {
+    public func overrides() -> (generation: UInt64, overrides: ExperimentOverrides) {
         state.withLock { (generation.load(ordering: .acquiring), $0.overrides) }
     }
 
     /// Called on the worker thread once a change is on disk (nil) or could not be written.
-    package typealias Saved = @Sendable (TokenStoreError?) -> Void
+    public typealias Saved = @Sendable (TokenStoreError?) -> Void
 
     /// Forces `variant` of `experiment` for everyone on this machine, in force at once;
     /// `saved` runs once the state file holding it is durably written (or failed to be), so
     /// an acknowledgement sent from there survives a crash.
-    package func setOverride(_ variant: String, for experiment: String, saved: Saved? = nil) {
+    public func setOverride(_ variant: String, for experiment: String, saved: Saved? = nil) {
         change(saved: saved) { $0.overrides.set(variant, for: experiment) }
     }
 
     /// Clears `experiment`'s override; `saved` as for `setOverride`.
-    package func clearOverride(_ experiment: String, saved: Saved? = nil) {
+    public func clearOverride(_ experiment: String, saved: Saved? = nil) {
         change(saved: saved) { $0.overrides.clear(experiment) }
     }
 
     /// The `assignments` not yet recorded as exposures of `subject` on `day`; they count as
     /// recorded from now on (``releaseExposures`` undoes it when the recording fails).
-    package func claimExposures(_ assignments: [Assignment], subject: String, day: Int) -> [Assignment] {
+    public func claimExposures(_ assignments: [Assignment], subject: String, day: Int) -> [Assignment] {
         state.withLock { state in
             assignments.filter {
                 state.exposures.claim(subject: subject, experiment: $0.experiment, variant: $0.variant, day: day)
@@ -116,7 +116,7 @@ package final class ExperimentService: Sendable {
     }
 
     /// Forgets claims whose values could not be committed.
-    package func releaseExposures(_ assignments: [Assignment], subject: String, day: Int) {
+    public func releaseExposures(_ assignments: [Assignment], subject: String, day: Int) {
         state.withLock { state in
             for a in assignments {
                 state.exposures.release(subject: subject, experiment: a.experiment, variant: a.variant, day: day)
@@ -125,13 +125,13 @@ package final class ExperimentService: Sendable {
     }
 
     /// Writes the state after exposures were committed.
-    package func exposuresCommitted(_ assignments: [Assignment]) {
+    public func exposuresCommitted(_ assignments: [Assignment]) {
         counters.exposed(assignments)
         change { _ in }
     }
 
     /// Waits for pending writes and stops the worker.
-    package func shutdown() { worker.shutdown() }
+    public func shutdown() { worker.shutdown() }
 
     /// Applies `update`, bumps the generation and queues a write of the result, all under the
     /// lock so writes reach the disk in the order the changes were made; `saved` runs after the

@@ -2,23 +2,23 @@ import Config
 
 /// Every configured experiment, compiled once per config and never mutated: requests on any
 /// loop read it without a lock.
-package struct ExperimentSet: Sendable {
+public struct ExperimentSet: Sendable {
     /// The experiments in config order.
-    package let plans: [ExperimentPlan]
+    public let plans: [ExperimentPlan]
 
     /// Compiles `experiments`.
-    package init(_ experiments: [ExperimentConfiguration]) {
+    public init(_ experiments: [ExperimentConfiguration]) {
         plans = experiments.map(ExperimentPlan.init)
     }
 
     /// Whether no experiment is configured.
-    package var isEmpty: Bool { plans.isEmpty }
+    public var isEmpty: Bool { plans.isEmpty }
 
     /// The experiment named `name`.
-    package func plan(named name: some StringProtocol) -> ExperimentPlan? { plans.first { $0.name == name } }
+    public func plan(named name: some StringProtocol) -> ExperimentPlan? { plans.first { $0.name == name } }
 
     /// One experiment's assignment: an override naming one of its variants wins, then the hash.
-    package func assignment(_ plan: ExperimentPlan, subject: String, now: Double, overrides: ExperimentOverrides)
+    public func assignment(_ plan: ExperimentPlan, subject: String, now: Double, overrides: ExperimentOverrides)
         -> Assignment
     {
         if let forced = overrides.variant(for: plan.name), plan.variants.contains(forced) {
@@ -31,19 +31,19 @@ package struct ExperimentSet: Sendable {
     }
 
     /// Every experiment's assignment, in config order.
-    package func assignments(subject: String, now: Double, overrides: ExperimentOverrides) -> [Assignment] {
+    public func assignments(subject: String, now: Double, overrides: ExperimentOverrides) -> [Assignment] {
         plans.map { assignment($0, subject: subject, now: now, overrides: overrides) }
     }
 
     /// The `X-Experiments` value: `name=variant; name=variant`, in config order.
-    package func headerValue(subject: String, now: Double, overrides: ExperimentOverrides) -> String {
+    public func headerValue(subject: String, now: Double, overrides: ExperimentOverrides) -> String {
         assignments(subject: subject, now: now, overrides: overrides).map { "\($0.experiment)=\($0.variant)" }
             .joined(separator: "; ")
     }
 
     /// The first instant after `now` at which some experiment starts or ends: assignments made
     /// now stay valid until then.
-    package func nextChange(after now: Double) -> Double? {
+    public func nextChange(after now: Double) -> Double? {
         plans.compactMap { $0.nextChange(after: now) }.min()
     }
 }

@@ -2,9 +2,9 @@ import JSON
 
 /// Which (subject, experiment, variant) exposures were recorded today (UTC), so the first read
 /// per subject per day records one and later reads none. Only today's are kept.
-package struct ExposureLog: Sendable, Equatable {
+public struct ExposureLog: Sendable, Equatable {
     /// Days since 1970-01-01 UTC of the entries.
-    package private(set) var day: Int
+    public private(set) var day: Int
     private var seen: Set<Entry>
 
     private struct Entry: Hashable, Sendable {
@@ -14,16 +14,16 @@ package struct ExposureLog: Sendable, Equatable {
     }
 
     /// An empty log for `day`.
-    package init(day: Int = 0) {
+    public init(day: Int = 0) {
         self.day = day
         seen = []
     }
 
     /// The UTC day of `now` (Unix seconds).
-    package static func day(of now: Double) -> Int { Int((now / 86400).rounded(.down)) }
+    public static func day(of now: Double) -> Int { Int((now / 86400).rounded(.down)) }
 
     /// True, and remembered, when this exposure was not yet recorded on `day`; a new day forgets the old one.
-    package mutating func claim(subject: String, experiment: String, variant: String, day: Int) -> Bool {
+    public mutating func claim(subject: String, experiment: String, variant: String, day: Int) -> Bool {
         if day != self.day {
             self.day = day
             seen.removeAll()
@@ -32,13 +32,13 @@ package struct ExposureLog: Sendable, Equatable {
     }
 
     /// Forgets a claim whose recording failed, so the next read tries again.
-    package mutating func release(subject: String, experiment: String, variant: String, day: Int) {
+    public mutating func release(subject: String, experiment: String, variant: String, day: Int) {
         guard day == self.day else { return }
         seen.remove(Entry(subject: subject, experiment: experiment, variant: variant))
     }
 
     /// `{"day": N, "seen": [[subject, experiment, variant], …]}`.
-    package var json: JSONValue {
+    public var json: JSONValue {
         let entries = seen.sorted { ($0.subject, $0.experiment, $0.variant) < ($1.subject, $1.experiment, $1.variant) }
         var object = JSONObject()
         object["day"] = .number(JSONNumber(day))
@@ -48,7 +48,7 @@ package struct ExposureLog: Sendable, Equatable {
     }
 
     /// The log in `json`; anything malformed reads as empty.
-    package init(json: JSONValue?) {
+    public init(json: JSONValue?) {
         day = json?["day"]?.int64Value.map { Int($0) } ?? 0
         seen = []
         for item in json?["seen"]?.arrayValue ?? [] {

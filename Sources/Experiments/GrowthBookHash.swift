@@ -7,12 +7,12 @@
 /// and `+ ""` is the decimal text of the first hash. Version 2 hashes twice because the
 /// low digits of one FNV-1a round are biased for short, similar inputs (version 1).
 /// ``bucket(seed:value:)`` returns the integer before the division: 0..<10000.
-package enum GrowthBookHash {
+public enum GrowthBookHash {
     /// Buckets of the hash space.
-    package static let buckets = 10_000
+    public static let buckets = 10_000
 
     /// FNV-1a, 32 bits, over UTF-16 code units: identical to byte-wise FNV-1a for ASCII.
-    package static func fnv1a32(_ text: String) -> UInt32 {
+    public static func fnv1a32(_ text: String) -> UInt32 {
         var hash: UInt32 = 0x811C_9DC5
         for unit in text.utf16 {
             hash ^= UInt32(unit)
@@ -22,12 +22,12 @@ package enum GrowthBookHash {
     }
 
     /// GrowthBook's version-2 bucket of `value` under `seed`, 0..<10000.
-    package static func bucket(seed: String, value: String) -> Int {
+    public static func bucket(seed: String, value: String) -> Int {
         Int(fnv1a32(String(fnv1a32(seed + value))) % UInt32(buckets))
     }
 
     /// The same as GrowthBook returns it: a fraction in [0, 1) with four decimals.
-    package static func hash(seed: String, value: String) -> Double {
+    public static func hash(seed: String, value: String) -> Double {
         Double(bucket(seed: seed, value: value)) / Double(buckets)
     }
 }

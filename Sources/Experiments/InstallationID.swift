@@ -4,13 +4,13 @@ import EventLoop
 /// The subject of logged-out assignments: a random id made once per state directory and kept
 /// in `<stateDirectory>/installation-id` (mode 0600), so a machine keeps its variants across
 /// restarts until someone logs in.
-package enum InstallationID {
+public enum InstallationID {
     /// The file's name in the state directory.
-    package static let fileName = "installation-id"
+    public static let fileName = "installation-id"
 
     /// The stored id, or a new one (128 random bits, base64url) written durably. Blocks on disk
     /// I/O: call at startup. A file that does not hold an id is moved aside and replaced.
-    package static func loadOrCreate(stateDirectory: String) throws(TokenStoreError) -> String {
+    public static func loadOrCreate(stateDirectory: String) throws(TokenStoreError) -> String {
         let file = DurableFile(directory: stateDirectory, name: fileName, sizeLimit: 4096)
         switch file.read() {
         case .bytes(let bytes):

@@ -2,7 +2,7 @@
 /// 128–255. A shift and a test per byte on the hot path: no table behind a lazy global, no bounds
 /// check (docs/performance.md, "Strings and bytes"). Each is checked against its RFC definition
 /// for all 256 bytes.
-package enum ByteClass {
+public enum ByteClass {
     @inlinable @inline(__always)
     static func contains(_ b: UInt8, _ low: UInt64, _ high: UInt64, upper: Bool) -> Bool {
         if b < 64 { return (low >> UInt64(b)) & 1 == 1 }
@@ -12,26 +12,26 @@ package enum ByteClass {
 
     /// tchar: "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
     @inlinable @inline(__always)
-    package static func isToken(_ b: UInt8) -> Bool {
+    public static func isToken(_ b: UInt8) -> Bool {
         contains(b, 0x03FF_6CFA_0000_0000, 0x57FF_FFFF_C7FF_FFFE, upper: false)
     }
 
     /// Allowed in a field value: HTAB, SP, VCHAR and obs-text (no other controls, no DEL).
     @inlinable @inline(__always)
-    package static func isFieldValue(_ b: UInt8) -> Bool {
+    public static func isFieldValue(_ b: UInt8) -> Bool {
         contains(b, 0xFFFF_FFFF_0000_0200, 0x7FFF_FFFF_FFFF_FFFF, upper: true)
     }
 
     /// Allowed in a request target: visible ASCII except the fragment mark.
     @inlinable @inline(__always)
-    package static func isTarget(_ b: UInt8) -> Bool {
+    public static func isTarget(_ b: UInt8) -> Bool {
         contains(b, 0xFFFF_FFF6_0000_0000, 0x7FFF_FFFF_FFFF_FFFF, upper: false)
     }
 
     /// Allowed in Host's reg-name or IP literal (unreserved, pct-encoded, sub-delims minus ",",
     /// and ":", "[", "]").
     @inlinable @inline(__always)
-    package static func isHost(_ b: UInt8) -> Bool {
+    public static func isHost(_ b: UInt8) -> Bool {
         contains(b, 0x2FFF_6FF2_0000_0000, 0x47FF_FFFE_AFFF_FFFE, upper: false)
     }
 
@@ -59,12 +59,12 @@ extension UInt8 {
 }
 
 /// Scans for the bytes a parser stops at.
-package enum ByteScan {
+public enum ByteScan {
     /// The index of the first byte below 0x0E (CR, LF and the other controls) at or after `from`,
     /// or `bytes.count`: eight bytes per step while none is there (a test per word, from "Bit
     /// Twiddling Hacks", `hasless`: exact for any word, so no byte below 0x0E is ever skipped).
     @inlinable
-    package static func nextControlByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+    public static func nextControlByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
         firstStop(
             bytes, from: from, word: { ($0 &- 0x0E0E_0E0E_0E0E_0E0E) & ~$0 & 0x8080_8080_8080_8080 != 0 },
             byte: { $0 < 0x0E })
@@ -77,7 +77,7 @@ package enum ByteScan {
     /// neighbour), or equal to `#` (a zero byte after XOR) stops the step, and the byte loop
     /// finds which.
     @inlinable
-    package static func nextNonTargetByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+    public static func nextNonTargetByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
         // Literals, not globals: a static in another module is read through its accessor.
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
         return firstStop(
@@ -95,7 +95,7 @@ package enum ByteScan {
     /// eight bytes per step while none is below 0x20 or DEL (`hasless`, and a zero byte after
     /// XOR with 0x7F; both exact for the first such byte of a word); a tab is taken by the byte loop.
     @inlinable
-    package static func nextNonFieldValueByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+    public static func nextNonFieldValueByte(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
         return firstStop(
             bytes, from: from,

@@ -5,7 +5,7 @@
 /// copy each time, even for a two-byte CRLF, and a response head is a few dozen appends
 /// (bench/cost-profile.sh counts them). A sink's `write` is one capacity check and one `memcpy`.
 /// The helpers are `@inlinable`, so a caller that knows its sink gets them specialised.
-package protocol ByteSink {
+public protocol ByteSink {
     /// Appends `bytes`.
     mutating func write(_ bytes: UnsafeRawBufferPointer)
     /// Makes room for `count` more bytes, so the writes that follow do not grow the storage.
@@ -16,29 +16,29 @@ package protocol ByteSink {
 
 extension ByteSink {
     @inlinable
-    package mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) { write(UnsafeRawBufferPointer(bytes)) }
+    public mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) { write(UnsafeRawBufferPointer(bytes)) }
 
     @inlinable
-    package mutating func write(_ bytes: StaticBytes) { write(UnsafeRawBufferPointer(bytes.buffer)) }
+    public mutating func write(_ bytes: StaticBytes) { write(UnsafeRawBufferPointer(bytes.buffer)) }
 
     /// A string's UTF-8 bytes.
     @inlinable
-    package mutating func write(_ string: String) {
+    public mutating func write(_ string: String) {
         string.withUTF8Bytes { write(UnsafeRawBufferPointer($0)) }
     }
 
     @inlinable
-    package mutating func write(byte: UInt8) {
+    public mutating func write(byte: UInt8) {
         withUnsafeBytes(of: byte) { write($0) }
     }
 
     /// `value`'s decimal digits (negative values are written as 0).
     @inlinable
-    package mutating func writeDecimal(_ value: Int) { writeDigits(value, radix: 10) }
+    public mutating func writeDecimal(_ value: Int) { writeDigits(value, radix: 10) }
 
     /// `value`'s lowercase hexadecimal digits (negative values are written as 0): a chunk's size.
     @inlinable
-    package mutating func writeHexadecimal(_ value: Int) { writeDigits(value, radix: 16) }
+    public mutating func writeHexadecimal(_ value: Int) { writeDigits(value, radix: 16) }
 
     /// `value`'s digits in `radix` (2...16), from a stack buffer: no String, no array. Always
     /// inlined, so the radix is a constant: a division by a variable is a `div` per digit.
@@ -60,7 +60,7 @@ extension ByteSink {
 
     /// `name: value\r\n` (the caller vouches the value holds no CR, LF or NUL).
     @inlinable
-    package mutating func writeField(_ name: String, _ value: String) {
+    public mutating func writeField(_ name: String, _ value: String) {
         write(name)
         write(HTTPFieldSyntax.colonSpace)
         write(value)
@@ -69,41 +69,41 @@ extension ByteSink {
 }
 
 /// The separators a head is written with.
-package enum HTTPFieldSyntax {
-    package static let colonSpace = StaticBytes(": ")
-    package static let crlf = StaticBytes("\r\n")
+public enum HTTPFieldSyntax {
+    public static let colonSpace = StaticBytes(": ")
+    public static let crlf = StaticBytes("\r\n")
 }
 
 extension Array: ByteSink where Element == UInt8 {
     @inlinable
-    package mutating func write(_ bytes: UnsafeRawBufferPointer) { append(contentsOf: bytes) }
+    public mutating func write(_ bytes: UnsafeRawBufferPointer) { append(contentsOf: bytes) }
 
     @inlinable
-    package mutating func reserve(_ count: Int) { reserveCapacity(self.count + count) }
+    public mutating func reserve(_ count: Int) { reserveCapacity(self.count + count) }
 }
 
 /// A sink over memory the caller provides (a stack buffer): writes past its end are dropped and
 /// remembered, never made, so the caller can build again where there is room.
-package struct BoundedWriter: ByteSink {
+public struct BoundedWriter: ByteSink {
     @usableFromInline let buffer: UnsafeMutableBufferPointer<UInt8>
     @usableFromInline var used = 0
     @usableFromInline var dropped = false
     /// The bytes written.
     @inlinable
-    package var count: Int { used }
+    public var count: Int { used }
     /// A write did not fit: what was written is incomplete.
     @inlinable
-    package var overflowed: Bool { dropped }
+    public var overflowed: Bool { dropped }
 
     @inlinable
-    package init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
+    public init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
 
     /// What was written.
     @inlinable
-    package var written: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: buffer[..<used]) }
+    public var written: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: buffer[..<used]) }
 
     @inlinable
-    package mutating func write(_ bytes: UnsafeRawBufferPointer) {
+    public mutating func write(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count <= buffer.count - used else {
             dropped = true
             return
@@ -114,5 +114,5 @@ package struct BoundedWriter: ByteSink {
     }
 
     @inlinable
-    package mutating func reserve(_ count: Int) {}
+    public mutating func reserve(_ count: Int) {}
 }

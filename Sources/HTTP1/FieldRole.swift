@@ -1,7 +1,7 @@
 /// What a field is to a relay, in either direction: its framing, or hop-by-hop (RFC 9110 §7.6.1),
 /// or end to end. The one list of those names: the request side drops them before curl, the
 /// response side before the client.
-package enum FieldRole: UInt8, Sendable {
+public enum FieldRole: UInt8, Sendable {
     /// An end-to-end field.
     case endToEnd
     /// `Content-Length`: a relay frames the body itself.
@@ -15,7 +15,7 @@ package enum FieldRole: UInt8, Sendable {
 
     /// The role of a field called `name` (any case): told apart by length and first letter, so
     /// most fields are `endToEnd` without a comparison of bytes.
-    package init(name: UnsafeBufferPointer<UInt8>) {
+    public init(name: UnsafeBufferPointer<UInt8>) {
         guard let first = name.first else { self = .endToEnd; return }
         func isName(_ lowercased: StaticBytes) -> Bool { asciiEqualsLowercased(name, lowercased.buffer) }
         switch (name.count, first | 0x20) {

@@ -1,5 +1,5 @@
 /// What one decoding step found.
-package enum BodyDecodeEvent: Sendable, Equatable {
+public enum BodyDecodeEvent: Sendable, Equatable {
     /// Body bytes at this range of the buffer passed in.
     case data(Range<Int>)
     /// The body is complete.
@@ -15,7 +15,7 @@ package enum BodyDecodeEvent: Sendable, Equatable {
 /// Call `decode` with the unconsumed bytes; it returns how many it consumed and one event.
 /// Chunk framing is checked byte by byte: sizes are hex only, extensions are `;name[=value]`,
 /// data must be followed by exactly CRLF, bare CR or LF anywhere is refused.
-package struct HTTPBodyDecoder: Sendable {
+public struct HTTPBodyDecoder: Sendable {
     private enum State: Sendable, Equatable {
         case length(remaining: Int)
         case untilClose
@@ -39,12 +39,12 @@ package struct HTTPBodyDecoder: Sendable {
     private var state: State
     private var trailerBytes = 0
     /// Most bytes of chunk extensions per chunk line, and of all trailers together.
-    package let maxExtensionBytes: Int
+    public let maxExtensionBytes: Int
     /// Most bytes of trailer fields.
-    package let maxTrailerBytes: Int
+    public let maxTrailerBytes: Int
 
     /// Creates a decoder for `framing`.
-    package init(framing: BodyFraming, maxExtensionBytes: Int = 4096, maxTrailerBytes: Int = 32768) {
+    public init(framing: BodyFraming, maxExtensionBytes: Int = 4096, maxTrailerBytes: Int = 32768) {
         switch framing {
         case .none: state = .done
         case .length(let n): state = n == 0 ? .done : .length(remaining: n)
@@ -56,10 +56,10 @@ package struct HTTPBodyDecoder: Sendable {
     }
 
     /// Whether the body has ended.
-    package var isComplete: Bool { state == .done }
+    public var isComplete: Bool { state == .done }
 
     /// The peer closed: a close-delimited body ends, any other unfinished body was truncated.
-    package mutating func peerClosed() -> BodyDecodeEvent {
+    public mutating func peerClosed() -> BodyDecodeEvent {
         switch state {
         case .done: return .end
         case .untilClose: state = .done; return .end
@@ -68,7 +68,7 @@ package struct HTTPBodyDecoder: Sendable {
     }
 
     /// Decodes from the start of `buffer`; returns the bytes consumed and what was found.
-    package mutating func decode(_ buffer: UnsafeRawBufferPointer) -> (consumed: Int, event: BodyDecodeEvent) {
+    public mutating func decode(_ buffer: UnsafeRawBufferPointer) -> (consumed: Int, event: BodyDecodeEvent) {
         let bytes = buffer.bindMemory(to: UInt8.self)
         var i = 0
         while true {

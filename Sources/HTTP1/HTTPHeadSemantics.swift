@@ -1,7 +1,7 @@
 /// The framing and connection meaning of a head, with every smuggling defence (docs/architecture.md,
 /// "Every smuggling defence is a named error"; nginx `ngx_http_request.c`, HAProxy `h1.c`):
 /// ambiguity is refused, never fixed up.
-package enum HTTPHeadSemantics {
+public enum HTTPHeadSemantics {
     struct Meaning {
         var framing: BodyFraming
         var expectsContinue: Bool
@@ -145,7 +145,7 @@ package enum HTTPHeadSemantics {
     /// `uri-host [":" port]`: no userinfo, path, comma or whitespace; a bracketed IP literal or a reg-name.
     /// Whether `text` is a Host value: `host`, `host:port` or `[v6]:port`, a port of 1–5 digits
     /// and nothing after it (the `Origin` check reads an origin's authority with it).
-    package static func isValidHost(_ text: Substring) -> Bool {
+    public static func isValidHost(_ text: Substring) -> Bool {
         var text = text
         return text.withUTF8 { validHost($0, 0..<$0.count) }
     }
@@ -196,11 +196,11 @@ package enum HTTPHeadSemantics {
 
 /// Field values that are comma-separated lists (RFC 9110 §5.6.1): `Connection`,
 /// `Transfer-Encoding`, a `Content-Length` sent as a list.
-package enum FieldList {
+public enum FieldList {
     /// Calls `body` with the range of each element of the list value at `range` in `bytes`, in
     /// order, blanks trimmed; empty elements (`a,,b`, a trailing comma, an empty value) included.
     @inlinable
-    package static func forEachElement(
+    public static func forEachElement(
         _ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ body: (Range<Int>) -> Void
     ) {
         var start = range.lowerBound

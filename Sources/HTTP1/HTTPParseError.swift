@@ -2,7 +2,7 @@
 ///
 /// A struct over a private enum so that new cases are additive (docs/architecture.md, "Errors are
 /// structs over private enum codes").
-package struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: String, Sendable {
         case invalidRequestLine, invalidMethod, invalidTarget, invalidVersion, unsupportedVersion
         case bareCR, bareLF, obsFold, whitespaceBeforeColon, invalidHeaderName, invalidHeaderValue
@@ -19,74 +19,74 @@ package struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertibl
     private init(_ code: Code) { self.code = code }
 
     /// The request line is not `method SP target SP version CRLF`.
-    package static let invalidRequestLine = Self(.invalidRequestLine)
+    public static let invalidRequestLine = Self(.invalidRequestLine)
     /// The method is not a token.
-    package static let invalidMethod = Self(.invalidMethod)
+    public static let invalidMethod = Self(.invalidMethod)
     /// The target has bytes outside visible ASCII, or a form the method does not allow.
-    package static let invalidTarget = Self(.invalidTarget)
+    public static let invalidTarget = Self(.invalidTarget)
     /// The version is not `HTTP/<digit>.<digit>`.
-    package static let invalidVersion = Self(.invalidVersion)
+    public static let invalidVersion = Self(.invalidVersion)
     /// A well-formed version other than 1.0 and 1.1.
-    package static let unsupportedVersion = Self(.unsupportedVersion)
+    public static let unsupportedVersion = Self(.unsupportedVersion)
     /// A CR not followed by LF.
-    package static let bareCR = Self(.bareCR)
+    public static let bareCR = Self(.bareCR)
     /// An LF not preceded by CR.
-    package static let bareLF = Self(.bareLF)
+    public static let bareLF = Self(.bareLF)
     /// A header line starting with whitespace (obsolete line folding).
-    package static let obsFold = Self(.obsFold)
+    public static let obsFold = Self(.obsFold)
     /// Whitespace between a field name and its colon.
-    package static let whitespaceBeforeColon = Self(.whitespaceBeforeColon)
+    public static let whitespaceBeforeColon = Self(.whitespaceBeforeColon)
     /// A field name that is empty or not a token, or a line without a colon.
-    package static let invalidHeaderName = Self(.invalidHeaderName)
+    public static let invalidHeaderName = Self(.invalidHeaderName)
     /// A field value with a control character.
-    package static let invalidHeaderValue = Self(.invalidHeaderValue)
+    public static let invalidHeaderValue = Self(.invalidHeaderValue)
     /// The head is larger than the configured limit.
-    package static let headTooLarge = Self(.headTooLarge)
+    public static let headTooLarge = Self(.headTooLarge)
     /// More header fields than the configured limit.
-    package static let tooManyHeaders = Self(.tooManyHeaders)
+    public static let tooManyHeaders = Self(.tooManyHeaders)
     /// An HTTP/1.1 request without Host.
-    package static let missingHost = Self(.missingHost)
+    public static let missingHost = Self(.missingHost)
     /// Host given more than once.
-    package static let duplicateHost = Self(.duplicateHost)
+    public static let duplicateHost = Self(.duplicateHost)
     /// Host is not `uri-host [":" port]`.
-    package static let invalidHost = Self(.invalidHost)
+    public static let invalidHost = Self(.invalidHost)
     /// Both Content-Length and Transfer-Encoding: the classic CL.TE / TE.CL smuggling shape.
-    package static let contentLengthWithTransferEncoding = Self(.contentLengthWithTransferEncoding)
+    public static let contentLengthWithTransferEncoding = Self(.contentLengthWithTransferEncoding)
     /// Transfer-Encoding on an HTTP/1.0 request, which 1.0 peers would not honour.
-    package static let transferEncodingOnHTTP10 = Self(.transferEncodingOnHTTP10)
+    public static let transferEncodingOnHTTP10 = Self(.transferEncodingOnHTTP10)
     /// A coding list that does not end in `chunked`.
-    package static let transferEncodingNotChunked = Self(.transferEncodingNotChunked)
+    public static let transferEncodingNotChunked = Self(.transferEncodingNotChunked)
     /// `chunked` listed more than once.
-    package static let chunkedTwice = Self(.chunkedTwice)
+    public static let chunkedTwice = Self(.chunkedTwice)
     /// A coding other than `chunked` (we forward bodies undecoded, so we accept chunked alone).
-    package static let unsupportedTransferCoding = Self(.unsupportedTransferCoding)
+    public static let unsupportedTransferCoding = Self(.unsupportedTransferCoding)
     /// Content-Length that is not `1*DIGIT`.
-    package static let invalidContentLength = Self(.invalidContentLength)
+    public static let invalidContentLength = Self(.invalidContentLength)
     /// Content-Length given twice (or as a list).
-    package static let differingContentLengths = Self(.differingContentLengths)
+    public static let differingContentLengths = Self(.differingContentLengths)
     /// Content-Length beyond 2^62.
-    package static let contentLengthOverflow = Self(.contentLengthOverflow)
+    public static let contentLengthOverflow = Self(.contentLengthOverflow)
     /// A chunk size that is not hex digits.
-    package static let invalidChunkSize = Self(.invalidChunkSize)
+    public static let invalidChunkSize = Self(.invalidChunkSize)
     /// A chunk size beyond 2^62.
-    package static let chunkSizeOverflow = Self(.chunkSizeOverflow)
+    public static let chunkSizeOverflow = Self(.chunkSizeOverflow)
     /// A chunk extension that is not `;name[=value]`.
-    package static let invalidChunkExtension = Self(.invalidChunkExtension)
+    public static let invalidChunkExtension = Self(.invalidChunkExtension)
     /// Chunk extensions longer than the limit.
-    package static let chunkExtensionTooLong = Self(.chunkExtensionTooLong)
+    public static let chunkExtensionTooLong = Self(.chunkExtensionTooLong)
     /// Chunk data not followed by CRLF (more or fewer bytes than declared).
-    package static let missingChunkTerminator = Self(.missingChunkTerminator)
+    public static let missingChunkTerminator = Self(.missingChunkTerminator)
     /// A malformed trailer field.
-    package static let invalidTrailer = Self(.invalidTrailer)
+    public static let invalidTrailer = Self(.invalidTrailer)
     /// Trailers larger than the head limit.
-    package static let trailerTooLarge = Self(.trailerTooLarge)
+    public static let trailerTooLarge = Self(.trailerTooLarge)
     /// CONNECT: a reverse proxy does not tunnel.
-    package static let connectNotSupported = Self(.connectNotSupported)
+    public static let connectNotSupported = Self(.connectNotSupported)
     /// An Expect value other than 100-continue.
-    package static let unsupportedExpectation = Self(.unsupportedExpectation)
+    public static let unsupportedExpectation = Self(.unsupportedExpectation)
 
     /// The HTTP status the server answers with.
-    package var status: Int {
+    public var status: Int {
         switch code {
         case .headTooLarge, .tooManyHeaders: 431
         case .unsupportedVersion: 505
@@ -97,7 +97,7 @@ package struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertibl
     }
 
     /// The snake_case code of the JSON error body.
-    package var errorCode: String {
+    public var errorCode: String {
         switch code {
         case .headTooLarge, .tooManyHeaders: "header_too_large"
         case .unsupportedVersion: "http_version_not_supported"
@@ -108,10 +108,10 @@ package struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertibl
     }
 
     /// A short human reason naming the defence, e.g. `invalidChunkSize`.
-    package var reason: String { code.rawValue }
+    public var reason: String { code.rawValue }
 
     /// The human sentence of the JSON error body.
-    package var message: String {
+    public var message: String {
         switch code {
         case .headTooLarge: "The request head is larger than the proxy accepts."
         case .tooManyHeaders: "The request has more header fields than the proxy accepts."
@@ -122,5 +122,5 @@ package struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertibl
         }
     }
 
-    package var description: String { "HTTPParseError.\(code.rawValue)" }
+    public var description: String { "HTTPParseError.\(code.rawValue)" }
 }

@@ -1,17 +1,17 @@
 /// HTTP protocol version of a request (1.0 or 1.1 once parsed).
-package struct HTTPVersion: Sendable, Hashable {
+public struct HTTPVersion: Sendable, Hashable {
     /// Major digit.
-    package var major: UInt8
+    public var major: UInt8
     /// Minor digit.
-    package var minor: UInt8
+    public var minor: UInt8
     /// HTTP/1.0.
-    package static let http10 = HTTPVersion(major: 1, minor: 0)
+    public static let http10 = HTTPVersion(major: 1, minor: 0)
     /// HTTP/1.1.
-    package static let http11 = HTTPVersion(major: 1, minor: 1)
+    public static let http11 = HTTPVersion(major: 1, minor: 1)
 }
 
 /// How the request body is delimited, decided once from the head.
-package enum BodyFraming: Sendable, Hashable {
+public enum BodyFraming: Sendable, Hashable {
     /// No body at all.
     case none
     /// Exactly this many bytes.
@@ -23,40 +23,40 @@ package enum BodyFraming: Sendable, Hashable {
 }
 
 /// One header field as byte ranges into the head's storage.
-package struct HTTPFieldRange: Sendable, Hashable {
+public struct HTTPFieldRange: Sendable, Hashable {
     /// Range of the name.
-    package var name: Range<Int>
+    public var name: Range<Int>
     /// Range of the value, without surrounding whitespace.
-    package var value: Range<Int>
+    public var value: Range<Int>
 }
 
 /// A parsed request head: one copy of the head's bytes plus ranges into it.
 ///
 /// Strings are made only when asked for, so the hot path allocates once per head.
-package struct HTTPRequestHead: Sendable {
+public struct HTTPRequestHead: Sendable {
     /// The raw head bytes (request line through the final CRLF CRLF).
-    package let storage: [UInt8]
+    public let storage: [UInt8]
     /// Range of the method.
-    package let methodRange: Range<Int>
+    public let methodRange: Range<Int>
     /// Range of the request target.
-    package let targetRange: Range<Int>
+    public let targetRange: Range<Int>
     /// Protocol version.
-    package let version: HTTPVersion
+    public let version: HTTPVersion
     /// Header fields in arrival order.
-    package let fields: [HTTPFieldRange]
+    public let fields: [HTTPFieldRange]
     /// Body framing decided from Content-Length / Transfer-Encoding.
-    package let framing: BodyFraming
+    public let framing: BodyFraming
     /// Whether the client asked for `100 Continue`.
-    package let expectsContinue: Bool
+    public let expectsContinue: Bool
     /// Whether the connection may be kept open after this exchange.
-    package let keepAlive: Bool
+    public let keepAlive: Bool
     /// The range of the Host field's value, found while the head was checked (there is at most
     /// one: a second is refused), so no one searches the fields for it again.
-    package let hostValue: Range<Int>?
+    public let hostValue: Range<Int>?
 
     /// The method, e.g. `GET`: the usual ones as constant strings (nothing made or checked per
     /// request), any other from the head's bytes.
-    package var method: String {
+    public var method: String {
         switch methodRange.count {
         case 3:
             if methodIs("GET") { return "GET" }
@@ -72,23 +72,23 @@ package struct HTTPRequestHead: Sendable {
         return string(methodRange)
     }
     /// The request target as sent, e.g. `/accounts/me?x=1`.
-    package var target: String { string(targetRange) }
+    public var target: String { string(targetRange) }
     /// Number of header fields.
-    package var fieldCount: Int { fields.count }
+    public var fieldCount: Int { fields.count }
 
     /// The name of field `index`.
-    package func name(at index: Int) -> String { string(fields[index].name) }
+    public func name(at index: Int) -> String { string(fields[index].name) }
     /// The value of field `index`.
-    package func value(at index: Int) -> String { string(fields[index].value) }
+    public func value(at index: Int) -> String { string(fields[index].value) }
 
     /// The first value of `name` (ASCII case-insensitive), if present.
-    package func first(_ name: String) -> String? {
+    public func first(_ name: String) -> String? {
         guard let index = firstIndex(of: name) else { return nil }
         return value(at: index)
     }
 
     /// Index of the first field called `name` (ASCII case-insensitive).
-    package func firstIndex(of name: String) -> Int? {
+    public func firstIndex(of name: String) -> Int? {
         name.withUTF8Bytes { wanted in
             storage.withUnsafeBufferPointer { bytes in
                 fields.firstIndex { asciiCaseInsensitiveEquals(bytes, $0.name, wanted) }
@@ -97,13 +97,13 @@ package struct HTTPRequestHead: Sendable {
     }
 
     /// Calls `body` with the bytes of `range` (a field's name or value) in place.
-    package func withBytes<R>(of range: Range<Int>, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    public func withBytes<R>(of range: Range<Int>, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         storage.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[range])) }
     }
 
     /// Whether `method` is idempotent (RFC 9110 §9.2.2: GET, HEAD, OPTIONS, PUT, DELETE; TRACE is
     /// never forwarded): may be sent again when nothing came back.
-    package static func isIdempotent(_ method: String) -> Bool {
+    public static func isIdempotent(_ method: String) -> Bool {
         switch method {
         case "GET", "HEAD", "OPTIONS", "PUT", "DELETE": true
         default: false
@@ -111,7 +111,7 @@ package struct HTTPRequestHead: Sendable {
     }
 
     /// `isIdempotent(method)`, read from the bytes (no String).
-    package var methodIsIdempotent: Bool {
+    public var methodIsIdempotent: Bool {
         switch methodRange.count {
         case 3: methodIs("GET") || methodIs("PUT")
         case 4: methodIs("HEAD")
@@ -122,7 +122,7 @@ package struct HTTPRequestHead: Sendable {
     }
 
     /// Whether the method bytes equal `method` exactly (methods are case-sensitive).
-    package func methodIs(_ method: StaticString) -> Bool {
+    public func methodIs(_ method: StaticString) -> Bool {
         guard method.utf8CodeUnitCount == methodRange.count else { return false }
         return storage.withUnsafeBufferPointer { bytes in
             var i = 0
@@ -136,7 +136,7 @@ package struct HTTPRequestHead: Sendable {
 
     /// Whether the method equals `uppercased` ignoring ASCII case (for methods that must be
     /// refused in every spelling).
-    package func methodIsIgnoringCase(_ uppercased: StaticString) -> Bool {
+    public func methodIsIgnoringCase(_ uppercased: StaticString) -> Bool {
         guard uppercased.utf8CodeUnitCount == methodRange.count else { return false }
         return storage.withUnsafeBufferPointer { bytes in
             var i = 0
@@ -149,7 +149,7 @@ package struct HTTPRequestHead: Sendable {
     }
 
     /// Whether the raw target equals `target` exactly.
-    package func targetIs(_ target: StaticString) -> Bool {
+    public func targetIs(_ target: StaticString) -> Bool {
         guard target.utf8CodeUnitCount == targetRange.count else { return false }
         return storage.withUnsafeBufferPointer { bytes in
             var i = 0
@@ -162,12 +162,12 @@ package struct HTTPRequestHead: Sendable {
     }
 
     /// Whether the name of field `index` equals `lowercased` (given in lowercase), ignoring ASCII case.
-    package func nameEquals(_ index: Int, _ lowercased: [UInt8]) -> Bool {
+    public func nameEquals(_ index: Int, _ lowercased: [UInt8]) -> Bool {
         lowercased.withUnsafeBufferPointer { nameEquals(index, $0) }
     }
 
     /// `nameEquals` for a constant name.
-    package func nameEquals(_ index: Int, _ lowercased: StaticBytes) -> Bool { nameEquals(index, lowercased.buffer) }
+    public func nameEquals(_ index: Int, _ lowercased: StaticBytes) -> Bool { nameEquals(index, lowercased.buffer) }
 
     private func nameEquals(_ index: Int, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool {
         let range = fields[index].name
@@ -178,7 +178,7 @@ package struct HTTPRequestHead: Sendable {
     }
 
     /// Field `index` as written, `Name: value` (with the client's own spacing after the colon).
-    package func line(at index: Int) -> String {
+    public func line(at index: Int) -> String {
         string(fields[index].name.lowerBound..<fields[index].value.upperBound)
     }
 
@@ -203,13 +203,13 @@ func asciiCaseInsensitiveEquals(
 
 /// Lowercases an ASCII letter and leaves every other byte alone.
 @inlinable @inline(__always)
-package func asciiLower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }
+public func asciiLower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }
 
 /// Whether `name` equals `lowercased` (given in lowercase), ignoring ASCII case: how every
 /// module compares a field name with one it knows.
 /// From eight bytes on, eight are compared at a time (the last word overlapping the one before).
 @inlinable
-package func asciiEqualsLowercased(_ name: UnsafeBufferPointer<UInt8>, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool
+public func asciiEqualsLowercased(_ name: UnsafeBufferPointer<UInt8>, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool
 {
     let count = name.count
     guard count == lowercased.count else { return false }
@@ -235,7 +235,7 @@ package func asciiEqualsLowercased(_ name: UnsafeBufferPointer<UInt8>, _ lowerca
 /// `asciiLower` of each of eight bytes at once: 0x20 is set in every byte from `A` to `Z` and
 /// in no other (bytes of 0x80 and above included).
 @inlinable @inline(__always)
-package func asciiLowerWord(_ word: UInt64) -> UInt64 {
+public func asciiLowerWord(_ word: UInt64) -> UInt64 {
     let ones: UInt64 = 0x0101_0101_0101_0101
     let low = word & (0x7F * ones)
     // Each byte's top bit: set when its low seven bits are at least `A`, and when above `Z`.

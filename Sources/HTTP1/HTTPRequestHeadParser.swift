@@ -1,19 +1,19 @@
 /// Limits the head parser enforces; the caller bounds them (picohttpparser style).
-package struct HTTPHeadLimits: Sendable, Hashable {
+public struct HTTPHeadLimits: Sendable, Hashable {
     /// Largest head, request line through the blank line, in bytes. Default 32 KiB.
-    package var maxHeadBytes: Int
+    public var maxHeadBytes: Int
     /// Most header fields in one head. Default 100.
-    package var maxHeaderCount: Int
+    public var maxHeaderCount: Int
 
     /// Creates limits; 32768 is the `limits.maxHeaderBytes` default of docs/configuration.md.
-    package init(maxHeadBytes: Int = 32768, maxHeaderCount: Int = 100) {
+    public init(maxHeadBytes: Int = 32768, maxHeaderCount: Int = 100) {
         self.maxHeadBytes = maxHeadBytes
         self.maxHeaderCount = maxHeaderCount
     }
 }
 
 /// Outcome of one parse attempt over the bytes received so far.
-package enum HeadParseResult: Sendable {
+public enum HeadParseResult: Sendable {
     /// A whole head; `consumed` bytes of the buffer belong to it (leading empty lines included).
     case complete(HTTPRequestHead, consumed: Int)
     /// More bytes are needed.
@@ -24,9 +24,9 @@ package enum HeadParseResult: Sendable {
 
 /// Incremental request-head parser: re-entered with the growing buffer, it never rescans
 /// bytes whose line endings it already checked, so a byte-at-a-time client costs O(n).
-package struct HTTPRequestHeadParser: Sendable {
+public struct HTTPRequestHeadParser: Sendable {
     /// The limits in force.
-    package var limits: HTTPHeadLimits
+    public var limits: HTTPHeadLimits
     /// Methods are short tokens; a longer run of token bytes before the first space is refused.
     static let maxMethodBytes = 64
     private var scanned = 0
@@ -34,13 +34,13 @@ package struct HTTPRequestHeadParser: Sendable {
     private var start = 0
 
     /// Creates a parser for one head at a time.
-    package init(limits: HTTPHeadLimits = HTTPHeadLimits()) { self.limits = limits }
+    public init(limits: HTTPHeadLimits = HTTPHeadLimits()) { self.limits = limits }
 
     /// Forgets progress; call after a head completed and its bytes were consumed.
-    package mutating func reset() { scanned = 0; lineStart = 0; start = 0 }
+    public mutating func reset() { scanned = 0; lineStart = 0; start = 0 }
 
     /// Parses the head at the start of `buffer`. The buffer must hold the same prefix as on earlier calls.
-    package mutating func parse(_ buffer: UnsafeRawBufferPointer) -> HeadParseResult {
+    public mutating func parse(_ buffer: UnsafeRawBufferPointer) -> HeadParseResult {
         let bytes = buffer.bindMemory(to: UInt8.self)
         let count = bytes.count
         var i = scanned

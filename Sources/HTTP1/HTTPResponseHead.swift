@@ -1,18 +1,18 @@
 /// A response head to serialise: status line plus fields, in order.
-package struct HTTPResponseHead: Sendable {
+public struct HTTPResponseHead: Sendable {
     /// Status code, e.g. 200.
-    package var status: Int
+    public var status: Int
     /// Header fields in order; the serialiser adds nothing on its own.
-    package var headers: [(name: String, value: String)]
+    public var headers: [(name: String, value: String)]
 
     /// Creates a head.
-    package init(status: Int, headers: [(name: String, value: String)] = []) {
+    public init(status: Int, headers: [(name: String, value: String)] = []) {
         self.status = status
         self.headers = headers
     }
 
     /// Appends `HTTP/1.1 <status> <reason>\r\n`, the fields and the blank line to `buffer`.
-    package func serialize(into buffer: inout [UInt8]) {
+    public func serialize(into buffer: inout [UInt8]) {
         Self.appendStatusLine(status, to: &buffer)
         for (name, value) in headers { buffer.writeField(name, value) }
         buffer.write(HTTPFieldSyntax.crlf)
@@ -21,7 +21,7 @@ package struct HTTPResponseHead: Sendable {
     /// Appends `HTTP/1.1 <status> <reason>\r\n`: the digits and a literal reason phrase, so no
     /// table is looked up and no shared array is retained per response.
     @inlinable
-    package static func appendStatusLine<Sink: ByteSink>(_ status: Int, to bytes: inout Sink) {
+    public static func appendStatusLine<Sink: ByteSink>(_ status: Int, to bytes: inout Sink) {
         bytes.write(versionPrefix)
         if status >= 0 { bytes.writeDecimal(status) } else { bytes.write(String(status)) }
         bytes.write(byte: UInt8(ascii: " "))
@@ -32,7 +32,7 @@ package struct HTTPResponseHead: Sendable {
     @usableFromInline static let versionPrefix = StaticBytes("HTTP/1.1 ")
 
     /// The RFC 9110 reason phrase, or "Unknown".
-    package static func reasonPhrase(_ status: Int) -> String {
+    public static func reasonPhrase(_ status: Int) -> String {
         switch status {
         case 100: "Continue"
         case 101: "Switching Protocols"

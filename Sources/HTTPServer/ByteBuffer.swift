@@ -171,19 +171,19 @@ final class BufferPool {
 
 /// A response head (`HTTPExchange.startResponse`) or a chunk's size line written straight into a
 /// connection's output buffer.
-package struct ResponseHeadWriter: ByteSink {
+public struct ResponseHeadWriter: ByteSink {
     /// Unretained: a writer lives only inside `HTTPConnection.writeHead` and `writeBody`, which hold the buffer.
     /// `Unmanaged`, as an `unowned(unsafe)` reference is retained and released around each call.
     let output: Unmanaged<ByteBuffer>
 
     init(output: ByteBuffer) { self.output = Unmanaged.passUnretained(output) }
 
-    package mutating func write(_ bytes: UnsafeRawBufferPointer) {
+    public mutating func write(_ bytes: UnsafeRawBufferPointer) {
         output._withUnsafeGuaranteedRef { $0.append(bytes) }
     }
 
-    package mutating func reserve(_ count: Int) { output._withUnsafeGuaranteedRef { $0.reserve(count) } }
+    public mutating func reserve(_ count: Int) { output._withUnsafeGuaranteedRef { $0.reserve(count) } }
 
     /// The bytes queued on the connection, this head's so far included.
-    package var count: Int { output._withUnsafeGuaranteedRef { $0.readableBytes } }
+    public var count: Int { output._withUnsafeGuaranteedRef { $0.readableBytes } }
 }

@@ -5,21 +5,21 @@ import EventLoop
 /// it reads next and whether it watches for input are derived from the state (`reading`,
 /// `readInterest`), as are the deadlines (slow-loris, idle, stalled body, stalled reader), never
 /// stored beside it.
-package struct ConnectionStateMachine: Sendable {
+public struct ConnectionStateMachine: Sendable {
     /// Whether the connection may carry another request after the current response.
-    package enum Persistence: Sendable, Equatable {
+    public enum Persistence: Sendable, Equatable {
         case keepAlive
         case close
     }
 
     /// Whether request body bytes are read and delivered, or held in the socket by the handler.
-    package enum BodyFlow: Sendable, Equatable {
+    public enum BodyFlow: Sendable, Equatable {
         case flowing
         case paused
     }
 
     /// `Expect: 100-continue` bookkeeping for one request body.
-    package enum Continue: Sendable, Equatable {
+    public enum Continue: Sendable, Equatable {
         /// The client sends its body unasked.
         case notExpected
         /// The client waits for `100 Continue`, which was not sent (an early answer leaves the body
@@ -30,7 +30,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// The request side of an exchange.
-    package enum RequestState: Sendable, Equatable {
+    public enum RequestState: Sendable, Equatable {
         /// Body bytes are arriving; the idle timeout runs from the last of them.
         case body(BodyFlow, Continue, lastProgress: NanoTime)
         /// The request is complete.
@@ -38,7 +38,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// Who waits for queued output to drain.
-    package enum Writer: Sendable, Equatable {
+    public enum Writer: Sendable, Equatable {
         /// Nobody.
         case ready
         /// A writer was told `canWrite == false` and is owed a `writable` event.
@@ -46,7 +46,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// The response side of an exchange.
-    package enum ResponseState: Sendable, Equatable {
+    public enum ResponseState: Sendable, Equatable {
         /// Nothing queued yet.
         case pending
         /// The head is queued; body may follow.
@@ -61,14 +61,14 @@ package struct ConnectionStateMachine: Sendable {
 
     /// One request and its response, progressing independently (an early response drains the
     /// rest of the body; a pipelined head waits for the response).
-    package struct Exchange: Sendable, Equatable {
-        package var request: RequestState
-        package var response: ResponseState
-        package var persistence: Persistence
+    public struct Exchange: Sendable, Equatable {
+        public var request: RequestState
+        public var response: ResponseState
+        public var persistence: Persistence
     }
 
     /// Where the connection is.
-    package enum State: Sendable, Equatable {
+    public enum State: Sendable, Equatable {
         /// Accepted, no byte of the first request yet: the header timeout runs from accept.
         case accepted(deadline: NanoTime)
         /// Between requests: the idle timeout runs.
@@ -89,7 +89,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// Whether queued output drains.
-    package enum Output: Sendable, Equatable {
+    public enum Output: Sendable, Equatable {
         case drained
         /// A write could not complete at `since`; a reader that stays stalled times out.
         case blocked(since: NanoTime)
@@ -97,7 +97,7 @@ package struct ConnectionStateMachine: Sendable {
 
     /// What the owner must do after an event. A small enum (one string pointer of payload):
     /// returning it allocates nothing.
-    package enum Action: Sendable, Equatable {
+    public enum Action: Sendable, Equatable {
         /// Nothing.
         case none
         /// A deadline began that may be earlier than the armed timer: arm it for `deadline`.
@@ -125,7 +125,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// What the connection parses from its input next.
-    package enum Reading: Sendable, Equatable {
+    public enum Reading: Sendable, Equatable {
         /// A request head.
         case head
         /// Request body bytes (delivered, or drained once the response ended: `bodyReceived` says).
@@ -138,7 +138,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// Whether the connection watches its socket for input.
-    package enum ReadInterest: Sendable, Equatable {
+    public enum ReadInterest: Sendable, Equatable {
         /// Yes.
         case read
         /// While the input buffer has room: pipelined requests wait behind the current response,
@@ -148,13 +148,13 @@ package struct ConnectionStateMachine: Sendable {
         case none
     }
 
-    package private(set) var state: State
-    package private(set) var output: Output = .drained
+    public private(set) var state: State
+    public private(set) var output: Output = .drained
     private let headerTimeout: Double
     private let idleTimeout: Double
 
     /// A new connection accepted at `now`: the first request must arrive within the header timeout.
-    package init(now: NanoTime, headerTimeout: Double, idleTimeout: Double) {
+    public init(now: NanoTime, headerTimeout: Double, idleTimeout: Double) {
         self.headerTimeout = headerTimeout
         self.idleTimeout = idleTimeout
         state = .accepted(deadline: now.adding(seconds: headerTimeout))
@@ -163,7 +163,7 @@ package struct ConnectionStateMachine: Sendable {
     // MARK: derived
 
     /// When the connection times out, if a timeout applies now.
-    package var deadline: NanoTime? {
+    public var deadline: NanoTime? {
         let stalledReader: NanoTime? =
             if case .blocked(let since) = output { since.adding(seconds: idleTimeout) } else { nil }
         switch state {
@@ -185,7 +185,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// What the connection parses from its input next.
-    package var reading: Reading {
+    public var reading: Reading {
         switch state {
         case .accepted, .idle, .readingHead: return .head
         case .exchange(let exchange):
@@ -198,7 +198,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// Whether the socket is watched for input.
-    package var readInterest: ReadInterest {
+    public var readInterest: ReadInterest {
         if case .blocked = output { return .none }
         switch state {
         case .accepted, .idle, .readingHead: return .read
@@ -215,7 +215,7 @@ package struct ConnectionStateMachine: Sendable {
     // MARK: request events
 
     /// Bytes of a request head arrived: after an idle wait, the header timeout starts.
-    package mutating func headBytesReceived(now: NanoTime) -> Action {
+    public mutating func headBytesReceived(now: NanoTime) -> Action {
         switch state {
         case .accepted(let deadline):
             state = .readingHead(deadline: deadline, persistence: .keepAlive)
@@ -229,7 +229,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// A whole head was parsed: a body's idle timeout starts.
-    package mutating func headReceived(now: NanoTime, keepAlive: Bool, hasBody: Bool, expectsContinue: Bool = false)
+    public mutating func headReceived(now: NanoTime, keepAlive: Bool, hasBody: Bool, expectsContinue: Bool = false)
         -> Action
     {
         let persistence: Persistence
@@ -246,7 +246,7 @@ package struct ConnectionStateMachine: Sendable {
 
     /// The handler returned from `handle`: a client waiting for `100 Continue` is invited unless
     /// it was already answered.
-    package mutating func handlerReturned() -> Action {
+    public mutating func handlerReturned() -> Action {
         guard case .exchange(var exchange) = state, case .body(let flow, .owed, let last) = exchange.request,
             exchange.response.isPending
         else { return .none }
@@ -257,7 +257,7 @@ package struct ConnectionStateMachine: Sendable {
 
     /// Body bytes were decoded: the idle timeout restarts, and they go to the handler unless its
     /// response ended (then they are only drained).
-    package mutating func bodyReceived(now: NanoTime) -> Action {
+    public mutating func bodyReceived(now: NanoTime) -> Action {
         guard case .exchange(var exchange) = state, case .body(let flow, let expect, _) = exchange.request else {
             return .none
         }
@@ -267,7 +267,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// The handler holds (`.paused`) or wants (`.flowing`) the body.
-    package mutating func setBodyFlow(_ flow: BodyFlow) -> Action {
+    public mutating func setBodyFlow(_ flow: BodyFlow) -> Action {
         guard case .exchange(var exchange) = state, case .body(let old, let expect, let last) = exchange.request,
             old != flow
         else { return .none }
@@ -278,7 +278,7 @@ package struct ConnectionStateMachine: Sendable {
 
     /// The request body ended. The request is complete before the handler hears it
     /// (`deliverBodyEnd`): an answer given from that event completes the exchange at once.
-    package mutating func bodyEnded(now: NanoTime) -> Action {
+    public mutating func bodyEnded(now: NanoTime) -> Action {
         guard case .exchange(var exchange) = state, case .body = exchange.request else { return .none }
         exchange.request = .complete
         if exchange.response.isComplete { return exchangeComplete(now: now, exchange.persistence) }
@@ -291,7 +291,7 @@ package struct ConnectionStateMachine: Sendable {
     /// A response head is being queued. `closeDelimited`: its body ends with the connection
     /// (HTTP/1.0, no length). Returns whether the head says `Connection: close` (`.close`) or
     /// keeps the connection.
-    package mutating func responseStarted(closeDelimited: Bool = false) -> Persistence {
+    public mutating func responseStarted(closeDelimited: Bool = false) -> Persistence {
         guard case .exchange(var exchange) = state else { return .close }
         guard exchange.response.isPending else { return exchange.persistence }
         exchange.response = .streaming(.ready)
@@ -302,7 +302,7 @@ package struct ConnectionStateMachine: Sendable {
 
     /// The handler takes back a started response none of whose bytes left (an error replaces it):
     /// `dropResponse` unless the connection already closes.
-    package mutating func responseRetracted() -> Action {
+    public mutating func responseRetracted() -> Action {
         guard case .exchange(var exchange) = state, case .streaming = exchange.response else { return .none }
         exchange.response = .pending
         state = .exchange(exchange)
@@ -310,7 +310,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// The response was fully queued.
-    package mutating func responseEnded(now: NanoTime) -> Action {
+    public mutating func responseEnded(now: NanoTime) -> Action {
         guard case .exchange(var exchange) = state else { return .none }
         exchange.response = .complete
         switch exchange.request {
@@ -328,7 +328,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// The writer was told it may not queue more: it is owed `notifyWritable` once output drains.
-    package mutating func writerRefused() {
+    public mutating func writerRefused() {
         guard case .exchange(var exchange) = state, case .streaming = exchange.response else { return }
         exchange.response = .streaming(.waiting)
         state = .exchange(exchange)
@@ -337,14 +337,14 @@ package struct ConnectionStateMachine: Sendable {
     // MARK: output events
 
     /// A write could not complete: a reader that stays stalled times out.
-    package mutating func outputBlocked(now: NanoTime) -> Action {
+    public mutating func outputBlocked(now: NanoTime) -> Action {
         guard case .drained = output, !isClosedState else { return .none }
         output = .blocked(since: now)
         return .armTimer
     }
 
     /// Queued output shrank below the low-water mark (`empty`: all of it was written).
-    package mutating func outputDrained(empty: Bool) -> Action {
+    public mutating func outputDrained(empty: Bool) -> Action {
         if empty {
             output = .drained
             if case .closing(let reason) = state {
@@ -363,7 +363,7 @@ package struct ConnectionStateMachine: Sendable {
     /// The client shut down its sending side (read returned 0). A FIN while a response is pending
     /// is the client going away (nginx's client abort): close now, so upstream work is cancelled
     /// at once rather than answered into a socket nobody reads.
-    package mutating func inputEnded() -> Action {
+    public mutating func inputEnded() -> Action {
         let reason: String
         switch state {
         case .closed, .handedOver: return .none
@@ -377,7 +377,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// The timer fired: close if the deadline really passed (it may have moved since it was armed).
-    package mutating func timerFired(now: NanoTime) -> Action {
+    public mutating func timerFired(now: NanoTime) -> Action {
         guard let deadline, deadline <= now else { return .none }
         state = .closed
         return .close(reason: "timeout")
@@ -385,7 +385,7 @@ package struct ConnectionStateMachine: Sendable {
 
     /// The server is shutting down: idle connections close once what is queued is written, busy
     /// ones after their response.
-    package mutating func shutdown() -> Action {
+    public mutating func shutdown() -> Action {
         switch state {
         case .accepted:
             state = .closed
@@ -408,7 +408,7 @@ package struct ConnectionStateMachine: Sendable {
 
     /// The exchange cannot go on (a response cut short, a refused request): write what is queued,
     /// then close. `reason` is logged for an exchange that had not ended.
-    package mutating func closeAfterFlush(reason: String?) -> Action {
+    public mutating func closeAfterFlush(reason: String?) -> Action {
         switch state {
         case .closed, .handedOver: return .none
         case .closing: return .flushAndClose
@@ -419,7 +419,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// Close now (an I/O error, the shutdown deadline).
-    package mutating func closeNow(reason: String?) -> Action {
+    public mutating func closeNow(reason: String?) -> Action {
         if isClosedState { return .none }
         state = .closed
         return .close(reason: reason)
@@ -427,7 +427,7 @@ package struct ConnectionStateMachine: Sendable {
 
     /// A pattern match, cheaper than the synthesized `==` on the state.
     /// Whether the connection no longer owns its socket (closed, or handed over to a tunnel).
-    package var isGone: Bool { isClosedState }
+    public var isGone: Bool { isClosedState }
 
     private var isClosedState: Bool {
         switch state {
@@ -438,7 +438,7 @@ package struct ConnectionStateMachine: Sendable {
 
     /// The handler accepted an upgrade of the current exchange (its request complete, no byte
     /// of a response queued): the socket leaves for a tunnel.
-    package mutating func upgraded() -> Action {
+    public mutating func upgraded() -> Action {
         guard case .exchange(let exchange) = state, exchange.request == .complete, exchange.response.isPending else {
             return .none
         }

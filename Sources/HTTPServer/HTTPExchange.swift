@@ -7,17 +7,17 @@ import HTTP1
 /// `endResponse` (streamed). Whoever consumes the request body or streams the response sets
 /// itself as the `delegate`: it receives the body, the writable and finished events, and the
 /// exchange is its single owner (released after `exchange(_:finished:)`).
-package final class HTTPExchange {
+public final class HTTPExchange {
     /// The request head.
-    package let head: HTTPRequestHead
+    public let head: HTTPRequestHead
     /// The client's address (`unix` for a Unix socket).
-    package let peer: String
+    public let peer: String
     /// Index of the listen address (`ServerConfiguration.addresses`) the connection came in on.
-    package let listener: Int
+    public let listener: Int
     /// When the head was complete.
-    package let startedAt: NanoTime
+    public let startedAt: NanoTime
     /// The loop that owns this exchange.
-    package let loop: EventLoop
+    public let loop: EventLoop
     /// Cleared when the exchange finished, the connection closed or moved to its next request
     /// (`finish`, `HTTPConnection.perform`): a strong reference, as a weak one would give every
     /// connection a side table, whose retains take the slow path (`bench/cost-profile.sh`), and
@@ -25,7 +25,7 @@ package final class HTTPExchange {
     var connection: HTTPConnection?
 
     /// Receives this exchange's events; held until the exchange finished.
-    package var delegate: (any HTTPExchangeDelegate)?
+    public var delegate: (any HTTPExchangeDelegate)?
 
     /// How the response body is delimited on the wire, once a head was queued.
     enum BodyFraming: Equatable {
@@ -53,11 +53,11 @@ package final class HTTPExchange {
     var progress: Progress = .pending
 
     /// The status sent, once started (0 before, and after a retraction).
-    package internal(set) var status = 0
+    public internal(set) var status = 0
     /// Body bytes queued for the client.
-    package internal(set) var bytesSent = 0
+    public internal(set) var bytesSent = 0
     /// Request body bytes received.
-    package internal(set) var bytesReceived = 0
+    public internal(set) var bytesReceived = 0
 
     init(
         head: consuming HTTPRequestHead, peer: String, listener: Int, startedAt: NanoTime, loop: EventLoop,
@@ -72,11 +72,11 @@ package final class HTTPExchange {
     }
 
     /// Whether a response head was queued.
-    package var responseStarted: Bool { if case .pending = progress { false } else { true } }
+    public var responseStarted: Bool { if case .pending = progress { false } else { true } }
     /// Whether the response ended.
-    package var responseEnded: Bool { if case .ended = progress { true } else { false } }
+    public var responseEnded: Bool { if case .ended = progress { true } else { false } }
     /// Whether the connection went away before the response ended.
-    package var isAborted: Bool { if case .aborted = progress { true } else { false } }
+    public var isAborted: Bool { if case .aborted = progress { true } else { false } }
     /// Whether the outcome was reported (ended or aborted).
     var isFinished: Bool {
         switch progress {
@@ -85,16 +85,16 @@ package final class HTTPExchange {
         }
     }
     /// Whether the request method is HEAD (a response carries no body).
-    package var isHeadRequest: Bool { head.methodIs("HEAD") }
+    public var isHeadRequest: Bool { head.methodIs("HEAD") }
 
     /// Sends a whole response; `Content-Length` (and `Connection: close` when closing) are added.
-    package func respond(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+    public func respond(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
         guard let connection, !responseStarted else { return }
         body.withUnsafeBytes { connection.respond(self, status: status, headers: headers, body: $0) }
     }
 
     /// How a streamed response body is delimited.
-    package enum ResponseFraming: Sendable, Equatable {
+    public enum ResponseFraming: Sendable, Equatable {
         /// Exactly this many bytes follow (`Content-Length`).
         case length(Int)
         /// Length unknown: chunked for HTTP/1.1 clients, close-delimited for 1.0.
@@ -104,7 +104,7 @@ package final class HTTPExchange {
     }
 
     /// Starts a streamed response.
-    package func startResponse(status: Int, headers: [(name: String, value: String)], framing: ResponseFraming) {
+    public func startResponse(status: Int, headers: [(name: String, value: String)], framing: ResponseFraming) {
         startResponse(status: status, framing: framing) { head in
             for (name, value) in headers { head.writeField(name, value) }
         }
@@ -112,52 +112,52 @@ package final class HTTPExchange {
 
     /// Starts a streamed response whose fields `writeFields` appends as `Name: value\r\n` lines
     /// (the caller vouches they hold no CR, LF or NUL); framing fields are added after them.
-    package func startResponse(status: Int, framing: ResponseFraming, writeFields: (inout ResponseHeadWriter) -> Void) {
+    public func startResponse(status: Int, framing: ResponseFraming, writeFields: (inout ResponseHeadWriter) -> Void) {
         guard let connection, !responseStarted else { return }
         connection.startResponse(self, status: status, framing: framing, writeFields: writeFields)
     }
 
     /// Queues body bytes of a streamed response.
-    package func writeBody(_ bytes: UnsafeRawBufferPointer) {
+    public func writeBody(_ bytes: UnsafeRawBufferPointer) {
         guard let connection, case .started = progress else { return }
         connection.writeBody(self, bytes)
     }
 
     /// Ends a streamed response.
-    package func endResponse() {
+    public func endResponse() {
         guard let connection, case .started = progress else { return }
         connection.endResponse(self)
     }
 
     /// Closes the client connection: a streamed response cannot be finished. What was queued is
     /// flushed first, so the client gets the head and partial body before the close.
-    package func abort(reason: String) { connection?.abort(self, reason: reason) }
+    public func abort(reason: String) { connection?.abort(self, reason: reason) }
 
     /// Takes back a started response of which nothing reached the client yet (true), so an error
     /// response can replace it; false when bytes already left.
-    package func retractResponse() -> Bool { connection?.retract(self) ?? false }
+    public func retractResponse() -> Bool { connection?.retract(self) ?? false }
 
     /// Whether more output may be queued without exceeding the high-water mark; after a false,
     /// the delegate hears `exchangeWritable` once the output drained below the low-water mark.
-    package var canWrite: Bool { connection?.canWrite(self) ?? false }
+    public var canWrite: Bool { connection?.canWrite(self) ?? false }
 
     /// Whether fewer than `limit` bytes wait for the socket; after a false, the delegate hears
     /// `exchangeWritable` as the output drains (below the low-water mark, or empty), and may ask again.
-    package func canWrite(below limit: Int) -> Bool { connection?.canWrite(self, below: limit) ?? false }
+    public func canWrite(below limit: Int) -> Bool { connection?.canWrite(self, below: limit) ?? false }
 
     /// Bytes queued on the connection that the socket has not taken yet (0 once it closed).
-    package var queuedBytes: Int { connection?.queuedBytes ?? 0 }
+    public var queuedBytes: Int { connection?.queuedBytes ?? 0 }
 
     /// Accepts this exchange's upgrade: the client socket leaves the HTTP connection for a tunnel
     /// (`HTTPConnection.handOver`), and the exchange ends as a `101`. Nil when the connection is
     /// gone or cannot hand over; the caller then owns nothing.
-    package func handOver() -> HandedOverSocket? { connection?.handOver(self) }
+    public func handOver() -> HandedOverSocket? { connection?.handOver(self) }
 
     /// Stops delivering request body until `resumeBody` (the socket is not read meanwhile).
-    package func pauseBody() { connection?.setBodyFlow(self, .paused) }
+    public func pauseBody() { connection?.setBodyFlow(self, .paused) }
 
     /// Resumes request body delivery.
-    package func resumeBody() { connection?.setBodyFlow(self, .flowing) }
+    public func resumeBody() { connection?.setBodyFlow(self, .flowing) }
 
     /// The outcome, reported once: to the delegate (then released) and to the handler.
     func finish(_ ending: ExchangeOutcome.Ending, handler: any HTTPHandler) {
@@ -172,9 +172,9 @@ package final class HTTPExchange {
 }
 
 /// How an exchange ended, reported once to its delegate and to the handler (the access log).
-package struct ExchangeOutcome: Sendable, Equatable {
+public struct ExchangeOutcome: Sendable, Equatable {
     /// Why it ended.
-    package enum Ending: Sendable, Equatable {
+    public enum Ending: Sendable, Equatable {
         /// The response was fully queued.
         case completed
         /// The response was fully queued, but the handler offered more body than its
@@ -192,16 +192,16 @@ package struct ExchangeOutcome: Sendable, Equatable {
     }
 
     /// Why it ended.
-    package let ending: Ending
+    public let ending: Ending
     /// The response status sent (0 when no response was started).
-    package let status: Int
+    public let status: Int
     /// Request body bytes received.
-    package let bytesIn: Int
+    public let bytesIn: Int
     /// Response body bytes queued.
-    package let bytesOut: Int
+    public let bytesOut: Int
 
     /// The reason an exchange that did not complete carries, nil for `.completed` and `.truncated`.
-    package var reason: String? {
+    public var reason: String? {
         switch ending {
         case .completed, .truncated: nil
         case .clientClosed(let reason), .aborted(let reason), .refused(let reason): reason
@@ -211,7 +211,7 @@ package struct ExchangeOutcome: Sendable, Equatable {
 
 /// A client socket handed to a tunnel: the caller closes `fd`. `early` holds the bytes the client
 /// sent past the upgrade request's head (a client may send its first frames without waiting).
-package struct HandedOverSocket: Sendable {
-    package let fd: CInt
-    package let early: [UInt8]
+public struct HandedOverSocket: Sendable {
+    public let fd: CInt
+    public let early: [UInt8]
 }

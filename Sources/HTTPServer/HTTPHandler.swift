@@ -2,7 +2,7 @@ import EventLoop
 import HTTP1
 
 /// What the server calls for each request, on the loop thread that owns the connection.
-package protocol HTTPHandler: AnyObject {
+public protocol HTTPHandler: AnyObject {
     /// A request head arrived; answer now or later through `exchange`, and set its `delegate`
     /// to receive the request body and the exchange's events.
     func handle(_ exchange: HTTPExchange)
@@ -20,7 +20,7 @@ package protocol HTTPHandler: AnyObject {
 
 /// Receives the events of one exchange, on its loop; set as `HTTPExchange.delegate`, which is
 /// its single owner until `exchange(_:finished:)`.
-package protocol HTTPExchangeDelegate: AnyObject {
+public protocol HTTPExchangeDelegate: AnyObject {
     /// A piece of the request body (valid only during the call). Not delivered once the
     /// response ended (the rest of the body is drained).
     func exchange(_ exchange: HTTPExchange, receivedBody bytes: UnsafeRawBufferPointer)
@@ -34,25 +34,25 @@ package protocol HTTPExchangeDelegate: AnyObject {
 }
 
 extension HTTPExchangeDelegate {
-    package func exchange(_ exchange: HTTPExchange, receivedBody bytes: UnsafeRawBufferPointer) {}
-    package func exchangeBodyEnded(_ exchange: HTTPExchange) {}
-    package func exchangeWritable(_ exchange: HTTPExchange) {}
-    package func exchange(_ exchange: HTTPExchange, finished outcome: ExchangeOutcome) {}
+    public func exchange(_ exchange: HTTPExchange, receivedBody bytes: UnsafeRawBufferPointer) {}
+    public func exchangeBodyEnded(_ exchange: HTTPExchange) {}
+    public func exchangeWritable(_ exchange: HTTPExchange) {}
+    public func exchange(_ exchange: HTTPExchange, finished outcome: ExchangeOutcome) {}
 }
 
 /// Why the server refuses a request or a connection; the handler renders the response.
-package struct HTTPRefusal: Sendable, Equatable {
+public struct HTTPRefusal: Sendable, Equatable {
     /// The response status.
-    package let status: Int
+    public let status: Int
     /// The stable error code (`body_too_large`, `too_many_connections`, a parse error's code).
-    package let code: String
+    public let code: String
     /// A sentence for the client.
-    package let message: String
+    public let message: String
     /// What is logged (a parse error's precise reason; else the code).
-    package let reason: String
+    public let reason: String
 
     /// A refusal with these parts.
-    package init(status: Int, code: String, message: String, reason: String? = nil) {
+    public init(status: Int, code: String, message: String, reason: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
@@ -60,18 +60,18 @@ package struct HTTPRefusal: Sendable, Equatable {
     }
 
     /// A request the parser or body decoder refused.
-    package init(_ error: HTTPParseError) {
+    public init(_ error: HTTPParseError) {
         self.init(status: error.status, code: error.errorCode, message: error.message, reason: error.reason)
     }
 
     /// The declared or received body exceeds `maxBodyBytes`.
-    package static let bodyTooLarge = HTTPRefusal(
+    public static let bodyTooLarge = HTTPRefusal(
         status: 413, code: "body_too_large",
         message: "The request body is larger than the proxy accepts.")
     /// The connection limit is reached; the connection is closed after this answer.
-    package static let tooManyConnections = HTTPRefusal(
+    public static let tooManyConnections = HTTPRefusal(
         status: 503, code: "too_many_connections",
         message: "The proxy has too many open connections.")
     /// Whether this is the connection-limit refusal.
-    package var isConnectionLimit: Bool { code == "too_many_connections" }
+    public var isConnectionLimit: Bool { code == "too_many_connections" }
 }

@@ -5,23 +5,23 @@ import Synchronization
 
 /// The HTTP/1.1 server: one event loop per worker thread, each with its own SO_REUSEPORT
 /// listener per TCP address (a Unix socket is one descriptor shared by all loops).
-package final class HTTPServer: @unchecked Sendable {
+public final class HTTPServer: @unchecked Sendable {
     /// The configuration in force.
-    package let configuration: ServerConfiguration
+    public let configuration: ServerConfiguration
     private let shared: ServerShared
     private var loops: [(loop: EventLoop, server: LoopServer)] = []
     private var threads: [pthread_t] = []
     private var sharedListeners: [CInt] = []
 
     /// Creates a server; nothing is bound until `start`.
-    package init(configuration: ServerConfiguration) {
+    public init(configuration: ServerConfiguration) {
         self.configuration = configuration
         shared = ServerShared(maxConnections: configuration.maxConnections)
     }
 
     /// Binds every address, starts the loops and returns the bound addresses (ports resolved).
     /// `makeHandler` is called once per loop, on the caller's thread.
-    package func start(makeHandler: (EventLoop, Int) throws -> any HTTPHandler) throws -> [BindAddress] {
+    public func start(makeHandler: (EventLoop, Int) throws -> any HTTPHandler) throws -> [BindAddress] {
         let count = configuration.resolvedWorkers
         var perLoop: [[LoopServer.Listener]] = Array(repeating: [], count: count)
         var bound: [BindAddress] = []
@@ -75,13 +75,13 @@ package final class HTTPServer: @unchecked Sendable {
     }
 
     /// The event loops, in worker order.
-    package var eventLoops: [EventLoop] { loops.map(\.loop) }
+    public var eventLoops: [EventLoop] { loops.map(\.loop) }
 
     /// Open client connections across all loops.
-    package var openConnections: Int { shared.openConnections.load(ordering: .relaxed) }
+    public var openConnections: Int { shared.openConnections.load(ordering: .relaxed) }
 
     /// Stops accepting; idle connections close, busy ones after their current response.
-    package func beginShutdown() {
+    public func beginShutdown() {
         for (loop, server) in loops {
             nonisolated(unsafe) let server = server
             loop.execute { server.shutdown() }
@@ -93,7 +93,7 @@ package final class HTTPServer: @unchecked Sendable {
     /// the answer is false: the caller exits rather than wait for ever (waiting, a SIGTERM would
     /// never end the process, and a second one would never be read).
     @discardableResult
-    package func stop(within seconds: Double = 5) -> Bool {
+    public func stop(within seconds: Double = 5) -> Bool {
         for (loop, server) in loops {
             nonisolated(unsafe) let server = server
             loop.execute {

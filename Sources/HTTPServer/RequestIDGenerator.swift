@@ -7,13 +7,13 @@ import EventLoop
 /// and no reference count for the ID as it travels with the exchange) up to 62⁶ ≈ 5.7 × 10¹⁰
 /// requests per loop, on fewer than 62 loops: a 6-character random part (35.7 bits), one for the
 /// loop, at most six for the counter. Past that the ID is simply one character longer.
-package struct RequestIDGenerator {
+public struct RequestIDGenerator {
     private let prefix: [UInt8]
     /// The last counter value given out (internal: tests start it high).
     var counter: UInt64 = 0
 
     /// Creates a generator for loop `index`.
-    package init(loopIndex: Int) {
+    public init(loopIndex: Int) {
         var random = SystemRandomNumberGenerator()
         let loop = UInt64(loopIndex), loopDigits = Self.digitCount(loop)
         prefix = [UInt8](unsafeUninitializedCapacity: 6 + 1 + loopDigits + 1) { buffer, count in
@@ -53,7 +53,7 @@ package struct RequestIDGenerator {
 
     /// The next ID, written straight into the new string's storage: no concatenation, and no
     /// allocation while it fits a small string (malloc's share per request: `bench/cost-profile.sh`).
-    package mutating func next() -> String {
+    public mutating func next() -> String {
         counter &+= 1
         let value = counter
         let digits = Self.digitCount(value)

@@ -2,11 +2,11 @@
 ///
 /// Parsed numbers keep their literal verbatim (and serialize it unchanged);
 /// numbers built from a `Double` or an integer get a canonical literal.
-package struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
+public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     /// The nearest `Double` to the literal.
-    package let double: Double
+    public let double: Double
     /// The JSON literal ("42", "1.5e3"); "null" for a non-finite double.
-    package let text: String
+    public let text: String
 
     /// Trusts `text` to be a valid JSON number literal for `double`; the parser's entry.
     init(text: String, double: Double) {
@@ -15,7 +15,7 @@ package struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A number from a `Double`; integral values print without ".0", non-finite ones as `null`.
-    package init(_ value: Double) {
+    public init(_ value: Double) {
         double = value
         if !value.isFinite {
             text = "null"
@@ -28,31 +28,31 @@ package struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// An exact integer.
-    package init(_ value: Int64) {
+    public init(_ value: Int64) {
         double = Double(value)
         text = String(value)
     }
 
     /// An exact integer.
-    package init(_ value: Int) {
+    public init(_ value: Int) {
         self.init(Int64(value))
     }
 
     /// The literal's exact value when it is an integer that fits `Int64` ("1e3" is 1000, "1.5" is nil).
-    package var int64: Int64? { JSONNumber.exactInteger(text) }
+    public var int64: Int64? { JSONNumber.exactInteger(text) }
 
     /// The literal text.
-    package var description: String { text }
+    public var description: String { text }
 
     /// Equal doubles are equal numbers, except that two integer literals compare exactly.
-    package static func == (a: JSONNumber, b: JSONNumber) -> Bool {
+    public static func == (a: JSONNumber, b: JSONNumber) -> Bool {
         if a.text == b.text { return true }
         if let x = a.int64, let y = b.int64 { return x == y }
         return a.double == b.double
     }
 
     /// Hashes the double, consistent with `==` for all values that are equal.
-    package func hash(into hasher: inout Hasher) {
+    public func hash(into hasher: inout Hasher) {
         hasher.combine(double)
     }
 }

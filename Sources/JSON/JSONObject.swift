@@ -1,9 +1,9 @@
 /// A JSON object: members in insertion order, each key at most once.
 ///
 /// Equality ignores order (RFC 8259 objects are unordered); serialization keeps it.
-package struct JSONObject: Sendable, Equatable, Sequence {
+public struct JSONObject: Sendable, Equatable, Sequence {
     /// One member.
-    package typealias Element = (key: String, value: JSONValue)
+    public typealias Element = (key: String, value: JSONValue)
 
     private var entries: [Element] = []
     // Built once an object grows past a handful of keys, so hostile bodies with
@@ -12,29 +12,29 @@ package struct JSONObject: Sendable, Equatable, Sequence {
     private static let indexThreshold = 12
 
     /// An empty object.
-    package init() {}
+    public init() {}
 
     /// Members in the given order; a repeated key is a programming error.
-    package init(uniqueKeysWithValues pairs: some Sequence<(String, JSONValue)>) {
+    public init(uniqueKeysWithValues pairs: some Sequence<(String, JSONValue)>) {
         for (key, value) in pairs {
             precondition(insertNew(key, value), "duplicate JSON object key \"\(key)\"")
         }
     }
 
     /// Number of members.
-    package var count: Int { entries.count }
+    public var count: Int { entries.count }
 
     /// True when there are no members.
-    package var isEmpty: Bool { entries.isEmpty }
+    public var isEmpty: Bool { entries.isEmpty }
 
     /// The keys in order.
-    package var keys: [String] { entries.map(\.key) }
+    public var keys: [String] { entries.map(\.key) }
 
     /// True when `key` is a member.
-    package func contains(_ key: String) -> Bool { position(of: key) != nil }
+    public func contains(_ key: String) -> Bool { position(of: key) != nil }
 
     /// The value for `key`; setting nil removes the member, setting a new key appends it.
-    package subscript(key: String) -> JSONValue? {
+    public subscript(key: String) -> JSONValue? {
         get { position(of: key).map { entries[$0].value } }
         set {
             if let i = position(of: key) {
@@ -52,17 +52,17 @@ package struct JSONObject: Sendable, Equatable, Sequence {
 
     /// Appends a member unless `key` is present; returns false (and changes nothing) if it is.
     @discardableResult
-    package mutating func insertNew(_ key: String, _ value: JSONValue) -> Bool {
+    public mutating func insertNew(_ key: String, _ value: JSONValue) -> Bool {
         if position(of: key) != nil { return false }
         appendUnchecked(key, value)
         return true
     }
 
     /// Iterates the members in order.
-    package func makeIterator() -> IndexingIterator<[Element]> { entries.makeIterator() }
+    public func makeIterator() -> IndexingIterator<[Element]> { entries.makeIterator() }
 
     /// Same keys with equal values, in any order.
-    package static func == (a: JSONObject, b: JSONObject) -> Bool {
+    public static func == (a: JSONObject, b: JSONObject) -> Bool {
         guard a.count == b.count else { return false }
         for (key, value) in a.entries {
             guard let other = b[key], other == value else { return false }

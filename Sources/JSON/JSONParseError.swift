@@ -1,7 +1,7 @@
 /// Why and where a JSON document failed to parse.
-package struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What kind of failure, for code that branches on it.
-    package struct Code: Sendable, Hashable, CustomStringConvertible {
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Kind: Sendable, Hashable {
             case unexpectedEnd, unexpectedCharacter, invalidLiteral, invalidNumber
             case numberOutOfRange, invalidString, invalidEscape, invalidUnicode
@@ -10,47 +10,47 @@ package struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertib
         private let kind: Kind
 
         /// The input ended inside a value.
-        package static let unexpectedEnd = Code(kind: .unexpectedEnd)
+        public static let unexpectedEnd = Code(kind: .unexpectedEnd)
         /// A byte that cannot start or continue a value here.
-        package static let unexpectedCharacter = Code(kind: .unexpectedCharacter)
+        public static let unexpectedCharacter = Code(kind: .unexpectedCharacter)
         /// A misspelt `true`, `false` or `null`.
-        package static let invalidLiteral = Code(kind: .invalidLiteral)
+        public static let invalidLiteral = Code(kind: .invalidLiteral)
         /// A number that breaks the grammar (leading zero, missing digits).
-        package static let invalidNumber = Code(kind: .invalidNumber)
+        public static let invalidNumber = Code(kind: .invalidNumber)
         /// A number too large for a `Double`.
-        package static let numberOutOfRange = Code(kind: .numberOutOfRange)
+        public static let numberOutOfRange = Code(kind: .numberOutOfRange)
         /// An unescaped control character or unterminated string.
-        package static let invalidString = Code(kind: .invalidString)
+        public static let invalidString = Code(kind: .invalidString)
         /// A backslash escape that JSON does not define.
-        package static let invalidEscape = Code(kind: .invalidEscape)
+        public static let invalidEscape = Code(kind: .invalidEscape)
         /// Malformed UTF-8 or a lone UTF-16 surrogate.
-        package static let invalidUnicode = Code(kind: .invalidUnicode)
+        public static let invalidUnicode = Code(kind: .invalidUnicode)
         /// An object names the same key twice.
-        package static let duplicateKey = Code(kind: .duplicateKey)
+        public static let duplicateKey = Code(kind: .duplicateKey)
         /// A comma before `]` or `}`.
-        package static let trailingComma = Code(kind: .trailingComma)
+        public static let trailingComma = Code(kind: .trailingComma)
         /// Bytes after the top-level value.
-        package static let trailingData = Code(kind: .trailingData)
+        public static let trailingData = Code(kind: .trailingData)
         /// Arrays and objects nested deeper than the limit.
-        package static let tooDeep = Code(kind: .tooDeep)
+        public static let tooDeep = Code(kind: .tooDeep)
 
         /// The code's name.
-        package var description: String { "\(kind)" }
+        public var description: String { "\(kind)" }
     }
 
     /// What kind of failure.
-    package var code: Code
+    public var code: Code
     /// A plain-English sentence saying what is wrong.
-    package var message: String
+    public var message: String
     /// 1-based line of the offending byte.
-    package var line: Int
+    public var line: Int
     /// 1-based column of the offending character (counted in Unicode scalars).
-    package var column: Int
+    public var column: Int
     /// 0-based byte offset of the offending byte.
-    package var offset: Int
+    public var offset: Int
 
     /// An error at a position.
-    package init(code: Code, message: String, line: Int, column: Int, offset: Int) {
+    public init(code: Code, message: String, line: Int, column: Int, offset: Int) {
         self.code = code
         self.message = message
         self.line = line
@@ -59,5 +59,5 @@ package struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     /// "line 3, column 7: expected ',' or '}'".
-    package var description: String { "line \(line), column \(column): \(message)" }
+    public var description: String { "line \(line), column \(column): \(message)" }
 }

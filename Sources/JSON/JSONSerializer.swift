@@ -1,12 +1,12 @@
 /// Compact serialization and escaping helpers for hand-built JSON.
 extension JSONValue {
     /// Compact JSON text: no whitespace, object members in order, parsed numbers as written.
-    package func serialized() -> String {
+    public func serialized() -> String {
         String(decoding: serializedBytes(), as: UTF8.self)
     }
 
     /// Compact JSON as UTF-8 bytes.
-    package func serializedBytes() -> [UInt8] {
+    public func serializedBytes() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64)
         JSONSerializer.write(self, into: &out)
@@ -15,7 +15,7 @@ extension JSONValue {
 }
 
 /// The string's contents escaped for a JSON string literal, without the surrounding quotes.
-package func jsonEscaped(_ s: String) -> String {
+public func jsonEscaped(_ s: String) -> String {
     // Most strings (codes, paths, ids) need no escaping: return them untouched.
     let plain =
         s.utf8.withContiguousStorageIfAvailable { !JSONSerializer.anyNeedsEscape($0) }
@@ -29,16 +29,16 @@ package func jsonEscaped(_ s: String) -> String {
 
 /// Whether any of `bytes` must be escaped in a JSON string (a control byte, `"` or `\`), eight
 /// bytes per step.
-package func jsonNeedsEscaping(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool { JSONSerializer.anyNeedsEscape(bytes) }
+public func jsonNeedsEscaping(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool { JSONSerializer.anyNeedsEscape(bytes) }
 
 /// `bytes` escaped for a JSON string, one byte at a time to `emit` (the path for the rare
 /// string that needs it).
-package func jsonEscape(_ bytes: UnsafeBufferPointer<UInt8>, _ emit: (UInt8) -> Void) {
+public func jsonEscape(_ bytes: UnsafeBufferPointer<UInt8>, _ emit: (UInt8) -> Void) {
     for b in bytes { JSONSerializer.escape(b, emit) }
 }
 
 /// The string as a complete JSON string literal, quotes included.
-package func jsonQuoted(_ s: String) -> String {
+public func jsonQuoted(_ s: String) -> String {
     "\"" + jsonEscaped(s) + "\""
 }
 

@@ -1,10 +1,10 @@
 /// Parsing entry points.
 extension JSONValue {
     /// Arrays and objects nested deeper than this are rejected, so hostile input cannot exhaust memory.
-    package static let defaultMaxDepth = 512
+    public static let defaultMaxDepth = 512
 
     /// Parses one complete JSON text (RFC 8259, strict: no comments, no trailing commas, no BOM).
-    package static func parse(
+    public static func parse(
         _ bytes: UnsafeRawBufferPointer, maxDepth: Int = defaultMaxDepth
     ) throws(JSONParseError) -> JSONValue {
         var parser = JSONParser(bytes: bytes, maxDepth: maxDepth)
@@ -12,7 +12,7 @@ extension JSONValue {
     }
 
     /// Parses one complete JSON text from any byte collection (`[UInt8]`, `ArraySlice`, `String.UTF8View`).
-    package static func parse(
+    public static func parse(
         _ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth
     ) throws(JSONParseError) -> JSONValue {
         let contiguous = bytes.withContiguousStorageIfAvailable { buffer in
@@ -27,7 +27,7 @@ extension JSONValue {
     }
 
     /// Parses one complete JSON text from a string.
-    package static func parse(_ text: String, maxDepth: Int = defaultMaxDepth) throws(JSONParseError) -> JSONValue {
+    public static func parse(_ text: String, maxDepth: Int = defaultMaxDepth) throws(JSONParseError) -> JSONValue {
         var text = text
         return try text.withUTF8 { buffer in
             Result { () throws(JSONParseError) in try parse(UnsafeRawBufferPointer(buffer), maxDepth: maxDepth) }

@@ -2,7 +2,7 @@
 ///
 /// Objects keep their key order and never hold a key twice; numbers keep the
 /// literal they were parsed from, so integers beyond 2^53 stay exact.
-package enum JSONValue: Sendable, Equatable {
+public enum JSONValue: Sendable, Equatable {
     /// `null`.
     case null
     /// `true` or `false`.
@@ -19,54 +19,54 @@ package enum JSONValue: Sendable, Equatable {
 
 extension JSONValue {
     /// True for `.null`.
-    package var isNull: Bool {
+    public var isNull: Bool {
         if case .null = self { return true }
         return false
     }
 
     /// The payload of `.bool`, else nil.
-    package var boolValue: Bool? {
+    public var boolValue: Bool? {
         if case .bool(let b) = self { return b }
         return nil
     }
 
     /// The payload of `.string`, else nil.
-    package var stringValue: String? {
+    public var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
     }
 
     /// The payload of `.number`, else nil.
-    package var numberValue: JSONNumber? {
+    public var numberValue: JSONNumber? {
         if case .number(let n) = self { return n }
         return nil
     }
 
     /// The number as a `Double`, else nil.
-    package var doubleValue: Double? { numberValue?.double }
+    public var doubleValue: Double? { numberValue?.double }
 
     /// The number as an exact `Int64` when its literal denotes one, else nil.
-    package var int64Value: Int64? { numberValue?.int64 }
+    public var int64Value: Int64? { numberValue?.int64 }
 
     /// The payload of `.array`, else nil.
-    package var arrayValue: [JSONValue]? {
+    public var arrayValue: [JSONValue]? {
         if case .array(let a) = self { return a }
         return nil
     }
 
     /// The payload of `.object`, else nil.
-    package var objectValue: JSONObject? {
+    public var objectValue: JSONObject? {
         if case .object(let o) = self { return o }
         return nil
     }
 
     /// The member `key` of an object; nil for a missing key or a non-object.
-    package subscript(key: String) -> JSONValue? {
+    public subscript(key: String) -> JSONValue? {
         objectValue?[key]
     }
 
     /// A word naming the kind of value, for error messages ("a string", "an object").
-    package var kindDescription: String {
+    public var kindDescription: String {
         switch self {
         case .null: return "null"
         case .bool: return "a boolean"
@@ -83,19 +83,19 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {
     /// `nil` is `.null`.
-    package init(nilLiteral: ()) { self = .null }
+    public init(nilLiteral: ()) { self = .null }
     /// A boolean literal.
-    package init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
     /// An integer literal, kept exact.
-    package init(integerLiteral value: Int64) { self = .number(JSONNumber(value)) }
+    public init(integerLiteral value: Int64) { self = .number(JSONNumber(value)) }
     /// A floating-point literal.
-    package init(floatLiteral value: Double) { self = .number(JSONNumber(value)) }
+    public init(floatLiteral value: Double) { self = .number(JSONNumber(value)) }
     /// A string literal.
-    package init(stringLiteral value: String) { self = .string(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
     /// An array literal.
-    package init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
     /// A dictionary literal, in written order; a repeated key is a programming error.
-    package init(dictionaryLiteral elements: (String, JSONValue)...) {
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(JSONObject(uniqueKeysWithValues: elements))
     }
 }

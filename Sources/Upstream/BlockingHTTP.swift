@@ -1,18 +1,18 @@
 import CCurl
 
 /// One blocking request with libcurl's easy interface, for the command line (never on a loop).
-package enum BlockingHTTP {
+public enum BlockingHTTP {
     /// Where and how to reach the proxy.
-    package struct Target: Sendable {
+    public struct Target: Sendable {
         /// `http://127.0.0.1:8080`-style base URL.
-        package var baseURL: String
+        public var baseURL: String
         /// A Unix socket path instead of TCP, if the proxy listens on one.
-        package var unixSocket: String?
+        public var unixSocket: String?
         /// Extra header lines (e.g. `X-Proxy-Key: …`).
-        package var headers: [String]
+        public var headers: [String]
 
         /// Creates a target.
-        package init(baseURL: String, unixSocket: String?, headers: [String]) {
+        public init(baseURL: String, unixSocket: String?, headers: [String]) {
             self.baseURL = baseURL
             self.unixSocket = unixSocket
             self.headers = headers
@@ -21,7 +21,7 @@ package enum BlockingHTTP {
 
     /// Sends `method path` (a POST with `json` as its body, if given) and returns status and body;
     /// `onData` may stream the body instead (return false to stop). Fails with libcurl's message.
-    package static func request(
+    public static func request(
         _ method: String, _ path: String, to target: Target, timeout: Double, json: String? = nil,
         onData: ((UnsafeRawBufferPointer) -> Bool)? = nil
     ) -> Result<(status: Int, body: [UInt8]), BlockingHTTPError> {
@@ -70,8 +70,8 @@ package enum BlockingHTTP {
 }
 
 /// Why a command-line request failed.
-package struct BlockingHTTPError: Error, Sendable, CustomStringConvertible {
+public struct BlockingHTTPError: Error, Sendable, CustomStringConvertible {
     /// libcurl's message.
-    package let message: String
-    package var description: String { message }
+    public let message: String
+    public var description: String { message }
 }

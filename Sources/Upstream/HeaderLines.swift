@@ -4,48 +4,48 @@ import HTTP1
 /// Request header lines for an upstream, `Name: value` each, kept as one byte array with every
 /// line NUL-terminated: the shape libcurl's header list wants, so a transfer hands them over
 /// with one copy and no allocation per line (`EasyHandle.setHeaders`).
-package struct HeaderLines: Sendable, Equatable {
+public struct HeaderLines: Sendable, Equatable {
     /// The lines, each followed by a 0 byte. The appends below are inlinable, so the callers in
     /// other modules (the proxy builds every upstream request's lines) get them specialized.
     @usableFromInline var storage: [UInt8] = []
 
     /// The lines, each followed by a 0 byte.
-    @inlinable package var bytes: [UInt8] { storage }
+    @inlinable public var bytes: [UInt8] { storage }
 
     /// Number of lines: the 0 bytes, counted rather than kept, so it can never disagree with them.
-    package var count: Int { bytes.count(where: { $0 == 0 }) }
+    public var count: Int { bytes.count(where: { $0 == 0 }) }
 
     /// No lines.
-    package init() {}
+    public init() {}
 
     /// Lines as `bytes` holds them, each already ending in a NUL.
-    package init(bytes: UnsafeBufferPointer<UInt8>) { storage = Array(bytes) }
+    public init(bytes: UnsafeBufferPointer<UInt8>) { storage = Array(bytes) }
 
     /// Lines as `bytes` holds them, each already ending in a NUL.
-    package init(bytes: [UInt8]) { storage = bytes }
+    public init(bytes: [UInt8]) { storage = bytes }
 
     /// Whether there are no lines.
-    package var isEmpty: Bool { bytes.isEmpty }
+    public var isEmpty: Bool { bytes.isEmpty }
 
     /// `lines` in order.
-    package init(_ lines: [String]) {
+    public init(_ lines: [String]) {
         for line in lines { append(line) }
     }
 
     /// Reserves room for about `byteCount` bytes of lines.
     @inlinable
-    package mutating func reserveCapacity(_ byteCount: Int) { storage.reserveCapacity(byteCount) }
+    public mutating func reserveCapacity(_ byteCount: Int) { storage.reserveCapacity(byteCount) }
 
     /// Appends one whole line.
     @inlinable
-    package mutating func append(_ line: String) {
+    public mutating func append(_ line: String) {
         storage.append(contentsOf: line.utf8)
         endLine()
     }
 
     /// Appends `name: value` from raw bytes (the caller vouches they hold no CR, LF or NUL).
     @inlinable
-    package mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
+    public mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
         storage.append(contentsOf: name)
         storage.append(0x3A)
         storage.append(0x20)
@@ -55,30 +55,30 @@ package struct HeaderLines: Sendable, Equatable {
 
     /// Appends raw bytes to the line being built; `endLine` finishes it.
     @inlinable
-    package mutating func appendPart(_ part: some Collection<UInt8>) { storage.append(contentsOf: part) }
+    public mutating func appendPart(_ part: some Collection<UInt8>) { storage.append(contentsOf: part) }
 
     /// Finishes the line being built by `appendPart`.
     @inlinable
-    package mutating func endLine() { storage.append(0) }
+    public mutating func endLine() { storage.append(0) }
 
     /// Appends every line of `other`.
     @inlinable
-    package mutating func append(contentsOf other: HeaderLines) { storage.append(contentsOf: other.storage) }
+    public mutating func append(contentsOf other: HeaderLines) { storage.append(contentsOf: other.storage) }
 
     /// The lines as strings (tests, logs of rare paths).
-    package var lines: [String] {
+    public var lines: [String] {
         bytes.split(separator: 0, omittingEmptySubsequences: false).dropLast().map {
             String(decoding: $0, as: UTF8.self)
         }
     }
 
     /// Whether a line's field name equals `lowercased` ignoring ASCII case (`Name:` or `Name;`).
-    package func containsName(_ lowercased: String) -> Bool { containsNames(lowercased, lowercased).0 }
+    public func containsName(_ lowercased: String) -> Bool { containsNames(lowercased, lowercased).0 }
 
     /// Whether some line is named `first`, and whether some line is named `second` (both given
     /// lowercase; ASCII case ignored), in one pass over the lines. It runs for every forwarded
     /// request, so it walks the bytes directly.
-    package func containsNames(_ first: String, _ second: String) -> (Bool, Bool) {
+    public func containsNames(_ first: String, _ second: String) -> (Bool, Bool) {
         var found = (false, false)
         first.withUTF8Bytes { a in
             second.withUTF8Bytes { b in
@@ -107,7 +107,7 @@ package struct HeaderLines: Sendable, Equatable {
     }
 
     /// The lines whose field names (lowercased) are not in `names`.
-    package func removing(_ names: Set<String>) -> HeaderLines {
+    public func removing(_ names: Set<String>) -> HeaderLines {
         var result = HeaderLines()
         forEachLine { line in
             let name = String(decoding: Self.name(of: line).map(asciiLower), as: UTF8.self)
@@ -119,7 +119,7 @@ package struct HeaderLines: Sendable, Equatable {
     }
 
     /// Calls `body` with each line, without its terminating 0.
-    package func forEachLine(_ body: (ArraySlice<UInt8>) -> Void) {
+    public func forEachLine(_ body: (ArraySlice<UInt8>) -> Void) {
         var start = 0
         for i in bytes.indices where bytes[i] == 0 {
             body(bytes[start..<i])

@@ -10,7 +10,7 @@ import Synchronization
 /// like are all seen as the address they resolved to.
 ///
 /// Set once the listeners are bound (port 0 becomes a port then); read on every loop.
-package final class OwnListeners: Sendable {
+public final class OwnListeners: Sendable {
     /// One listener: its address (16 bytes, IPv4 as IPv4-mapped IPv6; nil for a wildcard) and port.
     struct Endpoint: Equatable {
         let address: [UInt8]?
@@ -19,11 +19,11 @@ package final class OwnListeners: Sendable {
 
     private let endpoints = Mutex<[Endpoint]>([])
 
-    package init() {}
+    public init() {}
 
     /// Records the bound TCP listeners: `host` is an IP literal, "localhost" (both loopback
     /// addresses) or a wildcard ("0.0.0.0", "::").
-    package func set(_ listeners: [(host: String, port: UInt16)]) {
+    public func set(_ listeners: [(host: String, port: UInt16)]) {
         var list: [Endpoint] = []
         for (host, port) in listeners {
             if host == "localhost" {
@@ -41,7 +41,7 @@ package final class OwnListeners: Sendable {
     /// A wildcard listener is reached through a loopback address, or through an address of this
     /// host (one the connection's own end has too). Asked before every hop: the port is compared
     /// first, and only a hop to a listener's port has its addresses parsed.
-    package func contains(primary: UnsafePointer<CChar>, port: Int, local: UnsafePointer<CChar>) -> Bool {
+    public func contains(primary: UnsafePointer<CChar>, port: Int, local: UnsafePointer<CChar>) -> Bool {
         endpoints.withLock { list in
             guard list.contains(where: { $0.port == port }), let target = Self.address(primary) else { return false }
             return list.contains { endpoint in

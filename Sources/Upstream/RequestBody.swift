@@ -1,8 +1,8 @@
 /// A request body passing from the client connection to a curl transfer, with backpressure
 /// both ways, and kept whole for a replay (redirect 307/308, 401 retry) while it stays small.
-package final class RequestBody {
+public final class RequestBody {
     /// Whether every byte is kept for a replay, or bytes are dropped once read.
-    package enum Retention: Sendable, Equatable {
+    public enum Retention: Sendable, Equatable {
         /// Every byte so far is kept: not past the replay limit.
         case whole
         /// Past the replay limit: bytes are dropped once curl read them; never kept again.
@@ -11,7 +11,7 @@ package final class RequestBody {
 
     /// The body's lifecycle: the client sends, then ends it; retention only goes from whole to
     /// streamed.
-    package enum State: Sendable, Equatable {
+    public enum State: Sendable, Equatable {
         /// The client is still sending.
         case receiving(Retention)
         /// The client finished the body.
@@ -42,30 +42,30 @@ package final class RequestBody {
     private var storage: [UInt8] = []
     private var readIndex = 0
     private let replayLimit: Int
-    package private(set) var state = State.receiving(.whole)
+    public private(set) var state = State.receiving(.whole)
     /// Whether the client finished the body.
-    package var ended: Bool { if case .ended = state { true } else { false } }
+    public var ended: Bool { if case .ended = state { true } else { false } }
     /// Bytes received from the client so far.
-    package private(set) var totalBytes = 0
+    public private(set) var totalBytes = 0
     /// Called (after the current event) when buffered bytes fell below the low-water mark.
-    package var onDrained: (() -> Void)?
+    public var onDrained: (() -> Void)?
     var onData: (() -> Void)?
 
     /// Above this many unread bytes the client should be paused.
-    package static let highWater = 256 * 1024
+    public static let highWater = 256 * 1024
     private static let lowWater = 64 * 1024
 
     /// A body keeping up to `replayLimit` bytes for a replay.
-    package init(replayLimit: Int) { self.replayLimit = replayLimit }
+    public init(replayLimit: Int) { self.replayLimit = replayLimit }
 
     /// Unread bytes.
-    package var buffered: Int { storage.count - readIndex }
+    public var buffered: Int { storage.count - readIndex }
 
     /// Whether the whole body is kept, so another transfer can send it again.
-    package var isReplayable: Bool { state == .ended(.whole) }
+    public var isReplayable: Bool { state == .ended(.whole) }
 
     /// A fresh body with the same bytes, for a replay; nil unless `isReplayable`.
-    package func replay() -> RequestBody? {
+    public func replay() -> RequestBody? {
         guard isReplayable else { return nil }
         let copy = RequestBody(replayLimit: replayLimit)
         copy.storage = storage
@@ -75,7 +75,7 @@ package final class RequestBody {
     }
 
     /// Adds client bytes.
-    package func append(_ bytes: UnsafeRawBufferPointer) {
+    public func append(_ bytes: UnsafeRawBufferPointer) {
         totalBytes += bytes.count
         state.received(total: totalBytes, limit: replayLimit)
         if state.retention == .streamed && readIndex > 0 && readIndex >= storage.count / 2 {
@@ -87,7 +87,7 @@ package final class RequestBody {
     }
 
     /// The client finished the body.
-    package func finish() {
+    public func finish() {
         state.finished()
         onData?()
     }

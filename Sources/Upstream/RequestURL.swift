@@ -4,30 +4,30 @@ import HTTP1
 /// An upstream request's absolute URL, held as the parts it is made of (`origin`, `path`,
 /// `query`) and joined only where libcurl takes it, in a stack buffer: a forwarded request's URL
 /// then costs no String of its own (libcurl copies the text it is given).
-package struct RequestURL: Sendable, Equatable, CustomStringConvertible {
+public struct RequestURL: Sendable, Equatable, CustomStringConvertible {
     /// `scheme://host[:port]`, or the whole URL when made from one string.
-    package let origin: String
+    public let origin: String
     /// The path (beginning with "/"), empty when `origin` is the whole URL.
-    package let path: String
+    public let path: String
     /// The query after "?", without it.
-    package let query: String?
+    public let query: String?
 
     /// A URL given whole.
-    package init(_ url: String) {
+    public init(_ url: String) {
         origin = url
         path = ""
         query = nil
     }
 
     /// A URL from its parts: `origin + path` and `"?" + query` when there is one.
-    package init(origin: String, path: String, query: String?) {
+    public init(origin: String, path: String, query: String?) {
         self.origin = origin
         self.path = path
         self.query = query
     }
 
     /// The whole URL.
-    package var description: String {
+    public var description: String {
         var text = origin + path
         if let query { text += "?" + query }
         return text

@@ -8,7 +8,7 @@ import HTTP1
 /// loop timer, and `curl_multi_socket_action` runs from loop events, never from a callback.
 /// Connections to upstreams are pooled by the multi handle; easy handles are reused, each with a
 /// new libcurl handle per transfer (`EasyHandle.renew`).
-package final class UpstreamClient {
+public final class UpstreamClient {
     let loop: EventLoop
     let multi: UnsafeMutableRawPointer
     /// The TLS sessions of this client's transfers (`CURL_LOCK_DATA_SSL_SESSION`): a libcurl
@@ -47,19 +47,19 @@ package final class UpstreamClient {
     /// The tuning of libcurl's system calls, when one is installed (`installedTuning`); nil, libcurl runs plainly.
     private(set) var tuning: (any UpstreamTuning)?
     /// The proxy's own listeners, which a request with `refusesOwnListeners` never connects to.
-    package var ownListeners: OwnListeners?
+    public var ownListeners: OwnListeners?
 
     /// The tuning each new client gets: set once at start, before any loop thread (the
     /// executable's `LibcurlTuning.start`), and only read after.
-    nonisolated(unsafe) package static var installedTuning: (any UpstreamTuning.Type)?
+    nonisolated(unsafe) public static var installedTuning: (any UpstreamTuning.Type)?
 
     /// Initialises libcurl once per process; call before any loop thread starts.
-    package static func globalInit() { _ = initialised }
+    public static func globalInit() { _ = initialised }
     private static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
     /// Creates the client of `loop` (call on that loop's thread or before it runs), tuned by
     /// `tuning` when there is one.
-    package init(loop: EventLoop, tuning: (any UpstreamTuning.Type)? = UpstreamClient.installedTuning) {
+    public init(loop: EventLoop, tuning: (any UpstreamTuning.Type)? = UpstreamClient.installedTuning) {
         Self.globalInit()
         self.loop = loop
         multi = curl_multi_init()
@@ -152,7 +152,7 @@ package final class UpstreamClient {
     }
 
     /// Starts `request`; events go to `delegate` on this loop. `body` streams the request body.
-    package func start(_ request: borrowing UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate)
+    public func start(_ request: borrowing UpstreamRequest, body: RequestBody?, delegate: any UpstreamTransferDelegate)
         -> UpstreamTransfer
     {
         let handle = idleHandles.popLast() ?? EasyHandle(client: self)
@@ -168,7 +168,7 @@ package final class UpstreamClient {
     }
 
     /// Number of transfers in flight on this loop.
-    package var activeTransfers: Int { active.count }
+    public var activeTransfers: Int { active.count }
 
     /// Detaches a finished or cancelled transfer and keeps its easy handle for the next one.
     func release(_ transfer: UpstreamTransfer) {

@@ -1,23 +1,23 @@
 /// A whole response, for small control calls (token endpoint, discovery, userinfo).
-package struct FetchedResponse: Sendable {
+public struct FetchedResponse: Sendable {
     /// Status code.
-    package var status: Int
+    public var status: Int
     /// Header fields.
-    package var headers: [(name: String, value: String)]
+    public var headers: [(name: String, value: String)]
     /// The body, at most `UpstreamClient.maxFetchBytes`.
-    package var body: [UInt8]
+    public var body: [UInt8]
 
     /// The first value of `name` (ASCII case-insensitive).
-    package func first(_ name: String) -> String? { UpstreamResponseHead(status: status, headers: headers).first(name) }
+    public func first(_ name: String) -> String? { UpstreamResponseHead(status: status, headers: headers).first(name) }
 }
 
 extension UpstreamClient {
     /// Largest body `fetch` keeps; a larger one fails the fetch.
-    package static let maxFetchBytes = 1 << 20
+    public static let maxFetchBytes = 1 << 20
 
     /// Sends `request` with an optional small body and calls `completion` on this loop with the
     /// whole response. Redirects are not followed (IdP endpoints answer directly).
-    package func fetch(
+    public func fetch(
         _ request: UpstreamRequest, body: [UInt8]?,
         completion: @escaping (Result<FetchedResponse, UpstreamError>) -> Void
     ) {

@@ -1,55 +1,55 @@
 /// One request to an upstream, as the proxy decided it: exact method, URL and header lines.
-package struct UpstreamRequest: Sendable {
+public struct UpstreamRequest: Sendable {
     /// The method, e.g. `GET`.
-    package var method: String
+    public var method: String
     /// The absolute URL, as its parts.
-    package var target: RequestURL
+    public var target: RequestURL
     /// The absolute URL.
-    package var url: String { target.description }
+    public var url: String { target.description }
     /// Header lines `Name: value`, in order; Host, Content-Length and Transfer-Encoding are curl's.
-    package var headers: HeaderLines
+    public var headers: HeaderLines
     /// More lines sent after `headers` (the proxy's injected credentials), kept apart so neither
     /// list is copied to join them.
-    package var extraHeaders: HeaderLines
+    public var extraHeaders: HeaderLines
     /// Body length when known; nil with a body means chunked.
-    package var bodyLength: Int?
+    public var bodyLength: Int?
     /// Whether a body follows (streamed through the transfer's `RequestBody`).
-    package var hasBody: Bool
+    public var hasBody: Bool
     /// Seconds allowed until the response head, and for any stall after it.
-    package var timeout: Double
+    public var timeout: Double
     /// Seconds a response may stall once its head arrived, instead of `timeout`, whatever its
     /// type (a route's `streamIdleTimeoutSeconds`); nil: `timeout`, except for an event stream.
-    package var streamIdleTimeout: Double?
+    public var streamIdleTimeout: Double?
     /// Seconds an event stream (`text/event-stream`) may stall once its head arrived, when
     /// `streamIdleTimeout` is nil: its server may stay quiet between events for long.
-    package var eventStreamIdleTimeout: Double = 3600
+    public var eventStreamIdleTimeout: Double = 3600
     /// Whether `headers` has an `Accept` and a `Content-Type` line, when whoever built them
     /// knows (the proxy does, from the client's fields); nil: the transfer scans the lines.
     /// curl adds its own of each unless told otherwise.
-    package var supplies: SuppliedFields?
+    public var supplies: SuppliedFields?
     /// The same for `extraHeaders` (the proxy knows it once per token, not per request); nil: scanned.
-    package var extraSupplies: SuppliedFields?
+    public var extraSupplies: SuppliedFields?
     /// Whether the request goes out at most once. libcurl sends an HTTP/1.1 request again by itself,
     /// on a new connection, when a reused one died before any byte of a response, whatever the
     /// method; the upstream may have acted on the first. Set, a second send is refused and the
     /// transfer fails as `UpstreamError.staleConnection`, for the caller to decide (the proxy
     /// sets it for every hop that is not a bodiless idempotent one, RFC 9110 §9.2.2).
-    package var sendsOnce = false
+    public var sendsOnce = false
     /// Whether the body is asked for and relayed in its identity form: libcurl sends
     /// `Accept-Encoding: identity` and decodes a body that comes encoded all the same (gzip,
     /// deflate, and br or zstd where libcurl was built with them), so the delegate receives the
     /// bytes a reader would see; the head keeps the upstream's `Content-Encoding` and
     /// `Content-Length`, which then describe the encoded body (`UpstreamResponseHead.isContentEncoded`).
     /// The caller leaves the client's `Accept-Encoding` out of `headers`.
-    package var decodesContent = false
+    public var decodesContent = false
     /// Whether a connection to one of the client's `ownListeners` is refused
     /// (`UpstreamError.loop`): the proxy's hops, never its own calls to identity providers.
-    package var refusesOwnListeners = false
+    public var refusesOwnListeners = false
     /// The provider's or route's TLS settings; nil: the process-wide defaults.
-    package var tls: UpstreamTLS?
+    public var tls: UpstreamTLS?
 
     /// Creates a request.
-    package init(method: String, url: String, headers: HeaderLines, hasBody: Bool, bodyLength: Int?, timeout: Double) {
+    public init(method: String, url: String, headers: HeaderLines, hasBody: Bool, bodyLength: Int?, timeout: Double) {
         self.init(
             method: method, target: RequestURL(url), headers: headers, hasBody: hasBody, bodyLength: bodyLength,
             timeout: timeout)
@@ -57,7 +57,7 @@ package struct UpstreamRequest: Sendable {
 
     /// Creates a request for a URL given as its parts; `supplies`, `extraHeaders`,
     /// `extraSupplies`, `sendsOnce` and `refusesOwnListeners` as the properties of those names.
-    package init(
+    public init(
         method: String, target: RequestURL, headers: HeaderLines, supplies: SuppliedFields? = nil,
         extraHeaders: HeaderLines = HeaderLines(), extraSupplies: SuppliedFields? = nil, hasBody: Bool,
         bodyLength: Int?, timeout: Double, sendsOnce: Bool = false, refusesOwnListeners: Bool = false
@@ -76,7 +76,7 @@ package struct UpstreamRequest: Sendable {
     }
 
     /// Creates a request from header lines given as strings.
-    package init(method: String, url: String, headers: [String], hasBody: Bool, bodyLength: Int?, timeout: Double) {
+    public init(method: String, url: String, headers: [String], hasBody: Bool, bodyLength: Int?, timeout: Double) {
         self.init(
             method: method, url: url, headers: HeaderLines(headers), hasBody: hasBody, bodyLength: bodyLength,
             timeout: timeout)
@@ -84,11 +84,11 @@ package struct UpstreamRequest: Sendable {
 }
 
 /// Whether header lines name the fields curl would otherwise add on its own.
-package struct SuppliedFields: Sendable, Equatable {
-    package var accept: Bool
-    package var contentType: Bool
+public struct SuppliedFields: Sendable, Equatable {
+    public var accept: Bool
+    public var contentType: Bool
 
-    package init(accept: Bool, contentType: Bool) {
+    public init(accept: Bool, contentType: Bool) {
         self.accept = accept
         self.contentType = contentType
     }

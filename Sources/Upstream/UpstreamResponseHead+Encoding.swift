@@ -4,7 +4,7 @@ extension UpstreamResponseHead {
     /// Whether a `Content-Encoding` field names a coding other than `identity`: with
     /// `UpstreamRequest.decodesContent` libcurl then decodes the body, and a relay drops the field
     /// and the length, which describe the encoded bytes.
-    package var isContentEncoded: Bool {
+    public var isContentEncoded: Bool {
         storage.withUnsafeBufferPointer { bytes in
             fields.contains { field in
                 field.name.count == Self.contentEncodingName.count
@@ -16,6 +16,6 @@ extension UpstreamResponseHead {
     }
 
     /// `content-encoding`, as relays compare names.
-    package static let contentEncodingName = StaticBytes("content-encoding")
+    public static let contentEncodingName = StaticBytes("content-encoding")
     private static let identity = StaticBytes("identity")
 }

@@ -4,33 +4,33 @@ import HTTP1
 /// ranges, so relaying a response makes no String per field. The fields a relay must understand
 /// itself (the framing, the hop-by-hop fields) are recognised once, as each arrives, so neither
 /// the framing nor the relay looks at a field's name again.
-package struct UpstreamResponseHead: Sendable {
+public struct UpstreamResponseHead: Sendable {
     /// What a field is to a relay, told from its name when it is added.
-    package typealias Kind = FieldRole
+    public typealias Kind = FieldRole
 
     /// One field: its name and value ranges in `storage`, and what it is.
-    package struct Field: Sendable {
+    public struct Field: Sendable {
         /// The name's bytes in `storage`.
-        package let name: Range<Int>
+        public let name: Range<Int>
         /// The value's bytes in `storage`, blanks around it trimmed.
-        package let value: Range<Int>
+        public let value: Range<Int>
         /// What the name says the field is.
-        package let kind: Kind
+        public let kind: Kind
         /// Whether `storage` holds the field as `Name: value\r\n` (one space after the colon), so
         /// that `line` relays it as is.
-        package let isCanonical: Bool
+        public let isCanonical: Bool
 
         /// The name through the CRLF that follows the value in `storage`.
-        package var line: Range<Int> { name.lowerBound..<value.upperBound + 2 }
+        public var line: Range<Int> { name.lowerBound..<value.upperBound + 2 }
     }
 
     /// Status code.
-    package var status: Int
+    public var status: Int
     /// Each field's name, the bytes between name and value (`: ` usually), its value and a CRLF,
     /// back to back; `fields` holds the ranges.
-    package private(set) var storage: [UInt8] = []
+    public private(set) var storage: [UInt8] = []
     /// The fields in arrival order.
-    package private(set) var fields: [Field] = []
+    public private(set) var fields: [Field] = []
     /// Index of the first `Content-Length` field.
     private var firstContentLength: Int?
     /// The first element of the first `Content-Length` field, which every other must equal.
@@ -41,19 +41,19 @@ package struct UpstreamResponseHead: Sendable {
     private var contentLengthMalformed = false
     private(set) var hasTransferEncoding = false
     /// Whether a `Connection` field names a field (anything but `keep-alive` and `close`).
-    package private(set) var connectionNamesFields = false
+    public private(set) var connectionNamesFields = false
 
     /// An empty head with `status`.
-    package init(status: Int) { self.status = status }
+    public init(status: Int) { self.status = status }
 
     /// A head with these fields (tests, fetch results).
-    package init(status: Int, headers: [(name: String, value: String)]) {
+    public init(status: Int, headers: [(name: String, value: String)]) {
         self.status = status
         for (name, value) in headers { append(name: Array(name.utf8)[...], value: Array(value.utf8)[...]) }
     }
 
     /// Adds a field.
-    package mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
+    public mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
         let nameStart = storage.count
         storage.append(contentsOf: name)
         let nameEnd = storage.count
@@ -122,7 +122,7 @@ package struct UpstreamResponseHead: Sendable {
     /// responses carry more (a `Set-Cookie` per cookie), and nothing a real upstream sends comes
     /// near it. Without it a head was bounded only by libcurl's total (300 KB, some 50,000 short
     /// fields), which a transfer's head kept as capacity after it ended.
-    package static let maxFields = 500
+    public static let maxFields = 500
 
     /// Storage up to this many bytes and room for up to this many fields are kept for the next
     /// head when a transfer ends; a larger head's are given back (`emptied`).
@@ -159,12 +159,12 @@ package struct UpstreamResponseHead: Sendable {
     }
 
     /// Header fields as strings, in order.
-    package var headers: [(name: String, value: String)] {
+    public var headers: [(name: String, value: String)] {
         fields.map { (string($0.name), string($0.value)) }
     }
 
     /// Whether field `index` is called `lowercased` (given in lowercase), ignoring ASCII case.
-    package func nameEquals(_ index: Int, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool {
+    public func nameEquals(_ index: Int, _ lowercased: UnsafeBufferPointer<UInt8>) -> Bool {
         let range = fields[index].name
         guard range.count == lowercased.count else { return false }
         return storage.withUnsafeBufferPointer {
@@ -173,7 +173,7 @@ package struct UpstreamResponseHead: Sendable {
     }
 
     /// The first value of `name` (ASCII case-insensitive).
-    package func first(_ name: String) -> String? {
+    public func first(_ name: String) -> String? {
         let wanted = Array(name.utf8).map(asciiLower)
         return wanted.withUnsafeBufferPointer { wanted in fields.indices.first { nameEquals($0, wanted) } }.map {
             string(fields[$0].value)
@@ -182,7 +182,7 @@ package struct UpstreamResponseHead: Sendable {
 
     /// The first `Content-Length` as a number, when it is one and no `Transfer-Encoding` overrides
     /// it (RFC 9112 §6.3: curl then decodes the chunks and the length means nothing).
-    package var contentLength: Int? {
+    public var contentLength: Int? {
         guard !hasTransferEncoding, let index = firstContentLength else { return nil }
         let digits = storage[fields[index].value]
         guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 &- 0x30 < 10 }) else { return nil }
@@ -192,13 +192,13 @@ package struct UpstreamResponseHead: Sendable {
     /// Whether every `Content-Length` field, and every element of a list in one, says the same
     /// (RFC 9112 §6.3: a response with differing ones is unrecoverable, and a proxy must not relay
     /// it: the client would frame the body by one length while libcurl read it by another).
-    package var contentLengthsAgree: Bool { !contentLengthsDiffer }
+    public var contentLengthsAgree: Bool { !contentLengthsDiffer }
 
     /// Whether every `Content-Length` element is a number, unless a `Transfer-Encoding` frames the
     /// body instead (RFC 9112 §6.3: a proxy answers an invalid length with a 502). libcurl reads
     /// `0x5` as 0 and `+5` or `5.0` as 5, or reads to the close when the value overflows: a client
     /// would get an empty or cut body that looked complete.
-    package var contentLengthReadable: Bool { !contentLengthMalformed || hasTransferEncoding }
+    public var contentLengthReadable: Bool { !contentLengthMalformed || hasTransferEncoding }
 
     /// Whether a `Connection` value names any field: an element other than `keep-alive` and
     /// `close` (nginx sends one of those on every response, read here without a pass over elements).
@@ -214,7 +214,7 @@ package struct UpstreamResponseHead: Sendable {
 
     /// The field names the `Connection` fields list, lowercased, other than `keep-alive` and
     /// `close` (RFC 9110 §7.6.1: a relay drops them); empty unless `connectionNamesFields`.
-    package var connectionNames: [[UInt8]] {
+    public var connectionNames: [[UInt8]] {
         guard connectionNamesFields else { return [] }
         var names: [[UInt8]] = []
         storage.withUnsafeBufferPointer { bytes in

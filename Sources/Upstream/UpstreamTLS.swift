@@ -4,23 +4,23 @@ import CCurl
 /// handle that sends them (`EasyHandle.setTLS`). One object per provider or route, made when
 /// the config is loaded: handles compare them by identity, so a request whose handle last sent
 /// for the same route sets nothing.
-package final class UpstreamTLS: Sendable {
+public final class UpstreamTLS: Sendable {
     /// PEM CA bundle trusted instead of the default (`CURL_CA_BUNDLE` or libcurl's own).
-    package let caFile: String?
+    public let caFile: String?
     /// PEM client certificate file (mutual TLS).
-    package let clientCertificate: String?
+    public let clientCertificate: String?
     /// The certificate's PEM private key, held in memory and handed to libcurl as a blob (it is
     /// a secret: never written to a file by the proxy).
-    package let clientKey: [UInt8]?
+    public let clientKey: [UInt8]?
     /// The name the server's certificate is verified against and sent as SNI, instead of the
     /// URL's host; the connection still goes to the URL's host and port (`CURLOPT_CONNECT_TO`).
-    package let serverName: String?
+    public let serverName: String?
     /// The only host (as written in URLs, lowercased) `serverName` stands for: a route's
     /// upstream, so a redirect to another host is verified under that host's own name. Nil: every host.
-    package let serverNameHost: String?
+    public let serverNameHost: String?
 
     /// TLS settings; nil fields keep libcurl's defaults.
-    package init(
+    public init(
         caFile: String?, clientCertificate: String?, clientKey: [UInt8]?, serverName: String?,
         serverNameHost: String? = nil
     ) {

@@ -3,7 +3,7 @@ import EventLoop
 import Glibc
 
 /// Receives a transfer's events, on its loop.
-package protocol UpstreamTransferDelegate: AnyObject {
+public protocol UpstreamTransferDelegate: AnyObject {
     /// The final response head arrived.
     func transfer(_ transfer: UpstreamTransfer, receivedHead head: UpstreamResponseHead)
     /// Response body bytes; return false to pause (the same bytes come again after `resumeResponse`).
@@ -16,11 +16,11 @@ package protocol UpstreamTransferDelegate: AnyObject {
 
 extension UpstreamTransferDelegate {
     /// Most delegates do not care when the body went out.
-    package func transferSentRequestBody(_ transfer: UpstreamTransfer) {}
+    public func transferSentRequestBody(_ transfer: UpstreamTransfer) {}
 }
 
 /// One request on one easy handle, streaming both ways with pause/resume backpressure.
-package final class UpstreamTransfer {
+public final class UpstreamTransfer {
     /// The client, unretained: the client holds its transfers while they run and lives as long
     /// as its loop; after `finish` a transfer touches it no more. (A checked `unowned` costs an
     /// atomic increment and decrement per use, several per request.)
@@ -184,7 +184,7 @@ package final class UpstreamTransfer {
     private func progressed() { lastProgress = client.loop.now }
 
     /// Resumes a response paused by the delegate.
-    package func resumeResponse() {
+    public func resumeResponse() {
         guard downloadPaused, phase != .finished, !isAnswered else { return }
         downloadPaused = false
         progressed()
@@ -193,7 +193,7 @@ package final class UpstreamTransfer {
     }
 
     /// Stops the transfer; the delegate hears nothing more.
-    package func cancel() {
+    public func cancel() {
         guard phase != .finished else { return }
         phase = .cancelled
         delegate = nil

@@ -9,7 +9,7 @@ import EventLoop
 /// body bytes move. What it asks: whether the tuning holds bytes read from a socket that no wait
 /// will report (`holdsBytes(for:)`, `stalled`). The tuning runs libcurl again on a socket through
 /// the `rerun` it was made with.
-package protocol UpstreamTuning: AnyObject {
+public protocol UpstreamTuning: AnyObject {
     /// The tuning of the client of `loop`. `rerun` runs libcurl on a socket curl watches for
     /// reading, as if a wait had reported it readable (false: curl does not watch it for reading).
     init(loop: EventLoop, rerun: @escaping (CInt) -> Bool)
@@ -45,7 +45,7 @@ package protocol UpstreamTuning: AnyObject {
 
 /// What the loop knows of a curl socket's readiness, for libcurl's zero-timeout checks of it
 /// (`CurlSocket.readiness`).
-package enum SocketReadiness: UInt8, Sendable {
+public enum SocketReadiness: UInt8, Sendable {
     /// Nothing: every check is the kernel's.
     case unknown = 0
     /// Parked between transfers, registered for reading, and nothing came on it as of a wait

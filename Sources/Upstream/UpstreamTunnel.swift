@@ -7,9 +7,9 @@ import Glibc
 /// and the socket callbacks are those of every transfer; after the connect, the bytes are the
 /// caller's, moved with `curl_easy_send`/`curl_easy_recv` (libcurl encrypts them on an `https:`
 /// upstream, so a `wss` tunnel is the same code). The caller watches `fd` on its loop.
-package final class UpstreamTunnel {
+public final class UpstreamTunnel {
     /// What one `send` or `receive` did.
-    package enum Step: Equatable {
+    public enum Step: Equatable {
         /// `n` bytes moved (a `receive` of 0 is the upstream's end of stream).
         case moved(Int)
         /// Nothing can move now: wait for the socket.
@@ -21,7 +21,7 @@ package final class UpstreamTunnel {
     let easy: UnsafeMutableRawPointer
     private let errorBuffer: UnsafeMutablePointer<CChar>
     /// The connected socket, -1 until the connect finished.
-    package private(set) var fd: CInt = -1
+    public private(set) var fd: CInt = -1
     /// Told once when the connect finished: nil on success, else why it failed.
     var onConnected: ((UpstreamError?) -> Void)?
     /// The client whose listeners a tunnel never connects to (a route pointing at the proxy
@@ -117,7 +117,7 @@ package final class UpstreamTunnel {
     }
 
     /// Sends what the socket takes of `bytes` now.
-    package func send(_ bytes: UnsafeRawBufferPointer) -> Step {
+    public func send(_ bytes: UnsafeRawBufferPointer) -> Step {
         guard !closed, fd >= 0 else { return .failed("closed") }
         var n = 0
         let code = curl_easy_send(easy, bytes.baseAddress, bytes.count, &n)
@@ -127,7 +127,7 @@ package final class UpstreamTunnel {
     }
 
     /// Receives what has arrived, up to `buffer.count` bytes; `.moved(0)` is the end of stream.
-    package func receive(into buffer: UnsafeMutableRawBufferPointer) -> Step {
+    public func receive(into buffer: UnsafeMutableRawBufferPointer) -> Step {
         guard !closed, fd >= 0 else { return .failed("closed") }
         var n = 0
         let code = curl_easy_recv(easy, buffer.baseAddress, buffer.count, &n)
@@ -138,7 +138,7 @@ package final class UpstreamTunnel {
 
     /// Closes the connection (libcurl closes the socket through the client's callback). The
     /// caller stops watching `fd` first.
-    package func close() {
+    public func close() {
         guard !closed else { return }
         closed = true
         onConnected = nil
@@ -167,7 +167,7 @@ final class TunnelShard {
 /// that hold each connect-only handle for the tunnel's life (libcurl requires it), driven while
 /// connects are under way by a short loop timer (a connect is a few round trips; no socket of a
 /// finished connect is watched by them).
-package final class TunnelConnector {
+public final class TunnelConnector {
     private let client: UpstreamClient
     /// Shards with handles; an emptied one goes.
     private var shards: [TunnelShard] = []
@@ -178,7 +178,7 @@ package final class TunnelConnector {
     static let shardSize = 16
 
     /// The connector of `client`'s loop.
-    package init(client: UpstreamClient) {
+    public init(client: UpstreamClient) {
         self.client = client
     }
 
@@ -189,7 +189,7 @@ package final class TunnelConnector {
     /// Starts connecting to `origin` (`http://host:port` or `https://…`) with the route's or
     /// provider's `tls` settings (nil: the defaults); `connected` is called on the loop with nil
     /// once the tunnel's bytes may move, or with why it failed (`.loop` for the proxy's own listener).
-    package func connect(
+    public func connect(
         origin: String, connectTimeout: Double, tls: UpstreamTLS?,
         connected: @escaping (UpstreamError?) -> Void
     ) -> UpstreamTunnel {

@@ -3,9 +3,9 @@ import Glibc
 
 /// `platform-proxy console`: prints the console's URL (docs/console.md) and opens it with
 /// `xdg-open` where a desktop session has one; without a browser the printed URL is the answer.
-package enum ConsoleCommand {
+public enum ConsoleCommand {
     /// Exit 0 with the URL printed; 2 when the config cannot be read or names no TCP listener.
-    package static func run(config location: ConfigLocation) -> Int32 {
+    public static func run(config location: ConfigLocation) -> Int32 {
         guard let (target, config) = LoginCommands.target(location) else { return 2 }
         guard target.unixSocket == nil else {
             LoginCommands.say(

@@ -6,13 +6,13 @@ import Upstream
 
 /// `login --journey [NAME]` / `login --resume URL`: walks an AM journey in the terminal through
 /// the running proxy's `/_platform/login/journey` endpoints (the proxy keeps session and tokens).
-package enum JourneyCommand {
+public enum JourneyCommand {
     /// Most steps walked before giving up (a tree that loops, or answers a file keeps failing).
     static let maxTurns = 50
 
     /// Runs the journey; exit 0 signed in, 1 refused or failed, 2 proxy unreachable or bad usage.
     /// `provider` names one of several journey providers (`?provider=` on every call).
-    package static func login(
+    public static func login(
         config location: ConfigLocation, journey: String?, answersFile: String?, resume: String?,
         provider: String? = nil
     ) -> Int32 {

@@ -6,9 +6,9 @@ import Upstream
 
 /// The `login`, `status` and `logout` commands: they talk to the running proxy named by the
 /// config (its first listener, with its `apiKey`), so the proxy stays the only token holder.
-package enum LoginCommands {
+public enum LoginCommands {
     /// `status`: prints the login state without secrets; exit 0 logged in, 1 not, 2 proxy unreachable.
-    package static func status(config location: ConfigLocation) -> Int32 {
+    public static func status(config location: ConfigLocation) -> Int32 {
         guard let (target, config) = target(location), let auth = fetchAuth(target) else { return 2 }
         if case .success(let health) = BlockingHTTP.request("GET", "/_platform/health", to: target, timeout: 5),
             let profile = (try? JSONValue.parse(health.body))?["profile"]?.stringValue
@@ -44,7 +44,7 @@ package enum LoginCommands {
 
     /// `login`: prints the proxy's login URL (or starts a device login) and waits for `logged_in`.
     /// `provider` names one provider to sign into (any number configured).
-    package static func login(config location: ConfigLocation, device: Bool, provider: String? = nil) -> Int32 {
+    public static func login(config location: ConfigLocation, device: Bool, provider: String? = nil) -> Int32 {
         guard let (target, config) = target(location) else { return 2 }
         if let provider {
             guard let named = config.provider(named: provider) else {
@@ -125,7 +125,7 @@ package enum LoginCommands {
     }
 
     /// `logout`: revokes and forgets the login in the running proxy.
-    package static func logout(config location: ConfigLocation, provider: String? = nil) -> Int32 {
+    public static func logout(config location: ConfigLocation, provider: String? = nil) -> Int32 {
         guard let (target, _) = target(location) else { return 2 }
         let query = provider.map { "?provider=" + FormEncodingText.escape($0) } ?? ""
         switch BlockingHTTP.request("POST", "/_platform/logout" + query, to: target, timeout: 30) {

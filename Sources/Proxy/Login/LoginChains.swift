@@ -4,7 +4,7 @@ import Synchronization
 /// Started browser logins, shared by every loop (the redirect back may land on any of them):
 /// which provider each `state` belongs to, and the phased chains (`PhasedLogin`) in progress,
 /// each bound to the `state` values of its requests. Entries expire with the login lifetime.
-package final class LoginChains: Sendable {
+public final class LoginChains: Sendable {
     /// How long a started login (and its chain) stays valid, in seconds.
     static let lifetime = 600.0
     /// Most remembered states and chains (the oldest are dropped). A backstop: each provider
@@ -34,7 +34,7 @@ package final class LoginChains: Sendable {
     let broadcast: @Sendable ([UInt8]) -> Void
 
     /// An empty table; `broadcast` reaches every loop (nothing by default).
-    package init(broadcast: @escaping @Sendable ([UInt8]) -> Void = { _ in }) { self.broadcast = broadcast }
+    public init(broadcast: @escaping @Sendable ([UInt8]) -> Void = { _ in }) { self.broadcast = broadcast }
 
     /// Starts a chain over `providers`; returns its id and the first action.
     func startChain(_ providers: [String], now: Double) -> (id: UInt64, action: PhasedLogin.Action) {

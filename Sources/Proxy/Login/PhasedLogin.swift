@@ -3,9 +3,9 @@
 /// identity provider's session cookie signs it in silently, and asked interactively only when
 /// it answers `login_required` (or another "needs the user" error). A refusal of one
 /// provider is recorded and the chain moves on. A value: events in, actions out.
-package struct PhasedLogin: Sendable, Equatable {
+public struct PhasedLogin: Sendable, Equatable {
     /// How one provider's authorization request came back.
-    package enum Outcome: Sendable, Equatable {
+    public enum Outcome: Sendable, Equatable {
         /// The code was exchanged: the provider is signed in.
         case signedIn
         /// A silent attempt needs the user (`login_required`, `interaction_required`, …).
@@ -17,20 +17,20 @@ package struct PhasedLogin: Sendable, Equatable {
     }
 
     /// Who is signed in and who is not, in chain order.
-    package struct Report: Sendable, Equatable {
+    public struct Report: Sendable, Equatable {
         /// Providers signed in by this chain.
-        package var signedIn: [String] = []
+        public var signedIn: [String] = []
         /// Providers that refused or failed, with the reason.
-        package var notSignedIn: [Refusal] = []
+        public var notSignedIn: [Refusal] = []
         /// A provider that was not signed in, and why.
-        package struct Refusal: Sendable, Equatable {
-            package var provider: String
-            package var reason: String
+        public struct Refusal: Sendable, Equatable {
+            public var provider: String
+            public var reason: String
         }
     }
 
     /// Where the chain is.
-    package enum State: Sendable, Equatable {
+    public enum State: Sendable, Equatable {
         /// Created, not started.
         case ready(providers: [String])
         /// The browser is at `provider`'s authorization endpoint (silently or not); `rest` follow.
@@ -40,7 +40,7 @@ package struct PhasedLogin: Sendable, Equatable {
     }
 
     /// What the caller does next.
-    package enum Action: Sendable, Equatable {
+    public enum Action: Sendable, Equatable {
         /// Redirect the browser to `provider`'s authorization request (`prompt=none` when silent).
         case authorize(provider: String, silent: Bool)
         /// Show the report: the chain is over.
@@ -50,24 +50,24 @@ package struct PhasedLogin: Sendable, Equatable {
     }
 
     /// Errors of a `prompt=none` request that mean "ask the user" (OIDC Core §3.1.2.6).
-    package static let interactionErrors: Set<String> = [
+    public static let interactionErrors: Set<String> = [
         "login_required", "interaction_required", "consent_required", "account_selection_required",
     ]
 
     /// The current state.
-    package private(set) var state: State
+    public private(set) var state: State
 
     /// A chain over `providers`, in that order.
-    package init(providers: [String]) { state = .ready(providers: providers) }
+    public init(providers: [String]) { state = .ready(providers: providers) }
 
     /// Starts: the first provider is asked interactively (there is no session to reuse yet).
-    package mutating func start() -> Action {
+    public mutating func start() -> Action {
         guard case .ready(let providers) = state else { return .ignore }
         return next(providers, report: Report(), silent: false)
     }
 
     /// `provider`'s authorization request came back with `outcome`.
-    package mutating func completed(_ provider: String, _ outcome: Outcome) -> Action {
+    public mutating func completed(_ provider: String, _ outcome: Outcome) -> Action {
         guard case .authorizing(let current, let silent, let rest, var report) = state, current == provider else {
             return .ignore
         }
@@ -87,7 +87,7 @@ package struct PhasedLogin: Sendable, Equatable {
     }
 
     /// `provider`'s authorization request could not even be made (no endpoint yet, …).
-    package mutating func couldNotAuthorize(_ provider: String, reason: String) -> Action {
+    public mutating func couldNotAuthorize(_ provider: String, reason: String) -> Action {
         completed(provider, .failed(reason))
     }
 

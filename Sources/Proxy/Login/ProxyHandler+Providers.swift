@@ -34,7 +34,7 @@ extension ProxyHandler {
 
     /// New tokens or a new login state of `provider` (nil: the default), sent by whoever owns
     /// the tokens (its manager or the file watcher).
-    package func credentialsChanged(_ snapshot: CredentialSnapshot, provider: String? = nil) {
+    public func credentialsChanged(_ snapshot: CredentialSnapshot, provider: String? = nil) {
         let slot = slot(provider)
         let previous = slot.snapshot.status
         // This loop's own object (the same tokens): requests retain it, and no other core does.
@@ -82,7 +82,7 @@ extension ProxyHandler {
     }
 
     /// Stopping: event streams end (their clients reconnect elsewhere), held requests get 503.
-    package func shutdown() {
+    public func shutdown() {
         endEventStreams()
         withdrawAllTunnels()
         for slot in slots.values {

@@ -147,25 +147,25 @@ struct MetricsSnapshot: Sendable {
 }
 
 /// Config reloads so far, and how the last one ended.
-package struct ReloadStatus: Sendable {
+public struct ReloadStatus: Sendable {
     /// Reloads that replaced the config.
-    package var ok = 0
+    public var ok = 0
     /// Reloads refused (the old config stayed).
-    package var failed = 0
+    public var failed = 0
     /// Whether the last load (the start, or the last reload) succeeded.
-    package var lastSucceeded = true
+    public var lastSucceeded = true
     /// Unix time of the last successful load.
-    package var lastSuccessTime = 0.0
+    public var lastSuccessTime = 0.0
     /// What the last refused reload reported (the problems with their JSON paths, as logged);
     /// nil once a reload succeeds.
-    package var lastErrors: String?
+    public var lastErrors: String?
 
     /// The status at start: the config was loaded at `startTime`.
-    package init(startTime: Double = 0) { lastSuccessTime = startTime }
+    public init(startTime: Double = 0) { lastSuccessTime = startTime }
 }
 
 /// Knows every loop's counters; filled before the loops start, read-only afterwards.
-package final class MetricsHub: @unchecked Sendable {
+public final class MetricsHub: @unchecked Sendable {
     private var members: [(loop: EventLoop, metrics: LoopMetrics)] = []
     private var openConnections: @Sendable () -> Int = { 0 }
     private var reloads: @Sendable () -> ReloadStatus = { ReloadStatus() }
@@ -185,15 +185,15 @@ package final class MetricsHub: @unchecked Sendable {
     func setAnalytics(_ counters: AnalyticsCounters) { analytics = counters }
 
     /// The profile the process runs with (fixed at start; a reload cannot switch it).
-    package var profile: String?
+    public var profile: String?
 
     /// Creates an empty hub.
-    package init() {}
+    public init() {}
 
     func add(loop: EventLoop, metrics: LoopMetrics) { members.append((loop, metrics)) }
 
     /// Where the open-connection gauge and the reload counts come from (set before the loops start).
-    package func setSources(
+    public func setSources(
         openConnections: @escaping @Sendable () -> Int,
         reloads: @escaping @Sendable () -> ReloadStatus
     ) {

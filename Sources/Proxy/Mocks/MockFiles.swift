@@ -4,9 +4,9 @@ import Synchronization
 /// Replay of a mock folder (docs/mocks.md): `<directory>/<rest>.json`, or the files of
 /// the folder `<directory>/<rest>/` in name order, looping. Files are small development fixtures,
 /// read on the loop thread.
-package final class MockFiles: Sendable {
+public final class MockFiles: Sendable {
     /// What a lookup found.
-    package enum Lookup: Equatable, Sendable {
+    public enum Lookup: Equatable, Sendable {
         /// The body to serve and the file it came from.
         case found(body: [UInt8], file: String)
         /// Nothing at `file`, the path that was looked for.
@@ -19,13 +19,13 @@ package final class MockFiles: Sendable {
 
     private let cursors = Mutex<[String: Int]>([:])
     /// Largest mock file served, in bytes.
-    package static let maxFileBytes = 16 << 20
+    public static let maxFileBytes = 16 << 20
 
     /// Creates a replay state (its folder cursors are shared by every loop).
-    package init() {}
+    public init() {}
 
     /// Looks up the mock for `rest` (the path after the route prefix) under `directory`.
-    package func lookup(directory: String, rest: Substring) -> Lookup {
+    public func lookup(directory: String, rest: Substring) -> Lookup {
         guard let relative = Self.safeRelativePath(rest) else { return .invalidPath }
         let base = relative.isEmpty ? directory + "/index" : directory + "/" + relative
         let file = base + ".json"

@@ -3,9 +3,9 @@ import Synchronization
 
 /// The run-time mock mode of each route (`POST /_platform/mock`), readable by every loop without
 /// a lock. A config reload starts from the configured modes again.
-package final class MockSwitchboard: Sendable {
+public final class MockSwitchboard: Sendable {
     /// What a switch asked for.
-    package enum Mode: Int, Sendable, CaseIterable {
+    public enum Mode: Int, Sendable, CaseIterable {
         /// As configured (no switch).
         case configured = 0
         /// Answer from the mock folder.
@@ -16,7 +16,7 @@ package final class MockSwitchboard: Sendable {
         case off = 3
 
         /// `replay`, `record` or `off`.
-        package init?(name: String) {
+        public init?(name: String) {
             switch name {
             case "replay": self = .replay
             case "record": self = .record
@@ -33,18 +33,18 @@ package final class MockSwitchboard: Sendable {
     }
 
     /// One switch per route name.
-    package init(routes: [RouteConfiguration]) {
+    public init(routes: [RouteConfiguration]) {
         cells = Dictionary(uniqueKeysWithValues: routes.map { ($0.name, Cell()) })
     }
 
     /// The switch of `route`.
-    package func mode(of route: String) -> Mode {
+    public func mode(of route: String) -> Mode {
         Mode(rawValue: cells[route]?.mode.load(ordering: .relaxed) ?? 0) ?? .configured
     }
 
     /// Sets the switch of `route`; false if there is no such route.
     @discardableResult
-    package func set(_ mode: Mode, for route: String) -> Bool {
+    public func set(_ mode: Mode, for route: String) -> Bool {
         guard let cell = cells[route] else { return false }
         cell.mode.store(mode.rawValue, ordering: .relaxed)
         return true

@@ -11,7 +11,7 @@ extension ProxyHandler {
 
     /// An exchange ended: its access log line was written by `exchangeFinished`, which its
     /// delegate (the context, or the forwarding that keeps it) calls just before this.
-    package func finished(_ exchange: HTTPExchange, outcome: ExchangeOutcome) {
+    public func finished(_ exchange: HTTPExchange, outcome: ExchangeOutcome) {
         if !eventStreams.isEmpty { eventStreams.removeAll { $0.exchange === exchange } }
     }
 
@@ -31,7 +31,7 @@ extension ProxyHandler {
     }
 
     /// The server's own refusals, rendered as the proxy's JSON errors (`Connection: close`).
-    package func refusal(_ refusal: HTTPRefusal, exchange: HTTPExchange?, peer: String) -> [UInt8] {
+    public func refusal(_ refusal: HTTPRefusal, exchange: HTTPExchange?, peer: String) -> [UInt8] {
         var context: ExchangeContext?
         if let exchange {
             // The server names only the exchange: its context is found from its delegate here,

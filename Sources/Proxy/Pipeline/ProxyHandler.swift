@@ -10,10 +10,10 @@ import JSON
 import Upstream
 
 /// The request pipeline of one loop: local security → control endpoints → router → route policy.
-package final class ProxyHandler: HTTPHandler {
+public final class ProxyHandler: HTTPHandler {
     /// The runtime in force; replaced (on this loop) by a reload, which closes the tunnels whose
     /// route it moved.
-    package var runtime: ProxyRuntime {
+    public var runtime: ProxyRuntime {
         didSet { withdrawMovedTunnels() }
     }
     /// This loop's tunnels (WebSockets), made by the first upgrade (`tunnels`).
@@ -33,11 +33,11 @@ package final class ProxyHandler: HTTPHandler {
     /// Gathers every loop's counters for a scrape.
     let hub: MetricsHub
     /// This loop's libcurl multi handle.
-    package let upstream: UpstreamClient
+    public let upstream: UpstreamClient
     /// Each provider's state on this loop, by name (`ProviderSlot`).
     var slots: [String: ProviderSlot] = [:]
     /// The default provider's tokens in force; replaced (on this loop) by `credentialsChanged`.
-    package var credentials: CredentialSnapshot { slot(nil).snapshot }
+    public var credentials: CredentialSnapshot { slot(nil).snapshot }
     /// The analytics sidecar, when configured.
     let analytics: AnalyticsService?
     /// Experiment overrides, exposures and the installation id.
@@ -58,7 +58,7 @@ package final class ProxyHandler: HTTPHandler {
     private var routeSlots = RouteSlotTable()
 
     /// Creates the handler for `parameters.loop`, its providers' managers and first tokens in place.
-    package init(_ parameters: ProxyHandlerParameters) {
+    public init(_ parameters: ProxyHandlerParameters) {
         runtime = parameters.runtime
         hub = parameters.hub
         loop = parameters.loop
@@ -77,7 +77,7 @@ package final class ProxyHandler: HTTPHandler {
         for (provider, snapshot) in parameters.initialSnapshots { credentialsChanged(snapshot, provider: provider) }
     }
 
-    package func handle(_ exchange: HTTPExchange) {
+    public func handle(_ exchange: HTTPExchange) {
         // `exchange.head` is read in place each time: a local copy would retain its arrays.
         let target = RequestTarget(exchange.head.target)
         // Read once: each read of the stored `var` is a retain and a release of its own.

@@ -7,31 +7,31 @@ import Upstream
 /// Everything a loop's `ProxyHandler` is made with, decided by `ProxyService` before the loop
 /// runs: nothing is set on the handler after `init` (a reload swaps its runtime, a token change
 /// its snapshots; both arrive as tasks on the loop).
-package struct ProxyHandlerParameters {
+public struct ProxyHandlerParameters {
     /// This loop's compiled copy of the runtime in force (`ProxyRuntime.forLoop`).
-    package var runtime: ProxyRuntime
+    public var runtime: ProxyRuntime
     /// The loop the handler serves on.
-    package var loop: EventLoop
+    public var loop: EventLoop
     /// The loop's index among the server's loops; loop 0 is the home loop (token uploads, logins).
-    package var loopIndex: Int
+    public var loopIndex: Int
     /// Gathers every loop's counters for the Prometheus text.
-    package var hub: MetricsHub
+    public var hub: MetricsHub
     /// This loop's libcurl multi handle, made first so the providers' managers can share the home loop's.
-    package var upstream: UpstreamClient
+    public var upstream: UpstreamClient
     /// Each OAuth provider's token lifecycle, by provider name (empty without OAuth providers).
-    package var managers: [String: CredentialManager] = [:]
+    public var managers: [String: CredentialManager] = [:]
     /// Each provider's tokens before its first change reaches the loop, by provider name.
-    package var initialSnapshots: [String: CredentialSnapshot] = [:]
+    public var initialSnapshots: [String: CredentialSnapshot] = [:]
     /// Phased logins in progress, shared by every loop (a callback may arrive on any of them).
-    package var loginChains: LoginChains
+    public var loginChains: LoginChains
     /// The analytics sidecar, when configured.
-    package var analytics: AnalyticsService?
+    public var analytics: AnalyticsService?
     /// Experiment overrides, exposures and the installation id.
-    package var experiments: ExperimentService?
+    public var experiments: ExperimentService?
     /// Index of the `metricsListen` address among the server's listeners, when there is one.
-    package var metricsListener: Int?
+    public var metricsListener: Int?
 
-    package init(
+    public init(
         runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int, hub: MetricsHub, upstream: UpstreamClient,
         loginChains: LoginChains
     ) {

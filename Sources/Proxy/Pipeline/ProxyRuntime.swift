@@ -5,28 +5,28 @@ import JSON
 
 /// Everything a request reads that a config reload can change, built once per config and
 /// never mutated: loops swap their reference to a new one, so requests take no lock.
-package final class ProxyRuntime: Sendable {
+public final class ProxyRuntime: Sendable {
     /// The configuration.
-    package let configuration: ProxyConfiguration
+    public let configuration: ProxyConfiguration
     /// Routing over `configuration.routes`.
-    package let router: Router
+    public let router: Router
     /// Host, Origin and key checks.
     let access: AccessPolicy
     /// Run-time mock switches.
-    package let mockModes: MockSwitchboard
+    public let mockModes: MockSwitchboard
     /// Mock folder state, shared by every loop and kept across reloads.
-    package let mocks: MockFiles
+    public let mocks: MockFiles
     /// The `/_platform/health` body: the status, and the active profile when there is one.
     let healthBody: [UInt8]
     /// Each route's credential injector, by route index.
-    package let injectors: [CredentialInjector]
+    public let injectors: [CredentialInjector]
     /// The configured experiments, compiled.
-    package let experiments: ExperimentSet
+    public let experiments: ExperimentSet
     /// The provider a route without `provider` uses (looked up once: every request asks).
     let defaultProviderName: String
 
     /// Compiles `configuration`, resolving its `apiKey` source (a file is read here).
-    package convenience init(configuration: ProxyConfiguration, mocks: MockFiles = MockFiles()) {
+    public convenience init(configuration: ProxyConfiguration, mocks: MockFiles = MockFiles()) {
         // The key was resolved once at load; a source that stopped resolving refuses everything.
         let key = configuration.apiKey.map { (try? $0.resolve()) ?? "" }
         self.init(
@@ -56,7 +56,7 @@ package final class ProxyRuntime: Sendable {
     /// Each loop retains and releases what it reads per request; objects of its own keep those
     /// writes off the other cores' cache lines (nothing shared is written; `bench/shared-writes.sh`
     /// measures it).
-    package func forLoop() -> ProxyRuntime {
+    public func forLoop() -> ProxyRuntime {
         ProxyRuntime(configuration: configuration, mocks: mocks, mockModes: mockModes, access: access.privateCopy())
     }
 
@@ -64,7 +64,7 @@ package final class ProxyRuntime: Sendable {
     /// switch, else the route's configured mode. A route without an upstream always replays.
     /// Takes the compiled route, not its configuration: a configuration passed by value is a
     /// copy of every field, for every request.
-    package func mockMode(_ route: CompiledRoute) -> MockConfiguration.Mode? {
+    public func mockMode(_ route: CompiledRoute) -> MockConfiguration.Mode? {
         guard let mock = route.config.mock else { return nil }
         if route.config.upstream == nil { return .replay }
         switch mockModes.mode(of: route.config.name) {
@@ -76,7 +76,7 @@ package final class ProxyRuntime: Sendable {
     }
 
     /// Why `provider`'s credentials are not usable, or nil when `/_platform/ready` may answer 200.
-    package func unreadyReason(_ provider: ProviderConfiguration) -> String? {
+    public func unreadyReason(_ provider: ProviderConfiguration) -> String? {
         switch provider.grant {
         case .staticTokens:
             do {

@@ -2,20 +2,20 @@ import Glibc
 import HTTP1
 
 /// A request target split into the parts routing needs.
-package struct RequestTarget: Sendable, Equatable {
+public struct RequestTarget: Sendable, Equatable {
     /// The path, beginning with "/" ("*" for `OPTIONS *`).
-    package let path: Substring
+    public let path: Substring
     /// The query without "?", if any.
-    package let query: Substring?
+    public let query: Substring?
     /// The authority of an absolute-form target, which replaces Host (RFC 9112 §3.2.2).
-    package let authority: Substring?
+    public let authority: Substring?
 
     /// Splits origin-form, absolute-form (`http://host/path?q`) and asterisk-form targets.
     /// Works on the UTF-8 bytes (every delimiter is ASCII): no Character is formed, and the
     /// delimiters are found with `memchr` rather than by walking string indexes. (The parts are
     /// `let`s: an optional `var` starts as nil, and the value was then built aside and copied out,
     /// a retain and a release of each part.)
-    package init(_ target: String) {
+    public init(_ target: String) {
         let utf8 = target.utf8
         // Byte offsets of the authority, the path and the query mark, found in one borrow.
         let (authority, pathStart, mark): (Range<Int>?, Int, Int?) = target.withUTF8Bytes { bytes in

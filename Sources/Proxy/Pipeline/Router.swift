@@ -4,22 +4,22 @@ import Upstream
 
 /// A route compiled once per config: its settings, its credential injector, the prefix it
 /// matches and the provider whose tokens it carries.
-package final class CompiledRoute: Sendable {
+public final class CompiledRoute: Sendable {
     /// The route as configured.
-    package let config: RouteConfiguration
+    public let config: RouteConfiguration
     /// Its position in `configuration.routes` (per-route caches are indexed by it).
-    package let index: Int
+    public let index: Int
     /// Formats and strips its credential headers.
-    package let injector: CredentialInjector
+    public let injector: CredentialInjector
     /// The path prefix without trailing slashes ("/" stays "/").
-    package let prefix: String
+    public let prefix: String
     /// The route's own TLS settings for its upstream; nil: the defaults.
-    package let tls: UpstreamTLS?
+    public let tls: UpstreamTLS?
     /// The provider whose tokens it injects; nil on a route without credentials.
-    package var provider: String? { config.provider }
+    public var provider: String? { config.provider }
 
     /// Compiles `config`, the route at `index`.
-    package init(_ config: RouteConfiguration, index: Int) {
+    public init(_ config: RouteConfiguration, index: Int) {
         self.config = config
         self.index = index
         injector = CredentialInjector(route: config)
@@ -34,20 +34,20 @@ package final class CompiledRoute: Sendable {
 ///
 /// A prefix matches the path equal to it (without its trailing slash) or any path continuing
 /// it with "/": `/accounts/` matches `/accounts`, `/accounts/` and `/accounts/me`, not `/accountsX`.
-package struct Router: Sendable {
+public struct Router: Sendable {
     /// Every route in config order (index = position).
-    package let routes: [CompiledRoute]
+    public let routes: [CompiledRoute]
     /// The same routes, longest prefix first.
     private let byLength: [CompiledRoute]
 
     /// Compiles the routes, longest prefix first.
-    package init(routes: [RouteConfiguration]) {
+    public init(routes: [RouteConfiguration]) {
         self.routes = routes.enumerated().map { index, route in CompiledRoute(route, index: index) }
         byLength = self.routes.sorted { $0.prefix.utf8.count > $1.prefix.utf8.count }
     }
 
     /// The matching route and the rest of the path after the prefix ("" or starting with "/").
-    package func match(_ path: Substring) -> (route: CompiledRoute, rest: Substring)? {
+    public func match(_ path: Substring) -> (route: CompiledRoute, rest: Substring)? {
         for route in byLength {
             if route.prefix == "/" { return (route, path) }
             guard path.utf8.starts(with: route.prefix.utf8) else { continue }

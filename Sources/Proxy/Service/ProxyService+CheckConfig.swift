@@ -8,7 +8,7 @@ extension ProxyService {
     /// problem with its JSON path, or "ok" and any warnings. Returns 1 on a problem, else 0.
     /// With `schemaOnly`, secret files and environment variables are not read. With a profile
     /// the merged config is checked; without one, the base and then every profile, each named.
-    package static func checkConfig(config location: ConfigLocation, schemaOnly: Bool) -> Int32 {
+    public static func checkConfig(config location: ConfigLocation, schemaOnly: Bool) -> Int32 {
         var text = location.source != "--config" ? "using \(location.description)\n" : ""
         var profiles: [String?] = [location.profile]
         if location.profile == nil { profiles += ConfigLoader.profileNames(path: location.path).map { $0 } }

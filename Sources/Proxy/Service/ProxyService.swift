@@ -11,9 +11,9 @@ import Upstream
 
 /// Runs the proxy: loads the config, starts the loops, and handles signals on the calling
 /// thread through a signalfd (SIGTERM/SIGINT graceful then forced, SIGHUP reload).
-package enum ProxyService {
+public enum ProxyService {
     /// The version printed by `--version` and logged at start.
-    package static let version = "0.1.0"
+    public static let version = "0.1.0"
     /// SIGHUP outcomes, for the metrics.
     static let reloadCounts = ReloadCounts()
 
@@ -30,7 +30,7 @@ package enum ProxyService {
     }
 
     /// Serves until stopped; returns the process exit code.
-    package static func serve(config location: ConfigLocation) -> Int32 {
+    public static func serve(config location: ConfigLocation) -> Int32 {
         let configPath = location.path
         let configuration: ProxyConfiguration
         switch location.load() {
