@@ -8,6 +8,8 @@ public enum HTTPHeadSemantics {
         var keepAlive: Bool
         /// The value of the Host field (a request has at most one).
         var host: Range<Int>?
+        /// The value of the first Upgrade field, if any.
+        var upgrade: Range<Int>?
     }
 
     private static let host = StaticBytes("host")
@@ -15,6 +17,7 @@ public enum HTTPHeadSemantics {
     private static let transferEncoding = StaticBytes("transfer-encoding")
     private static let connection = StaticBytes("connection")
     private static let expect = StaticBytes("expect")
+    private static let upgrade = StaticBytes("upgrade")
     private static let chunked = StaticBytes("chunked")
     private static let close = StaticBytes("close")
     private static let keepAliveToken = StaticBytes("keep-alive")
@@ -38,6 +41,7 @@ public enum HTTPHeadSemantics {
         var sawClose = false  // "close" wins over any keep-alive, in any order (RFC 9112 §9.3)
         var expectsContinue = false
         var hostValue: Range<Int>?
+        var upgradeValue: Range<Int>?
 
         for field in parts.fields {
             let name = field.name
@@ -78,6 +82,8 @@ public enum HTTPHeadSemantics {
             case 6 where equals(head, name, expect):
                 guard equals(head, field.value, continueToken) else { return .failure(.unsupportedExpectation) }
                 expectsContinue = parts.version == .http11
+            case 7 where equals(head, name, upgrade):
+                if upgradeValue == nil { upgradeValue = field.value }
             default:
                 continue
             }
@@ -101,8 +107,8 @@ public enum HTTPHeadSemantics {
         if framing == .none { expectsContinue = false }
         return .success(
             Meaning(
-                framing: framing, expectsContinue: expectsContinue, keepAlive: !closeAfter && !sawClose, host: hostValue
-            ))
+                framing: framing, expectsContinue: expectsContinue, keepAlive: !closeAfter && !sawClose, host: hostValue,
+                upgrade: upgradeValue))
     }
 
     /// origin-form for all methods, absolute-form (http/https) too, asterisk-form for OPTIONS only; no CONNECT.

@@ -53,6 +53,9 @@ public struct HTTPRequestHead: Sendable {
     /// The range of the Host field's value, found while the head was checked (there is at most
     /// one: a second is refused), so no one searches the fields for it again.
     public let hostValue: Range<Int>?
+    /// The range of the first Upgrade field's value, found while the head was checked, so a
+    /// request without one (nearly all) is told apart without searching its fields.
+    public let upgradeValue: Range<Int>?
 
     /// The method, e.g. `GET`: the usual ones as constant strings (nothing made or checked per
     /// request), any other from the head's bytes.
@@ -182,7 +185,8 @@ public struct HTTPRequestHead: Sendable {
         string(fields[index].name.lowerBound..<fields[index].value.upperBound)
     }
 
-    private func string(_ range: Range<Int>) -> String {
+    /// The text of `range` (a field's name or value, such as `hostValue`).
+    public func string(_ range: Range<Int>) -> String {
         storage.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
     }
 }

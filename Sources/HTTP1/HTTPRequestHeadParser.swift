@@ -106,7 +106,8 @@ public struct HTTPRequestHeadParser: Sendable {
             let result = HTTPRequestHead(
                 storage: storage, methodRange: parts.method, targetRange: parts.target,
                 version: parts.version, fields: parts.fields, framing: meaning.framing,
-                expectsContinue: meaning.expectsContinue, keepAlive: meaning.keepAlive, hostValue: meaning.host)
+                expectsContinue: meaning.expectsContinue, keepAlive: meaning.keepAlive, hostValue: meaning.host,
+                upgradeValue: meaning.upgrade)
             return .complete(result, consumed: end)
         }
     }

@@ -189,6 +189,25 @@ struct HeadParserTests {
     }
 
     @Test(
+        "the first Upgrade value is noted while the head is checked, nil without one",
+        arguments: [
+            ("GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n", "websocket"),
+            ("GET / HTTP/1.1\r\nHost: a\r\nUPGRADE:  h2c, websocket \r\nUpgrade: other\r\n\r\n", "h2c, websocket"),
+            ("GET / HTTP/1.1\r\nHost: a\r\nUpgrades: x\r\nX-Upgrade: y\r\n\r\n", nil),
+            ("GET / HTTP/1.1\r\nHost: a\r\n\r\n", nil),
+        ] as [(String, String?)])
+    func upgradeValue(text: String, upgrade: String?) throws {
+        var parser = HTTPRequestHeadParser()
+        let bytes = Array(text.utf8)
+        guard case .complete(let head, _) = bytes.withUnsafeBytes({ parser.parse($0) }) else {
+            Issue.record("did not parse: \(text)")
+            return
+        }
+        #expect(head.upgradeValue.map { head.string($0) } == upgrade)
+        #expect(head.first("Upgrade") == upgrade)
+    }
+
+    @Test(
         "the method reads as sent, the usual ones and any other, case kept",
         arguments: [
             "GET", "PUT", "POST", "HEAD", "PATCH", "DELETE", "OPTIONS", "get", "Post", "PROPFIND", "GETS", "PUTS", "M",

@@ -20,7 +20,7 @@ struct RequestRingTests {
     @Test("records come back oldest first, numbered in order")
     func order() {
         let ring = RequestRing()
-        for path in ["/a", "/b", "/c"] { ring.record(record(path)) }
+        for path in ["/a", "/b", "/c"] { ring.record { $0 = record(path) } }
         let held = ring.snapshot()
         #expect(held.map(\.path) == ["/a", "/b", "/c"])
         #expect(held.map(\.sequence) == [0, 1, 2])
@@ -30,7 +30,7 @@ struct RequestRingTests {
     func wraps() {
         let ring = RequestRing()
         let total = RequestRing.capacity + 5
-        for i in 0..<total { ring.record(record("/\(i)")) }
+        for i in 0..<total { ring.record { $0 = record("/\(i)") } }
         let held = ring.snapshot()
         #expect(held.count == RequestRing.capacity)
         #expect(held.first?.path == "/5")
@@ -46,7 +46,7 @@ struct RequestRingTests {
         one.credentials = .stripped
         one.hops = 2
         let ring = RequestRing()
-        ring.record(one)
+        ring.record { $0 = one }
         let value = try #require(ring.snapshot().first).json(loop: 3)
         #expect(value["id"]?.stringValue == "3-0")
         #expect(value["path"]?.stringValue == "/api/items")

@@ -155,25 +155,30 @@ extension ProxyHandler {
         let route = context.route
         if let route, route == "_platform" || route == Probe.route { return }
         let exchange = context.exchange
-        var record = RequestRecord()
-        record.time = UnixTime.now()
-        record.method = exchange.head.storage.withUnsafeBufferPointer {
-            String(decoding: UnsafeBufferPointer(rebasing: $0[exchange.head.methodRange]), as: UTF8.self)
+        // Written into the ring's slot in place: a record built aside would be copied in.
+        requestRing.record { record in
+            record.time = UnixTime.now()
+            // The usual methods are constant strings: nothing is made per request.
+            record.method = exchange.head.method
+            record.path = Self.loggedPath(context.path)
+            record.route = route ?? ""
+            record.status = status
+            record.micros = Int((seconds * 1e6).rounded())
+            if let forwarded {
+                (record.credentials, record.hops, record.maskedEchoes) = forwarded.consoleFacts
+                record.upstream = forwarded.url.origin
+            } else {
+                (record.hops, record.maskedEchoes, record.upstream) = (0, 0, "")
+                if let slot = context.slot {
+                    record.credentials =
+                        runtime.mockMode(slot.route) == .replay
+                        ? .mock
+                        : slot.route.config.credential == .none ? .noProvider : .gated
+                } else {
+                    record.credentials = .noProvider
+                }
+            }
         }
-        record.path = Self.loggedPath(context.path)
-        record.route = route ?? ""
-        record.status = status
-        record.micros = Int((seconds * 1e6).rounded())
-        if let forwarded {
-            (record.credentials, record.hops, record.maskedEchoes) = forwarded.consoleFacts
-            record.upstream = forwarded.url.origin
-        } else if let slot = context.slot {
-            record.credentials =
-                runtime.mockMode(slot.route) == .replay
-                ? .mock
-                : slot.route.config.credential == .none ? .noProvider : .gated
-        }
-        requestRing.record(record)
     }
 }
 

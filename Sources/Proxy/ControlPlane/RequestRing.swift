@@ -70,12 +70,15 @@ final class RequestRing: @unchecked Sendable {
     private var slots = [RequestRecord](repeating: RequestRecord(), count: RequestRing.capacity)
     private var next: UInt64 = 0
 
-    /// Keeps `record` in the oldest slot.
+    /// Overwrites the oldest slot in place: `fill` sets every field (the slot still holds the
+    /// record it replaces), then the ring numbers it.
     @inline(__always)
-    func record(_ record: RequestRecord) {
-        var record = record
-        record.sequence = next
-        slots[Int(next % UInt64(Self.capacity))] = record
+    func record(_ fill: (inout RequestRecord) -> Void) {
+        slots.withUnsafeMutableBufferPointer { slots in
+            let index = Int(next % UInt64(Self.capacity))
+            fill(&slots[index])
+            slots[index].sequence = next
+        }
         next &+= 1
     }
 

@@ -118,7 +118,8 @@ public final class ProxyHandler: HTTPHandler {
         let mockMode = runtime.mockMode(compiled)
         // A route with an upstream in mock mode refuses an upgrade it would otherwise tunnel; a
         // mock-only route has nothing to tunnel to, and serves its mock as for any request.
-        if case .some = routeSlot.upstream, let upgrade = Self.tunnelledUpgrade(exchange.head, route: compiled.config),
+        if case .some = routeSlot.upstream, case .some = exchange.head.upgradeValue,
+            let upgrade = Self.tunnelledUpgrade(exchange.head, upgrades: compiled.config.upgrades),
             let refusal = upgradeRefusal(upgrade.token, route: compiled.config, mockMode: mockMode)
         {
             return fail(context, refusal)
@@ -187,7 +188,9 @@ public final class ProxyHandler: HTTPHandler {
                 ? slot.echoTokens.masker(route.object.config.credential, of: credentials)
                 : slot.exchangedLines.masker(plan))
             : nil
-        if let upgrade = Self.tunnelledUpgrade(exchange.head, route: route.object.config) {
+        if case .some = exchange.head.upgradeValue,
+            let upgrade = Self.tunnelledUpgrade(exchange.head, upgrades: route.object.config.upgrades)
+        {
             return startTunnel(
                 context, plan, injected: injected, generation: credentials.generation, upgrade: upgrade,
                 echoMasker: echoMasker)

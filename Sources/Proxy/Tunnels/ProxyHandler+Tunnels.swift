@@ -7,10 +7,10 @@ import Upstream
 extension ProxyHandler {
     /// The `Upgrade` protocol a request asks for (lowercased, without a version), when it asks for
     /// one the way RFC 9110 §7.8 has it: an `Upgrade` field and `upgrade` among the `Connection`
-    /// options. Nil for every other request (one field lookup).
+    /// options. Nil for every other request (the parser noted the field, so none is searched).
     static func requestedUpgrade(_ head: borrowing HTTPRequestHead) -> (token: String, value: String)? {
-        guard let index = head.firstIndex(of: "Upgrade") else { return nil }
-        let value = head.value(at: index)
+        guard let range = head.upgradeValue else { return nil }
+        let value = head.string(range)
         guard let connection = head.first("Connection"),
             connection.split(separator: ",").contains(where: { $0.trimmingCharacters().lowercased() == "upgrade" })
         else { return nil }
@@ -28,17 +28,17 @@ extension ProxyHandler {
         return table
     }
 
-    /// The upgrade a routed request asks for when `route` tunnels that protocol (its `upgrades`);
-    /// any other `Upgrade`, and any upgrade asked for on a request with a body (a WebSocket
-    /// handshake has none; RFC 9110 §7.8 lets a server ignore `Upgrade`), is dropped as a
-    /// hop-by-hop field and the request forwarded as usual.
-    static func tunnelledUpgrade(_ head: borrowing HTTPRequestHead, route: RouteConfiguration) -> (
+    /// The upgrade a routed request asks for when its route tunnels that protocol (`upgrades`, the
+    /// route's); any other `Upgrade`, and any upgrade asked for on a request with a body (a
+    /// WebSocket handshake has none; RFC 9110 §7.8 lets a server ignore `Upgrade`), is dropped as
+    /// a hop-by-hop field and the request forwarded as usual. Only the route's list is passed: the
+    /// whole configuration would be copied per request.
+    static func tunnelledUpgrade(_ head: borrowing HTTPRequestHead, upgrades: borrowing [String]) -> (
         token: String, value: String
     )? {
-        // Matched in place first: most requests carry no `Upgrade`.
-        guard case .some = head.firstIndex(of: "Upgrade"), head.framing == .none,
+        guard case .some = head.upgradeValue, head.framing == .none,
             let upgrade = requestedUpgrade(head),
-            route.upgrades.contains(upgrade.token)
+            upgrades.contains(upgrade.token)
         else { return nil }
         return upgrade
     }
