@@ -20,6 +20,9 @@ public final class AnalyticsCounters: Sendable {
     public let depth = Atomic<Int>(0)
     /// Unix seconds of the last successful upload, 0 if none.
     public let lastUpload = Atomic<Int>(0)
+    /// Why the latest upload did not go through (deferred or its batch dropped), until an upload
+    /// succeeds: what the console shows beside the last upload.
+    public let lastProblem = Mutex<UploadProblem?>(nil)
     /// Store transactions (each one fsync).
     public let commits = Atomic<Int>(0)
     /// 1 when a damaged store was set aside at start (and a new one started), else 0.
@@ -31,4 +34,16 @@ public final class AnalyticsCounters: Sendable {
 
     /// Zero counters.
     public init() {}
+}
+
+/// An upload that did not go through: when, and why in words (no token, no body).
+public struct UploadProblem: Sendable, Equatable {
+    /// Unix seconds.
+    public let time: Int
+    public let reason: String
+
+    public init(time: Int, reason: String) {
+        self.time = time
+        self.reason = reason
+    }
 }

@@ -161,6 +161,7 @@ final class AnalyticsUploader: @unchecked Sendable {
             case .success(let response):
                 Log.emit(
                     .warning, "analytics_batch_dropped", ["status": .int(response.status), "values": .int(batch.count)])
+                noteProblem("the endpoint refused a batch of \(batch.count) values with HTTP \(response.status); they were dropped")
                 remove(batch, outcome: .dropped)
             case .failure(let error):
                 finished(.retryLater, reason: error.detail)
@@ -196,6 +197,7 @@ final class AnalyticsUploader: @unchecked Sendable {
                     if outcome == .sent {
                         counters.sent.add(ids.count, ordering: .relaxed)
                         counters.lastUpload.store(Int(UnixTime.now()), ordering: .relaxed)
+                        counters.lastProblem.withLock { $0 = nil }
                         report.sent += ids.count
                     } else {
                         counters.droppedRejected.add(ids.count, ordering: .relaxed)
@@ -215,6 +217,7 @@ final class AnalyticsUploader: @unchecked Sendable {
             nextBatch()
         case .wait(let until):
             if let reason {
+                noteProblem(reason)
                 report.deferredReason = reason
                 Log.emit(
                     .warning, "analytics_upload_deferred",
@@ -233,6 +236,11 @@ final class AnalyticsUploader: @unchecked Sendable {
                 self?.cycle(force: true)
             }
         }
+    }
+
+    /// Keeps `reason` as the latest upload problem (the console shows it until an upload succeeds).
+    private func noteProblem(_ reason: String) {
+        service?.counters.lastProblem.withLock { $0 = UploadProblem(time: Int(UnixTime.now()), reason: reason) }
     }
 
     /// `{"product":…,"pennkey":…,"timestamp":…,"data":[{"key":…,"value":…},…]}`.

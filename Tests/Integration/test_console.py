@@ -24,6 +24,7 @@ from credentials_support import (  # noqa: F401  (fixtures)
     http_call,
     idp_factory,
     launch,
+    login,
     stored_tokens,
     wait_until,
     write_mock_dir,
@@ -435,3 +436,28 @@ def test_console_request_list_says_why_credentials_were_stripped_and_counts_hops
     for secret in fwd.tokens.all:
         assert secret not in text
     assert "query-value" not in text and "landing" not in text and "?" not in text
+
+
+def test_console_shows_why_analytics_uploads_fail_until_one_succeeds(start_proxy, idp_factory, browser, sink, tmp_path):
+    """The analytics panel's last upload alone hid an endpoint that refused every batch: the
+    latest problem is shown, in words, until an upload goes through."""
+    idp = idp_factory()
+    sink.always(503)
+    proxy = console_proxy(start_proxy, idp, tmp_path, analytics=analytics_block(sink, credential="none"))
+    login(proxy)  # events are attributed to the signed-in subject
+    open_console(browser, proxy)
+    r = http_call(proxy.base + "/_platform/analytics/events", method="POST",
+                  body=json.dumps({"events": [{"key": "console.upload"}]}).encode(),
+                  headers={"Content-Type": "application/json"})
+    assert r.status == 202, r
+    http_call(proxy.base + "/_platform/analytics/flush", method="POST", body=b"{}",
+              headers={"Content-Type": "application/json"})
+    until(browser, lambda d: "HTTP 503" in text_of(d, "[data-analytics-problem]"), "the upload problem shown")
+    assert sink.uploads and all(u.status == 503 for u in sink.uploads)
+
+    sink.always(200)
+    http_call(proxy.base + "/_platform/analytics/flush", method="POST", body=b"{}",
+              headers={"Content-Type": "application/json"})
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "[data-analytics-problem]"),
+          "the problem cleared by an upload that went through")
+    assert text_of(browser, "[data-analytics-depth]") == "0"

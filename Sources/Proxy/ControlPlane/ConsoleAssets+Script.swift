@@ -267,6 +267,8 @@ extension ConsoleAssets {
               el('dt', { text: 'Accepted' }), el('dd', { text: String(a.queued) }),
               el('dt', { text: 'Uploaded' }), el('dd', { text: String(a.sent) }),
               el('dt', { text: 'Last upload' }), el('dd', { text: when(a.lastUpload) }),
+              a.lastProblem ? el('dt', { text: 'Upload problem' }) : null,
+              a.lastProblem ? el('dd', { class: 'error', 'data-analytics-problem': 'true', text: a.lastProblem.reason + ' (' + when(a.lastProblem.time) + ')' }) : null,
               el('dt', { text: 'Refused by the endpoint' }), el('dd', { text: String(a.droppedRejected) })),
               el('table', { 'data-analytics-latest': 'true' }, el('caption', { text: 'Latest events stored' }),
                 el('thead', {}, el('tr', {}, ...['Time', 'Key', 'Value'].map((t) => el('th', { scope: 'col', text: t })))),

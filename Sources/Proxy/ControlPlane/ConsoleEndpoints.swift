@@ -73,6 +73,15 @@ extension ProxyHandler {
                     ("queued", .number(JSONNumber(counters.queued.load(ordering: .relaxed)))),
                     ("sent", .number(JSONNumber(counters.sent.load(ordering: .relaxed)))),
                     ("lastUpload", .number(JSONNumber(counters.lastUpload.load(ordering: .relaxed)))),
+                    (
+                        "lastProblem",
+                        counters.lastProblem.withLock { $0 }.map {
+                            .object(
+                                JSONObject(uniqueKeysWithValues: [
+                                    ("time", .number(JSONNumber($0.time))), ("reason", .string($0.reason)),
+                                ]))
+                        } ?? .null
+                    ),
                     ("droppedRejected", .number(JSONNumber(counters.droppedRejected.load(ordering: .relaxed)))),
                     (
                         "latest",
