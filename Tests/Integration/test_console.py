@@ -31,7 +31,7 @@ from credentials_support import (  # noqa: F401  (fixtures)
 )
 
 from analytics_sink import AnalyticsSink  # noqa: E402
-from test_analytics import analytics_block  # noqa: E402
+from test_analytics import analytics_block, unsigned_jwt  # noqa: E402
 from test_forwarding import make_fwd, tokens  # noqa: E402,F401  (fixtures)
 from test_reload import reload_with  # noqa: E402
 
@@ -461,3 +461,30 @@ def test_console_shows_why_analytics_uploads_fail_until_one_succeeds(start_proxy
     until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "[data-analytics-problem]"),
           "the problem cleared by an upload that went through")
     assert text_of(browser, "[data-analytics-depth]") == "0"
+
+
+def test_console_demo_login_button_signs_in_with_the_configured_demo_tokens(start_proxy, idp_factory, browser, tmp_path):
+    """A provider with `demo` gets a Demo login button; clicking it signs in with the demo
+    tokens (shown live), and the forwarded request carries the demo token, not shown on the page."""
+    idp = idp_factory()
+    demo_access = "demo-access-" + secrets.token_hex(12)
+    demo_id = unsigned_jwt({"sub": "demo-user", "exp": int(time.time()) + 600})
+    mock_dir = write_mock_dir(tmp_path / "users-mock", {"hello": {"served": "from the mock"}})
+    routes = [
+        {"name": "api", "path": "/api/", "upstream": idp.issuer + "/api/", "credential": "access_token", "timeoutSeconds": 10},
+        {"name": "users", "path": "/users/", "upstream": idp.issuer + "/.well-known/", "credential": "none",
+         "mock": {"directory": str(mock_dir), "mode": "off"}},
+    ]
+    proxy = launch(start_proxy, idp, tmp_path, routes=routes, extra={"experiments": EXPERIMENTS}, provider_extra={
+        "demo": {"accessToken": demo_access, "idToken": demo_id, "expiresInSeconds": 600}})
+    open_console(browser, proxy)
+    wait_provider_state(browser, "logged_out")
+    name = browser.find_element(By.CSS_SELECTOR, "[data-provider-state]").get_attribute("data-provider-state")
+    by_label(browser, f"Demo login to {name}").click()
+    wait_provider_state(browser, "logged_in")
+    assert "demo-user" in browser.find_element(By.ID, "signin").text
+    # The IdP's resource refuses a token it did not issue; what matters is that one was injected.
+    http_call(proxy.base + "/api/console-demo")
+    row = '#requests-rows tr[data-route="api"]'
+    until(browser, lambda d: "injected" in text_of(d, row), "the request listed with its credentials injected")
+    assert demo_access not in browser.page_source, "the demo token reached the page"
