@@ -643,6 +643,53 @@ def test_tunnels_past_the_process_cap_are_refused(start_proxy, ws_upstream):
     run(scenario())
 
 
+def test_the_per_client_cap_holds_across_workers_and_every_close_gives_the_place_back(start_proxy, ws_upstream):
+    """`limits.maxTunnelsPerClient` counts one client's tunnels across the process: with two workers
+    its connections land on both loops, and past the cap each is refused 503 `too_many_tunnels`.
+    A refused upgrade, an unreachable upstream and a close from either side give the place back."""
+    routes = ws_routes(ws_upstream.port, credential="none") + [
+        {"name": "dead", "path": "/dead", "upstream": f"http://127.0.0.1:{free_port()}"}]
+    proxy = plain_proxy(start_proxy, routes, workers=2, limits={"maxTunnelsPerClient": 3})
+
+    async def refusal(path):
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(ws_url(proxy.port, path), ping_interval=None)
+        return refused.value.response
+
+    async def admitted(path):
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                return await connect(ws_url(proxy.port, path), ping_interval=None)
+            except InvalidStatus as refused:
+                assert refused.response.status_code == 503 and time.monotonic() < deadline, "no place came back"
+                await asyncio.sleep(0.1)
+
+    async def scenario():
+        for _ in range(4):
+            assert (await refusal("/ws/refuse")).status_code == 403
+            assert (await refusal("/dead/x")).status_code == 502
+        tunnels = [await admitted(f"/open/{i}") for i in range(3)]
+        for attempt in range(8):
+            response = await refusal(f"/open/over{attempt}")
+            assert response.status_code == 503, (attempt, response.status_code)
+            assert json.loads(response.body)["error"] == "too_many_tunnels"
+        await tunnels[0].close()
+        await tunnels[1].send("server-close")
+        with pytest.raises(ConnectionClosed):
+            await tunnels[1].recv()
+        tunnels[:2] = [await admitted("/open/again0"), await admitted("/open/again1")]
+        for ws in tunnels:
+            await ws.send("in")
+            assert await ws.recv() == "in"
+        assert (await refusal("/open/over-again")).status_code == 503
+        await asyncio.gather(*(ws.close() for ws in tunnels))
+
+    run(scenario())
+    started = [e for e in proxy.log_events("started")]
+    assert started and started[-1]["workers"] == 2
+
+
 def test_an_upstream_that_never_answers_the_handshake_times_out(start_proxy):
     silent = socket.create_server(("127.0.0.1", 0))
     held = []

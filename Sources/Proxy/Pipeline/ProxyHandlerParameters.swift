@@ -30,6 +30,8 @@ package struct ProxyHandlerParameters {
     package var experiments: ExperimentService?
     /// Index of the `metricsListen` address among the server's listeners, when there is one.
     package var metricsListener: Int?
+    /// The process's tunnel counts and caps, shared by every loop.
+    package var tunnelAdmission = TunnelAdmission()
 
     package init(
         runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int, hub: MetricsHub, upstream: UpstreamClient,

@@ -22,7 +22,7 @@ extension ProxyHandler {
     /// The loop's tunnel table, made on first use.
     var tunnels: TunnelTable {
         if let table = tunnelTable { return table }
-        let table = TunnelTable(client: upstream)
+        let table = TunnelTable(client: upstream, admission: tunnelAdmission)
         table.handler = self
         tunnelTable = table
         return table
@@ -60,10 +60,7 @@ extension ProxyHandler {
         upgrade: (token: String, value: String), echoMasker: EchoMasker?
     ) {
         let exchange = context.exchange
-        let limits = plan.runtime.configuration.limits
-        guard
-            tunnels.admit(peer: exchange.peer, maxTunnels: limits.maxTunnels, maxPerClient: limits.maxTunnelsPerClient)
-        else {
+        guard tunnels.admit(peer: exchange.peer) else {
             metrics.tunnelClosed(route: plan.compiled.config.name, reason: "too_many_tunnels", wasOpen: false)
             return fail(context, .tooManyTunnels)
         }
@@ -129,9 +126,9 @@ extension ProxyHandler {
         }
     }
 
-    /// Stopping: every tunnel says goodbye.
+    /// Stopping: every tunnel says goodbye, within the shutdown grace.
     func withdrawAllTunnels() {
         guard let tunnelTable, tunnelTable.count > 0 else { return }
-        tunnelTable.withdraw(reason: "shutting_down") { _ in true }
+        tunnelTable.withdraw(reason: "shutting_down", within: tunnelAdmission.shutdownGrace) { _ in true }
     }
 }

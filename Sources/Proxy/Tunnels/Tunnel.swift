@@ -71,8 +71,10 @@ final class Tunnel: ProxyExchangeDelegate {
     /// Whether the client had the 101 (the tunnel counted as opened).
     private var bridged = false
 
-    /// How long a drain toward a side that does not read may take.
-    private static let drainSeconds = 5.0
+    /// How long a drain toward a side that does not read may take (but at shutdown: the grace).
+    static let drainSeconds = 5.0
+    /// How long the goodbye to the client may take (`withdraw`).
+    private var goodbyeSeconds = Tunnel.drainSeconds
     /// A WebSocket close frame, status 1001 "going away" (RFC 6455 §5.5.1, §7.4.1): sent to the
     /// client when the proxy ends the tunnel.
     private static let goingAway: [UInt8] = [0x88, 0x02, 0x03, 0xE9]
@@ -103,8 +105,12 @@ final class Tunnel: ProxyExchangeDelegate {
         }
     }
 
-    /// Withdraws the tunnel (logout, a replaced token, a reload moving its route, shutdown).
-    func withdraw(_ reason: String) { perform(machine.withdraw(reason)) }
+    /// Withdraws the tunnel (logout, a replaced token, a reload moving its route, shutdown), with
+    /// `seconds` to say goodbye to the client.
+    func withdraw(_ reason: String, within seconds: Double = Tunnel.drainSeconds) {
+        goodbyeSeconds = seconds
+        perform(machine.withdraw(reason))
+    }
 
     var isClosed: Bool { machine.isClosed }
 
@@ -165,7 +171,7 @@ final class Tunnel: ProxyExchangeDelegate {
             updateInterest()
             pushBoth()
         case .sayGoodbye:
-            drainDeadline = loop.now.adding(seconds: Self.drainSeconds)
+            drainDeadline = loop.now.adding(seconds: goodbyeSeconds)
             syncTimer()
             if identity.upgrade == "websocket" { toClient.append(Self.goingAway) }
             updateInterest()
