@@ -749,6 +749,113 @@ class RawUpgradeUpstream(ThreadedRawServer):
         self.sock.close()
 
 
+class TricklingWebSocket(ThreadedRawServer):
+    """A WebSocket server written by hand: after the handshake it sends one binary message of
+    `size` bytes as a single frame, in `pieces` writes `gap` seconds apart (so a goodbye can come
+    while the frame is under way), then reads until the peer closes."""
+
+    def __init__(self, size: int, pieces: int, gap: float):
+        self.payload = bytes(i % 251 for i in range(size))
+        self.pieces = pieces
+        self.gap = gap
+        self.started = threading.Event()
+        super().__init__()
+
+    def _serve(self, conn):
+        import base64
+        import hashlib
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                data += chunk
+            key = next(line.split(b":", 1)[1].strip() for line in data.split(b"\r\n")
+                       if line.lower().startswith(b"sec-websocket-key:"))
+            accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+            conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                         b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+            frame = b"\x82\x7f" + len(self.payload).to_bytes(8, "big") + self.payload
+            step = -(-len(frame) // self.pieces)
+            try:
+                for start in range(0, len(frame), step):
+                    if start:
+                        time.sleep(self.gap)
+                    conn.sendall(frame[start:start + step])
+                    self.started.set()
+                while conn.recv(4096):
+                    pass
+            except OSError:
+                pass
+
+    def close(self):
+        self.sock.close()
+
+
+async def receive_until_closed(ws) -> tuple[list, object]:
+    """Every message until the connection closes, and the ConnectionClosed that ended it."""
+    received = []
+    while True:
+        try:
+            received.append(await asyncio.wait_for(ws.recv(), 15))
+        except ConnectionClosed as closed:
+            return received, closed
+
+
+def test_a_logout_goodbye_waits_for_the_end_of_the_frame_the_upstream_is_sending(start_proxy, idp_factory,  # noqa: F811
+                                                                                  tmp_path):
+    """The 1001 close frame of a logout never lands inside a message the upstream is streaming to
+    the client: the proxy lets the frame under way finish, then says goodbye, so the client sees the
+    whole message and a clean 1001 (a close frame inside the payload would corrupt it)."""
+    upstream = TricklingWebSocket(size=2 << 20, pieces=16, gap=0.1)
+    try:
+        proxy = demo_proxy(start_proxy, idp_factory, tmp_path, [
+            {"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}", "credential": "access_token"}])
+
+        async def scenario():
+            async with connect(ws_url(proxy.port, "/ws/big"), max_size=None, ping_interval=None,
+                               compression=None) as ws:
+                assert await asyncio.to_thread(upstream.started.wait, 5)
+                await asyncio.sleep(0.3)
+                await asyncio.to_thread(post, proxy.port, "/_platform/logout")
+                return await receive_until_closed(ws)
+
+        received, closed = run(scenario())
+        assert closed.rcvd is not None and closed.rcvd.code == 1001, repr(closed)
+        assert len(received) == 1 and received[0] == upstream.payload
+        wait_until(lambda: any(e.get("reason") == "logout" for e in proxy.server.log_events("tunnel_closed")),
+                   timeout=5, what="tunnel_closed reason=logout")
+    finally:
+        upstream.close()
+
+
+def test_sigterm_lets_a_frame_finish_within_the_shutdown_grace(start_proxy):
+    """SIGTERM gives each tunnel `shutdownGraceSeconds` to say goodbye: a frame the upstream takes
+    longer than 5 s to finish still reaches the client whole, then a 1001, then the proxy exits 0."""
+    upstream = TricklingWebSocket(size=1 << 20, pieces=14, gap=0.5)
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}"}],
+                            shutdownGraceSeconds=9)
+
+        async def scenario():
+            async with connect(ws_url(proxy.port, "/ws/slow"), max_size=None, ping_interval=None,
+                               compression=None) as ws:
+                assert await asyncio.to_thread(upstream.started.wait, 5)
+                started = time.monotonic()
+                proxy.signal(signal.SIGTERM)
+                received, closed = await receive_until_closed(ws)
+                return received, closed, time.monotonic() - started
+
+        received, closed, took = run(scenario())
+        assert closed.rcvd is not None and closed.rcvd.code == 1001, repr(closed)
+        assert len(received) == 1 and received[0] == upstream.payload
+        assert took > 5, took
+        assert proxy.wait(timeout=15) == 0
+    finally:
+        upstream.close()
+
+
 def test_another_upgrade_is_tunnelled_only_where_the_route_opts_in(start_proxy):
     upstream = RawUpgradeUpstream()
     try:

@@ -55,11 +55,11 @@ final class TunnelTable {
     }
 
     /// The tunnel ended: its access-log close line, its metrics, its place under the caps.
-    func closed(_ tunnel: Tunnel, reason: String, bridged: Bool, seconds: Double) {
+    func closed(_ tunnel: Tunnel, reason: String, opened: Bool, seconds: Double) {
         guard tunnels.removeValue(forKey: ObjectIdentifier(tunnel)) != nil else { return }
         admission.release(Self.address(tunnel.identity.peer))
-        handler?.metrics.tunnelClosed(route: tunnel.identity.route, reason: reason, wasOpen: bridged)
-        guard bridged, let handler else { return }
+        handler?.metrics.tunnelClosed(route: tunnel.identity.route, reason: reason, wasOpen: opened)
+        guard opened, let handler else { return }
         // The access log's closing line of the tunnel (its opening line is the 101 exchange's):
         // written when the access log is on, and always for a failure.
         let failed = reason.hasSuffix("_error") || reason == "drain_timeout"
