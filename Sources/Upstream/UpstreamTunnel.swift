@@ -20,8 +20,10 @@ package final class UpstreamTunnel {
 
     let easy: UnsafeMutableRawPointer
     private let errorBuffer: UnsafeMutablePointer<CChar>
-    /// The connected socket, -1 until the connect finished.
-    package private(set) var fd: CInt = -1
+    /// Connecting, connected (on which socket), failed or closed: every decision is its.
+    private var lifecycle = UpstreamTunnelLifecycle()
+    /// The connected socket, -1 before the connect finished and after a failure or the close.
+    package var fd: CInt { lifecycle.fd }
     /// Told once when the connect finished: nil on success, else why it failed.
     var onConnected: ((UpstreamError?) -> Void)?
     /// The client whose listeners a tunnel never connects to (a route pointing at the proxy
@@ -32,7 +34,6 @@ package final class UpstreamTunnel {
     private weak var connector: TunnelConnector?
     /// The connector's multi handle holding this handle (`TunnelConnector.remove`).
     var shard: TunnelShard?
-    private(set) var closed = false
     /// The `CURLOPT_CONNECT_TO` entry of a route's TLS server name, kept for the handle's life.
     private var connectTo: UnsafeMutablePointer<curl_slist>?
 
@@ -83,16 +84,33 @@ package final class UpstreamTunnel {
 
     /// The connect ended (`TunnelConnector`).
     func connectEnded(_ code: CURLcode) {
-        let callback = onConnected
-        onConnected = nil
-        guard code == CURLE_OK else { return callback?(.unreachable(message(code))) ?? () }
+        guard code == CURLE_OK else { return perform(lifecycle.connectFailed(.unreachable(message(code)))) }
         let socket = cc_info_active_socket(easy)
-        guard socket != CC_SOCKET_BAD else { return callback?(.unreachable("no connected socket")) ?? () }
+        guard socket != CC_SOCKET_BAD else { return perform(lifecycle.connectFailed(.unreachable("no connected socket"))) }
         if connectsToOwnListener {
-            return callback?(.loop("the tunnel would connect to this proxy's own listener")) ?? ()
+            return perform(lifecycle.connectFailed(.loop("the tunnel would connect to this proxy's own listener")))
         }
-        fd = socket
-        callback?(nil)
+        perform(lifecycle.connected(fd: socket))
+    }
+
+    /// The connect could not start (`TunnelConnector`).
+    func connectFailed(_ error: UpstreamError) { perform(lifecycle.connectFailed(error)) }
+
+    private func perform(_ action: UpstreamTunnelLifecycle.Action) {
+        switch action {
+        case .none:
+            break
+        case .report(let error):
+            let callback = onConnected
+            onConnected = nil
+            callback?(error)
+        case .release:
+            onConnected = nil
+            connector?.remove(self)
+            curl_easy_cleanup(easy)
+            curl_slist_free_all(connectTo)
+            connectTo = nil
+        }
     }
 
     /// Whether the connection reached one of the proxy's own listeners (as a transfer's
@@ -118,7 +136,7 @@ package final class UpstreamTunnel {
 
     /// Sends what the socket takes of `bytes` now.
     package func send(_ bytes: UnsafeRawBufferPointer) -> Step {
-        guard !closed, fd >= 0 else { return .failed("closed") }
+        guard case .connected = lifecycle.state else { return .failed("closed") }
         var n = 0
         let code = curl_easy_send(easy, bytes.baseAddress, bytes.count, &n)
         if code == CURLE_OK { return .moved(n) }
@@ -128,7 +146,7 @@ package final class UpstreamTunnel {
 
     /// Receives what has arrived, up to `buffer.count` bytes; `.moved(0)` is the end of stream.
     package func receive(into buffer: UnsafeMutableRawBufferPointer) -> Step {
-        guard !closed, fd >= 0 else { return .failed("closed") }
+        guard case .connected = lifecycle.state else { return .failed("closed") }
         var n = 0
         let code = curl_easy_recv(easy, buffer.baseAddress, buffer.count, &n)
         if code == CURLE_OK { return .moved(n) }
@@ -138,16 +156,7 @@ package final class UpstreamTunnel {
 
     /// Closes the connection (libcurl closes the socket through the client's callback). The
     /// caller stops watching `fd` first.
-    package func close() {
-        guard !closed else { return }
-        closed = true
-        onConnected = nil
-        connector?.remove(self)
-        curl_easy_cleanup(easy)
-        curl_slist_free_all(connectTo)
-        connectTo = nil
-        fd = -1
-    }
+    package func close() { perform(lifecycle.close()) }
 }
 
 /// A multi handle holding at most `TunnelConnector.shardSize` tunnels' handles. libcurl 7.88
@@ -208,9 +217,7 @@ package final class TunnelConnector {
         let result = curl_multi_add_handle(shard.multi, tunnel.easy)
         if result != CURLM_OK {
             client.loop.afterEvents { [weak tunnel] in
-                guard let tunnel, let callback = tunnel.onConnected else { return }
-                tunnel.onConnected = nil
-                callback(.unreachable("curl_multi_add_handle: \(result.rawValue)"))
+                tunnel?.connectFailed(.unreachable("curl_multi_add_handle: \(result.rawValue)"))
             }
             return tunnel
         }
