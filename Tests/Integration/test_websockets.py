@@ -562,6 +562,39 @@ def test_reload_moving_a_route_closes_its_tunnels_only(start_proxy, ws_upstream)
         other.stop()
 
 
+def test_reload_changing_a_routes_path_closes_the_tunnels_it_no_longer_serves(start_proxy, ws_upstream):
+    """A tunnel opened under a path its route no longer serves after a reload closes with 1001, as
+    for a moved upstream; a route whose new path still serves its tunnels keeps them."""
+    upstream = f"http://127.0.0.1:{ws_upstream.port}/echo"
+    routes = [{"name": "renamed", "path": "/old", "upstream": upstream},
+              {"name": "kept", "path": "/kept", "upstream": upstream}]
+    proxy = plain_proxy(start_proxy, routes)
+
+    async def scenario():
+        renamed = await connect(ws_url(proxy.port, "/old/a"), ping_interval=None)
+        kept = await connect(ws_url(proxy.port, "/kept/a"), ping_interval=None)
+        config = dict(proxy.config)
+        config["routes"] = [dict(routes[0], path="/new"), dict(routes[1], path="/kept/")]
+        tmp = proxy.config_path.with_name(proxy.config_path.name + ".new")
+        tmp.write_text(json.dumps(config))
+        tmp.replace(proxy.config_path)
+        proxy.signal(signal.SIGHUP)
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(renamed.recv(), 10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+        await kept.send("still here")
+        assert await kept.recv() == "still here"
+        await kept.close()
+        async with connect(ws_url(proxy.port, "/new/b"), ping_interval=None) as again:
+            await again.send("new path")
+            assert await again.recv() == "new path"
+
+    run(scenario())
+    wait_until(lambda: len(proxy.log_events("tunnel_closed")) == 3, timeout=5, what="three tunnel_closed lines")
+    closes = [e.get("reason") for e in proxy.log_events("tunnel_closed")]
+    assert closes.count("route_changed") == 1, closes
+
+
 def test_a_token_refused_by_an_upstream_and_replaced_closes_the_tunnels_carrying_it(start_proxy, idp_factory,  # noqa: F811
                                                                                    tmp_path, ws_upstream):
     from credentials_support import login

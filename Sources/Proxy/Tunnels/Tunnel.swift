@@ -15,6 +15,9 @@ final class Tunnel: ProxyExchangeDelegate {
     struct Identity {
         let requestID: String
         let route: String
+        /// The request's path as routed (a reload after which it no longer routes to `route`
+        /// closes the tunnel).
+        let path: String
         /// The provider whose token the handshake carried; nil on a route without credentials.
         let provider: String?
         /// The generation of that token.
