@@ -86,7 +86,9 @@ package final class UpstreamTunnel {
     func connectEnded(_ code: CURLcode) {
         guard code == CURLE_OK else { return perform(lifecycle.connectFailed(.unreachable(message(code)))) }
         let socket = cc_info_active_socket(easy)
-        guard socket != CC_SOCKET_BAD else { return perform(lifecycle.connectFailed(.unreachable("no connected socket"))) }
+        guard socket != CC_SOCKET_BAD else {
+            return perform(lifecycle.connectFailed(.unreachable("no connected socket")))
+        }
         if connectsToOwnListener {
             return perform(lifecycle.connectFailed(.loop("the tunnel would connect to this proxy's own listener")))
         }
