@@ -889,6 +889,38 @@ def test_sigterm_lets_a_frame_finish_within_the_shutdown_grace(start_proxy):
         upstream.close()
 
 
+def test_a_frame_that_never_ends_gets_no_close_frame_inside_it(start_proxy):
+    """An upstream stalled in the middle of a frame when the tunnel ends (SIGTERM, a 1 s grace):
+    the client's connection closes with nothing after the bytes of that frame, never a close frame
+    inside its payload. Read from a raw socket, to see the exact bytes."""
+    upstream = TricklingWebSocket(size=1 << 20, pieces=4, gap=60)
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}"}],
+                            shutdownGraceSeconds=1)
+        frame = b"\x82\x7f" + len(upstream.payload).to_bytes(8, "big") + upstream.payload
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as s:
+            s.sendall(b"GET /ws/stalled HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                      b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+            received = b""
+            while b"\r\n\r\n" not in received:
+                received += s.recv(65536)
+            assert received.startswith(b"HTTP/1.1 101")
+            assert upstream.started.wait(5)
+            head, _, body = received.partition(b"\r\n\r\n")
+            while len(body) < len(frame) // 4:
+                body += s.recv(65536)
+            started = time.monotonic()
+            proxy.signal(signal.SIGTERM)
+            while chunk := s.recv(65536):
+                body += chunk
+            took = time.monotonic() - started
+        assert len(body) < len(frame) and body == frame[:len(body)], "bytes the upstream did not send reached the client"
+        assert took < 5, took
+        assert proxy.wait(timeout=10) == 0
+    finally:
+        upstream.close()
+
+
 def test_another_upgrade_is_tunnelled_only_where_the_route_opts_in(start_proxy):
     upstream = RawUpgradeUpstream()
     try:
