@@ -679,9 +679,12 @@ def test_tunnels_past_the_process_cap_are_refused(start_proxy, ws_upstream):
 def test_the_per_client_cap_holds_across_workers_and_every_close_gives_the_place_back(start_proxy, ws_upstream):
     """`limits.maxTunnelsPerClient` counts one client's tunnels across the process: with two workers
     its connections land on both loops, and past the cap each is refused 503 `too_many_tunnels`.
-    A refused upgrade, an unreachable upstream and a close from either side give the place back."""
+    A refused upgrade, an unreachable upstream, the idle timeout and a close from either side give
+    the place back."""
     routes = ws_routes(ws_upstream.port, credential="none") + [
-        {"name": "dead", "path": "/dead", "upstream": f"http://127.0.0.1:{free_port()}"}]
+        {"name": "dead", "path": "/dead", "upstream": f"http://127.0.0.1:{free_port()}"},
+        {"name": "idle", "path": "/idle", "upstream": f"http://127.0.0.1:{ws_upstream.port}/idle",
+         "tunnelIdleTimeoutSeconds": 1}]
     proxy = plain_proxy(start_proxy, routes, workers=2, limits={"maxTunnelsPerClient": 3})
 
     async def refusal(path):
@@ -702,6 +705,12 @@ def test_the_per_client_cap_holds_across_workers_and_every_close_gives_the_place
         for _ in range(4):
             assert (await refusal("/ws/refuse")).status_code == 403
             assert (await refusal("/dead/x")).status_code == 502
+        idle = [await admitted(f"/idle/{i}") for i in range(3)]
+        assert (await refusal("/open/over-idle")).status_code == 503
+        for ws in idle:
+            with pytest.raises(ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 5)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
         tunnels = [await admitted(f"/open/{i}") for i in range(3)]
         for attempt in range(8):
             response = await refusal(f"/open/over{attempt}")
