@@ -20,8 +20,10 @@ public final class UpstreamTunnel {
 
     let easy: UnsafeMutableRawPointer
     private let errorBuffer: UnsafeMutablePointer<CChar>
-    /// The connected socket, -1 until the connect finished.
-    public private(set) var fd: CInt = -1
+    /// Connecting, connected (on which socket), failed or closed: every decision is its.
+    private var lifecycle = UpstreamTunnelLifecycle()
+    /// The connected socket, -1 before the connect finished and after a failure or the close.
+    public var fd: CInt { lifecycle.fd }
     /// Told once when the connect finished: nil on success, else why it failed.
     var onConnected: ((UpstreamError?) -> Void)?
     /// The client whose listeners a tunnel never connects to (a route pointing at the proxy
@@ -32,7 +34,6 @@ public final class UpstreamTunnel {
     private weak var connector: TunnelConnector?
     /// The connector's multi handle holding this handle (`TunnelConnector.remove`).
     var shard: TunnelShard?
-    private(set) var closed = false
     /// The `CURLOPT_CONNECT_TO` entry of a route's TLS server name, kept for the handle's life.
     private var connectTo: UnsafeMutablePointer<curl_slist>?
 
@@ -83,16 +84,35 @@ public final class UpstreamTunnel {
 
     /// The connect ended (`TunnelConnector`).
     func connectEnded(_ code: CURLcode) {
-        let callback = onConnected
-        onConnected = nil
-        guard code == CURLE_OK else { return callback?(.unreachable(message(code))) ?? () }
+        guard code == CURLE_OK else { return perform(lifecycle.connectFailed(.unreachable(message(code)))) }
         let socket = cc_info_active_socket(easy)
-        guard socket != CC_SOCKET_BAD else { return callback?(.unreachable("no connected socket")) ?? () }
-        if connectsToOwnListener {
-            return callback?(.loop("the tunnel would connect to this proxy's own listener")) ?? ()
+        guard socket != CC_SOCKET_BAD else {
+            return perform(lifecycle.connectFailed(.unreachable("no connected socket")))
         }
-        fd = socket
-        callback?(nil)
+        if connectsToOwnListener {
+            return perform(lifecycle.connectFailed(.loop("the tunnel would connect to this proxy's own listener")))
+        }
+        perform(lifecycle.connected(fd: socket))
+    }
+
+    /// The connect could not start (`TunnelConnector`).
+    func connectFailed(_ error: UpstreamError) { perform(lifecycle.connectFailed(error)) }
+
+    private func perform(_ action: UpstreamTunnelLifecycle.Action) {
+        switch action {
+        case .none:
+            break
+        case .report(let error):
+            let callback = onConnected
+            onConnected = nil
+            callback?(error)
+        case .release:
+            onConnected = nil
+            connector?.remove(self)
+            curl_easy_cleanup(easy)
+            curl_slist_free_all(connectTo)
+            connectTo = nil
+        }
     }
 
     /// Whether the connection reached one of the proxy's own listeners (as a transfer's
@@ -118,7 +138,7 @@ public final class UpstreamTunnel {
 
     /// Sends what the socket takes of `bytes` now.
     public func send(_ bytes: UnsafeRawBufferPointer) -> Step {
-        guard !closed, fd >= 0 else { return .failed("closed") }
+        guard case .connected = lifecycle.state else { return .failed("closed") }
         var n = 0
         let code = curl_easy_send(easy, bytes.baseAddress, bytes.count, &n)
         if code == CURLE_OK { return .moved(n) }
@@ -128,7 +148,7 @@ public final class UpstreamTunnel {
 
     /// Receives what has arrived, up to `buffer.count` bytes; `.moved(0)` is the end of stream.
     public func receive(into buffer: UnsafeMutableRawBufferPointer) -> Step {
-        guard !closed, fd >= 0 else { return .failed("closed") }
+        guard case .connected = lifecycle.state else { return .failed("closed") }
         var n = 0
         let code = curl_easy_recv(easy, buffer.baseAddress, buffer.count, &n)
         if code == CURLE_OK { return .moved(n) }
@@ -138,126 +158,5 @@ public final class UpstreamTunnel {
 
     /// Closes the connection (libcurl closes the socket through the client's callback). The
     /// caller stops watching `fd` first.
-    public func close() {
-        guard !closed else { return }
-        closed = true
-        onConnected = nil
-        connector?.remove(self)
-        curl_easy_cleanup(easy)
-        curl_slist_free_all(connectTo)
-        connectTo = nil
-        fd = -1
-    }
-}
-
-/// A multi handle holding at most `TunnelConnector.shardSize` tunnels' handles. libcurl 7.88
-/// finds a connect-only handle's connection, for each `curl_easy_send` and `curl_easy_recv`, by
-/// walking its multi handle's whole connection cache: one multi handle for all of a loop's
-/// tunnels would make every message cost a step per open tunnel.
-final class TunnelShard {
-    let multi: UnsafeMutableRawPointer
-    /// Handles added and not yet removed.
-    var count = 0
-
-    init() { multi = curl_multi_init() }
-    deinit { curl_multi_cleanup(multi) }
-}
-
-/// Opens a loop's tunnels' upstream connections: small multi handles of its own (`TunnelShard`)
-/// that hold each connect-only handle for the tunnel's life (libcurl requires it), driven while
-/// connects are under way by a short loop timer (a connect is a few round trips; no socket of a
-/// finished connect is watched by them).
-public final class TunnelConnector {
-    private let client: UpstreamClient
-    /// Shards with handles; an emptied one goes.
-    private var shards: [TunnelShard] = []
-    /// Handles whose connect is under way.
-    private var connecting: [UpstreamTunnel] = []
-    private var poll: TimerID?
-    private static let pollMilliseconds = 1.0
-    static let shardSize = 16
-
-    /// The connector of `client`'s loop.
-    public init(client: UpstreamClient) {
-        self.client = client
-    }
-
-    deinit {
-        if let poll { client.loop.cancel(poll) }
-    }
-
-    /// Starts connecting to `origin` (`http://host:port` or `https://…`) with the route's or
-    /// provider's `tls` settings (nil: the defaults); `connected` is called on the loop with nil
-    /// once the tunnel's bytes may move, or with why it failed (`.loop` for the proxy's own listener).
-    public func connect(
-        origin: String, connectTimeout: Double, tls: UpstreamTLS?,
-        connected: @escaping (UpstreamError?) -> Void
-    ) -> UpstreamTunnel {
-        let tunnel = UpstreamTunnel(
-            origin: origin, connectTimeout: connectTimeout, tls: tls, client: client, connector: self)
-        tunnel.onConnected = connected
-        let shard: TunnelShard
-        if let last = shards.last, last.count < Self.shardSize {
-            shard = last
-        } else if let roomy = shards.first(where: { $0.count < Self.shardSize }) {
-            shard = roomy
-        } else {
-            shard = TunnelShard()
-            shards.append(shard)
-        }
-        let result = curl_multi_add_handle(shard.multi, tunnel.easy)
-        if result != CURLM_OK {
-            client.loop.afterEvents { [weak tunnel] in
-                guard let tunnel, let callback = tunnel.onConnected else { return }
-                tunnel.onConnected = nil
-                callback(.unreachable("curl_multi_add_handle: \(result.rawValue)"))
-            }
-            return tunnel
-        }
-        shard.count += 1
-        tunnel.shard = shard
-        connecting.append(tunnel)
-        schedulePoll()
-        return tunnel
-    }
-
-    /// Takes a closing tunnel's handle out of its multi handle.
-    func remove(_ tunnel: UpstreamTunnel) {
-        connecting.removeAll { $0 === tunnel }
-        guard let shard = tunnel.shard else { return }
-        tunnel.shard = nil
-        curl_multi_remove_handle(shard.multi, tunnel.easy)
-        shard.count -= 1
-        if shard.count == 0 { shards.removeAll { $0 === shard } }
-    }
-
-    private func schedulePoll() {
-        guard poll == nil, !connecting.isEmpty else { return }
-        poll = client.loop.schedule(at: client.loop.now.adding(seconds: Self.pollMilliseconds / 1000)) { [weak self] in
-            guard let self else { return }
-            self.poll = nil
-            self.drive()
-        }
-    }
-
-    /// Runs the connects under way and reports those that ended.
-    private func drive() {
-        var driven: [TunnelShard] = []
-        for tunnel in connecting {
-            guard let shard = tunnel.shard, !driven.contains(where: { $0 === shard }) else { continue }
-            driven.append(shard)
-        }
-        for shard in driven {
-            var running: Int32 = 0
-            curl_multi_perform(shard.multi, &running)
-            var left: Int32 = 0
-            while let message = curl_multi_info_read(shard.multi, &left) {
-                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-                guard let index = connecting.firstIndex(where: { $0.easy == easy }) else { continue }
-                let tunnel = connecting.remove(at: index)
-                tunnel.connectEnded(cc_msg_result(message))
-            }
-        }
-        schedulePoll()
-    }
+    public func close() { perform(lifecycle.close()) }
 }

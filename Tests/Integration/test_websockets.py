@@ -562,6 +562,39 @@ def test_reload_moving_a_route_closes_its_tunnels_only(start_proxy, ws_upstream)
         other.stop()
 
 
+def test_reload_changing_a_routes_path_closes_the_tunnels_it_no_longer_serves(start_proxy, ws_upstream):
+    """A tunnel opened under a path its route no longer serves after a reload closes with 1001, as
+    for a moved upstream; a route whose new path still serves its tunnels keeps them."""
+    upstream = f"http://127.0.0.1:{ws_upstream.port}/echo"
+    routes = [{"name": "renamed", "path": "/old", "upstream": upstream},
+              {"name": "kept", "path": "/kept", "upstream": upstream}]
+    proxy = plain_proxy(start_proxy, routes)
+
+    async def scenario():
+        renamed = await connect(ws_url(proxy.port, "/old/a"), ping_interval=None)
+        kept = await connect(ws_url(proxy.port, "/kept/a"), ping_interval=None)
+        config = dict(proxy.config)
+        config["routes"] = [dict(routes[0], path="/new"), dict(routes[1], path="/kept/")]
+        tmp = proxy.config_path.with_name(proxy.config_path.name + ".new")
+        tmp.write_text(json.dumps(config))
+        tmp.replace(proxy.config_path)
+        proxy.signal(signal.SIGHUP)
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(renamed.recv(), 10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+        await kept.send("still here")
+        assert await kept.recv() == "still here"
+        await kept.close()
+        async with connect(ws_url(proxy.port, "/new/b"), ping_interval=None) as again:
+            await again.send("new path")
+            assert await again.recv() == "new path"
+
+    run(scenario())
+    wait_until(lambda: len(proxy.log_events("tunnel_closed")) == 3, timeout=5, what="three tunnel_closed lines")
+    closes = [e.get("reason") for e in proxy.log_events("tunnel_closed")]
+    assert closes.count("route_changed") == 1, closes
+
+
 def test_a_token_refused_by_an_upstream_and_replaced_closes_the_tunnels_carrying_it(start_proxy, idp_factory,  # noqa: F811
                                                                                    tmp_path, ws_upstream):
     from credentials_support import login
@@ -643,6 +676,62 @@ def test_tunnels_past_the_process_cap_are_refused(start_proxy, ws_upstream):
     run(scenario())
 
 
+def test_the_per_client_cap_holds_across_workers_and_every_close_gives_the_place_back(start_proxy, ws_upstream):
+    """`limits.maxTunnelsPerClient` counts one client's tunnels across the process: with two workers
+    its connections land on both loops, and past the cap each is refused 503 `too_many_tunnels`.
+    A refused upgrade, an unreachable upstream, the idle timeout and a close from either side give
+    the place back."""
+    routes = ws_routes(ws_upstream.port, credential="none") + [
+        {"name": "dead", "path": "/dead", "upstream": f"http://127.0.0.1:{free_port()}"},
+        {"name": "idle", "path": "/idle", "upstream": f"http://127.0.0.1:{ws_upstream.port}/idle",
+         "tunnelIdleTimeoutSeconds": 1}]
+    proxy = plain_proxy(start_proxy, routes, workers=2, limits={"maxTunnelsPerClient": 3})
+
+    async def refusal(path):
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(ws_url(proxy.port, path), ping_interval=None)
+        return refused.value.response
+
+    async def admitted(path):
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                return await connect(ws_url(proxy.port, path), ping_interval=None)
+            except InvalidStatus as refused:
+                assert refused.response.status_code == 503 and time.monotonic() < deadline, "no place came back"
+                await asyncio.sleep(0.1)
+
+    async def scenario():
+        for _ in range(4):
+            assert (await refusal("/ws/refuse")).status_code == 403
+            assert (await refusal("/dead/x")).status_code == 502
+        idle = [await admitted(f"/idle/{i}") for i in range(3)]
+        assert (await refusal("/open/over-idle")).status_code == 503
+        for ws in idle:
+            with pytest.raises(ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 5)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+        tunnels = [await admitted(f"/open/{i}") for i in range(3)]
+        for attempt in range(8):
+            response = await refusal(f"/open/over{attempt}")
+            assert response.status_code == 503, (attempt, response.status_code)
+            assert json.loads(response.body)["error"] == "too_many_tunnels"
+        await tunnels[0].close()
+        await tunnels[1].send("server-close")
+        with pytest.raises(ConnectionClosed):
+            await tunnels[1].recv()
+        tunnels[:2] = [await admitted("/open/again0"), await admitted("/open/again1")]
+        for ws in tunnels:
+            await ws.send("in")
+            assert await ws.recv() == "in"
+        assert (await refusal("/open/over-again")).status_code == 503
+        await asyncio.gather(*(ws.close() for ws in tunnels))
+
+    run(scenario())
+    started = [e for e in proxy.log_events("started")]
+    assert started and started[-1]["workers"] == 2
+
+
 def test_an_upstream_that_never_answers_the_handshake_times_out(start_proxy):
     silent = socket.create_server(("127.0.0.1", 0))
     held = []
@@ -700,6 +789,145 @@ class RawUpgradeUpstream(ThreadedRawServer):
 
     def close(self):
         self.sock.close()
+
+
+class TricklingWebSocket(ThreadedRawServer):
+    """A WebSocket server written by hand: after the handshake it sends one binary message of
+    `size` bytes as a single frame, in `pieces` writes `gap` seconds apart (so a goodbye can come
+    while the frame is under way), then reads until the peer closes."""
+
+    def __init__(self, size: int, pieces: int, gap: float):
+        self.payload = bytes(i % 251 for i in range(size))
+        self.pieces = pieces
+        self.gap = gap
+        self.started = threading.Event()
+        super().__init__()
+
+    def _serve(self, conn):
+        import base64
+        import hashlib
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                data += chunk
+            key = next(line.split(b":", 1)[1].strip() for line in data.split(b"\r\n")
+                       if line.lower().startswith(b"sec-websocket-key:"))
+            accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+            conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                         b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+            frame = b"\x82\x7f" + len(self.payload).to_bytes(8, "big") + self.payload
+            step = -(-len(frame) // self.pieces)
+            try:
+                for start in range(0, len(frame), step):
+                    if start:
+                        time.sleep(self.gap)
+                    conn.sendall(frame[start:start + step])
+                    self.started.set()
+                while conn.recv(4096):
+                    pass
+            except OSError:
+                pass
+
+    def close(self):
+        self.sock.close()
+
+
+async def receive_until_closed(ws) -> tuple[list, object]:
+    """Every message until the connection closes, and the ConnectionClosed that ended it."""
+    received = []
+    while True:
+        try:
+            received.append(await asyncio.wait_for(ws.recv(), 15))
+        except ConnectionClosed as closed:
+            return received, closed
+
+
+def test_a_logout_goodbye_waits_for_the_end_of_the_frame_the_upstream_is_sending(start_proxy, idp_factory,  # noqa: F811
+                                                                                  tmp_path):
+    """The 1001 close frame of a logout never lands inside a message the upstream is streaming to
+    the client: the proxy lets the frame under way finish, then says goodbye, so the client sees the
+    whole message and a clean 1001 (a close frame inside the payload would corrupt it)."""
+    upstream = TricklingWebSocket(size=2 << 20, pieces=16, gap=0.1)
+    try:
+        proxy = demo_proxy(start_proxy, idp_factory, tmp_path, [
+            {"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}", "credential": "access_token"}])
+
+        async def scenario():
+            async with connect(ws_url(proxy.port, "/ws/big"), max_size=None, ping_interval=None,
+                               compression=None) as ws:
+                assert await asyncio.to_thread(upstream.started.wait, 5)
+                await asyncio.sleep(0.3)
+                await asyncio.to_thread(post, proxy.port, "/_platform/logout")
+                return await receive_until_closed(ws)
+
+        received, closed = run(scenario())
+        assert closed.rcvd is not None and closed.rcvd.code == 1001, repr(closed)
+        assert len(received) == 1 and received[0] == upstream.payload
+        wait_until(lambda: any(e.get("reason") == "logout" for e in proxy.server.log_events("tunnel_closed")),
+                   timeout=5, what="tunnel_closed reason=logout")
+    finally:
+        upstream.close()
+
+
+def test_sigterm_lets_a_frame_finish_within_the_shutdown_grace(start_proxy):
+    """SIGTERM gives each tunnel `shutdownGraceSeconds` to say goodbye: a frame the upstream takes
+    longer than 5 s to finish still reaches the client whole, then a 1001, then the proxy exits 0."""
+    upstream = TricklingWebSocket(size=1 << 20, pieces=14, gap=0.5)
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}"}],
+                            shutdownGraceSeconds=9)
+
+        async def scenario():
+            async with connect(ws_url(proxy.port, "/ws/slow"), max_size=None, ping_interval=None,
+                               compression=None) as ws:
+                assert await asyncio.to_thread(upstream.started.wait, 5)
+                started = time.monotonic()
+                proxy.signal(signal.SIGTERM)
+                received, closed = await receive_until_closed(ws)
+                return received, closed, time.monotonic() - started
+
+        received, closed, took = run(scenario())
+        assert closed.rcvd is not None and closed.rcvd.code == 1001, repr(closed)
+        assert len(received) == 1 and received[0] == upstream.payload
+        assert took > 5, took
+        assert proxy.wait(timeout=15) == 0
+    finally:
+        upstream.close()
+
+
+def test_a_frame_that_never_ends_gets_no_close_frame_inside_it(start_proxy):
+    """An upstream stalled in the middle of a frame when the tunnel ends (SIGTERM, a 1 s grace):
+    the client's connection closes with nothing after the bytes of that frame, never a close frame
+    inside its payload. Read from a raw socket, to see the exact bytes."""
+    upstream = TricklingWebSocket(size=1 << 20, pieces=4, gap=60)
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}"}],
+                            shutdownGraceSeconds=1)
+        frame = b"\x82\x7f" + len(upstream.payload).to_bytes(8, "big") + upstream.payload
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as s:
+            s.sendall(b"GET /ws/stalled HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                      b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+            received = b""
+            while b"\r\n\r\n" not in received:
+                received += s.recv(65536)
+            assert received.startswith(b"HTTP/1.1 101")
+            assert upstream.started.wait(5)
+            head, _, body = received.partition(b"\r\n\r\n")
+            while len(body) < len(frame) // 4:
+                body += s.recv(65536)
+            started = time.monotonic()
+            proxy.signal(signal.SIGTERM)
+            while chunk := s.recv(65536):
+                body += chunk
+            took = time.monotonic() - started
+        assert len(body) < len(frame) and body == frame[:len(body)], "bytes the upstream did not send reached the client"
+        assert took < 5, took
+        assert proxy.wait(timeout=10) == 0
+    finally:
+        upstream.close()
 
 
 def test_another_upgrade_is_tunnelled_only_where_the_route_opts_in(start_proxy):

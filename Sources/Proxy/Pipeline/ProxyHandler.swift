@@ -18,6 +18,8 @@ public final class ProxyHandler: HTTPHandler {
     }
     /// This loop's tunnels (WebSockets), made by the first upgrade (`tunnels`).
     var tunnelTable: TunnelTable?
+    /// The process's tunnel counts and caps (`TunnelAdmission`), shared by every loop.
+    let tunnelAdmission: TunnelAdmission
     /// The loop this handler serves on; every method runs on it.
     let loop: EventLoop
     /// This loop's log buffer.
@@ -70,6 +72,7 @@ public final class ProxyHandler: HTTPHandler {
         uploadsHere = parameters.loopIndex == 0
         loginChains = parameters.loginChains
         metricsListener = parameters.metricsListener
+        tunnelAdmission = parameters.tunnelAdmission
         hub.add(loop: loop, metrics: metrics)
         hub.requestRings.append((loop, requestRing))
         for named in runtime.configuration.providers { slots[named.name] = ProviderSlot(name: named.name) }

@@ -30,6 +30,8 @@ public struct ProxyHandlerParameters {
     public var experiments: ExperimentService?
     /// Index of the `metricsListen` address among the server's listeners, when there is one.
     public var metricsListener: Int?
+    /// The process's tunnel counts and caps, shared by every loop.
+    public var tunnelAdmission = TunnelAdmission()
 
     public init(
         runtime: ProxyRuntime, loop: EventLoop, loopIndex: Int, hub: MetricsHub, upstream: UpstreamClient,

@@ -107,6 +107,8 @@ public enum ProxyService {
         // Filled once the listeners are bound: no hop connects back to one of them.
         let ownListeners = OwnListeners()
         let hub = MetricsHub()
+        let tunnels = TunnelAdmission(
+            limits: configuration.limits, shutdownGrace: configuration.shutdownGraceSeconds)
         hub.profile = configuration.profile
         reloadCounts.status.withLock { $0.lastSuccessTime = UnixTime.now() }
         hub.setExperiments(experiments.counters)
@@ -125,6 +127,7 @@ public enum ProxyService {
                 parameters.analytics = analytics
                 parameters.experiments = experiments
                 parameters.metricsListener = configuration.metricsListen.map { _ in configuration.listen.count }
+                parameters.tunnelAdmission = tunnels
                 let handler = ProxyHandler(parameters)
                 handlers.append(handler)
                 lifecycle?.directory.add(loop: loop, handler: handler)
@@ -160,8 +163,8 @@ public enum ProxyService {
                 "maxClients": .int(settings.maxConnections),
             ])
         return waitForSignals(
-            signals, server: server, handlers: handlers, location: location, current: runtime, tokens: tokens,
-            lifecycle: lifecycle, analytics: analytics, experiments: experiments)
+            signals, server: server, tunnels: tunnels, handlers: handlers, location: location, current: runtime,
+            tokens: tokens, lifecycle: lifecycle, analytics: analytics, experiments: experiments)
     }
 
     /// Removes the temporaries a recording killed mid-write left in the routes' mock folders
@@ -238,7 +241,7 @@ public enum ProxyService {
     }
 
     private static func waitForSignals(
-        _ signals: CInt, server: HTTPServer, handlers: [ProxyHandler],
+        _ signals: CInt, server: HTTPServer, tunnels: TunnelAdmission, handlers: [ProxyHandler],
         location: ConfigLocation, current: ProxyRuntime, tokens: TokenWatcher,
         lifecycle: OAuthLifecycle?, analytics: AnalyticsService?,
         experiments: ExperimentService
@@ -308,7 +311,11 @@ public enum ProxyService {
                     server.beginShutdown()
                 }
             }
-            if let deadline = drainDeadline, server.openConnections == 0 || NanoTime.now() >= deadline {
+            // Tunnels are no client connections once open: they are waited for too (each says
+            // goodbye to its client within the grace).
+            if let deadline = drainDeadline,
+                (server.openConnections == 0 && tunnels.open == 0) || NanoTime.now() >= deadline
+            {
                 let open = server.openConnections
                 if let analytics {
                     // One last upload within what is left of the deadline; the rest stays on disk.

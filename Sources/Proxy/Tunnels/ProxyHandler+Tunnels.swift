@@ -22,7 +22,7 @@ extension ProxyHandler {
     /// The loop's tunnel table, made on first use.
     var tunnels: TunnelTable {
         if let table = tunnelTable { return table }
-        let table = TunnelTable(client: upstream)
+        let table = TunnelTable(client: upstream, admission: tunnelAdmission)
         table.handler = self
         tunnelTable = table
         return table
@@ -60,10 +60,7 @@ extension ProxyHandler {
         upgrade: (token: String, value: String), echoMasker: EchoMasker?
     ) {
         let exchange = context.exchange
-        let limits = plan.runtime.configuration.limits
-        guard
-            tunnels.admit(peer: exchange.peer, maxTunnels: limits.maxTunnels, maxPerClient: limits.maxTunnelsPerClient)
-        else {
+        guard tunnels.admit(peer: exchange.peer) else {
             metrics.tunnelClosed(route: plan.compiled.config.name, reason: "too_many_tunnels", wasOpen: false)
             return fail(context, .tooManyTunnels)
         }
@@ -88,6 +85,7 @@ extension ProxyHandler {
         handshake.append(contentsOf: "Connection: Upgrade\r\nUpgrade: \(upgrade.value)\r\n\r\n".utf8)
         let identity = Tunnel.Identity(
             requestID: requestID, route: route.name,
+            path: plan.compiled.prefix == "/" ? String(plan.rest) : plan.compiled.prefix + plan.rest,
             provider: route.credential == .none ? nil : plan.slot.provider.name,
             generation: generation,
             peer: exchange.peer, upgrade: upgrade.token, upstream: url.origin,
@@ -116,22 +114,24 @@ extension ProxyHandler {
         tunnelTable.withdraw(reason: "token_refused") { $0.provider == provider && $0.generation <= refused }
     }
 
-    /// A reload installed `runtime`: tunnels whose route is gone, or now names another upstream
-    /// or provider, close.
+    /// A reload installed `runtime`: tunnels whose path no longer routes to their route (the
+    /// route is gone, its `path` changed, another route took the path), or whose route now names
+    /// another upstream or provider, close.
     func withdrawMovedTunnels() {
         guard let tunnelTable, tunnelTable.count > 0 else { return }
-        let routes = runtime.configuration.routes
+        let router = runtime.router
         tunnelTable.withdraw(reason: "route_changed") { identity in
-            guard let route = routes.first(where: { $0.name == identity.route }) else { return true }
+            guard let route = router.match(identity.path[...])?.route.config, route.name == identity.route
+            else { return true }
             let provider = route.credential == .none ? nil : (route.provider ?? NamedProvider.defaultName)
             return route.upstream?.origin != identity.upstream
                 || (identity.provider != nil && provider != identity.provider)
         }
     }
 
-    /// Stopping: every tunnel says goodbye.
+    /// Stopping: every tunnel says goodbye, within the shutdown grace.
     func withdrawAllTunnels() {
         guard let tunnelTable, tunnelTable.count > 0 else { return }
-        tunnelTable.withdraw(reason: "shutting_down") { _ in true }
+        tunnelTable.withdraw(reason: "shutting_down", within: tunnelAdmission.shutdownGrace) { _ in true }
     }
 }

@@ -15,6 +15,9 @@ final class Tunnel: ProxyExchangeDelegate {
     struct Identity {
         let requestID: String
         let route: String
+        /// The request's path as routed (a reload after which it no longer routes to `route`
+        /// closes the tunnel).
+        let path: String
         /// The provider whose token the handshake carried; nil on a route without credentials.
         let provider: String?
         /// The generation of that token.
@@ -68,11 +71,14 @@ final class Tunnel: ProxyExchangeDelegate {
     private var answerDeadline: NanoTime?
     private(set) var bytesUp = 0
     private(set) var bytesDown = 0
-    /// Whether the client had the 101 (the tunnel counted as opened).
-    private var bridged = false
+    /// Frame boundaries of a WebSocket's bytes toward the client (nil for another protocol, which
+    /// gets no close frame): the goodbye goes in between frames.
+    private var framing: WebSocketFrameCursor?
 
-    /// How long a drain toward a side that does not read may take.
-    private static let drainSeconds = 5.0
+    /// How long a drain toward a side that does not read may take (but at shutdown: the grace).
+    static let drainSeconds = 5.0
+    /// How long the goodbye to the client may take (`withdraw`).
+    private var goodbyeSeconds = Tunnel.drainSeconds
     /// A WebSocket close frame, status 1001 "going away" (RFC 6455 §5.5.1, §7.4.1): sent to the
     /// client when the proxy ends the tunnel.
     private static let goingAway: [UInt8] = [0x88, 0x02, 0x03, 0xE9]
@@ -91,6 +97,7 @@ final class Tunnel: ProxyExchangeDelegate {
         openedAt = loop.now
         lastActivity = openedAt
         toUpstream.append(handshake)
+        if identity.upgrade == "websocket" { framing = WebSocketFrameCursor() }
     }
 
     /// Starts the upstream connect (`origin`: the route's upstream origin; `tls`: its TLS settings).
@@ -103,8 +110,12 @@ final class Tunnel: ProxyExchangeDelegate {
         }
     }
 
-    /// Withdraws the tunnel (logout, a replaced token, a reload moving its route, shutdown).
-    func withdraw(_ reason: String) { perform(machine.withdraw(reason)) }
+    /// Withdraws the tunnel (logout, a replaced token, a reload moving its route, shutdown), with
+    /// `seconds` to say goodbye to the client.
+    func withdraw(_ reason: String, within seconds: Double = Tunnel.drainSeconds) {
+        goodbyeSeconds = seconds
+        perform(machine.withdraw(reason, atBoundary: framing?.atBoundary ?? true))
+    }
 
     var isClosed: Bool { machine.isClosed }
 
@@ -116,7 +127,7 @@ final class Tunnel: ProxyExchangeDelegate {
         // Answered (refused, failed) or handed over: nothing to do. A client gone first ends the tunnel.
         guard self.exchange === exchange else { return }
         self.exchange = nil
-        if !bridged { perform(machine.ended(.client)) }
+        perform(machine.ended(.client))
     }
 
     // MARK: actions
@@ -159,15 +170,25 @@ final class Tunnel: ProxyExchangeDelegate {
             finish()
         case .openBridge:
             openBridge()
+        case .relay:
+            table?.opened(self)
+            syncTimer()
+            pushBoth()
+        case .finishFrame:
+            drainDeadline = loop.now.adding(seconds: goodbyeSeconds)
+            syncTimer()
+            updateInterest()
+            readUpstream()
         case .drain:
             drainDeadline = loop.now.adding(seconds: Self.drainSeconds)
             syncTimer()
             updateInterest()
             pushBoth()
         case .sayGoodbye:
-            drainDeadline = loop.now.adding(seconds: Self.drainSeconds)
+            // After a finished frame the deadline is the one its wait began with.
+            drainDeadline = drainDeadline ?? loop.now.adding(seconds: goodbyeSeconds)
             syncTimer()
-            if identity.upgrade == "websocket" { toClient.append(Self.goingAway) }
+            if framing != nil { toClient.append(Self.goingAway) }
             updateInterest()
             pushClient()
         case .close:
@@ -175,14 +196,13 @@ final class Tunnel: ProxyExchangeDelegate {
         }
     }
 
-    /// The 101 came: the client socket is taken over, the head relayed, and the bytes the client
-    /// already sent go up.
+    /// The 101 came: the client socket is taken over, with the bytes the client already sent
+    /// queued to go up; then the machine opens the tunnel (`relay`).
     private func openBridge() {
         // Forgotten first: the hand-over finishes the exchange, which must not read as the client leaving.
         guard let exchange else { return perform(machine.failed("client_closed")) }
         self.exchange = nil
         guard let socket = exchange.handOver() else { return perform(machine.failed("client_closed")) }
-        bridged = true
         clientFD = socket.fd
         let end = TunnelEnd(tunnel: self, side: .client)
         clientEnd = end
@@ -190,10 +210,8 @@ final class Tunnel: ProxyExchangeDelegate {
             return perform(machine.failed("epoll_error"))
         }
         clientInterest = .read
-        table?.opened(self)
         if !socket.early.isEmpty { toUpstream.append(socket.early) }
-        syncTimer()
-        pushBoth()
+        perform(machine.bridged())
     }
 
     // MARK: readiness
@@ -235,18 +253,27 @@ final class Tunnel: ProxyExchangeDelegate {
         switch machine.state {
         case .handshaking: return readAnswer(link, table)
         case .refused: return readRefusal(link, table)
-        case .open: break
+        case .open, .finishingFrame: break
         default: return
         }
+        // Before a goodbye only the rest of the frame under way is taken (what follows it is not
+        // delivered: the tunnel is closing).
+        let finishing = !machine.isOpen
         while toClient.count < TunnelTable.queueCap {
             let step = table.scratch.withUnsafeMutableBytes { link.receive(into: $0) }
             switch step {
             case .moved(0):
                 return perform(machine.ended(.upstream))
             case .moved(let n):
-                table.scratch.withUnsafeBytes { toClient.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-                bytesDown += n
+                let taken = table.scratch.withUnsafeBytes { scratch in
+                    let chunk = UnsafeRawBufferPointer(rebasing: scratch[0..<n])
+                    let taken = framing?.advance(over: chunk, stopAtBoundary: finishing) ?? n
+                    toClient.append(UnsafeRawBufferPointer(rebasing: chunk[0..<taken]))
+                    return taken
+                }
+                bytesDown += taken
                 lastActivity = loop.now
+                if finishing, framing?.atBoundary ?? true { return perform(machine.frameFinished()) }
             case .again:
                 return pushClient()
             case .failed:
@@ -270,6 +297,7 @@ final class Tunnel: ProxyExchangeDelegate {
                     guard let status = TunnelAnswer.status(answer) else { return perform(machine.answerInvalid()) }
                     if status == 101 {
                         toClient.append(answer)
+                        framing?.advance(over: answer[end...])
                         bytesDown += answer.count - end
                         answer = []
                     }
@@ -357,7 +385,7 @@ final class Tunnel: ProxyExchangeDelegate {
         }
         afterPush()
         // Room again toward the client: TLS may hold decrypted bytes no readiness reports.
-        if wasFull, toClient.count < TunnelTable.queueCap, machine.isOpen {
+        if wasFull, toClient.count < TunnelTable.queueCap, machine.readsUpstream {
             loop.afterEvents { [weak self] in self?.readUpstream() }
         }
     }
@@ -387,7 +415,7 @@ final class Tunnel: ProxyExchangeDelegate {
         if let link, link.fd >= 0, upstreamEnd != nil {
             var wanted: Interest = []
             if machine.state == .handshaking || machine.state == .refused
-                || (open && toClient.count < TunnelTable.queueCap)
+                || (machine.readsUpstream && toClient.count < TunnelTable.queueCap)
             {
                 wanted.insert(.read)
             }
@@ -420,7 +448,7 @@ final class Tunnel: ProxyExchangeDelegate {
         switch machine.state {
         case .handshaking, .refused: answerDeadline
         case .open: lastActivity.adding(seconds: identity.idleTimeout)
-        case .draining: drainDeadline
+        case .finishingFrame, .draining: drainDeadline
         default: nil
         }
     }
@@ -447,8 +475,9 @@ final class Tunnel: ProxyExchangeDelegate {
         if deadline > loop.now { return syncTimer() }
         switch machine.state {
         case .handshaking, .refused: perform(machine.answerTimedOut())
-        case .open: perform(machine.withdraw("idle_timeout"))
-        case .draining: perform(machine.failed("drain_timeout"))
+        case .open: withdraw("idle_timeout")
+        // A frame not finished in time: the client's connection closes without a close frame.
+        case .finishingFrame, .draining: perform(machine.failed("drain_timeout"))
         default: break
         }
     }
@@ -471,9 +500,10 @@ final class Tunnel: ProxyExchangeDelegate {
         upstreamEnd = nil
         toClient = TunnelQueue()
         toUpstream = TunnelQueue()
-        let reason: String = if case .closed(let reason) = machine.state { reason } else { "closed" }
+        let reason: String = if case .closed(let reason, _) = machine.state { reason } else { "closed" }
         table?.closed(
-            self, reason: reason, bridged: bridged, seconds: Double(loop.now.nanoseconds - openedAt.nanoseconds) / 1e9)
+            self, reason: reason, opened: machine.opened,
+            seconds: Double(loop.now.nanoseconds - openedAt.nanoseconds) / 1e9)
     }
 }
 

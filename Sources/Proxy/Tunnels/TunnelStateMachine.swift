@@ -16,12 +16,18 @@ struct TunnelStateMachine: Equatable {
         case handshaking
         /// The upstream refused the upgrade (not 101): the rest of its answer is read, to be relayed.
         case refused
-        /// The upstream answered 101 and the client has it: bytes move both ways.
+        /// The upstream answered 101: the client socket is being taken from its HTTP connection.
+        case bridging
+        /// The client has the 101: bytes move both ways.
         case open
+        /// Withdrawn while the upstream was in the middle of a WebSocket frame: the client is not
+        /// read, the upstream is read up to the end of that frame, then the goodbye follows.
+        case finishingFrame(reason: String)
         /// Nothing more is read; what is queued toward `toward` is written, then both close.
         case draining(reason: String, toward: Side)
-        /// Both sides closed (or the exchange was answered without a tunnel).
-        case closed(reason: String)
+        /// Both sides closed (or the exchange was answered without a tunnel); `opened`: the
+        /// client had the 101 (the tunnel counted as opened).
+        case closed(reason: String, opened: Bool)
     }
 
     /// Why no tunnel opened, answered to the client as an error.
@@ -49,8 +55,13 @@ struct TunnelStateMachine: Equatable {
         case relayAnswer
         /// Answer the client with an error; close the upstream side.
         case fail(Failure)
-        /// Take the client socket from its HTTP connection, relay the 101 head and move bytes.
+        /// Take the client socket from its HTTP connection (then `bridged` or `failed`).
         case openBridge
+        /// Count the tunnel opened, relay the 101 head and move bytes.
+        case relay
+        /// Stop reading the client; read the upstream up to the end of its frame (then
+        /// `frameFinished`), within the goodbye's deadline.
+        case finishFrame
         /// Stop reading; write what is queued toward the side named by the state, then close.
         case drain
         /// Tell the client the tunnel ends (a WebSocket close frame), then drain toward it.
@@ -61,8 +72,26 @@ struct TunnelStateMachine: Equatable {
 
     private(set) var state: State = .connecting
 
-    /// Whether bytes are read from the sides (only while open).
+    /// Whether bytes are read from the client (only while open).
     var isOpen: Bool { state == .open }
+
+    /// Whether bytes are read from the upstream toward the client: while open, and to the end of
+    /// the frame under way before a goodbye.
+    var readsUpstream: Bool {
+        switch state {
+        case .open, .finishingFrame: true
+        default: false
+        }
+    }
+
+    /// Whether the client had the 101 (the tunnel opened), whatever came after.
+    var opened: Bool {
+        switch state {
+        case .open, .finishingFrame, .draining: true
+        case .closed(_, let opened): opened
+        case .connecting, .handshaking, .refused, .bridging: false
+        }
+    }
 
     /// Whether the tunnel is over.
     var isClosed: Bool { if case .closed = state { true } else { false } }
@@ -77,7 +106,7 @@ struct TunnelStateMachine: Equatable {
     /// libcurl could not connect (`loop`: it reached one of the proxy's own listeners).
     mutating func connectFailed(_ message: String, loop: Bool = false) -> Action {
         guard state == .connecting else { return .none }
-        state = .closed(reason: loop ? "loop_detected" : "upstream_unreachable")
+        state = .closed(reason: loop ? "loop_detected" : "upstream_unreachable", opened: false)
         return .fail(loop ? .loop : .unreachable(message))
     }
 
@@ -86,31 +115,38 @@ struct TunnelStateMachine: Equatable {
     mutating func answered(status: Int) -> Action {
         guard state == .handshaking else { return .none }
         if status == 101 {
-            state = .open
+            state = .bridging
             return .openBridge
         }
         state = .refused
         return .readRefusal
     }
 
+    /// The client socket was taken over: the tunnel is open.
+    mutating func bridged() -> Action {
+        guard state == .bridging else { return .none }
+        state = .open
+        return .relay
+    }
+
     /// The refusal's body was read (or its upstream ended): it is relayed as the answer.
     mutating func refusalRead() -> Action {
         guard state == .refused else { return .none }
-        state = .closed(reason: "upgrade_refused")
+        state = .closed(reason: "upgrade_refused", opened: false)
         return .relayAnswer
     }
 
     /// The upstream answered something that is not a response head.
     mutating func answerInvalid() -> Action {
         guard state == .handshaking else { return .none }
-        state = .closed(reason: "upstream_invalid_answer")
+        state = .closed(reason: "upstream_invalid_answer", opened: false)
         return .fail(.invalidAnswer)
     }
 
     /// The answer (its head, or a refusal's body) did not come in time.
     mutating func answerTimedOut() -> Action {
         guard state == .handshaking || state == .refused else { return .none }
-        state = .closed(reason: "upstream_timeout")
+        state = .closed(reason: "upstream_timeout", opened: false)
         return .fail(.timeout)
     }
 
@@ -125,11 +161,21 @@ struct TunnelStateMachine: Equatable {
         case .draining(_, let toward) where toward == side:
             // The side still written to went away: nothing more can be delivered.
             return close(reason)
+        case .finishingFrame(let withdrawn):
+            // The client left, or the upstream ended inside its frame: no goodbye can follow.
+            return close(side == .client ? reason : withdrawn)
         case .draining, .closed:
             return .none
-        case .connecting, .handshaking, .refused:
+        case .connecting, .handshaking, .refused, .bridging:
             return close(reason)
         }
+    }
+
+    /// The upstream's frame under way ended: the goodbye follows it.
+    mutating func frameFinished() -> Action {
+        guard case .finishingFrame(let reason) = state else { return .none }
+        state = .draining(reason: reason, toward: .client)
+        return .sayGoodbye
     }
 
     /// The queue toward the draining side emptied.
@@ -139,16 +185,24 @@ struct TunnelStateMachine: Equatable {
     }
 
     /// The tunnel is withdrawn (`reason`: logout, a replaced token, a reload moving the route, the
-    /// idle timeout, shutdown): an open one says goodbye to the client, an unopened one answers
-    /// it with an error.
-    mutating func withdraw(_ reason: String) -> Action {
+    /// idle timeout, shutdown): an open one says goodbye to the client, at once when the bytes
+    /// toward it end at a frame boundary (`atBoundary`), else once the upstream finished its
+    /// frame; an unopened one answers the client with an error.
+    mutating func withdraw(_ reason: String, atBoundary: Bool = true) -> Action {
         switch state {
         case .connecting, .handshaking, .refused:
-            state = .closed(reason: reason)
+            state = .closed(reason: reason, opened: false)
             return .fail(.withdrawn(reason))
+        case .bridging:
+            return close(reason)
+        case .open where !atBoundary:
+            state = .finishingFrame(reason: reason)
+            return .finishFrame
         case .open:
             state = .draining(reason: reason, toward: .client)
             return .sayGoodbye
+        case .finishingFrame:
+            return .none
         case .draining(_, let toward):
             // Already ending: keep draining, under the new reason only if it was the client's turn.
             guard toward == .upstream else { return .none }
@@ -162,14 +216,14 @@ struct TunnelStateMachine: Equatable {
     mutating func failed(_ reason: String) -> Action {
         if case .closed = state { return .none }
         if state == .connecting || state == .handshaking || state == .refused {
-            state = .closed(reason: reason)
+            state = .closed(reason: reason, opened: false)
             return .fail(.unreachable(reason))
         }
         return close(reason)
     }
 
     private mutating func close(_ reason: String) -> Action {
-        state = .closed(reason: reason)
+        state = .closed(reason: reason, opened: opened)
         return .close(reason: reason)
     }
 }

@@ -3,9 +3,8 @@ import HTTPServer
 import Synchronization
 import Upstream
 
-/// A loop's tunnels: admission under the caps (`limits.maxTunnels` across the process,
-/// `limits.maxTunnelsPerClient` per client address on this loop), the close line of the access
-/// log and the tunnel metrics, and withdrawal (logout, reload, shutdown).
+/// A loop's tunnels: admission under the process's caps (`TunnelAdmission`), the close line of
+/// the access log and the tunnel metrics, and withdrawal (logout, reload, shutdown).
 final class TunnelTable {
     /// The loop's handler (it lives as long as the process).
     weak var handler: ProxyHandler?
@@ -13,10 +12,11 @@ final class TunnelTable {
     let connector: TunnelConnector
     /// Where reads land before they are queued: one buffer per loop.
     var scratch = [UInt8](repeating: 0, count: 65536)
+    /// The process's tunnel counts and caps, shared with every loop.
+    let admission: TunnelAdmission
+    /// The admitted tunnels not yet closed; a tunnel leaves (and is released from `admission`)
+    /// only here, once.
     private var tunnels: [ObjectIdentifier: Tunnel] = [:]
-    private var perClient: [String: Int] = [:]
-    /// Tunnels admitted and not yet closed, across every loop.
-    private static let admitted = Atomic<Int>(0)
     /// By provider, the newest token generation an upstream refused (a 401 that asks for a
     /// refresh), on any loop: when the replacement arrives (`credentialsChanged`, on every loop)
     /// the tunnels carrying that token or an older one close.
@@ -34,25 +34,17 @@ final class TunnelTable {
     /// Most bytes queued toward one side of a tunnel: past it the other side is not read.
     static let queueCap = 256 * 1024
 
-    init(client: UpstreamClient) {
+    init(client: UpstreamClient, admission: TunnelAdmission) {
         connector = TunnelConnector(client: client)
+        self.admission = admission
     }
 
     /// Tunnels on this loop (any state).
     var count: Int { tunnels.count }
 
-    /// Whether a tunnel from `peer` may start under the caps; if so it is counted.
-    func admit(peer: String, maxTunnels: Int, maxPerClient: Int) -> Bool {
-        let address = Self.address(peer)
-        guard perClient[address, default: 0] < maxPerClient else { return false }
-        let total = Self.admitted.add(1, ordering: .relaxed).newValue
-        guard total <= maxTunnels else {
-            Self.admitted.subtract(1, ordering: .relaxed)
-            return false
-        }
-        perClient[address, default: 0] += 1
-        return true
-    }
+    /// Whether a tunnel from `peer` may start under the process's caps; if so it is counted,
+    /// and must be kept with `add` at once (its close releases it).
+    func admit(peer: String) -> Bool { admission.admit(Self.address(peer)) }
 
     /// Keeps `tunnel` (admitted) until it closes.
     func add(_ tunnel: Tunnel) { tunnels[ObjectIdentifier(tunnel)] = tunnel }
@@ -63,13 +55,11 @@ final class TunnelTable {
     }
 
     /// The tunnel ended: its access-log close line, its metrics, its place under the caps.
-    func closed(_ tunnel: Tunnel, reason: String, bridged: Bool, seconds: Double) {
+    func closed(_ tunnel: Tunnel, reason: String, opened: Bool, seconds: Double) {
         guard tunnels.removeValue(forKey: ObjectIdentifier(tunnel)) != nil else { return }
-        Self.admitted.subtract(1, ordering: .relaxed)
-        let address = Self.address(tunnel.identity.peer)
-        if let n = perClient[address] { perClient[address] = n > 1 ? n - 1 : nil }
-        handler?.metrics.tunnelClosed(route: tunnel.identity.route, reason: reason, wasOpen: bridged)
-        guard bridged, let handler else { return }
+        admission.release(Self.address(tunnel.identity.peer))
+        handler?.metrics.tunnelClosed(route: tunnel.identity.route, reason: reason, wasOpen: opened)
+        guard opened, let handler else { return }
         // The access log's closing line of the tunnel (its opening line is the 101 exchange's):
         // written when the access log is on, and always for a failure.
         let failed = reason.hasSuffix("_error") || reason == "drain_timeout"
@@ -84,13 +74,16 @@ final class TunnelTable {
             ])
     }
 
-    /// Withdraws the tunnels `matching` says so of (`reason` is logged and counted).
-    func withdraw(reason: String, matching: (Tunnel.Identity) -> Bool) {
-        for tunnel in Array(tunnels.values) where matching(tunnel.identity) { tunnel.withdraw(reason) }
+    /// Withdraws the tunnels `matching` says so of (`reason` is logged and counted); each has
+    /// `seconds` to say goodbye to its client.
+    func withdraw(reason: String, within seconds: Double = Tunnel.drainSeconds, matching: (Tunnel.Identity) -> Bool) {
+        for tunnel in Array(tunnels.values) where matching(tunnel.identity) {
+            tunnel.withdraw(reason, within: seconds)
+        }
     }
 
     /// The address part of a `host:port` peer (an IPv6 one is bracketed).
-    private static func address(_ peer: String) -> String {
+    static func address(_ peer: String) -> String {
         guard let colon = peer.lastIndex(of: ":") else { return peer }
         return String(peer[..<colon])
     }
