@@ -9,7 +9,10 @@ import Synchronization
 /// is about to send to (`CURLOPT_PREREQFUNCTION`), so names, `127.1`, IPv4-mapped IPv6 and the
 /// like are all seen as the address they resolved to.
 ///
-/// Set once the listeners are bound (port 0 becomes a port then); read on every loop.
+/// Set once the listeners are bound (port 0 becomes a port then). Each loop asks for its own
+/// `Snapshot` once they are set and checks its hops against that: a lock taken, or this object
+/// retained, per hop would be a write both loops make to one cache line on every request
+/// (docs/performance.md, "Nothing shared is written").
 public final class OwnListeners: Sendable {
     /// One listener: its address (16 bytes, IPv4 as IPv4-mapped IPv6; nil for a wildcard) and port.
     struct Endpoint: Equatable {
@@ -17,7 +20,8 @@ public final class OwnListeners: Sendable {
         let port: Int
     }
 
-    private let endpoints = Mutex<[Endpoint]>([])
+    /// Nil until `set`.
+    private let endpoints = Mutex<[Endpoint]?>(nil)
 
     public init() {}
 
@@ -37,17 +41,35 @@ public final class OwnListeners: Sendable {
         endpoints.withLock { $0 = list }
     }
 
-    /// Whether a connection to `primary`:`port`, made from `local`, reaches one of the listeners.
-    /// A wildcard listener is reached through a loopback address, or through an address of this
-    /// host (one the connection's own end has too). Asked before every hop: the port is compared
-    /// first, and only a hop to a listener's port has its addresses parsed.
-    public func contains(primary: UnsafePointer<CChar>, port: Int, local: UnsafePointer<CChar>) -> Bool {
+    /// The listeners as last set, in storage of the caller's own (nothing in it is shared with
+    /// another loop's copy); nil before `set`.
+    public func snapshot() -> Snapshot? {
         endpoints.withLock { list in
-            guard list.contains(where: { $0.port == port }), let target = Self.address(primary) else { return false }
-            return list.contains { endpoint in
+            list.map { Snapshot(endpoints: $0.map { Endpoint(address: $0.address.map { $0.map { $0 } }, port: $0.port) }) }
+        }
+    }
+
+    /// `Snapshot.contains` on the listeners as last set (false before `set`).
+    public func contains(primary: UnsafePointer<CChar>, port: Int, local: UnsafePointer<CChar>) -> Bool {
+        snapshot()?.contains(primary: primary, port: port, local: local) ?? false
+    }
+
+    /// One loop's copy of the listeners.
+    public struct Snapshot: Sendable {
+        let endpoints: [Endpoint]
+
+        /// Whether a connection to `primary`:`port`, made from `local`, reaches one of the
+        /// listeners. A wildcard listener is reached through a loopback address, or through an
+        /// address of this host (one the connection's own end has too). Asked before every hop:
+        /// the port is compared first, and only a hop to a listener's port has its addresses parsed.
+        public func contains(primary: UnsafePointer<CChar>, port: Int, local: UnsafePointer<CChar>) -> Bool {
+            guard endpoints.contains(where: { $0.port == port }), let target = OwnListeners.address(primary) else {
+                return false
+            }
+            return endpoints.contains { endpoint in
                 guard endpoint.port == port else { return false }
                 guard let address = endpoint.address else {
-                    return Self.isLoopback(target) || Self.address(local) == target
+                    return OwnListeners.isLoopback(target) || OwnListeners.address(local) == target
                 }
                 return address == target
             }

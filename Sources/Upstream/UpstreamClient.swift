@@ -48,6 +48,17 @@ public final class UpstreamClient {
     private(set) var tuning: (any UpstreamTuning)?
     /// The proxy's own listeners, which a request with `refusesOwnListeners` never connects to.
     public var ownListeners: OwnListeners?
+    /// This loop's copy of `ownListeners`, taken at the first hop checked after they were set.
+    private var ownListenersCopy: OwnListeners.Snapshot?
+
+    /// Whether a hop to `primary`:`port` from `local` would reach one of the proxy's own listeners.
+    func reachesOwnListener(primary: UnsafePointer<CChar>, port: Int, local: UnsafePointer<CChar>) -> Bool {
+        if case .none = ownListenersCopy {
+            guard let copy = ownListeners?.snapshot() else { return false }
+            ownListenersCopy = copy
+        }
+        return ownListenersCopy!.contains(primary: primary, port: port, local: local)
+    }
 
     /// The tuning each new client gets: set once at start, before any loop thread (the
     /// executable's `LibcurlTuning.start`), and only read after.

@@ -408,8 +408,8 @@ public final class UpstreamTransfer {
                 "the reused connection closed before any response, and this request is not sent twice")
             return false
         }
-        if refusesOwnListeners, let listeners = client.ownListeners, let primaryIP, let localIP,
-            listeners.contains(primary: primaryIP, port: port, local: localIP)
+        if refusesOwnListeners, let primaryIP, let localIP,
+            client.reachesOwnListener(primary: primaryIP, port: port, local: localIP)
         {
             refusedSend = .loop("the hop would connect to this proxy's own listener")
             return false

@@ -118,7 +118,6 @@ public final class UpstreamTunnel {
     /// Whether the connection reached one of the proxy's own listeners (as a transfer's
     /// `refusesOwnListeners` checks before sending).
     private var connectsToOwnListener: Bool {
-        guard let listeners = client.ownListeners else { return false }
         var primary: UnsafeMutableRawPointer?
         var local: UnsafeMutableRawPointer?
         var port = 0
@@ -126,7 +125,7 @@ public final class UpstreamTunnel {
             cc_info_ptr(easy, CURLINFO_LOCAL_IP, &local) == CURLE_OK, let local,
             cc_info_long(easy, CURLINFO_PRIMARY_PORT, &port) == CURLE_OK
         else { return false }
-        return listeners.contains(
+        return client.reachesOwnListener(
             primary: primary.assumingMemoryBound(to: CChar.self), port: port,
             local: local.assumingMemoryBound(to: CChar.self))
     }

@@ -38,6 +38,17 @@ struct OwnListenersTests {
             "row \(row): \(entry)")
     }
 
+    @Test("a snapshot is nil before the listeners are set and keeps what was set when it was taken")
+    func snapshots() throws {
+        let listeners = OwnListeners()
+        #expect(listeners.snapshot() == nil)
+        listeners.set([(host: "127.0.0.1", port: 8080)])
+        let copy = try #require(listeners.snapshot())
+        listeners.set([(host: "127.0.0.1", port: 9090)])
+        #expect(copy.contains(primary: "127.0.0.1", port: 8080, local: "127.0.0.1"))
+        #expect(!copy.contains(primary: "127.0.0.1", port: 9090, local: "127.0.0.1"))
+    }
+
     @Test("setting again replaces the listeners")
     func replaces() {
         let listeners = OwnListeners()
