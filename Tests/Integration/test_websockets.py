@@ -33,6 +33,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus  # noqa: E402
 from credentials_support import free_port, idp_factory, launch, wait_until  # noqa: E402,F401  (fixture)
 from proxy import base_config  # noqa: E402
 from test_credentials import unsigned_jwt  # noqa: E402
+from test_reload import reload_with  # noqa: E402
 
 TOKEN = "demo-access-" + "w" * 24
 FLOOD_MESSAGE = 64 * 1024
@@ -538,12 +539,8 @@ def test_reload_moving_a_route_closes_its_tunnels_only(start_proxy, ws_upstream)
         async def scenario():
             moved = await connect(ws_url(proxy.port, "/moved/a"), ping_interval=None)
             kept = await connect(ws_url(proxy.port, "/kept/a"), ping_interval=None)
-            config = dict(proxy.config)
-            config["routes"] = [dict(routes[0], upstream=f"http://127.0.0.1:{other.port}/moved"), routes[1]]
-            tmp = proxy.config_path.with_name(proxy.config_path.name + ".new")
-            tmp.write_text(json.dumps(config))
-            tmp.replace(proxy.config_path)
-            proxy.signal(signal.SIGHUP)
+            reload_with(proxy, dict(proxy.config, routes=[
+                dict(routes[0], upstream=f"http://127.0.0.1:{other.port}/moved"), routes[1]]))
             with pytest.raises(ConnectionClosed) as closed:
                 await asyncio.wait_for(moved.recv(), 10)
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
@@ -573,12 +570,7 @@ def test_reload_changing_a_routes_path_closes_the_tunnels_it_no_longer_serves(st
     async def scenario():
         renamed = await connect(ws_url(proxy.port, "/old/a"), ping_interval=None)
         kept = await connect(ws_url(proxy.port, "/kept/a"), ping_interval=None)
-        config = dict(proxy.config)
-        config["routes"] = [dict(routes[0], path="/new"), dict(routes[1], path="/kept/")]
-        tmp = proxy.config_path.with_name(proxy.config_path.name + ".new")
-        tmp.write_text(json.dumps(config))
-        tmp.replace(proxy.config_path)
-        proxy.signal(signal.SIGHUP)
+        reload_with(proxy, dict(proxy.config, routes=[dict(routes[0], path="/new"), dict(routes[1], path="/kept/")]))
         with pytest.raises(ConnectionClosed) as closed:
             await asyncio.wait_for(renamed.recv(), 10)
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
