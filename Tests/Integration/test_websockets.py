@@ -36,6 +36,7 @@ from test_credentials import unsigned_jwt  # noqa: E402
 
 TOKEN = "demo-access-" + "w" * 24
 FLOOD_MESSAGE = 64 * 1024
+TUNNEL_QUEUE_CAP = 256 * 1024  # TunnelTable.queueCap
 
 
 def rss_kib(pid: int) -> int:
@@ -1052,3 +1053,71 @@ def test_an_upgrade_on_a_route_in_mock_mode_is_refused_and_a_mock_only_route_ser
         else:
             assert body == {"mocked": True}
     assert len(ws_upstream.handshakes) == before
+
+
+def websocket_accept(head: bytes) -> bytes:
+    """The `Sec-WebSocket-Accept` value answering the handshake `head` (RFC 6455 §4.2.2)."""
+    import base64
+    import hashlib
+    key = next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
+               if line.lower().startswith(b"sec-websocket-key:"))
+    return base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+
+
+def process_cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_an_upstream_that_resets_while_the_client_is_not_reading_costs_no_cpu(start_proxy):
+    """An upstream that fills the queue toward a client that does not read, then resets its
+    connection: the kernel reports the hang-up whatever the tunnel's interest, so a side that is
+    not read must stop being watched, or the loop spins at full CPU until the idle timeout. The
+    client still gets what was queued, then the close, and the tunnel's place comes back."""
+    reset = threading.Event()
+
+    class FloodThenReset(ThreadedRawServer):
+        def _serve(self, conn):
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                         b"Sec-WebSocket-Accept: " + websocket_accept(head) + b"\r\n\r\n")
+            conn.settimeout(0.5)
+            frame = b"\x82\x7e" + (60000).to_bytes(2, "big") + bytes(60000)
+            try:
+                while True:
+                    conn.sendall(frame)
+            except (socket.timeout, OSError):
+                pass
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, (1).to_bytes(4, "little") + (0).to_bytes(4, "little"))
+            conn.close()
+            reset.set()
+
+    upstream = FloodThenReset()
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}"}])
+        client = socket.socket()
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        client.connect(("127.0.0.1", proxy.port))
+        with client:
+            client.sendall(b"GET /ws/flood HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                           b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+            received = client.recv(4096)
+            assert received.startswith(b"HTTP/1.1 101"), received
+            assert reset.wait(10), "the upstream never filled the tunnel"
+            time.sleep(0.2)
+            before = process_cpu_seconds(proxy.pid)
+            time.sleep(2)
+            spent = process_cpu_seconds(proxy.pid) - before
+            assert spent < 0.5, f"the proxy spent {spent:.2f} s of CPU in 2 s on a tunnel whose upstream reset"
+            client.settimeout(10)
+            while chunk := client.recv(65536):
+                received += chunk
+        assert len(received) > TUNNEL_QUEUE_CAP, len(received)
+        wait_until(lambda: 'platform_proxy_tunnels_open{route="ws"} 0' in metrics_text(proxy.port), timeout=5,
+                   what="the tunnel closed")
+    finally:
+        upstream.sock.close()
+

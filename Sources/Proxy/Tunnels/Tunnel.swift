@@ -220,6 +220,9 @@ final class Tunnel: ProxyExchangeDelegate {
     /// error (`EPOLLERR`, 0x08), so an end or a failure is seen by the read that follows.
     private static let readableEvents: UInt32 = Interest.read.rawValue | 0x10 | 0x08
 
+    /// A hang-up (`EPOLLHUP`) or an error (`EPOLLERR`): the kernel reports them whatever the interest.
+    private static let hangUpEvents: UInt32 = 0x10 | 0x08
+
     func ready(_ side: TunnelStateMachine.Side, _ events: UInt32) {
         switch side {
         case .client:
@@ -229,6 +232,26 @@ final class Tunnel: ProxyExchangeDelegate {
             if events & Interest.write.rawValue != 0 { pushUpstream() }
             if events & Self.readableEvents != 0 { readUpstream() }
         }
+        if events & Self.hangUpEvents != 0 { hungUp(side) }
+    }
+
+    /// `side` hung up or failed while it is not read (its queue toward the other side is full, or
+    /// the tunnel is ending): the loop would report it again at once, for ever, so it is no longer
+    /// watched, and the machine hears that it ended (what is queued toward the other side is still
+    /// written). A side that is read sees the end in the read that just ran.
+    private func hungUp(_ side: TunnelStateMachine.Side) {
+        guard !machine.isClosed else { return }
+        switch side {
+        case .client:
+            guard clientFD >= 0, clientEnd != nil, !clientInterest.contains(.read) else { return }
+            loop.deregister(fd: clientFD)
+            clientEnd = nil
+        case .upstream:
+            guard let link, link.fd >= 0, upstreamEnd != nil, !upstreamInterest.contains(.read) else { return }
+            loop.deregister(fd: link.fd)
+            upstreamEnd = nil
+        }
+        perform(machine.ended(side))
     }
 
     private func readClient() {
@@ -427,7 +450,7 @@ final class Tunnel: ProxyExchangeDelegate {
                 }
             }
         }
-        if clientFD >= 0 {
+        if clientFD >= 0, clientEnd != nil {
             var wanted: Interest = []
             if open && toUpstream.count < TunnelTable.queueCap { wanted.insert(.read) }
             if !toClient.isEmpty { wanted.insert(.write) }
