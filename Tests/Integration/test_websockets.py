@@ -1121,3 +1121,21 @@ def test_an_upstream_that_resets_while_the_client_is_not_reading_costs_no_cpu(st
     finally:
         upstream.sock.close()
 
+
+
+def test_a_handshake_field_with_an_empty_value_reaches_the_upstream_as_a_field(start_proxy, ws_upstream):
+    """A client field with an empty value (`X-Trace:`) is kept by the header policy in libcurl's
+    `Name;` form; the tunnel writes its handshake itself, so that form must become `Name:` there,
+    or the upstream reads a malformed head and refuses the upgrade."""
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+    request = (b"GET /open/empty HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+               b"X-Trace:\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as client:
+        client.sendall(request)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = client.recv(4096)
+            assert chunk, answer
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 101"), answer
+    assert ws_upstream.handshakes[-1].get("x-trace") == ""

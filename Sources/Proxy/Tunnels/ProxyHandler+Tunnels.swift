@@ -77,11 +77,8 @@ extension ProxyHandler {
         handshake.append(contentsOf: "\(exchange.head.method) \(url.path)".utf8)
         if let query = url.query { handshake.append(contentsOf: "?\(query)".utf8) }
         handshake.append(contentsOf: " HTTP/1.1\r\nHost: \(url.hostPort)\r\n".utf8)
-        for block in [lines.bytes, injected.lines.bytes] {
-            for byte in block {
-                if byte == 0 { handshake.append(0x0D); handshake.append(0x0A) } else { handshake.append(byte) }
-            }
-        }
+        lines.appendHead(to: &handshake)
+        injected.lines.appendHead(to: &handshake)
         handshake.append(contentsOf: "Connection: Upgrade\r\nUpgrade: \(upgrade.value)\r\n\r\n".utf8)
         let identity = Tunnel.Identity(
             requestID: requestID, route: route.name,
