@@ -1139,3 +1139,34 @@ def test_a_handshake_field_with_an_empty_value_reaches_the_upstream_as_a_field(s
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 101"), answer
     assert ws_upstream.handshakes[-1].get("x-trace") == ""
+
+
+def test_an_interim_answer_before_the_101_is_not_relayed_as_the_answer(start_proxy):
+    """An upstream may send 1xx heads (`103 Early Hints`) before its answer: the tunnel opens on
+    the 101 that follows, instead of relaying the 1xx as a final answer (the client would wait for
+    another) and losing the 101."""
+
+    class EarlyHints(ThreadedRawServer):
+        def _serve(self, conn):
+            with conn:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    head += conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
+                time.sleep(0.2)
+                conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                             b"Sec-WebSocket-Accept: " + websocket_accept(head) + b"\r\n\r\n\x81\x05hello")
+                if conn.recv(4096):  # the client's close frame: answered, then the end
+                    conn.sendall(b"\x88\x02\x03\xe8")
+
+    upstream = EarlyHints()
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}"}])
+
+        async def scenario():
+            async with connect(ws_url(proxy.port, "/ws/hints"), ping_interval=None, open_timeout=5) as ws:
+                return await asyncio.wait_for(ws.recv(), 5)
+
+        assert run(scenario()) == "hello"
+    finally:
+        upstream.sock.close()

@@ -316,6 +316,7 @@ final class Tunnel: ProxyExchangeDelegate {
                 return perform(machine.answerInvalid())
             case .moved(let n):
                 table.scratch.withUnsafeBytes { answer.append(contentsOf: $0[0..<n]) }
+                TunnelAnswer.droppingInterim(&answer)
                 if let end = TunnelAnswer.headEnd(answer) {
                     guard let status = TunnelAnswer.status(answer) else { return perform(machine.answerInvalid()) }
                     if status == 101 {
