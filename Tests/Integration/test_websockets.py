@@ -1170,3 +1170,57 @@ def test_an_interim_answer_before_the_101_is_not_relayed_as_the_answer(start_pro
         assert run(scenario()) == "hello"
     finally:
         upstream.sock.close()
+
+
+class ChoosyUpgradeUpstream(ThreadedRawServer):
+    """Records each request's `Upgrade` field; switches to `my-proto` when it is offered, else to
+    the first protocol offered (101, then silence until the peer closes); 200 without one."""
+
+    def __init__(self):
+        self.heard: list[bytes | None] = []
+        super().__init__()
+
+    def _serve(self, conn):
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                head += chunk
+            offered = next((line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")[1:]
+                            if line.lower().startswith(b"upgrade:")), None)
+            self.heard.append(offered)
+            if offered is None:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nupgrade=none")
+                return
+            protocols = [p.strip() for p in offered.split(b",")]
+            chosen = b"my-proto" if b"my-proto" in protocols else protocols[0]
+            conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + chosen + b"\r\n\r\n")
+            while conn.recv(4096):
+                pass
+
+
+@pytest.mark.parametrize("fields", [
+    b"Connection: Upgrade\r\nUpgrade: websocket, my-proto\r\n",
+    b"Connection: keep-alive\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n",
+], ids=["a-list-of-protocols", "upgrade-in-a-second-connection-field"])
+def test_the_upstream_is_offered_only_the_protocol_the_route_tunnels(start_proxy, fields):
+    """The route decides on the first protocol of `Upgrade` (RFC 9110 §7.8 lists them by
+    preference); only that one is offered upstream, so an upstream cannot switch the tunnel to a
+    protocol the route's `upgrades` does not list. `upgrade` is found in any `Connection` field
+    (several fields are one list, RFC 9110 §5.3), as the header policy reads them."""
+    upstream = ChoosyUpgradeUpstream()
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}"}])
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as client:
+            client.sendall(b"GET /ws/choose HTTP/1.1\r\nHost: 127.0.0.1\r\n" + fields + b"\r\n")
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                chunk = client.recv(4096)
+                assert chunk, answer
+                answer += chunk
+        assert upstream.heard == [b"websocket"], upstream.heard
+        assert answer.startswith(b"HTTP/1.1 101") and b"\r\nUpgrade: websocket\r\n" in answer, answer
+    finally:
+        upstream.sock.close()

@@ -9,11 +9,18 @@ struct TunnelAnswerTests {
     @Test(
         "interim heads before the answer are dropped; the answer, a partial head and what follows stay",
         arguments: [
-            ("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 101 Switching\r\n\r\nframe",
-             "HTTP/1.1 101 Switching\r\n\r\nframe"),
-            ("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 403 No\r\n\r\n",
-             "HTTP/1.1 403 No\r\n\r\n"),
-            ("HTTP/1.1 101 Switching\r\n\r\nHTTP/1.1 103 x\r\n\r\n", "HTTP/1.1 101 Switching\r\n\r\nHTTP/1.1 103 x\r\n\r\n"),
+            (
+                "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 101 Switching\r\n\r\nframe",
+                "HTTP/1.1 101 Switching\r\n\r\nframe"
+            ),
+            (
+                "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 403 No\r\n\r\n",
+                "HTTP/1.1 403 No\r\n\r\n"
+            ),
+            (
+                "HTTP/1.1 101 Switching\r\n\r\nHTTP/1.1 103 x\r\n\r\n",
+                "HTTP/1.1 101 Switching\r\n\r\nHTTP/1.1 103 x\r\n\r\n"
+            ),
             ("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n", "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n"),
             ("HTTP/1.1 103 Early Hints\r\n\r\n", ""),
             ("garbage\r\n\r\nHTTP/1.1 101 x\r\n\r\n", "garbage\r\n\r\nHTTP/1.1 101 x\r\n\r\n"),

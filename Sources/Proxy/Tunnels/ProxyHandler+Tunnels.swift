@@ -5,19 +5,27 @@ import HTTPServer
 import Upstream
 
 extension ProxyHandler {
-    /// The `Upgrade` protocol a request asks for (lowercased, without a version), when it asks for
-    /// one the way RFC 9110 §7.8 has it: an `Upgrade` field and `upgrade` among the `Connection`
-    /// options. Nil for every other request (the parser noted the field, so none is searched).
+    /// The `Upgrade` protocol a request asks for first (`token`: lowercased, without a version;
+    /// `value`: as sent), when it asks for one the way RFC 9110 §7.8 has it: an `Upgrade` field and
+    /// `upgrade` among the `Connection` options, in any of its `Connection` fields (one list, §5.3).
+    /// Only that first protocol is offered upstream: the route's `upgrades` decided on it, and an
+    /// upstream offered the rest of the list could switch to one the route does not tunnel.
+    /// Nil for every other request (the parser noted the field, so none is searched).
     static func requestedUpgrade(_ head: borrowing HTTPRequestHead) -> (token: String, value: String)? {
         guard let range = head.upgradeValue else { return nil }
-        let value = head.string(range)
-        guard let connection = head.first("Connection"),
-            connection.split(separator: ",").contains(where: { $0.trimmingCharacters().lowercased() == "upgrade" })
+        var asked = false
+        for index in 0..<head.fieldCount where !asked && head.nameEquals(index, connectionName) {
+            let options = head.value(at: index).split(separator: ",")
+            asked = options.contains { $0.trimmingCharacters().lowercased() == "upgrade" }
+        }
+        guard asked, let first = head.string(range).split(separator: ",").first?.trimmingCharacters(), !first.isEmpty
         else { return nil }
-        guard let first = value.split(separator: ",").first else { return nil }
-        let token = first.trimmingCharacters().split(separator: "/").first.map { $0.lowercased() } ?? ""
-        return token.isEmpty ? nil : (token, value)
+        let token = first.split(separator: "/", omittingEmptySubsequences: false)[0].lowercased()
+        return token.isEmpty ? nil : (token, String(first))
     }
+
+    /// `connection`, as `HTTPRequestHead.nameEquals` compares names.
+    private static let connectionName = Array("connection".utf8)
 
     /// The loop's tunnel table, made on first use.
     var tunnels: TunnelTable {

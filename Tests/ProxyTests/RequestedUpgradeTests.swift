@@ -1,0 +1,47 @@
+import HTTP1
+import Testing
+
+@testable import Proxy
+
+private func head(_ fields: [String]) -> HTTPRequestHead {
+    let text = "GET /ws HTTP/1.1\r\nHost: app.local\r\n" + fields.map { $0 + "\r\n" }.joined() + "\r\n"
+    var parser = HTTPRequestHeadParser()
+    let bytes = Array(text.utf8)
+    guard case .complete(let head, _) = bytes.withUnsafeBytes({ parser.parse($0) }) else {
+        fatalError("test head did not parse: \(text)")
+    }
+    return head
+}
+
+@Suite("ProxyHandler.requestedUpgrade")
+struct RequestedUpgradeTests {
+    @Test(
+        "the first protocol asked for, offered alone; `upgrade` found in any Connection field",
+        arguments: [
+            (["Connection: Upgrade", "Upgrade: websocket"], "websocket", "websocket"),
+            (["Connection: keep-alive, UPGRADE", "Upgrade:  WebSocket/13 "], "websocket", "WebSocket/13"),
+            (["Connection: Upgrade", "Upgrade: websocket, h2c"], "websocket", "websocket"),
+            (["Connection: Upgrade", "Upgrade: , my-proto/2 , websocket"], "my-proto", "my-proto/2"),
+            (["Connection: keep-alive", "Connection: Upgrade", "Upgrade: websocket"], "websocket", "websocket"),
+            (["Upgrade: websocket", "Connection: close", "connection: upgrade"], "websocket", "websocket"),
+        ])
+    func asked(fields: [String], token: String, value: String) {
+        let upgrade = ProxyHandler.requestedUpgrade(head(fields))
+        #expect(upgrade?.token == token)
+        #expect(upgrade?.value == value)
+    }
+
+    @Test(
+        "no upgrade without both fields, or with no protocol named",
+        arguments: [
+            ["Upgrade: websocket"],
+            ["Connection: keep-alive", "Upgrade: websocket"],
+            ["Connection: Upgrade"],
+            ["Connection: Upgrade", "Upgrade: ,"],
+            ["Connection: Upgrade", "Upgrade: /13"],
+            ["Connection: upgraded", "Upgrade: websocket"],
+        ])
+    func notAsked(fields: [String]) {
+        #expect(ProxyHandler.requestedUpgrade(head(fields)) == nil)
+    }
+}
