@@ -1224,3 +1224,20 @@ def test_the_upstream_is_offered_only_the_protocol_the_route_tunnels(start_proxy
         assert answer.startswith(b"HTTP/1.1 101") and b"\r\nUpgrade: websocket\r\n" in answer, answer
     finally:
         upstream.sock.close()
+
+
+def test_an_upgrade_asked_for_in_http_1_0_is_forwarded_as_a_plain_request(start_proxy):
+    """RFC 9110 §7.8 has a server ignore `Upgrade` in an HTTP/1.0 request: it is dropped as a
+    hop-by-hop field and the request forwarded as usual, not tunnelled."""
+    upstream = RawUpgradeUpstream()
+    try:
+        proxy = plain_proxy(start_proxy, [
+            {"name": "opted", "path": "/opted", "upstream": f"http://127.0.0.1:{upstream.port}", "upgrades": ["my-proto"]}])
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
+            s.sendall(b"GET /opted/x HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: my-proto\r\n\r\n")
+            answer = b""
+            while chunk := s.recv(4096):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"upgrade=none"), answer
+    finally:
+        upstream.close()

@@ -3,8 +3,8 @@ import Testing
 
 @testable import Proxy
 
-private func head(_ fields: [String]) -> HTTPRequestHead {
-    let text = "GET /ws HTTP/1.1\r\nHost: app.local\r\n" + fields.map { $0 + "\r\n" }.joined() + "\r\n"
+private func head(_ fields: [String], version: String = "1.1") -> HTTPRequestHead {
+    let text = "GET /ws HTTP/\(version)\r\nHost: app.local\r\n" + fields.map { $0 + "\r\n" }.joined() + "\r\n"
     var parser = HTTPRequestHeadParser()
     let bytes = Array(text.utf8)
     guard case .complete(let head, _) = bytes.withUnsafeBytes({ parser.parse($0) }) else {
@@ -43,5 +43,14 @@ struct RequestedUpgradeTests {
         ])
     func notAsked(fields: [String]) {
         #expect(ProxyHandler.requestedUpgrade(head(fields)) == nil)
+    }
+
+    @Test("a route tunnels an upgrade it lists, asked for without a body, in HTTP/1.1 only")
+    func tunnelled() {
+        let asking = ["Connection: Upgrade", "Upgrade: websocket"]
+        #expect(ProxyHandler.tunnelledUpgrade(head(asking), upgrades: ["websocket"])?.token == "websocket")
+        #expect(ProxyHandler.tunnelledUpgrade(head(asking), upgrades: ["my-proto"]) == nil)
+        #expect(ProxyHandler.tunnelledUpgrade(head(asking + ["Content-Length: 1"]), upgrades: ["websocket"]) == nil)
+        #expect(ProxyHandler.tunnelledUpgrade(head(asking, version: "1.0"), upgrades: ["websocket"]) == nil)
     }
 }

@@ -37,14 +37,15 @@ extension ProxyHandler {
     }
 
     /// The upgrade a routed request asks for when its route tunnels that protocol (`upgrades`, the
-    /// route's); any other `Upgrade`, and any upgrade asked for on a request with a body (a
-    /// WebSocket handshake has none; RFC 9110 §7.8 lets a server ignore `Upgrade`), is dropped as
-    /// a hop-by-hop field and the request forwarded as usual. Only the route's list is passed: the
+    /// route's); any other `Upgrade`, any upgrade asked for on a request with a body (a
+    /// WebSocket handshake has none; RFC 9110 §7.8 lets a server ignore `Upgrade`), and one in an
+    /// HTTP/1.0 request (which §7.8 has a server ignore), is dropped as a hop-by-hop field and the
+    /// request forwarded as usual. Only the route's list is passed: the
     /// whole configuration would be copied per request.
     static func tunnelledUpgrade(_ head: borrowing HTTPRequestHead, upgrades: borrowing [String]) -> (
         token: String, value: String
     )? {
-        guard case .some = head.upgradeValue, head.framing == .none,
+        guard case .some = head.upgradeValue, head.framing == .none, head.version == .http11,
             let upgrade = requestedUpgrade(head),
             upgrades.contains(upgrade.token)
         else { return nil }
