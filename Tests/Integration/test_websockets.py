@@ -1241,3 +1241,33 @@ def test_an_upgrade_asked_for_in_http_1_0_is_forwarded_as_a_plain_request(start_
         assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"upgrade=none"), answer
     finally:
         upstream.close()
+
+
+def test_the_console_lists_a_handshake_as_sent_with_the_routes_credentials(start_proxy, idp_factory, tmp_path,  # noqa: F811
+                                                                            ws_upstream):
+    """The console's request list says how each exchange went upstream: a handshake the upstream
+    answered (101, or a refusal relayed) carried the route's token to that upstream, so it reads
+    `injected` with the upstream's origin, not `gated` (never forwarded) with none."""
+    proxy = demo_proxy(start_proxy, idp_factory, tmp_path, ws_routes(ws_upstream.port))
+
+    async def scenario():
+        async with connect(ws_url(proxy.port, "/ws/chat"), ping_interval=None) as ws:
+            await ws.send("x")
+            assert await ws.recv() == "x"
+        with pytest.raises(InvalidStatus):
+            await connect(ws_url(proxy.port, "/ws/refuse"), ping_interval=None)
+        async with connect(ws_url(proxy.port, "/open/chat"), ping_interval=None):
+            pass
+
+    run(scenario())
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=5)
+    try:
+        conn.request("GET", "/_platform/console/requests")
+        records = {r["path"]: r for r in json.loads(conn.getresponse().read())["requests"]}
+    finally:
+        conn.close()
+    origin = f"http://127.0.0.1:{ws_upstream.port}"
+    seen = {path: (records[path]["status"], records[path]["credentials"], records[path]["upstream"])
+            for path in ("/ws/chat", "/ws/refuse", "/open/chat")}
+    assert seen == {"/ws/chat": (101, "injected", origin), "/ws/refuse": (403, "injected", origin),
+                    "/open/chat": (101, "no_provider", origin)}, seen

@@ -69,6 +69,9 @@ final class Tunnel: ProxyExchangeDelegate {
     private var drainDeadline: NanoTime?
     /// When the upstream's answer is due (from the handshake's sending).
     private var answerDeadline: NanoTime?
+    /// Whether the upstream answered the handshake (a 101 or a refusal): the console notes the
+    /// exchange as credentialed and forwarded then.
+    private(set) var upstreamAnswered = false
     private(set) var bytesUp = 0
     private(set) var bytesDown = 0
     /// Frame boundaries of a WebSocket's bytes toward the client (nil for another protocol, which
@@ -319,6 +322,7 @@ final class Tunnel: ProxyExchangeDelegate {
                 TunnelAnswer.droppingInterim(&answer)
                 if let end = TunnelAnswer.headEnd(answer) {
                     guard let status = TunnelAnswer.status(answer) else { return perform(machine.answerInvalid()) }
+                    upstreamAnswered = true
                     if status == 101 {
                         toClient.append(answer)
                         framing?.advance(over: answer[end...])
