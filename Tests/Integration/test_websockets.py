@@ -1271,3 +1271,55 @@ def test_the_console_lists_a_handshake_as_sent_with_the_routes_credentials(start
             for path in ("/ws/chat", "/ws/refuse", "/open/chat")}
     assert seen == {"/ws/chat": (101, "injected", origin), "/ws/refuse": (403, "injected", origin),
                     "/open/chat": (101, "no_provider", origin)}, seen
+
+
+def test_a_client_that_resets_while_the_upstream_is_not_reading_costs_no_cpu(start_proxy):
+    """The other way round: a client fills the queue toward an upstream that does not read, then
+    resets its connection. The client side is no longer watched and the tunnel ends once the
+    upstream takes what was queued (or the drain's time runs out), without a spinning loop."""
+    release = threading.Event()
+    taken = []
+
+    class Deaf(ThreadedRawServer):
+        def _serve(self, conn):
+            with conn:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    head += conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                             b"Sec-WebSocket-Accept: " + websocket_accept(head) + b"\r\n\r\n")
+                release.wait(30)
+                conn.settimeout(10)
+                try:
+                    while chunk := conn.recv(65536):
+                        taken.append(len(chunk))
+                except OSError:
+                    pass
+
+    upstream = Deaf()
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}"}])
+        client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        client.sendall(b"GET /ws/deaf HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                       b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+        assert client.recv(4096).startswith(b"HTTP/1.1 101")
+        frame = b"\x82\xfe" + (60000).to_bytes(2, "big") + b"mask" + bytes(60000)
+        client.settimeout(0.5)
+        try:
+            while True:
+                client.sendall(frame)
+        except socket.timeout:
+            pass
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, (1).to_bytes(4, "little") + (0).to_bytes(4, "little"))
+        client.close()
+        time.sleep(0.2)
+        before = process_cpu_seconds(proxy.pid)
+        time.sleep(2)
+        spent = process_cpu_seconds(proxy.pid) - before
+        release.set()
+        assert spent < 0.5, f"the proxy spent {spent:.2f} s of CPU in 2 s on a tunnel whose client reset"
+        wait_until(lambda: 'platform_proxy_tunnels_open{route="ws"} 0' in metrics_text(proxy.port), timeout=10,
+                   what="the tunnel closed")
+    finally:
+        release.set()
+        upstream.sock.close()
