@@ -1323,3 +1323,23 @@ def test_a_client_that_resets_while_the_upstream_is_not_reading_costs_no_cpu(sta
     finally:
         release.set()
         upstream.sock.close()
+
+
+def test_a_route_listing_a_protocol_with_a_version_tunnels_it(start_proxy):
+    """`upgrades` names are matched as a request's protocol is, without the version after `/`
+    (docs/websockets.md): a route listing `my-proto/2` tunnels `Upgrade: my-proto/2`, where it
+    once kept the version and never matched, dropping every such upgrade."""
+    upstream = RawUpgradeUpstream()
+    try:
+        proxy = plain_proxy(start_proxy, [
+            {"name": "v", "path": "/v", "upstream": f"http://127.0.0.1:{upstream.port}", "upgrades": ["My-Proto/2"]}])
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
+            s.sendall(b"GET /v/x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: my-proto\r\n\r\n")
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                chunk = s.recv(4096)
+                assert chunk, answer
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 101"), answer
+    finally:
+        upstream.close()
