@@ -1343,3 +1343,40 @@ def test_a_route_listing_a_protocol_with_a_version_tunnels_it(start_proxy):
         assert answer.startswith(b"HTTP/1.1 101"), answer
     finally:
         upstream.close()
+
+
+def test_a_101_that_echoes_the_handshake_has_the_token_masked(start_proxy, idp_factory, tmp_path):  # noqa: F811
+    """The 101 is a response like any other: an upstream that quotes the route's token in its head
+    (a value, or a field name, re-cased) never shows it to the client; frames are not masked."""
+
+    class EchoingSwitch(ThreadedRawServer):
+        def _serve(self, conn):
+            with conn:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    head += conn.recv(4096)
+                authorization = next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
+                                     if line.lower().startswith(b"authorization:"))
+                token = authorization.split(b" ", 1)[1]
+                conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                             b"Sec-WebSocket-Accept: " + websocket_accept(head) + b"\r\nX-Echo: " + authorization
+                             + b"\r\nX-Seen-" + token.upper() + b": 1\r\n\r\n\x81\x02hi")
+                while conn.recv(4096):
+                    pass
+
+    upstream = EchoingSwitch()
+    try:
+        proxy = demo_proxy(start_proxy, idp_factory, tmp_path, ws_routes(upstream.port))
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as client:
+            client.sendall(b"GET /ws/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                           b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+            answer = b""
+            while not answer.endswith(b"\x81\x02hi"):
+                chunk = client.recv(4096)
+                assert chunk, answer
+                answer += chunk
+        head = answer.partition(b"\r\n\r\n")[0]
+        assert head.startswith(b"HTTP/1.1 101") and b"\r\nX-Echo: Bearer " + b"*" * len(TOKEN) in head, head
+        assert TOKEN.lower().encode() not in head.lower(), head
+    finally:
+        upstream.sock.close()

@@ -63,7 +63,8 @@ extension ProxyHandler {
     /// Opens a tunnel for an upgrade request whose credentials are decided: the handshake is the
     /// request as it would be forwarded (the same header policy and injected lines), with the
     /// upgrade fields put back, sent over a libcurl connect-only connection. `echoMasker` masks the
-    /// route's token in a refused upgrade's answer, as in any response (frames are not masked).
+    /// route's token in the upstream's answer (a 101's head, a refusal), as in any response
+    /// (frames are not masked).
     func startTunnel(
         _ context: ExchangeContext, _ plan: ForwardPlan, injected: InjectedLines, generation: UInt64,
         upgrade: (token: String, value: String), echoMasker: EchoMasker?
@@ -98,7 +99,7 @@ extension ProxyHandler {
             idleTimeout: route.tunnelIdleTimeoutSeconds, answerTimeout: route.timeoutSeconds)
         let tunnel = Tunnel(
             context: context, identity: identity, handshake: handshake, table: tunnels,
-            refusalMasker: echoMasker)
+            answerMasker: echoMasker)
         tunnels.add(tunnel)
         tunnel.start(
             origin: url.origin, tls: plan.slot.route.tls, connector: tunnels.connector,

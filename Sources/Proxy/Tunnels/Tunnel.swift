@@ -53,9 +53,9 @@ final class Tunnel: ProxyExchangeDelegate {
     private var answer: [UInt8] = []
     /// A refused upgrade's answer, read whole before it is relayed.
     private var refusal: TunnelAnswer.Refusal?
-    /// Masks the route's token where a refused upgrade's answer echoes it (nil: masking is off, or
-    /// the route carries no token).
-    private var refusalMasker: EchoMasker?
+    /// Masks the route's token where the upstream's answer (a 101's head, a refusal) echoes it
+    /// (nil: masking is off, or the route carries no token).
+    private var answerMasker: EchoMasker?
     private var clientFD: CInt = -1
     private var clientEnd: TunnelEnd?
     private var upstreamEnd: TunnelEnd?
@@ -88,10 +88,10 @@ final class Tunnel: ProxyExchangeDelegate {
 
     init(
         context: ExchangeContext, identity: Identity, handshake: [UInt8], table: TunnelTable,
-        refusalMasker: EchoMasker? = nil
+        answerMasker: EchoMasker? = nil
     ) {
         let exchange = context.exchange
-        self.refusalMasker = refusalMasker
+        self.answerMasker = answerMasker
         self.exchange = exchange
         heldContext = context
         self.identity = identity
@@ -324,7 +324,8 @@ final class Tunnel: ProxyExchangeDelegate {
                     guard let status = TunnelAnswer.status(answer) else { return perform(machine.answerInvalid()) }
                     upstreamAnswered = true
                     if status == 101 {
-                        toClient.append(answer)
+                        toClient.append(maskingEchoes(answer[..<end]))
+                        toClient.append(Array(answer[end...]))
                         framing?.advance(over: answer[end...])
                         bytesDown += answer.count - end
                         answer = []
@@ -338,6 +339,16 @@ final class Tunnel: ProxyExchangeDelegate {
                 return perform(machine.answerInvalid())
             }
         }
+    }
+
+    /// A 101's head as it came, but for the route's token where it echoes it (a field name in any
+    /// case, or a value), as in any response (docs/security.md, "Echoed credentials").
+    private func maskingEchoes(_ head: ArraySlice<UInt8>) -> [UInt8] {
+        guard var masker = answerMasker else { return Array(head) }
+        var head = Array(head)
+        if let masked = masker.masking(head[...]) { head = masked }
+        if let masked = masker.maskingIgnoringCase(head[...]) { head = masked }
+        return head
     }
 
     /// Reads a refused upgrade's body as far as it came; the rest arrives with the socket's readiness.
@@ -360,7 +371,7 @@ final class Tunnel: ProxyExchangeDelegate {
         if let refusal, exchange != nil, let heldContext, let handler = table?.handler {
             var headers = refusal.headers
             var body = refusal.body
-            if var masker = refusalMasker {
+            if var masker = answerMasker {
                 // An upstream that echoes the handshake in its refusal gets the token masked, as
                 // any response does (docs/security.md, "Echoed credentials").
                 for index in headers.indices {
