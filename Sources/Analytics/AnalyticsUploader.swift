@@ -150,7 +150,9 @@ final class AnalyticsUploader: @unchecked Sendable {
                 // Not followed (the batch and its credentials go to the configured endpoint
                 // only), and not dropped either: a moved endpoint keeps every batch until the
                 // config names the new place (found by a review: 3xx fell through to "drop").
-                let location = response.first("Location")
+                // Without its query and fragment: a redirect to a signed URL carries its
+                // signature there, and the reason reaches the log and the console.
+                let location = response.first("Location").map(Self.withoutQuery)
                 Log.emit(
                     .warning, "analytics_endpoint_redirected",
                     ["status": .int(response.status), "location": .string(location ?? "")])
@@ -161,7 +163,9 @@ final class AnalyticsUploader: @unchecked Sendable {
             case .success(let response):
                 Log.emit(
                     .warning, "analytics_batch_dropped", ["status": .int(response.status), "values": .int(batch.count)])
-                noteProblem("the endpoint refused a batch of \(batch.count) values with HTTP \(response.status); they were dropped")
+                noteProblem(
+                    "the endpoint refused a batch of \(batch.count) values with HTTP \(response.status); they were dropped"
+                )
                 remove(batch, outcome: .dropped)
             case .failure(let error):
                 finished(.retryLater, reason: error.detail)
@@ -236,6 +240,11 @@ final class AnalyticsUploader: @unchecked Sendable {
                 self?.cycle(force: true)
             }
         }
+    }
+
+    /// `url` up to its query (`?`) or fragment (`#`).
+    static func withoutQuery(_ url: String) -> String {
+        String(url[..<(url.firstIndex { $0 == "?" || $0 == "#" } ?? url.endIndex)])
     }
 
     /// Keeps `reason` as the latest upload problem (the console shows it until an upload succeeds).

@@ -102,11 +102,14 @@ extension ConfigDecoder {
                         || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") || b == UInt8(ascii: ".")
                         || b == UInt8(ascii: "/")
                 }
-            guard isToken else {
+            // A request's protocol is matched without its version (`websocket/13` is `websocket`):
+            // a version here would never match, so it is dropped the same way.
+            let protocolName = name.split(separator: "/", omittingEmptySubsequences: false)[0]
+            guard isToken, !protocolName.isEmpty else {
                 report(path, "\"\(name)\" is not an Upgrade protocol name (letters, digits, - _ . /)")
                 return nil
             }
-            tokens.append(name.lowercased())
+            tokens.append(protocolName.lowercased())
         }
         return tokens
     }

@@ -127,6 +127,23 @@ public struct HeaderLines: Sendable, Equatable {
         }
     }
 
+    /// Appends the lines to `head` as an HTTP/1.1 head carries them, each ending in CRLF, for a
+    /// head written without libcurl (a tunnel's handshake): a `Name;` line, libcurl's form of a
+    /// field sent with an empty value, goes as `Name:` (`Name;` is no field line to a server).
+    public func appendHead(to head: inout [UInt8]) {
+        forEachLine { line in
+            let name = Self.name(of: line)
+            if name.endIndex < line.endIndex, line[name.endIndex] == 0x3B, name.endIndex + 1 == line.endIndex {
+                head.append(contentsOf: name)
+                head.append(0x3A)
+            } else {
+                head.append(contentsOf: line)
+            }
+            head.append(0x0D)
+            head.append(0x0A)
+        }
+    }
+
     /// The field name of `line`: up to `:` or `;` (curl's "send this header empty" form).
     private static func name(of line: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
         line[line.startIndex..<(line.firstIndex { $0 == 0x3A || $0 == 0x3B } ?? line.endIndex)]

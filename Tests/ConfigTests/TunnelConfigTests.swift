@@ -15,7 +15,7 @@ struct TunnelConfigTests {
         #expect(config.limits.maxTunnelsPerClient == 1024)
     }
 
-    @Test("upgrades are lowercased; the timeouts and caps are read")
+    @Test("upgrades are lowercased and read without a version, as a request's is; the timeouts and caps are read")
     func given() throws {
         let config = try #require(
             validConfig(
@@ -25,7 +25,7 @@ struct TunnelConfigTests {
                              "tunnelIdleTimeoutSeconds": 5, "streamIdleTimeoutSeconds": 120}]}
                 """))
         let route = try #require(config.routes.first)
-        #expect(route.upgrades == ["websocket", "my-proto/2"])
+        #expect(route.upgrades == ["websocket", "my-proto"])
         #expect(route.tunnelIdleTimeoutSeconds == 5)
         #expect(route.streamIdleTimeoutSeconds == 120)
         #expect(config.limits.maxTunnels == 10)
@@ -36,6 +36,10 @@ struct TunnelConfigTests {
         (
             #""name": "a", "path": "/a/", "upstream": "http://x/", "upgrades": ["web socket"]"#,
             [#"routes[0].upgrades: "web socket" is not an Upgrade protocol name (letters, digits, - _ . /)"#]
+        ),
+        (
+            #""name": "a", "path": "/a/", "upstream": "http://x/", "upgrades": ["/2"]"#,
+            [#"routes[0].upgrades: "/2" is not an Upgrade protocol name (letters, digits, - _ . /)"#]
         ),
         (
             #""name": "a", "path": "/a/", "upstream": "http://x/", "tunnelIdleTimeoutSeconds": 0"#,

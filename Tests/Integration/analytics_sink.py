@@ -88,6 +88,8 @@ class _Handler(BaseHTTPRequestHandler):
         payload = json.dumps({"status": status}).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        if 300 <= status < 400 and sink.location:
+            self.send_header("Location", sink.location)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
@@ -106,6 +108,7 @@ class AnalyticsSink:
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
         self.respond = lambda upload: 200
+        self.location: str | None = None  # the Location of a 3xx answer, if set
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 

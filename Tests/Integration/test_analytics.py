@@ -593,6 +593,22 @@ def test_an_endpoint_that_redirects_keeps_the_batch_and_says_where_it_points(sta
     assert [u.status for u in sink.snapshot()] == [status, 200]
 
 
+def test_a_redirect_to_a_signed_url_is_named_without_its_query(start_proxy, sink, tmp_path):
+    """The reason of a deferred upload quotes where a redirecting endpoint points, and reaches the
+    log and the console: a signed URL's query (its signature) and fragment stay out of both."""
+    sink.location = "https://uploads.example/v2/ingest?X-Amz-Signature=sig-a1b2c3&X-Amz-Credential=cred-9z#frag-x"
+    sink.script([302])
+    a = launch(start_proxy, sink, tmp_path)
+    a.record([{"key": "moved.v", "value": "1"}])
+    deferred = a.flush()["deferred"] or ""
+    assert "HTTP 302 to https://uploads.example/v2/ingest;" in deferred, deferred
+    state = http_call(a.server.port, "GET", "/_platform/console/state").body.decode()
+    assert "https://uploads.example/v2/ingest" in state, state
+    for secret in ("sig-a1b2c3", "cred-9z", "frag-x"):
+        assert secret not in deferred and secret not in state
+        assert secret not in a.server.stderr_text()
+
+
 # --------------------------------------------------------------------------- pruning and the cap
 
 

@@ -37,6 +37,7 @@ from test_reload import reload_with  # noqa: E402
 
 TOKEN = "demo-access-" + "w" * 24
 FLOOD_MESSAGE = 64 * 1024
+TUNNEL_QUEUE_CAP = 256 * 1024  # TunnelTable.queueCap
 
 
 def rss_kib(pid: int) -> int:
@@ -1044,3 +1045,330 @@ def test_an_upgrade_on_a_route_in_mock_mode_is_refused_and_a_mock_only_route_ser
         else:
             assert body == {"mocked": True}
     assert len(ws_upstream.handshakes) == before
+
+
+def websocket_accept(head: bytes) -> bytes:
+    """The `Sec-WebSocket-Accept` value answering the handshake `head` (RFC 6455 §4.2.2)."""
+    import base64
+    import hashlib
+    key = next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
+               if line.lower().startswith(b"sec-websocket-key:"))
+    return base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+
+
+def process_cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_an_upstream_that_resets_while_the_client_is_not_reading_costs_no_cpu(start_proxy):
+    """An upstream that fills the queue toward a client that does not read, then resets its
+    connection: the kernel reports the hang-up whatever the tunnel's interest, so a side that is
+    not read must stop being watched, or the loop spins at full CPU until the idle timeout. The
+    client still gets what was queued, then the close, and the tunnel's place comes back."""
+    reset = threading.Event()
+
+    class FloodThenReset(ThreadedRawServer):
+        def _serve(self, conn):
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                         b"Sec-WebSocket-Accept: " + websocket_accept(head) + b"\r\n\r\n")
+            conn.settimeout(0.5)
+            frame = b"\x82\x7e" + (60000).to_bytes(2, "big") + bytes(60000)
+            try:
+                while True:
+                    conn.sendall(frame)
+            except (socket.timeout, OSError):
+                pass
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, (1).to_bytes(4, "little") + (0).to_bytes(4, "little"))
+            conn.close()
+            reset.set()
+
+    upstream = FloodThenReset()
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}"}])
+        client = socket.socket()
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        client.connect(("127.0.0.1", proxy.port))
+        with client:
+            client.sendall(b"GET /ws/flood HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                           b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+            received = client.recv(4096)
+            assert received.startswith(b"HTTP/1.1 101"), received
+            assert reset.wait(10), "the upstream never filled the tunnel"
+            time.sleep(0.2)
+            before = process_cpu_seconds(proxy.pid)
+            time.sleep(2)
+            spent = process_cpu_seconds(proxy.pid) - before
+            assert spent < 0.5, f"the proxy spent {spent:.2f} s of CPU in 2 s on a tunnel whose upstream reset"
+            client.settimeout(10)
+            while chunk := client.recv(65536):
+                received += chunk
+        assert len(received) > TUNNEL_QUEUE_CAP, len(received)
+        wait_until(lambda: 'platform_proxy_tunnels_open{route="ws"} 0' in metrics_text(proxy.port), timeout=5,
+                   what="the tunnel closed")
+    finally:
+        upstream.sock.close()
+
+
+
+def test_a_handshake_field_with_an_empty_value_reaches_the_upstream_as_a_field(start_proxy, ws_upstream):
+    """A client field with an empty value (`X-Trace:`) is kept by the header policy in libcurl's
+    `Name;` form; the tunnel writes its handshake itself, so that form must become `Name:` there,
+    or the upstream reads a malformed head and refuses the upgrade."""
+    proxy = plain_proxy(start_proxy, ws_routes(ws_upstream.port, credential="none"))
+    request = (b"GET /open/empty HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+               b"X-Trace:\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as client:
+        client.sendall(request)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = client.recv(4096)
+            assert chunk, answer
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 101"), answer
+    assert ws_upstream.handshakes[-1].get("x-trace") == ""
+
+
+def test_an_interim_answer_before_the_101_is_not_relayed_as_the_answer(start_proxy):
+    """An upstream may send 1xx heads (`103 Early Hints`) before its answer: the tunnel opens on
+    the 101 that follows, instead of relaying the 1xx as a final answer (the client would wait for
+    another) and losing the 101."""
+
+    class EarlyHints(ThreadedRawServer):
+        def _serve(self, conn):
+            with conn:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    head += conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
+                time.sleep(0.2)
+                conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                             b"Sec-WebSocket-Accept: " + websocket_accept(head) + b"\r\n\r\n\x81\x05hello")
+                if conn.recv(4096):  # the client's close frame: answered, then the end
+                    conn.sendall(b"\x88\x02\x03\xe8")
+
+    upstream = EarlyHints()
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}"}])
+
+        async def scenario():
+            async with connect(ws_url(proxy.port, "/ws/hints"), ping_interval=None, open_timeout=5) as ws:
+                return await asyncio.wait_for(ws.recv(), 5)
+
+        assert run(scenario()) == "hello"
+    finally:
+        upstream.sock.close()
+
+
+class ChoosyUpgradeUpstream(ThreadedRawServer):
+    """Records each request's `Upgrade` field; switches to `my-proto` when it is offered, else to
+    the first protocol offered (101, then silence until the peer closes); 200 without one."""
+
+    def __init__(self):
+        self.heard: list[bytes | None] = []
+        super().__init__()
+
+    def _serve(self, conn):
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                head += chunk
+            offered = next((line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")[1:]
+                            if line.lower().startswith(b"upgrade:")), None)
+            self.heard.append(offered)
+            if offered is None:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nupgrade=none")
+                return
+            protocols = [p.strip() for p in offered.split(b",")]
+            chosen = b"my-proto" if b"my-proto" in protocols else protocols[0]
+            conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + chosen + b"\r\n\r\n")
+            while conn.recv(4096):
+                pass
+
+
+@pytest.mark.parametrize("fields", [
+    b"Connection: Upgrade\r\nUpgrade: websocket, my-proto\r\n",
+    b"Connection: keep-alive\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n",
+], ids=["a-list-of-protocols", "upgrade-in-a-second-connection-field"])
+def test_the_upstream_is_offered_only_the_protocol_the_route_tunnels(start_proxy, fields):
+    """The route decides on the first protocol of `Upgrade` (RFC 9110 §7.8 lists them by
+    preference); only that one is offered upstream, so an upstream cannot switch the tunnel to a
+    protocol the route's `upgrades` does not list. `upgrade` is found in any `Connection` field
+    (several fields are one list, RFC 9110 §5.3), as the header policy reads them."""
+    upstream = ChoosyUpgradeUpstream()
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}"}])
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as client:
+            client.sendall(b"GET /ws/choose HTTP/1.1\r\nHost: 127.0.0.1\r\n" + fields + b"\r\n")
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                chunk = client.recv(4096)
+                assert chunk, answer
+                answer += chunk
+        assert upstream.heard == [b"websocket"], upstream.heard
+        assert answer.startswith(b"HTTP/1.1 101") and b"\r\nUpgrade: websocket\r\n" in answer, answer
+    finally:
+        upstream.sock.close()
+
+
+def test_an_upgrade_asked_for_in_http_1_0_is_forwarded_as_a_plain_request(start_proxy):
+    """RFC 9110 §7.8 has a server ignore `Upgrade` in an HTTP/1.0 request: it is dropped as a
+    hop-by-hop field and the request forwarded as usual, not tunnelled."""
+    upstream = RawUpgradeUpstream()
+    try:
+        proxy = plain_proxy(start_proxy, [
+            {"name": "opted", "path": "/opted", "upstream": f"http://127.0.0.1:{upstream.port}", "upgrades": ["my-proto"]}])
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
+            s.sendall(b"GET /opted/x HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: my-proto\r\n\r\n")
+            answer = b""
+            while chunk := s.recv(4096):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"upgrade=none"), answer
+    finally:
+        upstream.close()
+
+
+def test_the_console_lists_a_handshake_as_sent_with_the_routes_credentials(start_proxy, idp_factory, tmp_path,  # noqa: F811
+                                                                            ws_upstream):
+    """The console's request list says how each exchange went upstream: a handshake the upstream
+    answered (101, or a refusal relayed) carried the route's token to that upstream, so it reads
+    `injected` with the upstream's origin, not `gated` (never forwarded) with none."""
+    proxy = demo_proxy(start_proxy, idp_factory, tmp_path, ws_routes(ws_upstream.port))
+
+    async def scenario():
+        async with connect(ws_url(proxy.port, "/ws/chat"), ping_interval=None) as ws:
+            await ws.send("x")
+            assert await ws.recv() == "x"
+        with pytest.raises(InvalidStatus):
+            await connect(ws_url(proxy.port, "/ws/refuse"), ping_interval=None)
+        async with connect(ws_url(proxy.port, "/open/chat"), ping_interval=None):
+            pass
+
+    run(scenario())
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=5)
+    try:
+        conn.request("GET", "/_platform/console/requests")
+        records = {r["path"]: r for r in json.loads(conn.getresponse().read())["requests"]}
+    finally:
+        conn.close()
+    origin = f"http://127.0.0.1:{ws_upstream.port}"
+    seen = {path: (records[path]["status"], records[path]["credentials"], records[path]["upstream"])
+            for path in ("/ws/chat", "/ws/refuse", "/open/chat")}
+    assert seen == {"/ws/chat": (101, "injected", origin), "/ws/refuse": (403, "injected", origin),
+                    "/open/chat": (101, "no_provider", origin)}, seen
+
+
+def test_a_client_that_resets_while_the_upstream_is_not_reading_costs_no_cpu(start_proxy):
+    """The other way round: a client fills the queue toward an upstream that does not read, then
+    resets its connection. The client side is no longer watched and the tunnel ends once the
+    upstream takes what was queued (or the drain's time runs out), without a spinning loop."""
+    release = threading.Event()
+    taken = []
+
+    class Deaf(ThreadedRawServer):
+        def _serve(self, conn):
+            with conn:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    head += conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                             b"Sec-WebSocket-Accept: " + websocket_accept(head) + b"\r\n\r\n")
+                release.wait(30)
+                conn.settimeout(10)
+                try:
+                    while chunk := conn.recv(65536):
+                        taken.append(len(chunk))
+                except OSError:
+                    pass
+
+    upstream = Deaf()
+    try:
+        proxy = plain_proxy(start_proxy, [{"name": "ws", "path": "/ws", "upstream": f"http://127.0.0.1:{upstream.port}"}])
+        client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        client.sendall(b"GET /ws/deaf HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                       b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+        assert client.recv(4096).startswith(b"HTTP/1.1 101")
+        frame = b"\x82\xfe" + (60000).to_bytes(2, "big") + b"mask" + bytes(60000)
+        client.settimeout(0.5)
+        try:
+            while True:
+                client.sendall(frame)
+        except socket.timeout:
+            pass
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, (1).to_bytes(4, "little") + (0).to_bytes(4, "little"))
+        client.close()
+        time.sleep(0.2)
+        before = process_cpu_seconds(proxy.pid)
+        time.sleep(2)
+        spent = process_cpu_seconds(proxy.pid) - before
+        release.set()
+        assert spent < 0.5, f"the proxy spent {spent:.2f} s of CPU in 2 s on a tunnel whose client reset"
+        wait_until(lambda: 'platform_proxy_tunnels_open{route="ws"} 0' in metrics_text(proxy.port), timeout=10,
+                   what="the tunnel closed")
+    finally:
+        release.set()
+        upstream.sock.close()
+
+
+def test_a_route_listing_a_protocol_with_a_version_tunnels_it(start_proxy):
+    """`upgrades` names are matched as a request's protocol is, without the version after `/`
+    (docs/websockets.md): a route listing `my-proto/2` tunnels `Upgrade: my-proto/2`, where it
+    once kept the version and never matched, dropping every such upgrade."""
+    upstream = RawUpgradeUpstream()
+    try:
+        proxy = plain_proxy(start_proxy, [
+            {"name": "v", "path": "/v", "upstream": f"http://127.0.0.1:{upstream.port}", "upgrades": ["My-Proto/2"]}])
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
+            s.sendall(b"GET /v/x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: my-proto\r\n\r\n")
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                chunk = s.recv(4096)
+                assert chunk, answer
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 101"), answer
+    finally:
+        upstream.close()
+
+
+def test_a_101_that_echoes_the_handshake_has_the_token_masked(start_proxy, idp_factory, tmp_path):  # noqa: F811
+    """The 101 is a response like any other: an upstream that quotes the route's token in its head
+    (a value, or a field name, re-cased) never shows it to the client; frames are not masked."""
+
+    class EchoingSwitch(ThreadedRawServer):
+        def _serve(self, conn):
+            with conn:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    head += conn.recv(4096)
+                authorization = next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
+                                     if line.lower().startswith(b"authorization:"))
+                token = authorization.split(b" ", 1)[1]
+                conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                             b"Sec-WebSocket-Accept: " + websocket_accept(head) + b"\r\nX-Echo: " + authorization
+                             + b"\r\nX-Seen-" + token.upper() + b": 1\r\n\r\n\x81\x02hi")
+                while conn.recv(4096):
+                    pass
+
+    upstream = EchoingSwitch()
+    try:
+        proxy = demo_proxy(start_proxy, idp_factory, tmp_path, ws_routes(upstream.port))
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as client:
+            client.sendall(b"GET /ws/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                           b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+            answer = b""
+            while not answer.endswith(b"\x81\x02hi"):
+                chunk = client.recv(4096)
+                assert chunk, answer
+                answer += chunk
+        head = answer.partition(b"\r\n\r\n")[0]
+        assert head.startswith(b"HTTP/1.1 101") and b"\r\nX-Echo: Bearer " + b"*" * len(TOKEN) in head, head
+        assert TOKEN.lower().encode() not in head.lower(), head
+    finally:
+        upstream.sock.close()

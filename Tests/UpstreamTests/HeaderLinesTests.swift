@@ -27,6 +27,17 @@ struct HeaderLinesTests {
         #expect(!HeaderLines().containsName("accept"))
     }
 
+    @Test("as a head written by hand: CRLF after each line, curl's `Name;` as `Name:`, a `;` in a value kept")
+    func appendHead() {
+        let lines = HeaderLines(["X-Empty;", "Cookie: a=1; b=2", "Accept;x: y", "Sec-WebSocket-Protocol: chat"])
+        var head = Array("GET / HTTP/1.1\r\n".utf8)
+        lines.appendHead(to: &head)
+        HeaderLines().appendHead(to: &head)
+        #expect(
+            String(decoding: head, as: UTF8.self)
+                == "GET / HTTP/1.1\r\nX-Empty:\r\nCookie: a=1; b=2\r\nAccept;x: y\r\nSec-WebSocket-Protocol: chat\r\n")
+    }
+
     @Test("removing drops every line of the named fields and keeps the rest in order")
     func removing() {
         let lines = HeaderLines([

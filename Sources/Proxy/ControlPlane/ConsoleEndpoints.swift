@@ -176,6 +176,11 @@ extension ProxyHandler {
             if let forwarded {
                 (record.credentials, record.hops, record.maskedEchoes) = forwarded.consoleFacts
                 record.upstream = forwarded.url.origin
+            } else if let tunnel = exchange.delegate as? Tunnel, tunnel.upstreamAnswered {
+                // An upgrade's handshake, answered by its upstream (a 101, or a refusal relayed):
+                // it went up with the route's credentials.
+                (record.hops, record.maskedEchoes, record.upstream) = (0, 0, tunnel.identity.upstream)
+                record.credentials = tunnel.identity.provider == nil ? .noProvider : .injected
             } else {
                 (record.hops, record.maskedEchoes, record.upstream) = (0, 0, "")
                 if let slot = context.slot {

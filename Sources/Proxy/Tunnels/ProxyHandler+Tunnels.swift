@@ -5,19 +5,27 @@ import HTTPServer
 import Upstream
 
 extension ProxyHandler {
-    /// The `Upgrade` protocol a request asks for (lowercased, without a version), when it asks for
-    /// one the way RFC 9110 §7.8 has it: an `Upgrade` field and `upgrade` among the `Connection`
-    /// options. Nil for every other request (the parser noted the field, so none is searched).
+    /// The `Upgrade` protocol a request asks for first (`token`: lowercased, without a version;
+    /// `value`: as sent), when it asks for one the way RFC 9110 §7.8 has it: an `Upgrade` field and
+    /// `upgrade` among the `Connection` options, in any of its `Connection` fields (one list, §5.3).
+    /// Only that first protocol is offered upstream: the route's `upgrades` decided on it, and an
+    /// upstream offered the rest of the list could switch to one the route does not tunnel.
+    /// Nil for every other request (the parser noted the field, so none is searched).
     static func requestedUpgrade(_ head: borrowing HTTPRequestHead) -> (token: String, value: String)? {
         guard let range = head.upgradeValue else { return nil }
-        let value = head.string(range)
-        guard let connection = head.first("Connection"),
-            connection.split(separator: ",").contains(where: { $0.trimmingCharacters().lowercased() == "upgrade" })
+        var asked = false
+        for index in 0..<head.fieldCount where !asked && head.nameEquals(index, connectionName) {
+            let options = head.value(at: index).split(separator: ",")
+            asked = options.contains { $0.trimmingCharacters().lowercased() == "upgrade" }
+        }
+        guard asked, let first = head.string(range).split(separator: ",").first?.trimmingCharacters(), !first.isEmpty
         else { return nil }
-        guard let first = value.split(separator: ",").first else { return nil }
-        let token = first.trimmingCharacters().split(separator: "/").first.map { $0.lowercased() } ?? ""
-        return token.isEmpty ? nil : (token, value)
+        let token = first.split(separator: "/", omittingEmptySubsequences: false)[0].lowercased()
+        return token.isEmpty ? nil : (token, String(first))
     }
+
+    /// `connection`, as `HTTPRequestHead.nameEquals` compares names.
+    private static let connectionName = Array("connection".utf8)
 
     /// The loop's tunnel table, made on first use.
     var tunnels: TunnelTable {
@@ -29,14 +37,15 @@ extension ProxyHandler {
     }
 
     /// The upgrade a routed request asks for when its route tunnels that protocol (`upgrades`, the
-    /// route's); any other `Upgrade`, and any upgrade asked for on a request with a body (a
-    /// WebSocket handshake has none; RFC 9110 §7.8 lets a server ignore `Upgrade`), is dropped as
-    /// a hop-by-hop field and the request forwarded as usual. Only the route's list is passed: the
+    /// route's); any other `Upgrade`, any upgrade asked for on a request with a body (a
+    /// WebSocket handshake has none; RFC 9110 §7.8 lets a server ignore `Upgrade`), and one in an
+    /// HTTP/1.0 request (which §7.8 has a server ignore), is dropped as a hop-by-hop field and the
+    /// request forwarded as usual. Only the route's list is passed: the
     /// whole configuration would be copied per request.
     static func tunnelledUpgrade(_ head: borrowing HTTPRequestHead, upgrades: borrowing [String]) -> (
         token: String, value: String
     )? {
-        guard case .some = head.upgradeValue, head.framing == .none,
+        guard case .some = head.upgradeValue, head.framing == .none, head.version == .http11,
             let upgrade = requestedUpgrade(head),
             upgrades.contains(upgrade.token)
         else { return nil }
@@ -54,7 +63,8 @@ extension ProxyHandler {
     /// Opens a tunnel for an upgrade request whose credentials are decided: the handshake is the
     /// request as it would be forwarded (the same header policy and injected lines), with the
     /// upgrade fields put back, sent over a libcurl connect-only connection. `echoMasker` masks the
-    /// route's token in a refused upgrade's answer, as in any response (frames are not masked).
+    /// route's token in the upstream's answer (a 101's head, a refusal), as in any response
+    /// (frames are not masked).
     func startTunnel(
         _ context: ExchangeContext, _ plan: ForwardPlan, injected: InjectedLines, generation: UInt64,
         upgrade: (token: String, value: String), echoMasker: EchoMasker?
@@ -77,11 +87,8 @@ extension ProxyHandler {
         handshake.append(contentsOf: "\(exchange.head.method) \(url.path)".utf8)
         if let query = url.query { handshake.append(contentsOf: "?\(query)".utf8) }
         handshake.append(contentsOf: " HTTP/1.1\r\nHost: \(url.hostPort)\r\n".utf8)
-        for block in [lines.bytes, injected.lines.bytes] {
-            for byte in block {
-                if byte == 0 { handshake.append(0x0D); handshake.append(0x0A) } else { handshake.append(byte) }
-            }
-        }
+        lines.appendHead(to: &handshake)
+        injected.lines.appendHead(to: &handshake)
         handshake.append(contentsOf: "Connection: Upgrade\r\nUpgrade: \(upgrade.value)\r\n\r\n".utf8)
         let identity = Tunnel.Identity(
             requestID: requestID, route: route.name,
@@ -92,7 +99,7 @@ extension ProxyHandler {
             idleTimeout: route.tunnelIdleTimeoutSeconds, answerTimeout: route.timeoutSeconds)
         let tunnel = Tunnel(
             context: context, identity: identity, handshake: handshake, table: tunnels,
-            refusalMasker: echoMasker)
+            answerMasker: echoMasker)
         tunnels.add(tunnel)
         tunnel.start(
             origin: url.origin, tls: plan.slot.route.tls, connector: tunnels.connector,

@@ -53,9 +53,9 @@ final class Tunnel: ProxyExchangeDelegate {
     private var answer: [UInt8] = []
     /// A refused upgrade's answer, read whole before it is relayed.
     private var refusal: TunnelAnswer.Refusal?
-    /// Masks the route's token where a refused upgrade's answer echoes it (nil: masking is off, or
-    /// the route carries no token).
-    private var refusalMasker: EchoMasker?
+    /// Masks the route's token where the upstream's answer (a 101's head, a refusal) echoes it
+    /// (nil: masking is off, or the route carries no token).
+    private var answerMasker: EchoMasker?
     private var clientFD: CInt = -1
     private var clientEnd: TunnelEnd?
     private var upstreamEnd: TunnelEnd?
@@ -69,6 +69,9 @@ final class Tunnel: ProxyExchangeDelegate {
     private var drainDeadline: NanoTime?
     /// When the upstream's answer is due (from the handshake's sending).
     private var answerDeadline: NanoTime?
+    /// Whether the upstream answered the handshake (a 101 or a refusal): the console notes the
+    /// exchange as credentialed and forwarded then.
+    private(set) var upstreamAnswered = false
     private(set) var bytesUp = 0
     private(set) var bytesDown = 0
     /// Frame boundaries of a WebSocket's bytes toward the client (nil for another protocol, which
@@ -85,10 +88,10 @@ final class Tunnel: ProxyExchangeDelegate {
 
     init(
         context: ExchangeContext, identity: Identity, handshake: [UInt8], table: TunnelTable,
-        refusalMasker: EchoMasker? = nil
+        answerMasker: EchoMasker? = nil
     ) {
         let exchange = context.exchange
-        self.refusalMasker = refusalMasker
+        self.answerMasker = answerMasker
         self.exchange = exchange
         heldContext = context
         self.identity = identity
@@ -220,6 +223,9 @@ final class Tunnel: ProxyExchangeDelegate {
     /// error (`EPOLLERR`, 0x08), so an end or a failure is seen by the read that follows.
     private static let readableEvents: UInt32 = Interest.read.rawValue | 0x10 | 0x08
 
+    /// A hang-up (`EPOLLHUP`) or an error (`EPOLLERR`): the kernel reports them whatever the interest.
+    private static let hangUpEvents: UInt32 = 0x10 | 0x08
+
     func ready(_ side: TunnelStateMachine.Side, _ events: UInt32) {
         switch side {
         case .client:
@@ -229,6 +235,26 @@ final class Tunnel: ProxyExchangeDelegate {
             if events & Interest.write.rawValue != 0 { pushUpstream() }
             if events & Self.readableEvents != 0 { readUpstream() }
         }
+        if events & Self.hangUpEvents != 0 { hungUp(side) }
+    }
+
+    /// `side` hung up or failed while it is not read (its queue toward the other side is full, or
+    /// the tunnel is ending): the loop would report it again at once, for ever, so it is no longer
+    /// watched, and the machine hears that it ended (what is queued toward the other side is still
+    /// written). A side that is read sees the end in the read that just ran.
+    private func hungUp(_ side: TunnelStateMachine.Side) {
+        guard !machine.isClosed else { return }
+        switch side {
+        case .client:
+            guard clientFD >= 0, clientEnd != nil, !clientInterest.contains(.read) else { return }
+            loop.deregister(fd: clientFD)
+            clientEnd = nil
+        case .upstream:
+            guard let link, link.fd >= 0, upstreamEnd != nil, !upstreamInterest.contains(.read) else { return }
+            loop.deregister(fd: link.fd)
+            upstreamEnd = nil
+        }
+        perform(machine.ended(side))
     }
 
     private func readClient() {
@@ -293,10 +319,13 @@ final class Tunnel: ProxyExchangeDelegate {
                 return perform(machine.answerInvalid())
             case .moved(let n):
                 table.scratch.withUnsafeBytes { answer.append(contentsOf: $0[0..<n]) }
+                TunnelAnswer.droppingInterim(&answer)
                 if let end = TunnelAnswer.headEnd(answer) {
                     guard let status = TunnelAnswer.status(answer) else { return perform(machine.answerInvalid()) }
+                    upstreamAnswered = true
                     if status == 101 {
-                        toClient.append(answer)
+                        toClient.append(maskingEchoes(answer[..<end]))
+                        toClient.append(Array(answer[end...]))
                         framing?.advance(over: answer[end...])
                         bytesDown += answer.count - end
                         answer = []
@@ -310,6 +339,16 @@ final class Tunnel: ProxyExchangeDelegate {
                 return perform(machine.answerInvalid())
             }
         }
+    }
+
+    /// A 101's head as it came, but for the route's token where it echoes it (a field name in any
+    /// case, or a value), as in any response (docs/security.md, "Echoed credentials").
+    private func maskingEchoes(_ head: ArraySlice<UInt8>) -> [UInt8] {
+        guard var masker = answerMasker else { return Array(head) }
+        var head = Array(head)
+        if let masked = masker.masking(head[...]) { head = masked }
+        if let masked = masker.maskingIgnoringCase(head[...]) { head = masked }
+        return head
     }
 
     /// Reads a refused upgrade's body as far as it came; the rest arrives with the socket's readiness.
@@ -332,7 +371,7 @@ final class Tunnel: ProxyExchangeDelegate {
         if let refusal, exchange != nil, let heldContext, let handler = table?.handler {
             var headers = refusal.headers
             var body = refusal.body
-            if var masker = refusalMasker {
+            if var masker = answerMasker {
                 // An upstream that echoes the handshake in its refusal gets the token masked, as
                 // any response does (docs/security.md, "Echoed credentials").
                 for index in headers.indices {
@@ -427,7 +466,7 @@ final class Tunnel: ProxyExchangeDelegate {
                 }
             }
         }
-        if clientFD >= 0 {
+        if clientFD >= 0, clientEnd != nil {
             var wanted: Interest = []
             if open && toUpstream.count < TunnelTable.queueCap { wanted.insert(.read) }
             if !toClient.isEmpty { wanted.insert(.write) }

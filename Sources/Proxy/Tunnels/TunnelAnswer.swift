@@ -18,6 +18,15 @@ enum TunnelAnswer {
         return nil
     }
 
+    /// Drops the interim heads (1xx but 101) that start `bytes` and arrived whole: an upstream may
+    /// send some (`103 Early Hints`) before its answer (RFC 9110 §15.2), which is the head after
+    /// them; relayed as the answer, a 1xx would leave the client waiting for a final one.
+    static func droppingInterim(_ bytes: inout [UInt8]) {
+        while let end = headEnd(bytes), let status = status(bytes), (100...199).contains(status), status != 101 {
+            bytes.removeSubrange(0..<end)
+        }
+    }
+
     /// The status of an `HTTP/1.x NNN` status line.
     static func status(_ bytes: [UInt8]) -> Int? {
         let prefix = Array("HTTP/1.".utf8)
