@@ -258,8 +258,7 @@ extension CredentialManager {
     }
 
     /// The provider's userinfo for the current login.
-    public func userinfo(replyOn caller: EventLoop, _ done: @escaping (Result<FetchedResponse, OAuthFailure>) -> Void)
-    {
+    public func userinfo(replyOn caller: EventLoop, _ done: @escaping (Result<FetchedResponse, OAuthFailure>) -> Void) {
         let done = LoopBound(done, on: caller)
         loop.execute { [self] in
             guard let tokens = lifecycle.tokens else {

@@ -107,7 +107,8 @@ public enum HTTPHeadSemantics {
         if framing == .none { expectsContinue = false }
         return .success(
             Meaning(
-                framing: framing, expectsContinue: expectsContinue, keepAlive: !closeAfter && !sawClose, host: hostValue,
+                framing: framing, expectsContinue: expectsContinue, keepAlive: !closeAfter && !sawClose,
+                host: hostValue,
                 upgrade: upgradeValue))
     }
 

@@ -45,7 +45,9 @@ public final class OwnListeners: Sendable {
     /// another loop's copy); nil before `set`.
     public func snapshot() -> Snapshot? {
         endpoints.withLock { list in
-            list.map { Snapshot(endpoints: $0.map { Endpoint(address: $0.address.map { $0.map { $0 } }, port: $0.port) }) }
+            list.map {
+                Snapshot(endpoints: $0.map { Endpoint(address: $0.address.map { $0.map { $0 } }, port: $0.port) })
+            }
         }
     }
 
