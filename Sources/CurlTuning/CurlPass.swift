@@ -49,7 +49,7 @@ public final class CurlPass: UpstreamTuning {
     /// `run(_:)`, with every readiness check in `body` the kernel's when `strict`
     /// (`QuietSockets.asking(strictly:)`).
     @inline(__always)
-    public func pass(strict: Bool, _ body: () -> Void) {
+    public func runLibcurl(strict: Bool, _ body: () -> Void) {
         run { QuietSockets.asking(strictly: strict, body) }
     }
 

@@ -42,7 +42,7 @@ public final class UpstreamClient {
     /// Connections parked since the loop's last wait, not yet known quiet (told to `tuning`).
     private var parked = ParkedSockets()
     /// Transfers with a request body started since curl's last timeout call, which runs their
-    /// connect step: until then a pooled connection is checked by the kernel (`UpstreamTuning.pass(strict:_:)`).
+    /// connect step: until then a pooled connection is checked by the kernel (`UpstreamTuning.runLibcurl(strict:_:)`).
     private var bodiesStarting = 0
     /// The tuning of libcurl's system calls, when one is installed (`installedTuning`); nil, libcurl runs plainly.
     private(set) var tuning: (any UpstreamTuning)?
@@ -116,7 +116,7 @@ public final class UpstreamClient {
     @inline(__always)
     private func runCurl(strict: Bool, _ body: () -> Void) {
         guard let tuning else { return body() }
-        tuning.pass(strict: strict, body)
+        tuning.runLibcurl(strict: strict, body)
     }
 
     deinit {

@@ -4,7 +4,7 @@ import EventLoop
 /// executable's `CurlTuning` target). The client works the same without one: it runs libcurl
 /// plainly and tells no one what its loop knows.
 ///
-/// What the client tells it: when libcurl runs (a pass: `pass(strict:_:)`), what the loop knows
+/// What the client tells it: when libcurl runs (a pass: `runLibcurl(strict:_:)`), what the loop knows
 /// of each connection's readiness (`know(_:of:)`), when curl opens and closes a socket, and when
 /// body bytes move. What it asks: whether the tuning holds bytes read from a socket that no wait
 /// will report (`holdsBytes(for:)`, `stalled`). The tuning runs libcurl again on a socket through
@@ -17,7 +17,7 @@ public protocol UpstreamTuning: AnyObject {
     /// Runs one pass of libcurl (`body`: a `curl_multi_socket_action`, an unpause); a pass begun
     /// within another joins it. With `strict`, every readiness check libcurl makes in `body`
     /// reaches the kernel (a request with a body may be choosing a pooled connection).
-    func pass(strict: Bool, _ body: () -> Void)
+    func runLibcurl(strict: Bool, _ body: () -> Void)
 
     /// The last pass left bytes held for a socket curl watches for reading that no run of it read:
     /// the loop's next turn must run those sockets again (`stalledSockets`).

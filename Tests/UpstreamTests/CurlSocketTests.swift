@@ -169,7 +169,7 @@ struct CurlSocketTests {
 final class RecordingTuning: UpstreamTuning {
     var known: [CInt: SocketReadiness] = [:]
     init(loop: EventLoop, rerun: @escaping (CInt) -> Bool) {}
-    func pass(strict: Bool, _ body: () -> Void) { body() }
+    func runLibcurl(strict: Bool, _ body: () -> Void) { body() }
     var stalled: Bool { false }
     func stalledSockets() -> [CInt] { [] }
     func holdsBytes(for fd: CInt) -> Bool { false }
